@@ -1,0 +1,273 @@
+"""`ifqa corpus build`: inputs -> passages file, in parallel, resumable, written atomically.
+
+Work is cut into batches of raw records, numbered by (input, batch). Each finished batch is saved
+as a part file in ``.<output>.parts/`` next to the output; a rerun of the same command skips the
+parts that exist, so an interrupted build loses nothing and duplicates nothing. When every batch is
+done the parts are joined, in order, into the output (atomic rename) and the parts folder goes.
+"""
+
+from __future__ import annotations
+
+import array
+import collections
+import concurrent.futures
+import contextlib
+import hashlib
+import json
+import logging
+import shutil
+import signal
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterator
+
+from ifqa import __version__
+from ifqa.corpus.passages import DEFAULT_WORDS, TSV_HEADER
+from ifqa.corpus.sources import Source, detect, expand_inputs, stream_records, to_passages
+from ifqa.errors import IfqaError
+from ifqa.io import atomic_write, write_json
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BATCH = 200
+
+
+@dataclass
+class BuildSummary:
+    """What a build read, skipped (by reason) and wrote."""
+
+    records: int = 0
+    kept: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    passages: int = 0
+    words: int = 0
+    seconds: float = 0.0
+
+    def add(self, other: dict) -> None:
+        self.records += other["records"]
+        self.kept += other["kept"]
+        self.passages += other["passages"]
+        self.words += other["words"]
+        for reason, count in other["skipped"].items():
+            self.skipped[reason] = self.skipped.get(reason, 0) + count
+
+
+def manifest_path(output: str | Path) -> Path:
+    return Path(f"{output}.manifest.json")
+
+
+def build(
+    inputs: list[str | Path],
+    output: str | Path,
+    words: int = DEFAULT_WORDS,
+    workers: int = 1,
+    format: str | None = None,
+    batch_size: int = DEFAULT_BATCH,
+    progress: bool = True,
+) -> BuildSummary:
+    """Build the passage file ``output`` (DPR TSV when it ends in ``.tsv``, else JSONL)."""
+    if words < 1:
+        raise IfqaError("--words must be at least 1")
+    output = Path(output)
+    tsv = output.name.endswith(".tsv")
+    sources = [detect(path, format) for path in expand_inputs(inputs)]
+    parts = output.parent / f".{output.name}.parts"
+    settings = {
+        "ifqa": __version__,
+        "words": words,
+        "tsv": tsv,
+        "batch_size": batch_size,
+        "inputs": [
+            {"path": str(s.path.resolve()), "format": s.format, "bytes": s.size, "mtime": int(s.path.stat().st_mtime)}
+            for s in sources
+        ],
+    }
+    _prepare_parts(parts, settings)
+    started = time.time()
+    try:
+        with _sigterm_as_interrupt():
+            _run_batches(sources, parts, words, tsv, workers, batch_size, progress)
+            summary, checksum = _join_parts(parts, output, tsv, len(sources))
+    except IfqaError:
+        shutil.rmtree(parts, ignore_errors=True)  # bad input: leave nothing behind
+        raise
+    summary.seconds = round(time.time() - started, 2)
+    write_json(
+        manifest_path(output),
+        {**settings, "output": str(output.resolve()), "sha256": checksum, "workers": workers, "summary": asdict(summary)},
+    )
+    shutil.rmtree(parts, ignore_errors=True)
+    return summary
+
+
+def _prepare_parts(parts: Path, settings: dict) -> None:
+    settings_file = parts / "settings.json"
+    if parts.exists():
+        try:
+            previous = json.loads(settings_file.read_text())
+        except (OSError, ValueError):
+            previous = None
+        if previous != settings:
+            raise IfqaError(
+                "an interrupted build with other inputs or settings left this folder; rerun that command "
+                "or delete the folder",
+                parts,
+            )
+        done = len(list(parts.glob("*.part")))
+        log.info("resuming: %d finished batches found in %s", done, parts)
+        return
+    parts.mkdir(parents=True)
+    write_json(settings_file, settings)
+
+
+def _part_name(source_index: int, batch_index: int) -> str:
+    return f"{source_index:05d}-{batch_index:09d}"
+
+
+def _batches(source: Source, batch_size: int, progress) -> Iterator[list[bytes]]:
+    batch: list[bytes] = []
+    for raw in stream_records(source, progress):
+        batch.append(raw)
+        if len(batch) == batch_size:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _run_batches(sources: list[Source], parts: Path, words: int, tsv: bool, workers: int, batch_size: int, show: bool) -> None:
+    from tqdm import tqdm
+
+    bar = tqdm(total=sum(s.size for s in sources), unit="B", unit_scale=True, desc="corpus", disable=not show, smoothing=0.1)
+    counts = collections.Counter()
+    executor = (
+        concurrent.futures.ProcessPoolExecutor(workers, initializer=_ignore_sigint) if workers > 1 else None
+    )
+    pending: collections.deque = collections.deque()
+
+    def finish(name: str, result: tuple[str, dict]) -> None:
+        lines, stats = result
+        write_json(parts / f"{name}.stats.json", stats)
+        with atomic_write(parts / f"{name}.part") as handle:
+            handle.write(lines)
+        counts.update(records=stats["records"], passages=stats["passages"])
+        bar.set_postfix(records=counts["records"], passages=counts["passages"], refresh=False)
+
+    try:
+        for index, source in enumerate(sources):
+            position = {"last": 0}
+
+            def advance(now: int, position=position) -> None:
+                bar.update(now - position["last"])
+                position["last"] = now
+
+            for batch_index, batch in enumerate(_batches(source, batch_size, advance)):
+                name = _part_name(index, batch_index)
+                if (parts / f"{name}.part").exists():
+                    continue
+                if executor is None:
+                    finish(name, process_batch(source.format, words, tsv, batch))
+                    continue
+                pending.append((name, executor.submit(process_batch, source.format, words, tsv, batch)))
+                while len(pending) >= 2 * workers:
+                    done_name, future = pending.popleft()
+                    finish(done_name, future.result())
+        while pending:
+            done_name, future = pending.popleft()
+            finish(done_name, future.result())
+    finally:
+        for _, future in pending:
+            future.cancel()
+        if executor is not None:
+            executor.shutdown(wait=True, cancel_futures=True)
+        bar.close()
+
+
+def process_batch(format: str, words: int, tsv: bool, batch: list[bytes]) -> tuple[str, dict]:
+    """Turn raw records into output lines plus counts (runs in a worker process)."""
+    lines: list[str] = []
+    skipped: collections.Counter = collections.Counter()
+    kept = passages = total_words = 0
+    for raw in batch:
+        produced, reason = to_passages(format, raw, words)
+        if reason:
+            skipped[reason] += 1
+            continue
+        kept += 1
+        for passage in produced:
+            lines.append(passage.to_line(tsv))
+            total_words += len(passage.text.split())
+        passages += len(produced)
+    stats = {"records": len(batch), "kept": kept, "skipped": dict(skipped), "passages": passages, "words": total_words}
+    return "".join(lines), stats
+
+
+def _join_parts(parts: Path, output: Path, tsv: bool, n_sources: int) -> tuple[BuildSummary, str]:
+    """Concatenate the parts in order into ``output``; fail on a repeated passage id."""
+    summary = BuildSummary()
+    digest = hashlib.sha256()
+    ids = array.array("Q")  # 8 bytes per passage: the duplicate check stays small at 27M passages
+    with atomic_write(output, "wb") as out:
+        if tsv:
+            header = (TSV_HEADER + "\n").encode()
+            out.write(header)
+            digest.update(header)
+        for part in sorted(parts.glob("*.part")):
+            summary.add(json.loads((part.with_suffix(".stats.json")).read_text()))
+            with open(part, "rb") as handle:
+                for line in handle:
+                    ids.append(_id_hash(_line_id(line, tsv)))
+                    out.write(line)
+                    digest.update(line)
+        _check_unique(ids, parts, tsv)
+    return summary, digest.hexdigest()
+
+
+def _line_id(line: bytes, tsv: bool) -> bytes:
+    return line.split(b"\t", 1)[0] if tsv else json.loads(line)["id"].encode()
+
+
+def _id_hash(passage_id: bytes) -> int:
+    return int.from_bytes(hashlib.blake2b(passage_id, digest_size=8).digest(), "little")
+
+
+def _check_unique(ids: array.array, parts: Path, tsv: bool) -> None:
+    import numpy as np
+
+    hashes = np.sort(np.frombuffer(ids, dtype=np.uint64))
+    repeated = hashes[1:][hashes[1:] == hashes[:-1]]
+    if not repeated.size:
+        return
+    target = int(repeated[0])
+    for part in sorted(parts.glob("*.part")):
+        with open(part, "rb") as handle:
+            for line in handle:
+                passage_id = _line_id(line, tsv)
+                if _id_hash(passage_id) == target:
+                    raise IfqaError(
+                        f"passage id {passage_id.decode()!r} occurs more than once: two inputs hold the same "
+                        "article or passage; build them separately or drop one"
+                    )
+
+
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt():
+    """`kill` (SIGTERM) stops a build the same way as Ctrl-C: finished batches are kept for resuming."""
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,37 @@
+"""Disjoint fixed-length passages, DPR style, and the two passage file layouts (JSONL, DPR TSV)."""
+
+from __future__ import annotations
+
+import json
+from typing import NamedTuple
+
+DEFAULT_WORDS = 100
+TSV_HEADER = "id\ttext\ttitle"
+
+
+class Passage(NamedTuple):
+    id: str
+    title: str
+    text: str
+
+    def to_line(self, tsv: bool) -> str:
+        """One output line: DPR's ``id\\ttext\\ttitle`` or a JSON object ``{"id","title","text"}``."""
+        if tsv:
+            return f"{self.id}\t{_tsv_field(self.text)}\t{_tsv_field(self.title)}\n"
+        return json.dumps({"id": self.id, "title": self.title, "text": self.text}, ensure_ascii=False) + "\n"
+
+
+def _tsv_field(value: str) -> str:
+    return " ".join(value.split())
+
+
+def split_passages(article_id: str, title: str, text: str, words: int = DEFAULT_WORDS) -> list[Passage]:
+    """Cut an article into passages of ``words`` whitespace-separated words (the last one shorter).
+
+    Ids are ``<article id>-<n>``: stable across reruns and worker counts, unique across articles.
+    """
+    tokens = text.split()
+    return [
+        Passage(f"{article_id}-{n}", title, " ".join(tokens[start : start + words]))
+        for n, start in enumerate(range(0, len(tokens), words))
+    ]

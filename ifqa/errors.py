@@ -1,0 +1,18 @@
+"""One exception type for user mistakes, so the CLI can print one line instead of a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class IfqaError(Exception):
+    """A problem with the user's input or set-up, described in one line.
+
+    ``where`` names the file (and line or example) so the message points at the problem.
+    """
+
+    def __init__(self, message: str, where: str | Path | None = None, line: int | None = None):
+        location = ""
+        if where is not None:
+            location = f"{where}:{line}: " if line is not None else f"{where}: "
+        super().__init__(location + message)

@@ -1,0 +1,89 @@
+"""File helpers shared by every stage: JSON Lines with line-numbered errors, atomic writes."""
+
+from __future__ import annotations
+
+import contextlib
+import gzip
+import io
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import IO, Any, Iterable, Iterator
+
+from ifqa.errors import IfqaError
+
+
+def open_text(path: str | Path) -> IO[str]:
+    """Open a plain or gzip-compressed text file for reading, UTF-8."""
+    path = Path(path)
+    if not path.exists():
+        raise IfqaError("no such file", path)
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def read_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
+    """Yield ``(line_number, record)`` for each non-blank line; bad JSON raises a located IfqaError."""
+    with open_text(path) as handle:
+        try:
+            for number, line in enumerate(handle, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    yield number, json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise IfqaError(f"invalid JSON ({exc.msg} at column {exc.colno})", path, number) from None
+        except (UnicodeDecodeError, EOFError, gzip.BadGzipFile) as exc:
+            raise IfqaError(f"unreadable file ({exc.__class__.__name__}: {exc})", path) from None
+
+
+def read_json(path: str | Path) -> Any:
+    """Load one JSON document; bad JSON raises an IfqaError naming the line."""
+    with open_text(path) as handle:
+        try:
+            return json.load(handle)
+        except json.JSONDecodeError as exc:
+            raise IfqaError(f"invalid JSON ({exc.msg} at column {exc.colno})", path, exc.lineno) from None
+        except UnicodeDecodeError as exc:
+            raise IfqaError(f"not UTF-8 text ({exc})", path) from None
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
+    """Write to a temporary file beside ``path`` and rename it into place only on success.
+
+    Readers never see a half-written file, and a failure leaves no partial output behind.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        binary = "b" in mode
+        with os.fdopen(fd, mode, **({} if binary else {"encoding": "utf-8"})) as handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def write_jsonl(path: str | Path, records: Iterable[Any]) -> int:
+    """Write records as JSON Lines atomically; returns how many were written."""
+    count = 0
+    with atomic_write(path) as handle:
+        for record in records:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+            count += 1
+    return count
+
+
+def write_json(path: str | Path, obj: Any) -> None:
+    """Write one JSON document atomically, indented for people to read."""
+    with atomic_write(path) as handle:
+        json.dump(obj, handle, ensure_ascii=False, indent=2)
+        handle.write("\n")
