@@ -190,7 +190,7 @@ def answer_type(answer: str) -> str:
     except short function words ("Bank of England"); other: anything else.
     """
     text = answer.strip()
-    lowered = " ".join(text.lower().replace(",", ", ").split()).replace(" ,", ",")
+    lowered = " ".join(text.lower().split())
     if _DATE.match(lowered):
         return "date"
     if _NUMBER.match(lowered):
@@ -340,7 +340,7 @@ def summarize_run(records: Sequence[Mapping[str, Any]], examples: Sequence[Any] 
     """
     by_qid = {example.qid: example for example in examples} if examples is not None else {}
     depth = max((len(record.get("ctxs", [])) for record in records), default=0)
-    depths = [k for k in RECALL_DEPTHS if k <= depth] or ([depth] if depth else [])
+    depths = [k for k in RECALL_DEPTHS if k < depth] + ([depth] if depth else [])  # always up to the run's depth
     answer_hits, gold_hits, words = [], [], []
     for record in records:
         ctxs = record.get("ctxs", [])

@@ -1,0 +1,77 @@
+import json
+import subprocess
+import sys
+import time
+
+from ifqa.data import load_demo
+
+
+def test_help_is_fast_and_imports_nothing_heavy():
+    code = "import sys, time; t=time.time(); from ifqa.cli import cli; print(time.time()-t); print(sorted(m for m in sys.modules if m.split('.')[0] in {'numpy','torch','transformers','bm25s','faiss','mwparserfromhell','pyserini','openai'}))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
+    assert float(out[0]) < 0.3
+    assert out[1] == "[]"
+    started = time.time()
+    result = subprocess.run([sys.executable, "-m", "ifqa.cli", "--help"], capture_output=True, text=True)
+    assert result.returncode == 0 and "evaluate" in result.stdout
+    assert time.time() - started < 2.0  # interpreter start-up included
+
+
+def _predictions(path, pairs):
+    path.write_text("".join(json.dumps({"qid": q, "prediction": p}) + "\n" for q, p in pairs))
+    return path
+
+
+def test_evaluate_predictions_json_and_table(cli, tmp_path):
+    dev = load_demo("dev")
+    good = _predictions(tmp_path / "a.jsonl", [(e.qid, e.answers[0]) for e in dev])
+    half = _predictions(tmp_path / "b.jsonl", [(e.qid, e.answers[0] if i % 2 else "wrong") for i, e in enumerate(dev)])
+    result = cli("evaluate", "--predictions", good, "--setting", "demo", "--split", "dev", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["n"] == 24 and report["em"] == 100.0 and report["f1"] == 100.0
+    result = cli("evaluate", "--predictions", good, "--compare", half, "--output", tmp_path / "metrics.json")
+    assert result.returncode == 0, result.stderr
+    assert "EM" in result.stdout and "answer type" in result.stdout and "p (paired permutation)" in result.stdout
+    compare = json.loads((tmp_path / "metrics.json").read_text())["compare"]
+    assert compare["em"] == 50.0 and compare["em_difference"]["difference"] == 50.0
+    assert compare["em_difference"]["p_value"] < 0.01
+
+
+def test_evaluate_run(cli, tmp_path):
+    dev = load_demo("dev")
+    run = tmp_path / "run.jsonl"
+    with open(run, "w") as handle:
+        for example in dev:
+            ctxs = [{"id": "x", "title": "", "text": "unrelated words only"}, {"id": "g", "title": "", "text": example.context[0]}]
+            handle.write(json.dumps({"qid": example.qid, "question": example.question, "answers": example.answers, "ctxs": ctxs}) + "\n")
+    result = cli("evaluate", "--run", run, "--setting", "demo", "--json")
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["recall"]["gold"] == {"1": 0.0, "2": 100.0}
+    table = cli("evaluate", "--run", run, "--setting", "demo").stdout
+    assert "gold" in table and "@2" in table
+
+
+def test_bad_inputs_give_one_line_errors_and_no_output(cli, tmp_path):
+    bad = tmp_path / "p.jsonl"
+    bad.write_text('{"qid": "0", "prediction": "x"}\n{"qid": "1"}\n')
+    out = tmp_path / "metrics.json"
+    result = cli("evaluate", "--predictions", bad, "--output", out)
+    assert result.returncode == 1
+    assert result.stderr.strip() == f"ifqa: error: {bad}:2: each line needs 'qid' and 'prediction'"
+    assert not out.exists()
+    bad.write_text('{"qid": "0", "prediction": "x"\n')
+    result = cli("evaluate", "--predictions", bad)
+    assert result.returncode == 1 and "p.jsonl:1: invalid JSON" in result.stderr and "Traceback" not in result.stderr
+    result = cli("evaluate", "--predictions", tmp_path / "missing.jsonl")
+    assert result.returncode == 1 and "no such file" in result.stderr
+    result = cli("evaluate")
+    assert result.returncode == 1 and "exactly one of --predictions or --run" in result.stderr
+
+
+def test_data_stats_on_demo(cli):
+    result = cli("data", "stats", "--json")
+    assert result.returncode == 0, result.stderr
+    stats = json.loads(result.stdout)
+    assert stats["n"] == 24 and sum(stats["answer_types"].values()) == 24
