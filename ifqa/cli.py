@@ -148,10 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     except IfqaError as exc:
         click.echo(f"ifqa: error: {exc}", err=True)
         sys.exit(1)
-    except click.exceptions.Abort:
-        click.echo("ifqa: interrupted", err=True)
-        sys.exit(130)
-    except KeyboardInterrupt:
+    except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
         click.echo("ifqa: interrupted; rerun the same command to resume", err=True)
         sys.exit(130)
     except click.ClickException as exc:

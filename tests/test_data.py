@@ -5,7 +5,7 @@ import pytest
 from ifqa import data
 from ifqa.errors import IfqaError
 
-from conftest import write_questions
+from tests.conftest import write_questions
 
 GOOD = [
     {"idx": 0, "question": "If the sky were green, what colour would grass look against it?", "answers": ["green", "Green"], "context": ["The sky is blue."]},

@@ -78,7 +78,13 @@ def _head(source: Source) -> bytes:
         with open_binary(source) as handle:
             return handle.read(1 << 16)
     except (OSError, EOFError, zlib.error) as exc:
-        raise IfqaError(f"unreadable {source.compression or 'file'} data ({exc})", source.path) from None
+        raise _read_error(exc, source) from None
+
+
+def _read_error(exc: BaseException, source: Source) -> IfqaError:
+    if isinstance(exc, EOFError):
+        return IfqaError("compressed data ends early (truncated file?)", source.path)
+    return IfqaError(f"corrupt {source.compression or 'file'} data ({exc})", source.path)
 
 
 def _sniff(head: bytes, path: Path) -> str:
@@ -133,10 +139,8 @@ def _chunks(handle: BinaryIO, raw: BinaryIO, source: Source, progress) -> Iterat
     while True:
         try:
             chunk = handle.read(_CHUNK)
-        except EOFError:
-            raise IfqaError("compressed data ends early (truncated file?)", source.path) from None
-        except (OSError, zlib.error) as exc:
-            raise IfqaError(f"corrupt {source.compression or ''} data ({exc})".replace("  ", " "), source.path) from None
+        except (OSError, EOFError, zlib.error) as exc:
+            raise _read_error(exc, source) from None
         if progress is not None:
             progress(raw.tell())
         if not chunk:
@@ -225,7 +229,7 @@ def to_passages(format: str, raw: bytes, words: int) -> tuple[list[Passage], str
         body = text[header.end() : -len("</doc>")].strip("\n")
         title = _unescape(attributes.get("title", ""))
         first, _, rest = body.partition("\n")
-        if first.strip() == title:
+        if _unescape(first.strip()) == title:
             body = rest
         return _article_passages(attributes.get("id", ""), title, body, words)
     if format == "passages-tsv":

@@ -1,0 +1,31 @@
+from ifqa.corpus import wikitext
+
+
+def test_keeps_prose_and_link_text_drops_markup():
+    text = wikitext.clean(
+        "'''Glimmerton''' is a town{{cn}} on the [[River Lune|Lune]]<ref name=a>Atlas</ref> and [[Kendal]]. "
+        "<!-- hidden --> See [http://example.org the site] &amp; [[File:x.jpg|thumb|caption]] "
+        "[[Category:Towns]] [[de:Glimmerton]] <span>kept</span> <math>x^2</math>"
+    )
+    assert text == "Glimmerton is a town on the Lune and Kendal. See the site & kept"
+
+
+def test_headings_become_short_sentences_only_when_followed_by_prose():
+    text = wikitext.clean("Intro.\n== History ==\nOld.\n== See also ==\n* [[A]]\n== References ==\n{{reflist}}\n=== Deep ===\nDeep text.")
+    assert text.split("\n") == ["Intro.", "History.", "Old.", "References.", "Deep.", "Deep text."]
+
+
+def test_tables_lists_and_templates_go():
+    text = wikitext.clean("A.\n{| class=wikitable\n|-\n| cell || cell\n|}\n* item\n# numbered\n: indented\n{{Infobox|a=b}}\nB.")
+    assert text == "A.\nB."
+
+
+def test_empty_parentheses_left_by_templates_are_removed():
+    assert wikitext.clean("Foo ({{lang-fr|Fou}}; {{IPA|x}}) is a bar.") == "Foo is a bar."
+
+
+def test_disambiguation_detection():
+    assert wikitext.is_disambiguation("Mercury (disambiguation)", "")
+    assert wikitext.is_disambiguation("Mercury", "'''Mercury''' may be:\n{{Disambiguation|geo}}")
+    assert wikitext.is_disambiguation("Smith", "{{hndis}}")
+    assert not wikitext.is_disambiguation("Mercury", "{{Infobox planet}} Mercury is a planet.")
