@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from pathlib import Path
 
 import click
 
@@ -38,6 +39,8 @@ def cli(verbose: int, quiet: bool) -> None:
     """ifqa: retrieve-then-read QA under counterfactual presuppositions (IfQA)."""
     level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
+    for noisy in ("bm25s", "sentence_transformers", "transformers", "faiss", "httpx"):
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 
 
 # --- data -----------------------------------------------------------------------------------
@@ -136,6 +139,152 @@ def corpus_build(inputs, output, format_, words, workers, batch_size, no_progres
     rows += [[f"skipped: {reason}", count] for reason, count in sorted(summary.skipped.items())]
     rows += [["passages written", summary.passages], ["words", summary.words], ["seconds", summary.seconds]]
     click.echo(table(["corpus build", output], rows))
+
+
+# --- index and retrieve ----------------------------------------------------------------------
+
+
+@cli.group()
+def index() -> None:
+    """Build BM25 and dense indexes of a passage collection."""
+
+
+@index.command("bm25")
+@click.option("--corpus", required=True, type=click.Path(dir_okay=False), help="passages.jsonl or DPR .tsv")
+@click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False), help="Index folder to create.")
+@click.option("--backend", type=click.Choice(["bm25s", "pyserini"]), default="bm25s", show_default=True)
+@click.option("--k1", default=0.9, show_default=True, type=float)
+@click.option("--b", default=0.4, show_default=True, type=float)
+@click.option("--threads", default=1, show_default=True, help="Indexing threads (pyserini).")
+@click.option("--force", is_flag=True, help="Replace an existing index folder.")
+@click.option("--no-progress", is_flag=True)
+def index_bm25(corpus, index_dir, backend, k1, b, threads, force, no_progress) -> None:
+    """BM25 over title + text (bm25s by default; Lucene through pyserini on request)."""
+    if backend == "pyserini":
+        from ifqa.retrieval import lucene
+
+        manifest = lucene.build(corpus, index_dir, k1=k1, b=b, threads=threads, force=force)
+    else:
+        from ifqa.retrieval import bm25
+
+        manifest = bm25.build(corpus, index_dir, k1=k1, b=b, force=force, progress=not no_progress)
+    click.echo(f"{index_dir}: {manifest['engine']}, {manifest['passages']} passages, "
+               f"{manifest['bytes'] / 1e6:.1f} MB, {manifest['build_seconds']} s")
+
+
+@index.command("dense")
+@click.option("--corpus", required=True, type=click.Path(dir_okay=False), help="passages.jsonl or DPR .tsv")
+@click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False), help="Index folder.")
+@click.option("--encoder", default="sentence-transformers/all-MiniLM-L6-v2", show_default=True,
+              help="sentence-transformers model or DPR context encoder: hub id or local folder.")
+@click.option("--query-encoder", help="DPR question encoder (default: derived from --encoder).")
+@click.option("--index-type", type=click.Choice(["flat", "hnsw", "ivfpq"]), default="flat", show_default=True)
+@click.option("--shard", help="Encode only shard i of N (i/N, from 0); run once more without it to build the index.")
+@click.option("--batch-size", default=64, show_default=True)
+@click.option("--chunk-size", default=4096, show_default=True, help="Passages per embedding file (the unit of resuming).")
+@click.option("--device", help="cpu, cuda, cuda:1 ... (default: GPU when present)")
+@click.option("--force", is_flag=True, help="Rebuild an existing index.")
+@click.option("--no-progress", is_flag=True)
+def index_dense(corpus, index_dir, encoder, query_encoder, index_type, shard, batch_size, chunk_size, device, force,
+                no_progress) -> None:
+    """Dense index: bi-encoder embeddings (resumable, shardable) + FAISS."""
+    from ifqa.retrieval import dense
+
+    manifest = dense.build(corpus, index_dir, encoder, query_encoder, index_type, dense.parse_shard(shard),
+                           batch_size, device, force, progress=not no_progress, chunk=chunk_size)
+    if manifest is None:
+        click.echo(f"{index_dir}: shard {shard} encoded")
+    else:
+        click.echo(f"{index_dir}: faiss {index_type}, {manifest['passages']} passages, "
+                   f"index {manifest['index_bytes'] / 1e6:.1f} MB, {manifest['build_seconds']} s")
+
+
+def _weights(value: str | None) -> list[float] | None:
+    if not value:
+        return None
+    try:
+        return [float(part) for part in value.split(",")]
+    except ValueError:
+        raise IfqaError(f"--weights must be numbers separated by commas, got {value!r}") from None
+
+
+@cli.command()
+@click.option("--index", "indexes", multiple=True, help="Index folder (repeat for hybrid), or prebuilt:NAME. Default: the demo collection.")
+@click.option("--k", default=20, show_default=True, help="Passages per question.")
+@question_options
+@click.option("--query", help="One ad-hoc question: print its top passages instead of writing a run.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Run file (default runs/<questions>-k<k>.jsonl).")
+@click.option("--fusion", type=click.Choice(["rrf", "linear"]), default="rrf", show_default=True, help="How several indexes combine.")
+@click.option("--weights", help="Per-index fusion weights, e.g. 0.3,0.7.")
+@click.option("--corpus", type=click.Path(dir_okay=False), help="The collection file, if it moved since indexing.")
+@click.option("--batch-size", default=64, show_default=True)
+@click.option("--threads", default=2, show_default=True, help="Scoring threads.")
+@click.option("--device", help="Device for dense query encoding (cpu, cuda).")
+@click.option("--json", "as_json", is_flag=True, help="Print the recall report as JSON.")
+@click.option("--no-progress", is_flag=True)
+def retrieve(indexes, k, setting, split, questions, data_dir, query, output, fusion, weights, corpus, batch_size,
+             threads, device, as_json, no_progress) -> None:
+    """Retrieve passages for a question set, write the run file and print recall@K."""
+    from ifqa import data as ifqa_data
+    from ifqa import evaluation, report
+    from ifqa.retrieval.index import open_index
+    from ifqa.retrieval.run import retrieve_to_file, search
+
+    if not indexes:
+        from ifqa import demo
+
+        indexes = (str(demo.index_path("bm25")),)
+    retrievers = [open_index(spec, corpus, device) for spec in indexes]
+    if query:
+        hits = search(retrievers, [query], k, fusion, _weights(weights), threads)[0]
+        rows = []
+        for rank, (position, score) in enumerate(hits, start=1):
+            passage = retrievers[0].passages[position]
+            rows.append([rank, f"{score:.3f}", passage["id"], passage["title"], passage["text"][:90] + "..."])
+        click.echo(report.table(["rank", "score", "id", "title", "text"], rows))
+        return
+    examples = ifqa_data.resolve_examples(setting, split, questions, data_dir)
+    source = questions or f"{setting or 'demo'}:{split or 'dev'}"
+    if output is None:
+        label = Path(questions).stem if questions else f"{setting or 'demo'}-{split or 'dev'}"
+        output = Path("runs") / f"{label}-k{k}.jsonl"
+    records = retrieve_to_file(retrievers, examples, output, k, fusion, _weights(weights), batch_size, threads,
+                               progress=not no_progress, source=str(source))
+    result = evaluation.summarize_run(records)
+    click.echo(json.dumps(result) if as_json else f"run: {output}\n\n" + report.format_run_report(result))
+
+
+@cli.command("convert")
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option("--from", "from_", type=click.Choice(["run", "trec", "dpr"]), default="run", show_default=True)
+@click.option("--to", "to", type=click.Choice(["run", "trec", "dpr"]), required=True)
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False))
+@question_options
+@click.option("--corpus", type=click.Path(dir_okay=False), help="The collection (needed to read a TREC run).")
+@click.option("--tag", default="ifqa", show_default=True, help="Run tag for TREC output.")
+def convert(source, from_, to, output, setting, split, questions, data_dir, corpus, tag) -> None:
+    """Convert runs between ifqa's JSONL, TREC run files and DPR's retrieval JSON."""
+    from ifqa import data as ifqa_data
+    from ifqa.retrieval import convert as conv
+    from ifqa.runs import read_run
+
+    if from_ == to:
+        raise IfqaError("--from and --to are the same format")
+    if from_ == "run":
+        records = read_run(source)
+        (conv.run_to_trec(records, output, tag) if to == "trec" else conv.run_to_dpr(records, output))
+        count = len(records)
+    else:
+        if to != "run":
+            raise IfqaError("convert TREC or DPR files to 'run' first")
+        examples = ifqa_data.resolve_examples(setting, split, questions, data_dir)
+        if from_ == "trec":
+            if not corpus:
+                raise IfqaError("--corpus is needed to read passage texts for a TREC run")
+            count = conv.trec_to_run(source, examples, corpus, output)
+        else:
+            count = conv.dpr_to_run(source, examples, output)
+    click.echo(f"{output}: {count} questions")
 
 
 # --- entry point -----------------------------------------------------------------------------

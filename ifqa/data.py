@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ifqa.errors import IfqaError
+from ifqa.paths import cache_dir
 from ifqa.io import atomic_write, read_json, read_jsonl
 
 log = logging.getLogger(__name__)
@@ -45,13 +46,12 @@ class Example:
 
 
 def data_dir(override: str | Path | None = None) -> Path:
-    """The IfQA cache: ``override``, else ``$IFQA_DATA_DIR``, else ``~/.cache/ifqa/data``."""
+    """The IfQA cache: ``override``, else ``$IFQA_DATA_DIR``, else ``<ifqa cache>/data``."""
     if override:
         return Path(override)
     if os.environ.get("IFQA_DATA_DIR"):
         return Path(os.environ["IFQA_DATA_DIR"])
-    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "ifqa" / "data"
+    return cache_dir() / "data"
 
 
 def split_path(setting: str, split: str, directory: str | Path | None = None) -> Path:

@@ -7,7 +7,7 @@ import pytest
 
 from ifqa import evaluation as ev
 from ifqa.data import Example, load_demo
-from ifqa.demo import passages_path
+from ifqa.demo import packaged_passages as passages_path
 from ifqa.io import read_jsonl
 
 

@@ -1,14 +1,58 @@
 """The embedded demo set: a small passage collection and hand-written counterfactual questions.
 
 See README.md in this folder. It is a demo that lets every command run offline, not a benchmark.
+The collection ships gzipped; it is unpacked (and indexed) into the ifqa cache on first use.
 """
 
+from __future__ import annotations
+
+import gzip
+import logging
+import shutil
 from importlib import resources
 from pathlib import Path
+
+from ifqa.paths import cache_dir
+
+log = logging.getLogger(__name__)
 
 PASSAGES = "passages.jsonl.gz"
 
 
-def passages_path() -> Path:
-    """Filesystem path of the demo passages (the package is installed as files, not zipped)."""
+def packaged_passages() -> Path:
+    """The gzipped demo passages inside the installed package."""
     return Path(str(resources.files(__name__) / PASSAGES))
+
+
+def corpus_path() -> Path:
+    """The demo collection unpacked into the cache (done once; atomic)."""
+    from ifqa.io import atomic_write
+
+    target = cache_dir() / "demo" / "passages.jsonl"
+    source = packaged_passages()
+    stamp = target.with_suffix(".source-size")
+    if not target.exists() or not stamp.exists() or stamp.read_text() != str(source.stat().st_size):
+        log.info("unpacking the demo collection to %s", target)
+        with gzip.open(source, "rb") as packed, atomic_write(target, "wb") as out:
+            shutil.copyfileobj(packed, out)
+        stamp.write_text(str(source.stat().st_size))
+    return target
+
+
+def index_path(engine: str = "bm25") -> Path:
+    """The demo index of that engine, built into the cache on first use."""
+    folder = cache_dir() / "indexes" / f"demo-{engine}"
+    corpus = corpus_path()
+    if not (folder / "manifest.json").exists():
+        log.info("building the demo %s index in %s (first use)", engine, folder)
+        if engine == "bm25":
+            from ifqa.retrieval import bm25
+
+            bm25.build(corpus, folder, force=True, progress=False)
+        elif engine == "dense":
+            from ifqa.retrieval import dense
+
+            dense.build(corpus, folder, force=True, progress=False)
+        else:
+            raise ValueError(engine)
+    return folder

@@ -1,0 +1,116 @@
+"""BM25 with bm25s: sparse matrices in numpy, memory-mapped at load, scored in parallel threads.
+
+Tokenization is set to mirror Lucene's EnglishAnalyzer as pyserini uses it (lowercase, Lucene's 33
+English stopwords, Porter stemming, single-character tokens kept) with pyserini's defaults k1=0.9,
+b=0.4 and Lucene's idf, so the two engines rank alike. Title and text are indexed together.
+Possessive 's is dropped before splitting, as Lucene's EnglishPossessiveFilter does.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+import re
+from typing import Sequence
+
+import numpy as np
+
+from ifqa.retrieval.index import OFFSETS, Hits, corpus_record, finish_manifest, passage_store, staging
+from ifqa.retrieval.store import PassageStore, iter_corpus
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PARAMS = {"k1": 0.9, "b": 0.4, "method": "lucene", "stemmer": "porter", "stopwords": "en",
+                  "token_pattern": r"(?u)\b\w+\b", "possessives": True}
+_POSSESSIVE = re.compile(r"(\w)['\u2019]s\b")
+
+
+def _tokenizer(params: dict):
+    import Stemmer
+    from bm25s.tokenization import Tokenizer
+
+    token = re.compile(params["token_pattern"])
+    if params.get("possessives"):
+        def splitter(text: str) -> list[str]:
+            return token.findall(_POSSESSIVE.sub(r"\1", text))
+    else:
+        splitter = token.findall
+    stemmer = Stemmer.Stemmer(params["stemmer"]) if params["stemmer"] else None
+    return Tokenizer(lower=True, splitter=splitter, stopwords=params["stopwords"], stemmer=stemmer)
+
+
+def document_text(passage: dict) -> str:
+    """What gets indexed for a passage: its title and its text, as DPR's Wikipedia indexes do."""
+    return f"{passage['title']}\n{passage['text']}" if passage["title"] else passage["text"]
+
+
+def build(corpus: str | Path, index_dir: str | Path, k1: float = 0.9, b: float = 0.4, force: bool = False,
+          progress: bool = True) -> dict:
+    """Index a passage file with bm25s; returns the manifest."""
+    import bm25s
+    from bm25s.tokenization import Tokenized
+    from tqdm import tqdm
+
+    started = time.time()
+    params = {**DEFAULT_PARAMS, "k1": k1, "b": b}
+    corpus = Path(corpus)
+    record = corpus_record(corpus)
+    tokenizer = _tokenizer(params)
+    offsets, token_ids = [], []
+    batch: list[str] = []
+    bar = tqdm(total=record["bytes"], unit="B", unit_scale=True, desc="bm25 tokenize", disable=not progress)
+    last = 0
+
+    def flush() -> None:
+        token_ids.extend(tokenizer.tokenize(batch, update_vocab=True, return_as="ids", show_progress=False))
+        batch.clear()
+
+    for offset, passage in iter_corpus(corpus):
+        offsets.append(offset)
+        batch.append(document_text(passage))
+        if len(batch) == 10000:
+            flush()
+            bar.update(offset - last)
+            last = offset
+    flush()
+    bar.update(record["bytes"] - last)
+    bar.close()
+    retriever = bm25s.BM25(k1=k1, b=b, method=params["method"])
+    retriever.index(Tokenized(ids=token_ids, vocab=tokenizer.get_vocab_dict()), show_progress=progress)
+    with staging(index_dir, force) as folder:
+        retriever.save(str(folder), show_progress=False)
+        tokenizer.save_vocab(str(folder))
+        tokenizer.save_stopwords(str(folder))
+        np.save(folder / OFFSETS, np.asarray(offsets, dtype=np.int64))
+        manifest = finish_manifest(folder, "bm25s", params, record, len(offsets), started)
+    return manifest
+
+
+class BM25Retriever:
+    """A loaded bm25s index (memory-mapped) with its tokenizer and passage store."""
+
+    def __init__(self, model, tokenizer, manifest: dict, passages: PassageStore, name: str):
+        self.model, self.tokenizer, self.manifest, self.passages, self.name = model, tokenizer, manifest, passages, name
+
+    @classmethod
+    def load(cls, index_dir: str | Path, manifest: dict, corpus: str | Path | None = None) -> "BM25Retriever":
+        import bm25s
+
+        model = bm25s.BM25.load(str(index_dir), mmap=True, show_progress=False, verbosity=0)
+        tokenizer = _tokenizer(manifest["params"])
+        tokenizer.load_vocab(str(index_dir))
+        return cls(model, tokenizer, manifest, passage_store(Path(index_dir), manifest, corpus), f"bm25:{Path(index_dir).name}")
+
+    def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Hits]:
+        k = min(k, len(self.passages))
+        tokens = self.tokenizer.tokenize(list(queries), update_vocab=False, return_as="string", show_progress=False)
+        tokens = [[word for word in words if word] for words in tokens]  # "" stands for unknown words
+        results: list[Hits] = [[] for _ in queries]
+        answerable = [i for i, words in enumerate(tokens) if words]  # all-stopword queries match nothing
+        if answerable:
+            documents, scores = self.model.retrieve([tokens[i] for i in answerable], k=k, n_threads=threads,
+                                                    show_progress=False)
+            for row, i in enumerate(answerable):
+                results[i] = [(int(d), float(s)) for d, s in zip(documents[row], scores[row]) if s > 0]
+        return results

@@ -1,0 +1,85 @@
+"""Run formats in and out: TREC run files (pyserini, Anserini, trec_eval) and DPR's retrieval JSON.
+
+TREC lines are ``qid Q0 docid rank score tag``; turning them into a run needs the questions (for
+question and answers) and the collection (for passage text). DPR's result file is a JSON list of
+``{"question", "answers", "ctxs"}`` without ids: questions are matched by text to the question set.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Sequence
+
+from ifqa.errors import IfqaError
+from ifqa.evaluation import GoldMatcher, flag_contexts
+from ifqa.io import atomic_write, read_json, write_jsonl
+from ifqa.retrieval.store import iter_corpus
+
+
+def run_to_trec(records: Sequence[dict], output: str | Path, tag: str = "ifqa") -> None:
+    with atomic_write(output) as handle:
+        for record in records:
+            for rank, ctx in enumerate(record["ctxs"], start=1):
+                handle.write(f"{record['qid']} Q0 {ctx['id']} {rank} {float(ctx.get('score', 0.0)):.6f} {tag}\n")
+
+
+def run_to_dpr(records: Sequence[dict], output: str | Path) -> None:
+    """DPR/FiD JSON list; ``id`` (FiD's key) and ``qid`` both carry the question id."""
+    payload = [{"id": r["qid"], "qid": r["qid"], "question": r["question"], "answers": r["answers"],
+                "ctxs": r["ctxs"]} for r in records]
+    with atomic_write(output) as handle:
+        json.dump(payload, handle, ensure_ascii=False)
+
+
+def _flagged(example: Any, ctxs: list[dict]) -> dict:
+    flag_contexts(ctxs, example.answers, GoldMatcher(example.context))
+    return {"qid": example.qid, "question": example.question, "answers": example.answers, "ctxs": ctxs}
+
+
+def trec_to_run(trec: str | Path, examples: Sequence[Any], corpus: str | Path, output: str | Path) -> int:
+    by_qid = {e.qid: e for e in examples}
+    ranked: dict[str, list[tuple[int, str, float]]] = {}
+    with open(trec, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            parts = line.split()
+            if not parts:
+                continue
+            if len(parts) != 6:
+                raise IfqaError("a TREC run line has 6 fields: qid Q0 docid rank score tag", trec, number)
+            qid, _, docid, rank, score = parts[:5]
+            if qid not in by_qid:
+                raise IfqaError(f"qid {qid!r} is not in the question set", trec, number)
+            try:
+                ranked.setdefault(qid, []).append((int(rank), docid, float(score)))
+            except ValueError:
+                raise IfqaError("rank must be an integer and score a number", trec, number) from None
+    wanted = {docid for hits in ranked.values() for _, docid, _ in hits}
+    texts = {p["id"]: p for _, p in iter_corpus(corpus) if p["id"] in wanted}
+    missing = wanted - texts.keys()
+    if missing:
+        raise IfqaError(f"{len(missing)} retrieved ids are not in the collection (e.g. {sorted(missing)[0]!r})", corpus)
+    records = []
+    for example in examples:
+        hits = sorted(ranked.get(example.qid, []))
+        ctxs = [{**texts[docid], "score": score} for _, docid, score in hits]
+        records.append(_flagged(example, ctxs))
+    return write_jsonl(output, records)
+
+
+def dpr_to_run(dpr: str | Path, examples: Sequence[Any], output: str | Path) -> int:
+    data = read_json(dpr)
+    if not isinstance(data, list):
+        raise IfqaError("expected DPR's JSON list of results", dpr)
+    by_question = {e.question.strip(): e for e in examples}
+    records = []
+    for number, item in enumerate(data):
+        if not isinstance(item, dict) or "question" not in item or not isinstance(item.get("ctxs"), list):
+            raise IfqaError(f"result {number}: needs 'question' and a 'ctxs' list", dpr)
+        example = by_question.get(str(item["question"]).strip())
+        if example is None:
+            raise IfqaError(f"result {number}: question not in the question set: {item['question'][:60]!r}", dpr)
+        ctxs = [{"id": str(c.get("id")), "title": c.get("title", ""), "text": c.get("text", ""),
+                 "score": float(c.get("score", 0.0))} for c in item["ctxs"]]
+        records.append(_flagged(example, ctxs))
+    return write_jsonl(output, records)

@@ -1,0 +1,211 @@
+"""Dense retrieval: encode passages in resumable, shardable chunks, then index them with FAISS.
+
+Embeddings go to ``<index>/embeddings/chunk-<j>.npy`` (CHUNK passages each, float32, memory-mapped
+when merged). ``--shard i/N`` encodes the i-th of N equal runs of chunks, so N machines share the
+work; an interrupted encoding skips the chunks already on disk. A final run without ``--shard``
+encodes whatever is missing and builds the FAISS index (flat, HNSW or IVF-PQ); the manifest is
+written last, so an index folder without one is never opened.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ifqa.errors import IfqaError
+from ifqa.io import write_json
+from ifqa.retrieval.encoders import DEFAULT_ENCODER, load_encoder
+from ifqa.retrieval.index import MANIFEST, OFFSETS, Hits, corpus_record, finish_manifest, passage_store
+from ifqa.retrieval.store import PassageStore, iter_corpus
+
+log = logging.getLogger(__name__)
+
+CHUNK = 4096
+INDEX_TYPES = ("flat", "hnsw", "ivfpq")
+FAISS_FILE = "index.faiss"
+
+
+def parse_shard(value: str | None) -> tuple[int, int] | None:
+    """``"i/N"`` with 0 <= i < N (shards are numbered from 0)."""
+    if not value:
+        return None
+    try:
+        i, n = (int(part) for part in value.split("/"))
+    except ValueError:
+        raise IfqaError(f"--shard must look like i/N (e.g. 0/4), got {value!r}") from None
+    if not 0 <= i < n:
+        raise IfqaError(f"--shard {value}: need 0 <= i < N")
+    return i, n
+
+
+def _chunk_size(folder: Path) -> int:
+    return int(json.loads((folder / "embeddings" / "settings.json").read_text())["chunk"])
+
+
+def _chunk_path(folder: Path, j: int) -> Path:
+    return folder / "embeddings" / f"chunk-{j:07d}.npy"
+
+
+def _offsets(corpus: Path, folder: Path) -> np.ndarray:
+    path = folder / OFFSETS
+    if path.exists():
+        return np.load(path, mmap_mode="r")
+    offsets = np.fromiter((offset for offset, _ in iter_corpus(corpus)), dtype=np.int64)
+    tmp = folder / f".{OFFSETS}.{os.getpid()}.tmp.npy"
+    np.save(tmp, offsets)
+    os.replace(tmp, path)
+    return offsets
+
+
+def _check_settings(folder: Path, settings: dict) -> None:
+    path = folder / "embeddings" / "settings.json"
+    if path.exists():
+        previous = json.loads(path.read_text())
+        if previous != settings:
+            raise IfqaError("these embeddings were made with another encoder or collection; use a new --index "
+                            "folder or delete this one", folder)
+    else:
+        write_json(path, settings)
+
+
+def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT_ENCODER,
+           query_encoder: str | None = None, shard: tuple[int, int] | None = None, batch_size: int = 64,
+           device: str | None = None, progress: bool = True, chunk: int = CHUNK) -> int:
+    """Encode the chunks of one shard (or all) that are not on disk yet; returns how many were encoded."""
+    from tqdm import tqdm
+
+    corpus, folder = Path(corpus), Path(index_dir)
+    if (folder / MANIFEST).exists():
+        raise IfqaError("index already built (use --force to rebuild)", folder)
+    (folder / "embeddings").mkdir(parents=True, exist_ok=True)
+    record = corpus_record(corpus)
+    _check_settings(folder, {"encoder": encoder_name, "query_encoder": query_encoder, "chunk": chunk,
+                             "corpus_sha256": record["sha256"]})
+    offsets = _offsets(corpus, folder)
+    store = PassageStore(corpus, offsets)
+    chunks = math.ceil(len(offsets) / chunk)
+    i, n = shard or (0, 1)
+    todo = [j for j in range(chunks * i // n, chunks * (i + 1) // n) if not _chunk_path(folder, j).exists()]
+    if not todo:
+        return 0
+    encoder = load_encoder(encoder_name, query_encoder, device)
+    bar = tqdm(total=sum(min(chunk, len(offsets) - j * chunk) for j in todo), unit="psg", desc="encode",
+               disable=not progress)
+    for j in todo:
+        passages = [store[p] for p in range(j * chunk, min((j + 1) * chunk, len(offsets)))]
+        vectors = encoder.encode_passages(passages, batch_size)
+        target = _chunk_path(folder, j)
+        tmp = target.with_name(f".{target.stem}.{os.getpid()}.tmp.npy")
+        np.save(tmp, vectors)
+        os.replace(tmp, target)  # a chunk is on disk whole or not at all
+        bar.update(len(passages))
+    bar.close()
+    return len(todo)
+
+
+def _make_index(index_type: str, dim: int, n: int, sample: np.ndarray):
+    import faiss
+
+    if index_type == "flat":
+        return faiss.IndexFlatIP(dim), {}
+    if index_type == "hnsw":
+        index = faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = 80
+        return index, {"hnsw_m": 32, "ef_construction": 80}
+    if index_type == "ivfpq":
+        nlist = max(1, min(int(4 * math.sqrt(n)), n // 39))
+        pq_m = next(m for m in (96, 64, 48, 32, 24, 16, 12, 8, 4, 2, 1) if dim % m == 0 and m <= dim // 4)
+        quantizer = faiss.IndexFlatIP(dim)
+        index = faiss.IndexIVFPQ(quantizer, dim, nlist, pq_m, 8, faiss.METRIC_INNER_PRODUCT)
+        index.train(sample)
+        return index, {"nlist": nlist, "pq_m": pq_m, "pq_bits": 8}
+    raise IfqaError(f"unknown index type {index_type!r}; choose from {', '.join(INDEX_TYPES)}")
+
+
+def merge(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT_ENCODER,
+          query_encoder: str | None = None, index_type: str = "flat", seed: int = 0, started: float | None = None) -> dict:
+    """Build the FAISS index from all chunks (memory-mapped), then write the manifest."""
+    import faiss
+
+    started = started or time.time()
+    folder = Path(index_dir)
+    offsets = np.load(folder / OFFSETS, mmap_mode="r")
+    chunk = _chunk_size(folder)
+    chunks = math.ceil(len(offsets) / chunk)
+    missing = [j for j in range(chunks) if not _chunk_path(folder, j).exists()]
+    if missing:
+        raise IfqaError(f"{len(missing)} of {chunks} embedding chunks are missing (first: chunk {missing[0]}); "
+                        "finish every --shard first", folder)
+    arrays = [np.load(_chunk_path(folder, j), mmap_mode="r") for j in range(chunks)]
+    dim = int(arrays[0].shape[1])
+    rng = np.random.default_rng(seed)
+    total = len(offsets)
+    picks = np.sort(rng.choice(total, size=min(total, 100_000), replace=False))
+    sample = np.ascontiguousarray(np.concatenate([arrays[p // chunk][p % chunk][None] for p in picks]))
+    faiss.omp_set_num_threads(os.cpu_count() or 1)
+    index, extra = _make_index(index_type, dim, total, sample)
+    for array in arrays:
+        index.add(np.ascontiguousarray(array, dtype=np.float32))
+    tmp = folder / f".{FAISS_FILE}.{os.getpid()}.tmp"
+    faiss.write_index(index, str(tmp))
+    os.replace(tmp, folder / FAISS_FILE)
+    params = {"encoder": encoder_name, "query_encoder": query_encoder, "index_type": index_type, "dim": dim,
+              "metric": "inner_product", **extra}
+    return finish_manifest(folder, "faiss", params, corpus_record(Path(corpus)), total, started,
+                           index_bytes=(folder / FAISS_FILE).stat().st_size,
+                           embeddings_bytes=sum(a.nbytes for a in arrays))
+
+
+def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT_ENCODER,
+          query_encoder: str | None = None, index_type: str = "flat", shard: tuple[int, int] | None = None,
+          batch_size: int = 64, device: str | None = None, force: bool = False, progress: bool = True,
+          chunk: int = CHUNK) -> dict | None:
+    """Encode (one shard, or everything missing) and, without a shard, build the index."""
+    folder = Path(index_dir)
+    if force and (folder / MANIFEST).exists():
+        import shutil
+
+        shutil.rmtree(folder)
+    started = time.time()
+    encode(corpus, folder, encoder_name, query_encoder, shard, batch_size, device, progress, chunk)
+    if shard is not None:
+        return None
+    return merge(corpus, folder, encoder_name, query_encoder, index_type, started=started)
+
+
+class DenseRetriever:
+    """A FAISS index with its query encoder and passage store."""
+
+    def __init__(self, index, encoder, manifest: dict, passages: PassageStore, name: str):
+        self.index, self.encoder, self.manifest, self.passages, self.name = index, encoder, manifest, passages, name
+
+    @classmethod
+    def load(cls, index_dir: str | Path, manifest: dict, corpus: str | Path | None = None,
+             device: str | None = None) -> "DenseRetriever":
+        import faiss
+
+        index = faiss.read_index(str(Path(index_dir) / FAISS_FILE))
+        params = manifest["params"]
+        if params["index_type"] == "hnsw":
+            index.hnsw.efSearch = 128
+        elif params["index_type"] == "ivfpq":
+            index.nprobe = min(32, params["nlist"])
+        if device and device.startswith("cuda") and hasattr(faiss, "StandardGpuResources"):
+            index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
+        encoder = load_encoder(params["encoder"], params.get("query_encoder"), device)
+        return cls(index, encoder, manifest, passage_store(Path(index_dir), manifest, corpus), f"dense:{Path(index_dir).name}")
+
+    def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Hits]:
+        import faiss
+
+        faiss.omp_set_num_threads(max(1, threads))
+        vectors = self.encoder.encode_queries(list(queries))
+        scores, positions = self.index.search(np.ascontiguousarray(vectors), min(k, len(self.passages)))
+        return [[(int(p), float(s)) for p, s in zip(row_p, row_s) if p >= 0] for row_p, row_s in zip(positions, scores)]
