@@ -122,10 +122,11 @@ def _make_index(index_type: str, dim: int, n: int, sample: np.ndarray):
     if index_type == "ivfpq":
         nlist = max(1, min(int(4 * math.sqrt(n)), n // 39))
         pq_m = next(m for m in (96, 64, 48, 32, 24, 16, 12, 8, 4, 2, 1) if dim % m == 0 and m <= dim // 4)
+        bits = max(1, min(8, int(math.log2(max(2, len(sample))))))  # 8-bit codebooks need >= 256 points
         quantizer = faiss.IndexFlatIP(dim)
-        index = faiss.IndexIVFPQ(quantizer, dim, nlist, pq_m, 8, faiss.METRIC_INNER_PRODUCT)
+        index = faiss.IndexIVFPQ(quantizer, dim, nlist, pq_m, bits, faiss.METRIC_INNER_PRODUCT)
         index.train(sample)
-        return index, {"nlist": nlist, "pq_m": pq_m, "pq_bits": 8}
+        return index, {"nlist": nlist, "pq_m": pq_m, "pq_bits": bits}
     raise IfqaError(f"unknown index type {index_type!r}; choose from {', '.join(INDEX_TYPES)}")
 
 

@@ -1,0 +1,63 @@
+import os
+
+import numpy as np
+import pytest
+
+from ifqa.errors import IfqaError
+from ifqa.retrieval import dense
+from ifqa.retrieval.index import open_index
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.fixture(autouse=True)
+def offline(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+
+
+def test_default_encoder_ships_offline():
+    from ifqa.retrieval.encoders import resolve
+
+    assert os.path.isdir(resolve("sentence-transformers/all-MiniLM-L6-v2"))
+
+
+def test_shards_resume_and_merge_match_a_single_build(corpus, tmp_path):
+    whole = tmp_path / "whole"
+    dense.build(corpus, whole, chunk=3, progress=False)
+    sharded = tmp_path / "sharded"
+    assert dense.build(corpus, sharded, shard=(1, 2), chunk=3, progress=False) is None
+    chunks = sorted((sharded / "embeddings").glob("chunk-*.npy"))
+    assert [c.name for c in chunks] == ["chunk-0000001.npy", "chunk-0000002.npy"]  # 3 chunks: shard 1 of 2 has 2
+    with pytest.raises(IfqaError, match="1 of 3 embedding chunks are missing"):
+        dense.merge(corpus, sharded)
+    stamp = chunks[0].stat().st_mtime_ns
+    manifest = dense.build(corpus, sharded, chunk=3, progress=False)  # encodes only chunk 0, then merges
+    assert chunks[0].stat().st_mtime_ns == stamp
+    assert manifest["passages"] == 8 and manifest["params"]["dim"] == 384 and manifest["index_bytes"] > 0
+    for j in range(3):
+        a = np.load(whole / "embeddings" / f"chunk-{j:07d}.npy")
+        b = np.load(sharded / "embeddings" / f"chunk-{j:07d}.npy")
+        assert np.allclose(a, b, atol=1e-5)
+
+
+def test_other_encoder_settings_are_refused(corpus, tmp_path):
+    dense.build(corpus, tmp_path / "idx", shard=(0, 2), chunk=3, progress=False)
+    with pytest.raises(IfqaError, match="another encoder or collection"):
+        dense.build(corpus, tmp_path / "idx", shard=(1, 2), chunk=4, progress=False)
+
+
+@pytest.mark.parametrize("index_type", ["flat", "hnsw", "ivfpq"])
+def test_index_types_retrieve_the_obvious_passage(corpus, tmp_path, index_type):
+    dense.build(corpus, tmp_path / index_type, index_type=index_type, progress=False)
+    retriever = open_index(tmp_path / index_type)
+    hits = retriever.search(["Which bird of prey hunts fast?", "fruit trees like apples"], k=3)
+    assert retriever.passages[hits[0][0][0]]["id"] == "p3"
+    assert retriever.passages[hits[1][0][0]]["id"] == "p5"
+
+
+def test_shard_syntax():
+    assert dense.parse_shard("2/4") == (2, 4)
+    with pytest.raises(IfqaError):
+        dense.parse_shard("4/4")
+    with pytest.raises(IfqaError):
+        dense.parse_shard("x")
