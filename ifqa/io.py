@@ -65,11 +65,18 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
+        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; outputs get the usual permissions
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def write_jsonl(path: str | Path, records: Iterable[Any]) -> int:

@@ -26,9 +26,16 @@ DEFAULT_PARAMS = {"k1": 0.9, "b": 0.4, "method": "lucene", "stemmer": "porter", 
 _POSSESSIVE = re.compile(r"(\w)['\u2019]s\b")
 
 
+def _quiet_bm25s() -> None:
+    """bm25s sets its logger to DEBUG on import; keep its per-call messages out of our logs."""
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+
 def _tokenizer(params: dict):
     import Stemmer
     from bm25s.tokenization import Tokenizer
+
+    _quiet_bm25s()
 
     token = re.compile(params["token_pattern"])
     if params.get("possessives"):

@@ -1,0 +1,40 @@
+"""Helpers for the benchmark scripts: timing a command with its peak memory, the shared data paths."""
+
+from __future__ import annotations
+
+import os
+import platform
+import resource
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHARED = Path(os.environ.get("IFQA_SHARED_DATA", ROOT.parent / "shared" / "data"))
+WORK = ROOT / "benchmarks" / ".work"
+
+
+def machine() -> str:
+    return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def timed(command: list[str], **kwargs) -> tuple[float, float, subprocess.CompletedProcess]:
+    """Wall seconds and peak resident memory (MB, largest process of the command) of one command."""
+    script = (
+        "import resource, subprocess, sys, time; t = time.time(); "
+        "p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
+        "print(time.time() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, p.returncode); "
+        "sys.stderr.write(p.stderr[-2000:]); sys.stdout.write(p.stdout)"
+    )
+    result = subprocess.run([sys.executable, "-c", script, *command], capture_output=True, text=True, **kwargs)
+    first, _, rest = result.stdout.partition("\n")
+    seconds, peak, code = first.split()
+    if int(code) != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{result.stderr}")
+    result.stdout = rest
+    return float(seconds), float(peak), result
+
+
+def ifqa(*args: str) -> list[str]:
+    return [sys.executable, "-m", "ifqa.cli", *map(str, args)]

