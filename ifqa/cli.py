@@ -182,16 +182,18 @@ def index_bm25(corpus, index_dir, backend, k1, b, threads, force, no_progress) -
 @click.option("--shard", help="Encode only shard i of N (i/N, from 0); run once more without it to build the index.")
 @click.option("--batch-size", default=64, show_default=True)
 @click.option("--chunk-size", default=4096, show_default=True, help="Passages per embedding file (the unit of resuming).")
+@click.option("--max-length", type=int, help="Truncate inputs to this many tokens (default: the model's limit).")
 @click.option("--device", help="cpu, cuda, cuda:1 ... (default: GPU when present)")
 @click.option("--force", is_flag=True, help="Rebuild an existing index.")
 @click.option("--no-progress", is_flag=True)
-def index_dense(corpus, index_dir, encoder, query_encoder, index_type, shard, batch_size, chunk_size, device, force,
-                no_progress) -> None:
+def index_dense(corpus, index_dir, encoder, query_encoder, index_type, shard, batch_size, chunk_size, max_length,
+                device, force, no_progress) -> None:
     """Dense index: bi-encoder embeddings (resumable, shardable) + FAISS."""
     from ifqa.retrieval import dense
 
     manifest = dense.build(corpus, index_dir, encoder, query_encoder, index_type, dense.parse_shard(shard),
-                           batch_size, device, force, progress=not no_progress, chunk=chunk_size)
+                           batch_size, device, force, progress=not no_progress, chunk=chunk_size,
+                           max_length=max_length)
     if manifest is None:
         click.echo(f"{index_dir}: shard {shard} encoded")
     else:
@@ -285,6 +287,87 @@ def convert(source, from_, to, output, setting, split, questions, data_dir, corp
         else:
             count = conv.dpr_to_run(source, examples, output)
     click.echo(f"{output}: {count} questions")
+
+
+# --- read ------------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.option("--reader", type=click.Choice(["llm", "fid"]), required=True)
+@click.option("--mode", type=click.Choice(["qa", "cot", "genread", "open"]), default="qa", show_default=True, help="LLM: closed-book, chain-of-thought, GenRead, open-book.")
+@click.option("--cot", is_flag=True, help="LLM: add chain-of-thought to open and genread.")
+@click.option("--model", help="LLM: model name on the endpoint, or a local path/hub id with --backend hf.")
+@click.option("--backend", type=click.Choice(["openai", "hf"]), default="openai", show_default=True, help="LLM: OpenAI-compatible endpoint or local transformers.")
+@click.option("--base-url", envvar="OPENAI_BASE_URL", help="LLM: endpoint (vLLM, llama.cpp, Ollama...); default OpenAI.")
+@click.option("--api-key", help="LLM: API key (default $OPENAI_API_KEY). Never logged or stored.")
+@click.option("--completions", is_flag=True, help="LLM: use the completions API instead of chat.")
+@click.option("--run", "run_path", type=click.Path(dir_okay=False), help="Run file with retrieved passages (open mode, FiD).")
+@click.option("--passages", default=5, show_default=True, help="LLM open mode: top passages in the prompt.")
+@click.option("--demos", default=4, show_default=True, help="LLM: in-context demonstrations.")
+@click.option("--demo-selection", type=click.Choice(["random", "similar"]), default="random", show_default=True)
+@click.option("--train", "train_path", type=click.Path(dir_okay=False), help="LLM: demonstration pool (default: the setting's train split).")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--samples", default=1, show_default=True, help="LLM: self-consistency samples (majority vote).")
+@click.option("--temperature", default=None, type=float, help="LLM: sampling temperature (default 0, or 0.7 with --samples > 1).")
+@click.option("--max-tokens", type=int, help="LLM: tokens to generate (default 32, or 256 with reasoning).")
+@click.option("--max-prompt-tokens", type=int, help="LLM: prompt budget (default: the model's window minus --max-tokens; 4096 if unknown).")
+@click.option("--concurrency", default=4, show_default=True, help="LLM: requests in flight.")
+@click.option("--batch-size", default=8, show_default=True, help="Local models: questions per generation batch.")
+@click.option("--cache", "cache_path", type=click.Path(dir_okay=False), help="LLM response cache (default <ifqa cache>/llm-cache.sqlite).")
+@click.option("--no-cache", is_flag=True, help="LLM: do not read or write the response cache.")
+@click.option("--prompts-dir", type=click.Path(file_okay=False), help="LLM: templates folder (default: the installed prompts).")
+@click.option("--checkpoint", type=click.Path(file_okay=False), help="FiD: trained checkpoint folder.")
+@click.option("--device", help="cpu, cuda ...")
+@question_options
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Predictions JSONL (default runs/<questions>-<reader>-<mode>.jsonl).")
+@click.option("--no-progress", is_flag=True)
+def read(reader, mode, cot, model, backend, base_url, api_key, completions, run_path, passages, demos, demo_selection,
+         train_path, seed, samples, temperature, max_tokens, max_prompt_tokens, concurrency, batch_size, cache_path,
+         no_cache, prompts_dir, checkpoint, device, setting, split, questions, data_dir, output, no_progress) -> None:
+    """Answer questions with an LLM (prompted) or a trained FiD model; writes predictions JSONL."""
+    from ifqa import data as ifqa_data
+
+    examples = ifqa_data.resolve_examples(setting, split, questions, data_dir)
+    label = Path(questions).stem if questions else f"{setting or 'demo'}-{split or 'dev'}"
+    source = questions or f"{setting or 'demo'}:{split or 'dev'}"
+    if reader == "fid":
+        from ifqa.readers import fid
+
+        if not checkpoint or not run_path:
+            raise IfqaError("FiD reading needs --checkpoint and --run")
+        output = output or Path("runs") / f"{label}-fid.jsonl"
+        fid.read_to_file(checkpoint, examples, run_path, output, batch_size=batch_size, device=device,
+                         progress=not no_progress, source=str(source))
+        click.echo(f"predictions: {output}")
+        return
+    from ifqa.readers import backends, llm
+    from ifqa.readers.cache import ResponseCache
+
+    if not model:
+        raise IfqaError("--model is required for the LLM reader")
+    if backend == "hf":
+        engine = backends.HFBackend(model, device, batch_size)
+    else:
+        engine = backends.OpenAIBackend(model, base_url, api_key, chat=not completions)
+    train = ifqa_data.load_examples(train_path) if train_path else _train_split(setting, data_dir)
+    config = llm.ReaderConfig(mode=mode, cot=cot, passages=passages, demos=demos, selection=demo_selection, seed=seed,
+                              samples=samples, temperature=temperature if temperature is not None else (0.7 if samples > 1 else 0.0),
+                              max_tokens=max_tokens, max_prompt_tokens=max_prompt_tokens, concurrency=concurrency,
+                              prompts_dir=prompts_dir, setting=setting or "demo")
+    cache = None if no_cache else ResponseCache(cache_path)
+    exclude = {e.question.strip() for e in examples}
+    output = output or Path("runs") / f"{label}-llm-{mode}{'-cot' if cot and mode in ('open', 'genread') else ''}.jsonl"
+    reader_ = llm.LLMReader(engine, config, train, cache, exclude)
+    llm.read_to_file(reader_, examples, output, run_path, progress=not no_progress, source=str(source))
+    counters = reader_.counters.public()
+    click.echo(f"predictions: {output}\nrequests: {counters['requests']}  cache hits: {counters['cache_hits']}  "
+               f"prompt tokens: {counters['prompt_tokens']}  completion tokens: {counters['completion_tokens']}")
+
+
+def _train_split(setting: str | None, data_dir):
+    from ifqa import data as ifqa_data
+
+    return ifqa_data.load_split(setting or "demo", "train", data_dir)
 
 
 # --- entry point -----------------------------------------------------------------------------

@@ -77,7 +77,7 @@ def _check_settings(folder: Path, settings: dict) -> None:
 
 def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT_ENCODER,
            query_encoder: str | None = None, shard: tuple[int, int] | None = None, batch_size: int = 64,
-           device: str | None = None, progress: bool = True, chunk: int = CHUNK) -> int:
+           device: str | None = None, progress: bool = True, chunk: int = CHUNK, max_length: int | None = None) -> int:
     """Encode the chunks of one shard (or all) that are not on disk yet; returns how many were encoded."""
     from tqdm import tqdm
 
@@ -87,7 +87,7 @@ def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAUL
     (folder / "embeddings").mkdir(parents=True, exist_ok=True)
     record = corpus_record(corpus)
     _check_settings(folder, {"encoder": encoder_name, "query_encoder": query_encoder, "chunk": chunk,
-                             "corpus_sha256": record["sha256"]})
+                             "max_length": max_length, "corpus_sha256": record["sha256"]})
     offsets = _offsets(corpus, folder)
     store = PassageStore(corpus, offsets)
     chunks = math.ceil(len(offsets) / chunk)
@@ -95,7 +95,7 @@ def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAUL
     todo = [j for j in range(chunks * i // n, chunks * (i + 1) // n) if not _chunk_path(folder, j).exists()]
     if not todo:
         return 0
-    encoder = load_encoder(encoder_name, query_encoder, device)
+    encoder = load_encoder(encoder_name, query_encoder, device, max_length)
     bar = tqdm(total=sum(min(chunk, len(offsets) - j * chunk) for j in todo), unit="psg", desc="encode",
                disable=not progress)
     for j in todo:
@@ -130,9 +130,12 @@ def _make_index(index_type: str, dim: int, n: int, sample: np.ndarray):
     raise IfqaError(f"unknown index type {index_type!r}; choose from {', '.join(INDEX_TYPES)}")
 
 
-def merge(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT_ENCODER,
-          query_encoder: str | None = None, index_type: str = "flat", seed: int = 0, started: float | None = None) -> dict:
-    """Build the FAISS index from all chunks (memory-mapped), then write the manifest."""
+def merge(corpus: str | Path, index_dir: str | Path, index_type: str = "flat", seed: int = 0,
+          started: float | None = None) -> dict:
+    """Build the FAISS index from all chunks (memory-mapped), then write the manifest.
+
+    The encoder settings come from the embeddings folder, so the manifest says what made them.
+    """
     import faiss
 
     started = started or time.time()
@@ -157,7 +160,9 @@ def merge(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT
     tmp = folder / f".{FAISS_FILE}.{os.getpid()}.tmp"
     faiss.write_index(index, str(tmp))
     os.replace(tmp, folder / FAISS_FILE)
-    params = {"encoder": encoder_name, "query_encoder": query_encoder, "index_type": index_type, "dim": dim,
+    settings = json.loads((folder / "embeddings" / "settings.json").read_text())
+    params = {"encoder": settings["encoder"], "query_encoder": settings["query_encoder"],
+              "max_length": settings.get("max_length"), "index_type": index_type, "dim": dim,
               "metric": "inner_product", **extra}
     return finish_manifest(folder, "faiss", params, corpus_record(Path(corpus)), total, started,
                            index_bytes=(folder / FAISS_FILE).stat().st_size,
@@ -167,7 +172,7 @@ def merge(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT
 def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT_ENCODER,
           query_encoder: str | None = None, index_type: str = "flat", shard: tuple[int, int] | None = None,
           batch_size: int = 64, device: str | None = None, force: bool = False, progress: bool = True,
-          chunk: int = CHUNK) -> dict | None:
+          chunk: int = CHUNK, max_length: int | None = None) -> dict | None:
     """Encode (one shard, or everything missing) and, without a shard, build the index."""
     folder = Path(index_dir)
     if force and (folder / MANIFEST).exists():
@@ -175,10 +180,10 @@ def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT
 
         shutil.rmtree(folder)
     started = time.time()
-    encode(corpus, folder, encoder_name, query_encoder, shard, batch_size, device, progress, chunk)
+    encode(corpus, folder, encoder_name, query_encoder, shard, batch_size, device, progress, chunk, max_length)
     if shard is not None:
         return None
-    return merge(corpus, folder, encoder_name, query_encoder, index_type, started=started)
+    return merge(corpus, folder, index_type, started=started)
 
 
 class DenseRetriever:
@@ -200,7 +205,7 @@ class DenseRetriever:
             index.nprobe = min(32, params["nlist"])
         if device and device.startswith("cuda") and hasattr(faiss, "StandardGpuResources"):
             index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
-        encoder = load_encoder(params["encoder"], params.get("query_encoder"), device)
+        encoder = load_encoder(params["encoder"], params.get("query_encoder"), device, params.get("max_length"))
         return cls(index, encoder, manifest, passage_store(Path(index_dir), manifest, corpus), f"dense:{Path(index_dir).name}")
 
     def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Hits]:

@@ -42,13 +42,15 @@ def is_dpr(name: str) -> bool:
 class SentenceEncoder:
     """Any sentence-transformers model; embeddings L2-normalized so inner product is cosine."""
 
-    def __init__(self, name: str, device: str | None = None):
+    def __init__(self, name: str, device: str | None = None, max_length: int | None = None):
         from sentence_transformers import SentenceTransformer
 
         try:
             self.model = SentenceTransformer(resolve(name), device=device)
         except OSError as exc:
             raise IfqaError(f"cannot load encoder {name!r} ({exc}); pass a local folder with --encoder") from None
+        if max_length:
+            self.model.max_seq_length = max_length
         self.name = name
         self.dim = int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension")
                        else self.model.get_sentence_embedding_dimension())
@@ -69,7 +71,7 @@ class DPREncoder:
     """DPR's two BERT encoders (pooler output, inner product), as in Karpukhin et al. (2020)."""
 
     def __init__(self, context_name: str, question_name: str | None = None, device: str | None = None,
-                 max_length: int = 256):
+                 max_length: int | None = None):
         import torch
         from transformers import AutoTokenizer, DPRContextEncoder, DPRQuestionEncoder
 
@@ -81,7 +83,7 @@ class DPREncoder:
             self.question = DPRQuestionEncoder.from_pretrained(question_name).to(self.device).eval()
         except OSError as exc:
             raise IfqaError(f"cannot load DPR encoders ({exc}); pass local folders with --encoder/--query-encoder") from None
-        self.name, self.question_name, self.max_length = context_name, question_name, max_length
+        self.name, self.question_name, self.max_length = context_name, question_name, max_length or 256
         self.dim = int(self.context.config.hidden_size if self.context.config.projection_dim == 0
                        else self.context.config.projection_dim)
 
@@ -104,11 +106,15 @@ class DPREncoder:
         return self._run(self.question, list(queries), None, batch_size)
 
 
-def load_encoder(name: str = DEFAULT_ENCODER, question_name: str | None = None, device: str | None = None):
-    """The encoder pair for ``name``: DPR when the name or config says so, else sentence-transformers."""
+def load_encoder(name: str = DEFAULT_ENCODER, question_name: str | None = None, device: str | None = None,
+                 max_length: int | None = None):
+    """The encoder pair for ``name``: DPR when the name or config says so, else sentence-transformers.
+
+    ``max_length`` truncates inputs (in tokens); None keeps the model's own limit.
+    """
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     if is_dpr(name):
-        return DPREncoder(name, question_name, device)
-    return SentenceEncoder(name, device)
+        return DPREncoder(name, question_name, device, max_length)
+    return SentenceEncoder(name, device, max_length)

@@ -1,0 +1,1 @@
+"""Prompt templates and chain-of-thought rationales, installed as the package data ``ifqa.prompts``."""
