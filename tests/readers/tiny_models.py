@@ -1,0 +1,50 @@
+"""Tiny models and a tokenizer built by the tests themselves (no hub access needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ifqa.data import load_demo
+
+
+def corpus_lines() -> list[str]:
+    lines = []
+    for example in load_demo("dev") + load_demo("train"):
+        lines += [example.question, " ".join(example.answers), *example.context]
+    lines += ["Answer each question with a short phrase.", "Question: Answer: Passages: Background document:",
+              "So the answer is", "question: title: context:"]
+    return lines
+
+
+def train_tokenizer(folder: Path, vocab: int = 600, t5: bool = False):
+    """A byte-level BPE tokenizer trained on the demo text, saved as a transformers fast tokenizer."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    special = ["<pad>", "</s>", "<unk>", "<s>"]
+    tokenizer = Tokenizer(models.BPE(unk_token="<unk>"))
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tokenizer.decoder = decoders.ByteLevel()
+    tokenizer.train_from_iterator(corpus_lines(), trainers.BpeTrainer(vocab_size=vocab, special_tokens=special,
+                                                                      initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="<pad>", eos_token="</s>", unk_token="<unk>",
+                                   bos_token="<s>")
+    fast.save_pretrained(folder)
+    return fast
+
+
+def tiny_llama(folder: Path, chat: bool = False) -> Path:
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    tokenizer = train_tokenizer(folder)
+    if chat:
+        tokenizer.chat_template = "{% for m in messages %}<s>{{ m['content'] }}</s>{% endfor %}{% if add_generation_prompt %}<s>{% endif %}"
+        tokenizer.save_pretrained(folder)
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=2048,
+                         pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+                         bos_token_id=tokenizer.bos_token_id)
+    LlamaForCausalLM(config).save_pretrained(folder)
+    return folder
