@@ -316,14 +316,15 @@ def convert(source, from_, to, output, setting, split, questions, data_dir, corp
 @click.option("--cache", "cache_path", type=click.Path(dir_okay=False), help="LLM response cache (default <ifqa cache>/llm-cache.sqlite).")
 @click.option("--no-cache", is_flag=True, help="LLM: do not read or write the response cache.")
 @click.option("--prompts-dir", type=click.Path(file_okay=False), help="LLM: templates folder (default: the installed prompts).")
-@click.option("--checkpoint", type=click.Path(file_okay=False), help="FiD: trained checkpoint folder.")
+@click.option("--checkpoint", type=click.Path(file_okay=False), help="FiD: training folder or checkpoint folder.")
+@click.option("--beams", default=1, show_default=True, help="FiD: beam size (1 = greedy).")
 @click.option("--device", help="cpu, cuda ...")
 @question_options
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Predictions JSONL (default runs/<questions>-<reader>-<mode>.jsonl).")
 @click.option("--no-progress", is_flag=True)
 def read(reader, mode, cot, model, backend, base_url, api_key, completions, run_path, passages, demos, demo_selection,
          train_path, seed, samples, temperature, max_tokens, max_prompt_tokens, concurrency, batch_size, cache_path,
-         no_cache, prompts_dir, checkpoint, device, setting, split, questions, data_dir, output, no_progress) -> None:
+         no_cache, prompts_dir, checkpoint, beams, device, setting, split, questions, data_dir, output, no_progress) -> None:
     """Answer questions with an LLM (prompted) or a trained FiD model; writes predictions JSONL."""
     from ifqa import data as ifqa_data
 
@@ -336,7 +337,7 @@ def read(reader, mode, cot, model, backend, base_url, api_key, completions, run_
         if not checkpoint or not run_path:
             raise IfqaError("FiD reading needs --checkpoint and --run")
         output = output or Path("runs") / f"{label}-fid.jsonl"
-        fid.read_to_file(checkpoint, examples, run_path, output, batch_size=batch_size, device=device,
+        fid.read_to_file(checkpoint, examples, run_path, output, batch_size=batch_size, beams=beams, device=device,
                          progress=not no_progress, source=str(source))
         click.echo(f"predictions: {output}")
         return
@@ -362,6 +363,45 @@ def read(reader, mode, cot, model, backend, base_url, api_key, completions, run_
     counters = reader_.counters.public()
     click.echo(f"predictions: {output}\nrequests: {counters['requests']}  cache hits: {counters['cache_hits']}  "
                f"prompt tokens: {counters['prompt_tokens']}  completion tokens: {counters['completion_tokens']}")
+
+
+@cli.command()
+@click.option("--reader", type=click.Choice(["fid"]), default="fid", show_default=True)
+@click.option("--run", "run_path", required=True, type=click.Path(dir_okay=False), help="Training run (questions, answers, retrieved passages).")
+@click.option("--dev-run", type=click.Path(dir_okay=False), help="Dev run: EM every --eval-every steps, best checkpoint kept.")
+@click.option("--model", default="t5-base", show_default=True, help="T5 hub id or local folder (t5-base, google/flan-t5-large, ...).")
+@click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Training folder (best/, last/, train_log.jsonl).")
+@click.option("--steps", default=15000, show_default=True)
+@click.option("--lr", default=1e-4, show_default=True)
+@click.option("--batch-size", default=1, show_default=True)
+@click.option("--accumulation", default=1, show_default=True, help="Gradient accumulation steps.")
+@click.option("--warmup-steps", default=1000, show_default=True)
+@click.option("--weight-decay", default=0.01, show_default=True)
+@click.option("--eval-every", default=500, show_default=True)
+@click.option("--save-every", type=int, help="Also save the resumable state every N steps.")
+@click.option("--stop-after", type=int, help="Stop this invocation after N steps (state saved; rerun to continue).")
+@click.option("--n-context", default=20, show_default=True)
+@click.option("--text-maxlength", default=250, show_default=True)
+@click.option("--answer-maxlength", default=20, show_default=True)
+@click.option("--gradient-checkpointing", is_flag=True)
+@click.option("--no-bf16", is_flag=True, help="Train in fp32 on GPU.")
+@click.option("--seed", default=0, show_default=True)
+@click.option("--device")
+@click.option("--no-progress", is_flag=True)
+def train(reader, run_path, dev_run, model, output, steps, lr, batch_size, accumulation, warmup_steps, weight_decay,
+          eval_every, save_every, stop_after, n_context, text_maxlength, answer_maxlength, gradient_checkpointing, no_bf16, seed,
+          device, no_progress) -> None:
+    """Train a Fusion-in-Decoder reader on a run file; rerun the same command to resume."""
+    from ifqa.readers import fid
+
+    config = fid.TrainConfig(model=model, steps=steps, lr=lr, batch_size=batch_size, accumulation=accumulation,
+                             warmup_steps=warmup_steps, weight_decay=weight_decay, eval_every=eval_every,
+                             save_every=save_every, seed=seed, gradient_checkpointing=gradient_checkpointing,
+                             bf16=not no_bf16, n_context=n_context, text_maxlength=text_maxlength,
+                             answer_maxlength=answer_maxlength)
+    state = fid.train(run_path, dev_run, output, config, device, progress=not no_progress, stop_after=stop_after)
+    last = state["log"][-1] if state["log"] else {}
+    click.echo(f"{output}: step {state['step']}, last loss {last.get('loss')}, best dev EM {state['best_em']:.2f}")
 
 
 def _train_split(setting: str | None, data_dir):

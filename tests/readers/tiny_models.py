@@ -48,3 +48,18 @@ def tiny_llama(folder: Path, chat: bool = False) -> Path:
                          bos_token_id=tokenizer.bos_token_id)
     LlamaForCausalLM(config).save_pretrained(folder)
     return folder
+
+
+def tiny_t5(folder: Path) -> Path:
+    import torch
+    from transformers import T5Config
+
+    from ifqa.readers.fid import FiDT5
+
+    tokenizer = train_tokenizer(folder)
+    torch.manual_seed(0)
+    config = T5Config(vocab_size=len(tokenizer), d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2,
+                      num_heads=4, dropout_rate=0.1, pad_token_id=tokenizer.pad_token_id,
+                      eos_token_id=tokenizer.eos_token_id, decoder_start_token_id=tokenizer.pad_token_id)
+    FiDT5(config).save_pretrained(folder)
+    return folder

@@ -1,0 +1,137 @@
+import json
+import os
+
+import pytest
+import torch
+from transformers import AutoTokenizer, T5ForConditionalGeneration
+from transformers.modeling_outputs import BaseModelOutput
+
+from ifqa.readers import fid
+
+from tests.readers.tiny_models import tiny_t5
+
+TOY = [("If the Gulf dried up, which state would border Alabama to the south?", "Florida"),
+       ("If the strait were land, which country would border Alaska?", "Russia"),
+       ("If Achilles spared him, which hero would survive?", "Hector"),
+       ("Where would Allan Dwan have lived?", "Toronto")]
+
+
+@pytest.fixture(scope="module")
+def t5_dir(tmp_path_factory):
+    return tiny_t5(tmp_path_factory.mktemp("t5"))
+
+
+@pytest.fixture
+def toy_run(tmp_path):
+    path = tmp_path / "toy.jsonl"
+    path.write_text("".join(json.dumps({"qid": str(i), "question": q, "answers": [a], "ctxs": [
+        {"id": f"{i}-{j}", "title": f"T{j}", "text": f"{a} is mentioned in passage {j}" if j == i % 2 else "unrelated text"}
+        for j in range(2)]}) + "\n" for i, (q, a) in enumerate(TOY)))
+    return path
+
+
+def test_forward_equals_a_hand_computation(t5_dir):
+    model = fid.FiDT5.from_pretrained(str(t5_dir)).eval()
+    torch.manual_seed(1)
+    ids = torch.randint(4, 200, (2, 3, 6))
+    mask = torch.ones_like(ids)
+    mask[0, 1, 4:] = 0  # padding inside the second passage of the first question
+    mask[1, 2, 2:] = 0
+    labels = torch.randint(4, 200, (2, 4))
+    fused = model(input_ids=ids, attention_mask=mask, labels=labels)
+    # by hand: each passage through the encoder alone, states concatenated in passage order
+    states, masks = [], []
+    for b in range(2):
+        row = [model.encoder(input_ids=ids[b, n][None], attention_mask=mask[b, n][None]).last_hidden_state for n in range(3)]
+        states.append(torch.cat(row, dim=1))
+        masks.append(mask[b].reshape(1, -1))
+    expected = T5ForConditionalGeneration.forward(model, encoder_outputs=BaseModelOutput(torch.cat(states)),
+                                                  attention_mask=torch.cat(masks), labels=labels)
+    assert torch.allclose(fused.logits, expected.logits, atol=1e-5)
+    assert torch.allclose(fused.loss, expected.loss, atol=1e-6)
+    # masked positions do not matter; unmasked ones do
+    changed = ids.clone()
+    changed[0, 1, 5] = 7
+    assert torch.allclose(model(input_ids=changed, attention_mask=mask, labels=labels).logits, fused.logits, atol=1e-6)
+    changed[0, 1, 0] = 7
+    assert not torch.allclose(model(input_ids=changed, attention_mask=mask, labels=labels).logits, fused.logits, atol=1e-4)
+
+
+def test_collator_shapes_prefixes_and_padding(t5_dir):
+    tokenizer = AutoTokenizer.from_pretrained(str(t5_dir))
+    collator = fid.Collator(tokenizer, fid.FiDSettings(n_context=3, text_maxlength=24, answer_maxlength=5))
+    batch = collator.inputs([{"question": "q one", "ctxs": [{"title": "A", "text": "first text"}]}])
+    assert batch["input_ids"].shape == (1, 3, 24)
+    first = tokenizer.decode(batch["input_ids"][0, 0], skip_special_tokens=True)
+    assert first.startswith("question: q one title: A context: first text")
+    labels = collator.labels(["Florida", "a much longer answer than five tokens"])
+    assert labels.shape[1] <= 5 and (labels[labels != -100] >= 0).all()
+    assert labels[0][labels[0] != -100][-1] == tokenizer.eos_token_id
+
+
+def test_cli_training_overfits_and_the_checkpoint_reproduces_predictions(cli, t5_dir, toy_run, tmp_path):
+    env = {**os.environ, "IFQA_CACHE_DIR": str(tmp_path / "cache")}
+    out = tmp_path / "fid"
+    result = cli("train", "--reader", "fid", "--run", toy_run, "--dev-run", toy_run, "--model", t5_dir, "--output", out,
+                 "--steps", "120", "--lr", "0.01", "--batch-size", "2", "--warmup-steps", "5", "--eval-every", "40",
+                 "--n-context", "2", "--text-maxlength", "40", "--answer-maxlength", "8", "--no-progress", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "best dev EM 100.00" in result.stdout
+    log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
+    assert log[-1]["loss"] < log[0]["loss"] / 5
+    questions = tmp_path / "toy.json"
+    questions.write_text(json.dumps([{"idx": i, "question": q, "answers": [a]} for i, (q, a) in enumerate(TOY)]))
+    predictions = tmp_path / "pred.jsonl"
+    result = cli("read", "--reader", "fid", "--checkpoint", out, "--run", toy_run, "--questions", questions,
+                 "-o", predictions, "--batch-size", "3", "--no-progress", env=env)
+    assert result.returncode == 0, result.stderr
+    from_disk = [json.loads(line)["prediction"] for line in predictions.read_text().splitlines()]
+    assert from_disk == [a for _, a in TOY]
+    model = fid.load_model(out / "best")
+    tokenizer = AutoTokenizer.from_pretrained(str(out / "best"))
+    records = [json.loads(line) for line in toy_run.read_text().splitlines()]
+    settings = fid.FiDSettings(n_context=2, text_maxlength=40, answer_maxlength=8)
+    assert fid.predict(model, tokenizer, records, settings, batch_size=1) == from_disk
+
+
+def test_resume_gives_the_same_next_losses(t5_dir, toy_run, tmp_path):
+    config = fid.TrainConfig(model=str(t5_dir), steps=6, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
+                             text_maxlength=32, answer_maxlength=6)
+    straight = fid.train(toy_run, None, tmp_path / "a", config, "cpu", progress=False)
+    first = fid.train(toy_run, None, tmp_path / "b", config, "cpu", progress=False, stop_after=3)
+    assert first["step"] == 3 and not (tmp_path / "b" / "best").exists()
+    resumed = fid.train(toy_run, None, tmp_path / "b", config, "cpu", progress=False)
+    assert [e["loss"] for e in resumed["log"]] == pytest.approx([e["loss"] for e in straight["log"]], abs=1e-6)
+    other = fid.TrainConfig(**{**config.__dict__, "lr": 5e-4})
+    with pytest.raises(Exception, match="other settings"):
+        fid.train(toy_run, None, tmp_path / "b", other, "cpu", progress=False)
+
+
+def test_loads_an_original_fid_checkpoint(t5_dir, tmp_path):
+    model = fid.FiDT5.from_pretrained(str(t5_dir)).eval()
+    original = {}
+    for name, tensor in model.state_dict().items():  # the layout facebookresearch/FiD saves
+        if name.startswith("encoder.block."):
+            index, rest = name[len("encoder.block."):].split(".", 1)
+            name = f"encoder.encoder.block.{index}.module.{rest}"
+        elif name.startswith("encoder."):
+            name = "encoder." + name
+        original[name] = tensor.clone()
+    folder = tmp_path / "fid_original"
+    folder.mkdir()
+    (folder / "config.json").write_text((t5_dir / "config.json").read_text())
+    torch.save(original, folder / "pytorch_model.bin")
+    loaded = fid.load_model(folder).eval()
+    ids = torch.randint(4, 200, (1, 2, 5))
+    mask = torch.ones_like(ids)
+    assert torch.equal(loaded.generate(input_ids=ids, attention_mask=mask, max_new_tokens=4),
+                       model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=4))
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_bf16_training_step_on_gpu(t5_dir, toy_run, tmp_path):
+    config = fid.TrainConfig(model=str(t5_dir), steps=2, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
+                             text_maxlength=32, answer_maxlength=6, gradient_checkpointing=True)
+    state = fid.train(toy_run, None, tmp_path / "gpu", config, "cuda", progress=False)
+    assert state["step"] == 2 and all(e["loss"] == e["loss"] for e in state["log"])
