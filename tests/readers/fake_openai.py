@@ -8,17 +8,20 @@ from __future__ import annotations
 
 import http.server
 import json
+import random
 import re
 import threading
 import time
 
 
 class FakeOpenAI:
-    def __init__(self, answers: dict[str, str], sampled: dict[int, str] | None = None):
+    def __init__(self, answers: dict[str, str], sampled: dict[int, str] | None = None, latency: float = 0.0,
+                 failure_rate: float = 0.0, seed: int = 0):
         self.answers = answers  # question -> answer
         self.sampled = sampled or {}  # seed -> answer, used when temperature > 0
         self.failures: list[str] = []
         self.fail_always = False
+        self.latency, self.failure_rate, self.random = latency, failure_rate, random.Random(seed)
         self.requests: list[dict] = []
         self.headers: list[dict] = []
         self.lock = threading.Lock()
@@ -61,6 +64,10 @@ class FakeOpenAI:
                     fake.requests.append(body)
                     fake.headers.append({k.lower(): v for k, v in self.headers.items()})
                     failure = "500" if fake.fail_always else (fake.failures.pop(0) if fake.failures else None)
+                    if failure is None and fake.random.random() < fake.failure_rate:
+                        failure = fake.random.choice(["429", "500", "malformed"])
+                if fake.latency:
+                    time.sleep(fake.latency)
                 if failure in ("429", "500"):
                     return self._send(int(failure), {"error": {"message": "try later", "type": "server_error"}})
                 if failure == "slow":

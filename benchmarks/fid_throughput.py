@@ -1,0 +1,81 @@
+"""FiD training throughput and peak GPU memory: t5-base, 20 passages of 250 tokens, bf16,
+with and without gradient checkpointing. The model is built from t5-base's configuration with
+random weights (same cost as the pretrained one), so no download is needed.
+
+    python benchmarks/fid_throughput.py [--batch-size 1] [--steps 20]
+
+Needs CUDA; prints a note and exits 0 without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import torch
+from transformers import T5Config
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from ifqa.readers.fid import FiDT5  # noqa: E402
+
+T5_BASE = dict(vocab_size=32128, d_model=768, d_kv=64, d_ff=3072, num_layers=12, num_decoder_layers=12, num_heads=12,
+               dropout_rate=0.1, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+
+
+def measure(checkpointing: bool, batch: int, steps: int, passages: int, length: int) -> dict:
+    torch.manual_seed(0)
+    model = FiDT5(T5Config(**T5_BASE)).cuda().train()
+    if checkpointing:
+        model.gradient_checkpointing_enable()
+        model.config.use_cache = False
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    ids = torch.randint(2, 32000, (batch, passages, length), device="cuda")
+    mask = torch.ones_like(ids)
+    labels = torch.randint(2, 32000, (batch, 20), device="cuda")
+    torch.cuda.reset_peak_memory_stats()
+    for step in range(steps + 3):
+        if step == 3:
+            torch.cuda.synchronize()
+            started = time.time()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    torch.cuda.synchronize()
+    seconds = time.time() - started
+    result = {"checkpointing": checkpointing, "batch": batch, "examples/s": batch * steps / seconds,
+              "peak GiB": torch.cuda.max_memory_allocated() / 2**30}
+    del model, optimizer
+    torch.cuda.empty_cache()
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batch-size", type=int, nargs="+", default=[1, 4, 8])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--passages", type=int, default=20)
+    parser.add_argument("--length", type=int, default=250)
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("no CUDA device: this benchmark needs a GPU (figures pending)")
+        return
+    print(f"GPU: {torch.cuda.get_device_name(0)}; torch {torch.__version__}; t5-base, {args.passages} passages x "
+          f"{args.length} tokens, bf16 autocast, AdamW\n")
+    print("| gradient checkpointing | batch | examples/s | peak GiB |")
+    print("|---|---|---|---|")
+    for batch in args.batch_size:
+        for checkpointing in (False, True):
+            try:
+                r = measure(checkpointing, batch, args.steps, args.passages, args.length)
+                print(f"| {'yes' if checkpointing else 'no'} | {batch} | {r['examples/s']:.2f} | {r['peak GiB']:.1f} |")
+            except torch.cuda.OutOfMemoryError:
+                print(f"| {'yes' if checkpointing else 'no'} | {batch} | out of memory | |")
+                torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    main()
