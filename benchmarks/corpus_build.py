@@ -75,12 +75,17 @@ def side_by_side() -> tuple[dict, list[str]]:
     our_articles = collections.defaultdict(list)
     for pid, text in ours.items():
         our_articles[pid.rsplit("-", 1)[0]].append(text)
-    identical = sum(1 for pid, text in ours.items() if theirs.get(pid) == text)
+    both = set(our_articles) & set(wx_articles)
+    shared_passages = [pid for pid in ours if pid.rsplit("-", 1)[0] in both]
+    identical = sum(1 for pid in shared_passages if theirs.get(pid) == ours[pid])
     only_ours = collections.Counter()
     only_theirs = collections.Counter()
-    for article_id, (_, text) in wx_articles.items():
-        a, b = " ".join(our_articles.get(article_id, [])).split(), text.split()
-        for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    similarity = []
+    for article_id in sorted(both):
+        a, b = " ".join(our_articles[article_id]).split(), wx_articles[article_id][1].split()
+        matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+        similarity.append(matcher.ratio())
+        for op, i1, i2, j1, j2 in matcher.get_opcodes():
             if op != "equal":
                 only_ours.update(a[i1:i2])
                 only_theirs.update(b[j1:j2])
@@ -89,11 +94,12 @@ def side_by_side() -> tuple[dict, list[str]]:
     result = {"ifqa s": ours_seconds, "WikiExtractor + split s": wx_seconds, "time ratio (ifqa / WikiExtractor)": ours_seconds / wx_seconds,
               "articles ifqa": len(our_articles), "articles WikiExtractor": len(wx_articles),
               "passages ifqa": len(ours), "passages WikiExtractor": len(theirs),
-              "identical passages (% of ifqa's)": 100 * identical / len(ours),
+              "identical passages (% of ifqa's, articles both kept)": 100 * identical / len(shared_passages),
+              "mean word-level similarity per article (%)": 100 * sum(similarity) / len(similarity),
               "words ifqa": words_ours, "words WikiExtractor": words_theirs}
     notes = [f"only in ifqa's text, most frequent tokens: {only_ours.most_common(12)}",
              f"only in WikiExtractor's text, most frequent tokens: {only_theirs.most_common(12)}",
-             f"articles only WikiExtractor kept: {sorted(set(wx_articles) - set(our_articles))[:10]}",
+             f"articles only WikiExtractor kept: {[wx_articles[a][0] for a in sorted(set(wx_articles) - set(our_articles))][:10]}",
              f"articles only ifqa kept: {sorted(set(our_articles) - set(wx_articles))[:10]}"]
     return result, notes
 

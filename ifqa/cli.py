@@ -124,7 +124,7 @@ def corpus() -> None:
 @click.option("--format", "format_", type=click.Choice(["xml", "wikiextractor-json", "wikiextractor-doc", "passages-jsonl", "passages-tsv"]), help="Input format (default: detected from the content).")
 @click.option("--words", default=100, show_default=True, help="Words per passage.")
 @click.option("--workers", default=1, show_default=True, help="Worker processes.")
-@click.option("--batch-size", default=200, show_default=True, help="Records per batch (the unit of resuming).")
+@click.option("--batch-size", default=200, show_default=True, help="Records per batch, at most (a batch also closes at 1 MB); the unit of resuming.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def corpus_build(inputs, output, format_, words, workers, batch_size, no_progress) -> None:
     """Split Wikipedia (XML dump, WikiExtractor output or passages) into disjoint passages.

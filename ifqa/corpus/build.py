@@ -31,6 +31,8 @@ from ifqa.io import atomic_write, write_json
 log = logging.getLogger(__name__)
 
 DEFAULT_BATCH = 200
+#: A batch also closes at this many raw bytes, so that large articles still spread over workers.
+BATCH_BYTES = 1 << 20
 
 
 @dataclass
@@ -78,6 +80,7 @@ def build(
         "words": words,
         "tsv": tsv,
         "batch_size": batch_size,
+        "batch_bytes": BATCH_BYTES,
         "inputs": [
             {"path": str(s.path.resolve()), "format": s.format, "bytes": s.size, "mtime": int(s.path.stat().st_mtime)}
             for s in sources
@@ -127,11 +130,13 @@ def _part_name(source_index: int, batch_index: int) -> str:
 
 def _batches(source: Source, batch_size: int, progress) -> Iterator[list[bytes]]:
     batch: list[bytes] = []
+    size = 0
     for raw in stream_records(source, progress):
         batch.append(raw)
-        if len(batch) == batch_size:
+        size += len(raw)
+        if len(batch) == batch_size or size >= BATCH_BYTES:
             yield batch
-            batch = []
+            batch, size = [], 0
     if batch:
         yield batch
 

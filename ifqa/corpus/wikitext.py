@@ -2,8 +2,8 @@
 
 mwparserfromhell (a C tokenizer, maintained by the Earwig/Wikimedia community) builds the node tree;
 this module decides what survives: prose, link texts and section headings ("History."). Templates,
-tables, references, files and images, categories, comments, math and list items are dropped, as
-WikiExtractor does by default.
+tables, references, files and images, categories, comments, math and list items ("*", "#", ";")
+are dropped, as WikiExtractor does by default; ":"-indented lines (quotations) are kept.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ _DROPPED_TAGS = {
     "syntaxhighlight", "source", "pre", "hiero", "templatedata", "noinclude", "mapframe", "inputbox",
     "categorytree",
 }
-_LIST_TAGS = {"li", "dt", "dd"}
+_LIST_TAGS = {"li", "dt"}  # "*", "#" and ";" items go; ":" lines (quotations, definitions) stay, as in WikiExtractor
 _DROPPED_NAMESPACES = {"file", "image", "category", "media", "wikipedia", "wp", "template", "help", "portal",
                        "special", "user", "talk", "module", "draft", "wikt", "wiktionary", "s", "q", "commons"}
 _INTERWIKI = re.compile(r"^:?[a-z]{2,3}(-[a-z]+)?:")
@@ -41,13 +41,47 @@ def is_disambiguation(title: str, wikitext: str) -> bool:
     return title.endswith("(disambiguation)") or bool(_DISAMBIGUATION.search(wikitext))
 
 
+_RAW_CONTENT = re.compile(
+    r"<(math|chem|ce|syntaxhighlight|source|pre|score|timeline|hiero|graph|mapframe|templatedata)\b[^>]*?(?:/>|>.*?</\1\s*>)",
+    re.IGNORECASE | re.DOTALL,
+)
+_REF = re.compile(r"<ref\b[^>]*/>|<ref\b[^>]*>.*?</ref\s*>", re.IGNORECASE | re.DOTALL)
+_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
+_BLOCK_TOKEN = re.compile(r"\{\{|\}\}|^[ \t]*\{\||^[ \t]*\|\}", re.MULTILINE)
+
+
+def strip_blocks(text: str) -> str:
+    """Remove templates ``{{...}}`` and tables ``{| ... |}`` (nested either way) in one linear scan.
+
+    They are dropped from the output anyway; cutting them before parsing spares mwparserfromhell
+    building their trees, most of its time on real articles. Unbalanced closers are ignored, and
+    an unclosed opener drops the rest of the text, as a parser would keep it inside that node.
+    """
+    out, stack, last = [], [], 0
+    for match in _BLOCK_TOKEN.finditer(text):
+        token = match.group().strip()
+        if token in ("{{", "{|"):
+            if not stack:
+                out.append(text[last : match.start()])
+            stack.append(token)
+        elif stack and stack[-1] == ("{{" if token == "}}" else "{|"):
+            stack.pop()
+            if not stack:
+                last = match.end()
+    if not stack:
+        out.append(text[last:])
+    return "".join(out)
+
+
 def clean(wikitext: str) -> str:
     """Clean prose with one paragraph per line; a section heading becomes a short line "Heading."
 
     A heading is kept only when prose follows it before the next heading of the same or a higher
     level, so that "References" or "See also" sections, emptied of their lists, leave nothing.
     """
-    tree = mwparserfromhell.parse(_MAGIC_WORDS.sub("", wikitext), skip_style_tags=False)
+    text = _RAW_CONTENT.sub("", _COMMENT.sub("", _MAGIC_WORDS.sub("", wikitext)))  # braces in LaTeX are not templates
+    text = strip_blocks(_REF.sub("", text))
+    tree = mwparserfromhell.parse(text, skip_style_tags=False)
     rendered = _render(tree.nodes)
     paragraphs: list[str] = []
     pending: list[tuple[int, str]] = []  # headings not yet followed by prose
@@ -59,7 +93,7 @@ def clean(wikitext: str) -> str:
                 pending.append((level, title if title[-1] in ".?!" else title + "."))
             continue
         line = _tidy(raw_line)
-        if not line or line.startswith((_LIST_LINE, "*", "#", ":", ";", "|", "{|", "!")):
+        if not line or line.startswith((_LIST_LINE, "*", "#", ";", "|", "{|", "!")):
             continue
         paragraphs.extend(text for _, text in pending)
         pending = []
@@ -117,4 +151,6 @@ def _render_tag(tag) -> str:
         return " " if name == "br" else "\n"
     if name in _DROPPED_TAGS or tag.contents is None:
         return ""
+    if name == "i" and tag.wiki_markup == "''":
+        return f'"{_render(tag.contents.nodes)}"'  # italics become quotes, as WikiExtractor writes them
     return _render(tag.contents.nodes)

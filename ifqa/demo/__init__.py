@@ -41,9 +41,15 @@ def corpus_path() -> Path:
 
 def index_path(engine: str = "bm25") -> Path:
     """The demo index of that engine, built into the cache on first use."""
+    import json
+
+    from ifqa.retrieval.index import file_sha256
+
     folder = cache_dir() / "indexes" / f"demo-{engine}"
     corpus = corpus_path()
-    if not (folder / "manifest.json").exists():
+    manifest = folder / "manifest.json"
+    current = manifest.exists() and json.loads(manifest.read_text())["corpus"]["sha256"] == file_sha256(corpus)
+    if not current:  # first use, or a newer ifqa ships another demo collection
         log.info("building the demo %s index in %s (first use)", engine, folder)
         if engine == "bm25":
             from ifqa.retrieval import bm25

@@ -140,3 +140,27 @@ def test_interrupted_build_resumes_to_the_same_output(tmp_path):
     assert result.returncode == 0, result.stderr
     assert out.read_bytes() == reference.read_bytes()
     assert not parts.exists()
+
+
+@pytest.mark.shared_data
+def test_the_demo_collection_is_what_the_builder_makes_of_the_dump_fragment(shared, tmp_path):
+    import gzip
+
+    from ifqa.demo import packaged_passages
+
+    out = tmp_path / "p.jsonl"
+    fragment = shared / "wikidump" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
+    summary = build([fragment], out, workers=2, progress=False)
+    assert summary.records == 206 and summary.kept == 97
+    assert summary.skipped == {"redirect": 99, "disambiguation": 8, "not an article (namespace)": 1, "empty": 1}
+    shipped = gzip.decompress(packaged_passages().read_bytes())
+    assert shipped == out.read_bytes(), "the cleaner changed: rebuild ifqa/demo (see ifqa/demo/README.md)"
+
+
+@pytest.mark.shared_data
+def test_table_heavy_pages_leave_no_markup(shared, tmp_path):
+    out = tmp_path / "t.jsonl"
+    build([shared / "wikidump" / "enwiki-table-markup.xml.bz2"], out, progress=False)
+    text = out.read_text()
+    for debris in ("{|", "|}", "||", "{{", "}}", "<ref", "[[", "]]", "colspan", "rowspan", "style="):
+        assert debris not in text, debris

@@ -16,8 +16,17 @@ def test_headings_become_short_sentences_only_when_followed_by_prose():
 
 
 def test_tables_lists_and_templates_go():
-    text = wikitext.clean("A.\n{| class=wikitable\n|-\n| cell || cell\n|}\n* item\n# numbered\n: indented\n{{Infobox|a=b}}\nB.")
+    text = wikitext.clean("A.\n{| class=wikitable\n|-\n| cell || cell\n|}\n* item\n# numbered\n; term\n{{Infobox|a=b}}\nB.")
     assert text == "A.\nB."
+
+
+def test_indented_quotations_stay():
+    assert wikitext.clean("He wrote:\n:If I were to say so.\nEnd.") == "He wrote:\nIf I were to say so.\nEnd."
+
+
+def test_braces_inside_math_do_not_swallow_the_article():
+    text = wikitext.clean("Before <math>\\frac{{a}}{b_{c}}</math> after.\n== Next ==\nMore text.")
+    assert text == "Before after.\nNext.\nMore text."
 
 
 def test_empty_parentheses_left_by_templates_are_removed():
@@ -29,3 +38,14 @@ def test_disambiguation_detection():
     assert wikitext.is_disambiguation("Mercury", "'''Mercury''' may be:\n{{Disambiguation|geo}}")
     assert wikitext.is_disambiguation("Smith", "{{hndis}}")
     assert not wikitext.is_disambiguation("Mercury", "{{Infobox planet}} Mercury is a planet.")
+
+
+def test_italics_become_quotes_like_wikiextractor():
+    assert wikitext.clean("''Animal Farm'' is a '''novella'''.") == '"Animal Farm" is a novella.'
+
+
+def test_strip_blocks_handles_nesting_and_broken_markup():
+    assert wikitext.strip_blocks("a {{x|{{y}}|z}} b") == "a  b"
+    assert wikitext.strip_blocks("a\n{|\n| {{c}} || d\n|}\nb") == "a\n\nb"
+    assert wikitext.strip_blocks("a }} b {{x}} c") == "a }} b  c"  # a stray closer is text
+    assert wikitext.strip_blocks("a {{never closed") == "a "
