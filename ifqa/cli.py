@@ -404,6 +404,28 @@ def train(reader, run_path, dev_run, model, output, steps, lr, batch_size, accum
     click.echo(f"{output}: step {state['step']}, last loss {last.get('loss')}, best dev EM {state['best_em']:.2f}")
 
 
+@cli.group()
+def experiment() -> None:
+    """Run experiment grids from YAML configs (experiments/*.yaml)."""
+
+
+@experiment.command("run")
+@click.argument("config", type=click.Path(dir_okay=False))
+@click.option("--force", is_flag=True, help="Rerun every stage, up to date or not.")
+@click.option("--no-progress", is_flag=True)
+def experiment_run(config, force, no_progress) -> None:
+    """Retrieve -> read -> evaluate; stages whose outputs are up to date are skipped."""
+    from ifqa.experiments import run_experiment
+
+    results = run_experiment(config, force, progress=not no_progress)
+    root = Path(config).resolve().parent
+    from ifqa.experiments import load_config
+
+    output = root / load_config(config).get("output", f"results/{results['name']}")
+    click.echo((output / "results.md").read_text())
+    click.echo(f"written: {output / 'results.md'}, results.csv, results.json")
+
+
 def _train_split(setting: str | None, data_dir):
     from ifqa import data as ifqa_data
 

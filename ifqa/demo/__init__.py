@@ -51,14 +51,15 @@ def index_path(engine: str = "bm25") -> Path:
     current = manifest.exists() and json.loads(manifest.read_text())["corpus"]["sha256"] == file_sha256(corpus)
     if not current:  # first use, or a newer ifqa ships another demo collection
         log.info("building the demo %s index in %s (first use)", engine, folder)
+        shutil.rmtree(folder, ignore_errors=True)
         if engine == "bm25":
             from ifqa.retrieval import bm25
 
-            bm25.build(corpus, folder, force=True, progress=False)
+            bm25.build(corpus, folder, progress=False)
         elif engine == "dense":
             from ifqa.retrieval import dense
 
-            dense.build(corpus, folder, force=True, progress=False)
+            dense.build(corpus, folder, progress=False, max_length=128)
         else:
             raise ValueError(engine)
     return folder

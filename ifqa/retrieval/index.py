@@ -108,7 +108,14 @@ def passage_store(index_dir: Path, manifest: dict, corpus: str | Path | None = N
 
 
 def open_index(spec: str | Path, corpus: str | Path | None = None, device: str | None = None) -> Retriever:
-    """Open an index folder (any engine), or ``prebuilt:NAME`` for a pyserini prebuilt index."""
+    """Open an index folder (any engine), ``prebuilt:NAME`` (pyserini), or ``demo:bm25|dense``."""
+    if str(spec).startswith("demo:"):
+        from ifqa import demo
+
+        engine = str(spec).split(":", 1)[1]
+        if engine not in ("bm25", "dense"):
+            raise IfqaError(f"unknown demo index {spec!r}; use demo:bm25 or demo:dense")
+        spec = demo.index_path(engine)
     if str(spec).startswith("prebuilt:"):
         from ifqa.retrieval import lucene
 

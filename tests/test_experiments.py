@@ -1,0 +1,97 @@
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from ifqa.data import load_demo
+from ifqa.errors import IfqaError
+from ifqa.experiments import compare, load_config, premise_effect, run_experiment, side_by_side, split_premise
+
+from tests.readers.fake_openai import FakeOpenAI
+
+DEV = load_demo("dev")
+ANSWERS = {e.question: e.answers[0] for e in DEV + load_demo("train")}
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("OPENAI_API_KEY", "k")
+
+
+def _config(tmp_path, server_url, model="m", mode_closed="qa"):
+    path = tmp_path / "exp.yaml"
+    path.write_text(f"""
+name: t
+questions: {{setting: demo, split: dev}}
+output: out
+k: 10
+retrievers:
+  - {{name: bm25, indexes: ["demo:bm25"]}}
+readers:
+  - {{name: closed, mode: {mode_closed}, model: "{model}", base_url: "{server_url}", demos: 2, paper: {{em: 25.25, f1: 32.91}}}}
+  - {{name: open, mode: open, retriever: bm25, passages: 3, model: "{model}", base_url: "{server_url}", demos: 1}}
+  - {{name: fid, reader: fid, retriever: bm25, checkpoint: "${{IFQA_NO_SUCH_VARIABLE}}", paper: {{em: 36.2}}}}
+""")
+    return path
+
+
+def test_runs_the_grid_and_skips_up_to_date_stages(cache, tmp_path):
+    with FakeOpenAI(ANSWERS) as server:
+        config = _config(tmp_path, server.url)
+        results = run_experiment(config, progress=False)
+        assert [r["status"] for r in results["readers"]] == ["ran", "ran", "skipped: no checkpoint configured"]
+        assert results["readers"][0]["em"] == 100.0 and results["retrievers"][0]["recall"]["gold"]["10"] > 50
+        sent = len(server.requests)
+        assert sent == 48
+        run_file = tmp_path / "out" / "runs" / "bm25-k10.jsonl"
+        stamp = run_file.stat().st_mtime_ns
+        run_experiment(config, progress=False)
+        assert len(server.requests) == sent and run_file.stat().st_mtime_ns == stamp  # nothing was redone
+        run_experiment(_config(tmp_path, server.url, mode_closed="cot"), progress=False)
+        assert len(server.requests) == sent + 24  # only the changed reader ran again
+    markdown = (tmp_path / "out" / "results.md").read_text()
+    assert "| closed | none | 100.00 |" in markdown and "25.25 / 32.91" in markdown
+    assert "skipped: no checkpoint configured: `ifqa read --reader fid" in markdown
+    rows = (tmp_path / "out" / "results.csv").read_text().splitlines()
+    assert rows[0].startswith("system,kind") and len(rows) == 5
+
+
+def test_missing_model_is_a_skipped_row_with_its_command(cache, tmp_path):
+    results = run_experiment(_config(tmp_path, "http://127.0.0.1:9/v1", model=""), progress=False)
+    assert all(r["status"].startswith("skipped") for r in results["readers"])
+    assert results["readers"][1]["command"].startswith("ifqa read --reader llm --mode open --model MODEL --base-url ")
+    assert "bm25-k10.jsonl --passages 3" in results["readers"][1]["command"]
+
+
+def test_config_errors_are_one_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nquestions: [unclosed\n")
+    with pytest.raises(IfqaError, match=r"bad\.yaml:\d+: invalid YAML"):
+        load_config(bad)
+    bad.write_text("name: x\nquestions: {setting: demo}\nreaders:\n  - {name: r, retriever: nope}\n")
+    with pytest.raises(IfqaError, match="retriever 'nope', which is not defined"):
+        load_config(bad)
+    bad.write_text("name: x\nquestions: {setting: demo}\nreaders:\n  - {name: r, modle: qa}\n")
+    with pytest.raises(IfqaError, match="unknown key"):
+        load_config(bad)
+
+
+def test_comparison_helpers():
+    a = {e.qid: e.answers[0] for e in DEV}
+    b = {e.qid: (e.answers[0] if i < 6 else "no") for i, e in enumerate(DEV)}
+    result = compare(DEV, a, b)
+    assert result["em"]["difference"] == 75.0 and result["em"]["p_value"] < 0.001
+    rows = side_by_side(DEV, {"a": a, "b": b}, limit=3)
+    assert len(rows) == 3 and all(row["a"].endswith("✓") and row["b"].endswith("✗") for row in rows)
+    assert split_premise("If X were Y, what would Z be?") == ("If X were Y", "what would Z be?")
+    assert split_premise("What is Z?") == ("", "What is Z?")
+
+
+def test_premise_effect_on_the_demo(cache):
+    from ifqa.retrieval.index import open_index
+
+    effect = premise_effect(open_index("demo:bm25"), DEV, k=5)
+    assert 0 <= effect["main clause only"] <= effect["whole question"] <= 100
+    assert isinstance(effect["misled by the premise"], list)
