@@ -351,6 +351,8 @@ def read(reader, mode, cot, model, backend, base_url, api_key, completions, run_
     else:
         engine = backends.OpenAIBackend(model, base_url, api_key, chat=not completions)
     train = ifqa_data.load_examples(train_path) if train_path else _train_split(setting, data_dir)
+    if demos:
+        log.info("demonstrations from %s (%d questions)", train_path or f"the {setting or 'demo'} train split", len(train))
     config = llm.ReaderConfig(mode=mode, cot=cot, passages=passages, demos=demos, selection=demo_selection, seed=seed,
                               samples=samples, temperature=temperature if temperature is not None else (0.7 if samples > 1 else 0.0),
                               max_tokens=max_tokens, max_prompt_tokens=max_prompt_tokens, concurrency=concurrency,
