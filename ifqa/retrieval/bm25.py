@@ -3,7 +3,10 @@
 Tokenization is set to mirror Lucene's EnglishAnalyzer as pyserini uses it (lowercase, Lucene's 33
 English stopwords, Porter stemming, single-character tokens kept) with pyserini's defaults k1=0.9,
 b=0.4 and Lucene's idf, so the two engines rank alike. Title and text are indexed together.
-Possessive 's is dropped before splitting, as Lucene's EnglishPossessiveFilter does.
+Possessive 's is dropped before splitting, as Lucene's EnglishPossessiveFilter does, and tokens
+follow the common cases of Lucene's StandardTokenizer (UAX#29): "1,000", "3.14", "U.S." and
+"don't" stay one token. On mini-wiki this lifts the top-20 overlap with pyserini from 0.90 (plain
+``\w+`` tokens) to 0.98 (benchmarks/retrieval.py).
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from ifqa.retrieval.store import PassageStore, iter_corpus
 log = logging.getLogger(__name__)
 
 DEFAULT_PARAMS = {"k1": 0.9, "b": 0.4, "method": "lucene", "stemmer": "porter", "stopwords": "en",
-                  "token_pattern": r"(?u)\b\w+\b", "possessives": True}
+                  "token_pattern": r"(?u)\d+(?:[.,]\d+)+|\w+(?:['\u2019.]\w+)*", "possessives": True}
 _POSSESSIVE = re.compile(r"(\w)['\u2019]s\b")
 
 
