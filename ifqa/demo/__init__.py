@@ -39,6 +39,17 @@ def corpus_path() -> Path:
     return target
 
 
+def _recipe(engine: str) -> dict:
+    """The parameters a demo index is built with; an index made with others is rebuilt."""
+    if engine == "bm25":
+        from ifqa.retrieval.bm25 import DEFAULT_PARAMS
+
+        return dict(DEFAULT_PARAMS)
+    from ifqa.retrieval.encoders import DEFAULT_ENCODER
+
+    return {"encoder": DEFAULT_ENCODER, "max_length": 128}
+
+
 def index_path(engine: str = "bm25") -> Path:
     """The demo index of that engine, built into the cache on first use."""
     import json
@@ -48,8 +59,11 @@ def index_path(engine: str = "bm25") -> Path:
     folder = cache_dir() / "indexes" / f"demo-{engine}"
     corpus = corpus_path()
     manifest = folder / "manifest.json"
-    current = manifest.exists() and json.loads(manifest.read_text())["corpus"]["sha256"] == file_sha256(corpus)
-    if not current:  # first use, or a newer ifqa ships another demo collection
+    current = False
+    if manifest.exists():
+        built = json.loads(manifest.read_text())
+        current = built["corpus"]["sha256"] == file_sha256(corpus) and _recipe(engine).items() <= built["params"].items()
+    if not current:  # first use, or a newer ifqa ships another collection or index recipe
         log.info("building the demo %s index in %s (first use)", engine, folder)
         shutil.rmtree(folder, ignore_errors=True)
         if engine == "bm25":
