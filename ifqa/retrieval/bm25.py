@@ -6,7 +6,7 @@ b=0.4 and Lucene's idf, so the two engines rank alike. Title and text are indexe
 Possessive 's is dropped before splitting, as Lucene's EnglishPossessiveFilter does, and tokens
 follow the common cases of Lucene's StandardTokenizer (UAX#29): "1,000", "3.14", "U.S." and
 "don't" stay one token. On mini-wiki this lifts the top-20 overlap with pyserini from 0.90 (plain
-``\w+`` tokens) to 0.98 (benchmarks/retrieval.py).
+word-character tokens) to 0.98 (benchmarks/retrieval.py).
 """
 
 from __future__ import annotations
