@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import os
 import platform
-import resource
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]

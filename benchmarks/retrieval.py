@@ -12,7 +12,6 @@ import json
 import shutil
 import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
@@ -149,7 +148,6 @@ def main() -> None:
           f"single q/s {engines[0]['single q/s'] / engines[1]['single q/s']:.2f}, "
           f"batched q/s {engines[0]['batched q/s'] / engines[1]['batched q/s']:.2f}\n")
 
-    started = time.time()
     seconds, _, _ = timed(ifqa("retrieve", "--index", WORK / "idx-bm25s", "--k", "20", "--questions", DEV,
                                "-o", WORK / "run-walltime.jsonl", "--no-progress"))
     print(f"wall time of `ifqa retrieve --k 20` for 700 dev questions (bm25s, start-up included): {seconds:.2f} s\n")

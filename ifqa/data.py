@@ -109,7 +109,7 @@ def load_split(setting: str, split: str, directory: str | Path | None = None, fe
     path = split_path(setting, split, directory)
     if not path.exists():
         if not fetch:
-            raise IfqaError(f"not downloaded; run `ifqa data download` (or set IFQA_DATA_DIR)", path)
+            raise IfqaError("not downloaded; run `ifqa data download` (or set IFQA_DATA_DIR)", path)
         download([setting], [split], directory)
     return load_examples(path)
 
