@@ -417,13 +417,10 @@ def experiment() -> None:
 @click.option("--no-progress", is_flag=True)
 def experiment_run(config, force, no_progress) -> None:
     """Retrieve -> read -> evaluate; stages whose outputs are up to date are skipped."""
-    from ifqa.experiments import run_experiment
+    from ifqa.experiments import output_dir, run_experiment
 
-    results = run_experiment(config, force, progress=not no_progress)
-    root = Path(config).resolve().parent
-    from ifqa.experiments import load_config
-
-    output = root / load_config(config).get("output", f"results/{results['name']}")
+    run_experiment(config, force, progress=not no_progress)
+    output = output_dir(config)
     click.echo((output / "results.md").read_text())
     click.echo(f"written: {output / 'results.md'}, results.csv, results.json")
 

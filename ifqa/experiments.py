@@ -74,6 +74,19 @@ def _resolve(config: dict, value: str | None) -> str | None:
     return str(candidate) if candidate.exists() else value
 
 
+def _index_manifest(spec: str) -> dict:
+    """An index's manifest without loading the index (or a stand-in for pyserini's prebuilt ones)."""
+    from ifqa.retrieval.index import read_manifest
+
+    if spec.startswith("prebuilt:"):
+        return {"corpus": {"sha256": spec}, "params": {}}
+    if spec.startswith("demo:"):
+        from ifqa import demo
+
+        return read_manifest(demo.index_path(spec.split(":", 1)[1]))
+    return read_manifest(spec)
+
+
 def _sha256(path: Path) -> str:
     from ifqa.retrieval.index import file_sha256
 
@@ -138,13 +151,14 @@ def run_experiment(path: str | Path, force: bool = False, progress: bool = True)
     for retriever in config.get("retrievers", []):
         indexes = [_resolve(config, spec) for spec in retriever["indexes"]]
         target = output / "runs" / f"{retriever['name']}-k{depth}.jsonl"
-        opened = [open_index(spec) for spec in indexes]
-        params = {"indexes": [r.manifest.get("corpus", {}).get("sha256") for r in opened],
-                  "index_params": [r.manifest.get("params") for r in opened], "k": depth,
+        manifests = [_index_manifest(spec) for spec in indexes]  # enough to tell whether the run is stale
+        params = {"indexes": [m.get("corpus", {}).get("sha256") for m in manifests],
+                  "index_params": [m.get("params") for m in manifests], "k": depth,
                   "fusion": retriever.get("fusion", "rrf"), "weights": retriever.get("weights"), "questions": questions_key}
         key = _stage_key(params, [])
         if force or not _up_to_date(target, key):
             log.info("retrieve: %s", retriever["name"])
+            opened = [open_index(spec) for spec in indexes]
             retrieve_to_file(opened, examples, target, depth, params["fusion"], retriever.get("weights"),
                              progress=progress, source=source)
             _mark(target, key, params)

@@ -154,7 +154,6 @@ class LLMReader:
         prompt = prompts.fit(template, example.question, demos, passages, self.count_tokens, self.budget)
         for note in prompt.notes:
             log.info("question %s: %s", example.qid, note)
-        prompt.tokens = self.count_tokens(prompt.text)
         self.prompt_lengths.append(prompt.tokens)
         return prompt
 

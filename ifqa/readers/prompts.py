@@ -187,8 +187,9 @@ def fit(template: Template, question: str, demos: list[Demo], passages: Sequence
         count_tokens: Callable[[str], int], budget: int) -> Prompt:
     """The longest prompt within ``budget`` tokens: shorten passages, then drop demonstrations."""
     text = render(template, question, demos, passages)
-    if count_tokens(text) <= budget:
-        return Prompt(text, len(demos), len(passages))
+    tokens = count_tokens(text)
+    if tokens <= budget:
+        return Prompt(text, len(demos), len(passages), tokens=tokens)
     notes = []
     longest = max([len(str(p.get("text", "") if isinstance(p, dict) else p).split()) for p in passages] +
                   [len(p.split()) for d in demos for p in d.passages] + [1])
@@ -196,16 +197,18 @@ def fit(template: Template, question: str, demos: list[Demo], passages: Sequence
     while words > 20:
         words = max(20, words * 3 // 4)
         text = render(template, question, demos, passages, words)
-        if count_tokens(text) <= budget:
+        tokens = count_tokens(text)
+        if tokens <= budget:
             notes.append(f"passages cut to {words} words")
-            return Prompt(text, len(demos), len(passages), words, notes)
+            return Prompt(text, len(demos), len(passages), words, notes, tokens)
     notes.append(f"passages cut to {words} words")
     kept = list(demos)
     while kept:
         kept.pop(0)  # the demonstration farthest from the query goes first
         text = render(template, question, kept, passages, words)
-        if count_tokens(text) <= budget:
+        tokens = count_tokens(text)
+        if tokens <= budget:
             notes.append(f"{len(demos) - len(kept)} demonstration(s) dropped")
-            return Prompt(text, len(kept), len(passages), words, notes)
+            return Prompt(text, len(kept), len(passages), words, notes, tokens)
     raise IfqaError(f"the prompt does not fit in {budget} tokens even without demonstrations "
                     f"(question {question[:50]!r}); raise --max-prompt-tokens or lower --passages")
