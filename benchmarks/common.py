@@ -34,5 +34,14 @@ def timed(command: list[str], **kwargs) -> tuple[float, float, subprocess.Comple
     return float(seconds), float(peak), result
 
 
+def markdown_table(rows: list[dict], digits: int = 1, skip: tuple[str, ...] = ()) -> str:
+    """A Markdown table of dict rows (keys of the first row, minus ``skip``); floats to ``digits``."""
+    keys = [k for k in rows[0] if k not in skip]
+    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
+    for row in rows:
+        lines.append("| " + " | ".join(f"{row[k]:,.{digits}f}" if isinstance(row[k], float) else str(row[k]) for k in keys) + " |")
+    return "\n".join(lines)
+
+
 def ifqa(*args: str) -> list[str]:
     return [sys.executable, "-m", "ifqa.cli", *map(str, args)]

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import SHARED, WORK, ifqa, machine, timed  # noqa: E402
+from common import SHARED, WORK, ifqa, machine, markdown_table, timed  # noqa: E402
 
 XML = SHARED / "wikidump" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
 JSON_INPUTS = [SHARED / "wiki" / "enwiki2015_sample_articles.jsonl.gz", SHARED / "wiki" / "enwiki2021_articles.jsonl.gz"]
@@ -31,14 +31,6 @@ def throughput(label: str, inputs: list[Path], workers: int) -> dict:
             "articles/s": summary["kept"] / seconds, "passages/s": summary["passages"] / seconds,
             "MB/s (compressed input)": megabytes / seconds, "peak MB": peak, "passages": summary["passages"],
             "kept": summary["kept"]}
-
-
-def table(rows: list[dict]) -> str:
-    keys = list(rows[0])
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    for row in rows:
-        lines.append("| " + " | ".join(f"{v:,.1f}" if isinstance(v, float) else str(v) for v in row.values()) + " |")
-    return "\n".join(lines)
 
 
 def split_articles(folder: Path) -> dict[str, tuple[str, str]]:
@@ -109,9 +101,9 @@ def main() -> None:
     print(f"machine: {machine()}\n")
     rows = [throughput("wiki JSON (2015 sample + 2021 slice)", JSON_INPUTS, w) for w in (1, 2)]
     rows += [throughput("XML fragment (bz2)", [XML], w) for w in (1, 2)]
-    print(table(rows), "\n")
+    print(markdown_table(rows), "\n")
     result, notes = side_by_side()
-    print(table([result]), "\n")
+    print(markdown_table([result]), "\n")
     print("\n".join(f"- {note}" for note in notes), "\n")
     xml = rows[2]
     xml_mb = 6.1  # uncompressed XML of the fragment, per ../shared/data/README.md

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import SHARED, WORK, ifqa, machine, timed  # noqa: E402
+from common import SHARED, WORK, ifqa, machine, markdown_table, timed  # noqa: E402
 
 DEV = SHARED / "ifqa" / "full_split" / "dev.json"
 CORPUS = WORK / "mini-wiki.jsonl"
@@ -123,11 +123,7 @@ def dense_types() -> list[dict]:
 
 
 def table(rows: list[dict]) -> str:
-    keys = [k for k in rows[0] if k not in ("top20", "path")]
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    for row in rows:
-        lines.append("| " + " | ".join(f"{row[k]:,.2f}" if isinstance(row[k], float) else str(row[k]) for k in keys) + " |")
-    return "\n".join(lines)
+    return markdown_table(rows, digits=2, skip=("top20", "path"))
 
 
 def main() -> None:

@@ -87,14 +87,10 @@ def _index_manifest(spec: str) -> dict:
     return read_manifest(spec)
 
 
-def _sha256(path: Path) -> str:
+def _stage_key(params: dict, inputs: list[Path]) -> str:
     from ifqa.retrieval.index import file_sha256
 
-    return file_sha256(path)
-
-
-def _stage_key(params: dict, inputs: list[Path]) -> str:
-    payload = json.dumps({"params": params, "inputs": [_sha256(p) for p in inputs]}, sort_keys=True, default=str)
+    payload = json.dumps({"params": params, "inputs": [file_sha256(p) for p in inputs]}, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ifqa.errors import IfqaError
-from ifqa.evaluation import GoldMatcher, flag_contexts
 from ifqa.io import atomic_write, read_json, write_jsonl
+from ifqa.retrieval.run import run_record
 from ifqa.retrieval.store import iter_corpus
 
 
@@ -30,11 +30,6 @@ def run_to_dpr(records: Sequence[dict], output: str | Path) -> None:
                 "ctxs": r["ctxs"]} for r in records]
     with atomic_write(output) as handle:
         json.dump(payload, handle, ensure_ascii=False)
-
-
-def _flagged(example: Any, ctxs: list[dict]) -> dict:
-    flag_contexts(ctxs, example.answers, GoldMatcher(example.context))
-    return {"qid": example.qid, "question": example.question, "answers": example.answers, "ctxs": ctxs}
 
 
 def trec_to_run(trec: str | Path, examples: Sequence[Any], corpus: str | Path, output: str | Path) -> int:
@@ -63,7 +58,7 @@ def trec_to_run(trec: str | Path, examples: Sequence[Any], corpus: str | Path, o
     for example in examples:
         hits = sorted(ranked.get(example.qid, []))
         ctxs = [{**texts[docid], "score": score} for _, docid, score in hits]
-        records.append(_flagged(example, ctxs))
+        records.append(run_record(example, ctxs))
     return write_jsonl(output, records)
 
 
@@ -81,5 +76,5 @@ def dpr_to_run(dpr: str | Path, examples: Sequence[Any], output: str | Path) -> 
             raise IfqaError(f"result {number}: question not in the question set: {item['question'][:60]!r}", dpr)
         ctxs = [{"id": str(c.get("id")), "title": c.get("title", ""), "text": c.get("text", ""),
                  "score": float(c.get("score", 0.0))} for c in item["ctxs"]]
-        records.append(_flagged(example, ctxs))
+        records.append(run_record(example, ctxs))
     return write_jsonl(output, records)

@@ -20,7 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from ifqa.errors import IfqaError
-from ifqa.io import write_json
+from ifqa.io import atomic_write, write_json
 from ifqa.retrieval.encoders import DEFAULT_ENCODER, load_encoder
 from ifqa.retrieval.index import MANIFEST, OFFSETS, Hits, corpus_record, finish_manifest, passage_store
 from ifqa.retrieval.store import PassageStore, iter_corpus
@@ -58,9 +58,8 @@ def _offsets(corpus: Path, folder: Path) -> np.ndarray:
     if path.exists():
         return np.load(path, mmap_mode="r")
     offsets = np.fromiter((offset for offset, _ in iter_corpus(corpus)), dtype=np.int64)
-    tmp = folder / f".{OFFSETS}.{os.getpid()}.tmp.npy"
-    np.save(tmp, offsets)
-    os.replace(tmp, path)
+    with atomic_write(path, "wb") as handle:
+        np.save(handle, offsets)
     return offsets
 
 
@@ -101,10 +100,8 @@ def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAUL
     for j in todo:
         passages = [store[p] for p in range(j * chunk, min((j + 1) * chunk, len(offsets)))]
         vectors = encoder.encode_passages(passages, batch_size)
-        target = _chunk_path(folder, j)
-        tmp = target.with_name(f".{target.stem}.{os.getpid()}.tmp.npy")
-        np.save(tmp, vectors)
-        os.replace(tmp, target)  # a chunk is on disk whole or not at all
+        with atomic_write(_chunk_path(folder, j), "wb") as handle:  # a chunk is on disk whole or not at all
+            np.save(handle, vectors)
         bar.update(len(passages))
     bar.close()
     return len(todo)

@@ -37,13 +37,18 @@ def search(retrievers: Sequence[Retriever], queries: Sequence[str], k: int, fusi
     return [combine([lists[i] for lists in per_index], k, weights) for i in range(len(queries))]
 
 
+def run_record(example: Any, ctxs: list[dict]) -> dict[str, Any]:
+    """A run line for a question: its passages flagged with ``has_answer`` and ``gold``."""
+    flag_contexts(ctxs, example.answers, GoldMatcher(example.context))
+    return {"qid": example.qid, "question": example.question, "answers": example.answers, "ctxs": ctxs}
+
+
 def to_record(example: Any, hits: list[tuple[int, float]], retriever: Retriever) -> dict[str, Any]:
     ctxs = []
     for position, score in hits:
         passage = retriever.passages[position]
         ctxs.append({"id": passage["id"], "title": passage["title"], "text": passage["text"], "score": round(score, 6)})
-    flag_contexts(ctxs, example.answers, GoldMatcher(example.context))
-    return {"qid": example.qid, "question": example.question, "answers": example.answers, "ctxs": ctxs}
+    return run_record(example, ctxs)
 
 
 def retrieve_to_file(retrievers: Sequence[Retriever], examples: Sequence[Any], output: str | Path, k: int = 20,
