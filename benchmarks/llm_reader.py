@@ -19,9 +19,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent))
 from common import SHARED, machine  # noqa: E402
 
-from ifqa.data import Example, load_demo, load_examples  # noqa: E402
-from ifqa.readers import backends, llm  # noqa: E402
-from ifqa.readers.cache import ResponseCache  # noqa: E402
+from ifqa.artifacts import Example  # noqa: E402
+from ifqa.datasets.demo import load_demo  # noqa: E402
+from ifqa.datasets.ifqa import load_examples  # noqa: E402
+from ifqa.llm import backends  # noqa: E402
+from ifqa.readers.llm import reader as llm  # noqa: E402
+from ifqa.readers.llm.config import LLMReaderConfig  # noqa: E402
+from ifqa.llm.cache import ResponseCache  # noqa: E402
 from tests.readers.fake_openai import FakeOpenAI  # noqa: E402
 
 
@@ -35,8 +39,8 @@ def questions(n: int) -> tuple[list[Example], list[Example], str]:
 
 def run(examples, train, server, cache_path, concurrency, mode="qa", demos=4, run_path=None, setting="supervised"):
     backend = backends.OpenAIBackend("bench", server.url, "k", backoff=0.05, timeout=5.0)
-    reader = llm.LLMReader(backend, llm.ReaderConfig(mode=mode, demos=demos, concurrency=concurrency, setting=setting),
-                           train, ResponseCache(cache_path), {e.question for e in examples})
+    reader = llm.LLMReader(backend, LLMReaderConfig(mode=mode, demos=demos, concurrency=concurrency),
+                           train, ResponseCache(cache_path), {e.question for e in examples}, rationale_setting=setting)
     started = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         llm.read_to_file(reader, examples, Path(tmp) / "p.jsonl", run_path=run_path, progress=False)

@@ -40,7 +40,7 @@ def speed(index: Path, questions: list[str]) -> dict:
     """Queries/s one at a time and batched, and the peak memory of the process doing it."""
     code = f"""
 import json, resource, sys, time
-from ifqa.retrieval.index import open_index
+from ifqa.retrieval.specs import open_index
 questions = json.load(open({str(DEV)!r}))
 queries = [q["question"] for q in questions]
 r = open_index({str(index)!r})
@@ -75,7 +75,7 @@ def search_only(index: Path) -> float:
     """FAISS search alone (queries encoded beforehand), one thread, k=20."""
     code = f"""
 import json, time, faiss, numpy as np
-from ifqa.retrieval.index import open_index
+from ifqa.retrieval.specs import open_index
 r = open_index({str(index)!r})
 queries = [q["question"] for q in json.load(open({str(DEV)!r}))]
 vectors = np.ascontiguousarray(r.encoder.encode_queries(queries))

@@ -3,7 +3,7 @@ import subprocess
 import sys
 import time
 
-from ifqa.data import load_demo
+from ifqa.datasets.demo import load_demo
 
 
 def test_help_is_fast_and_imports_nothing_heavy():

@@ -1,7 +1,7 @@
 
 import pytest
 
-from ifqa.data import load_demo
+from ifqa.datasets.demo import load_demo
 from ifqa.errors import IfqaError
 from ifqa.experiments import compare, load_config, premise_effect, run_experiment, side_by_side, split_premise
 
@@ -50,7 +50,7 @@ def test_runs_the_grid_and_skips_up_to_date_stages(cache, tmp_path):
         assert len(server.requests) == sent + 24  # only the changed reader ran again
     markdown = (tmp_path / "out" / "results.md").read_text()
     assert "| closed | none | 100.00 |" in markdown and "25.25 / 32.91" in markdown
-    assert "skipped: no checkpoint configured: `ifqa read --reader fid" in markdown
+    assert "skipped: no checkpoint configured: `ifqa read fid --checkpoint CHECKPOINT --run " in markdown
     rows = (tmp_path / "out" / "results.csv").read_text().splitlines()
     assert rows[0].startswith("system,kind") and len(rows) == 5
 
@@ -58,8 +58,9 @@ def test_runs_the_grid_and_skips_up_to_date_stages(cache, tmp_path):
 def test_missing_model_is_a_skipped_row_with_its_command(cache, tmp_path):
     results = run_experiment(_config(tmp_path, "http://127.0.0.1:9/v1", model=""), progress=False)
     assert all(r["status"].startswith("skipped") for r in results["readers"])
-    assert results["readers"][1]["command"].startswith("ifqa read --reader llm --mode open --model MODEL --base-url ")
-    assert "bm25-k10.jsonl --passages 3" in results["readers"][1]["command"]
+    command = results["readers"][1]["command"]
+    assert command.startswith("ifqa read llm --model MODEL --mode open --base-url http://127.0.0.1:9/v1 --passages 3 --demos 1 --run ")
+    assert command.endswith("bm25-k10.jsonl --setting demo --split dev")
 
 
 def test_config_errors_are_one_line(tmp_path):
@@ -87,8 +88,46 @@ def test_comparison_helpers():
 
 
 def test_premise_effect_on_the_demo(cache):
-    from ifqa.retrieval.index import open_index
+    from ifqa.retrieval.specs import open_index
 
     effect = premise_effect(open_index("demo:bm25"), DEV, k=5)
     assert 0 <= effect["main clause only"] <= effect["whole question"] <= 100
     assert isinstance(effect["misled by the premise"], list)
+
+
+def test_samples_vote_over_sampled_answers_in_experiments(cache, tmp_path):
+    """Self-consistency through the runner sends the sampling temperature, as the CLI does."""
+    path = tmp_path / "sc.yaml"
+    with FakeOpenAI(ANSWERS) as server:
+        path.write_text(f"""
+name: sc
+questions: {{setting: demo, split: dev}}
+output: out
+readers:
+  - {{name: vote, mode: qa, model: m, base_url: "{server.url}", demos: 1, samples: 3}}
+  - {{name: warm, mode: qa, model: m, base_url: "{server.url}", demos: 1, temperature: 0.3}}
+""")
+        results = run_experiment(path, progress=False)
+        temperatures = [r["temperature"] for r in server.requests]
+    assert results["readers"][0]["status"] == "ran"
+    assert temperatures[: 3 * 24] == [0.7] * (3 * 24) and set(temperatures[3 * 24 :]) == {0.3}
+
+
+def test_stages_list_with_an_evaluate_stage(cache, tmp_path):
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text("".join(f'{{"qid": "{e.qid}", "prediction": "{e.answers[0]}"}}\n' for e in DEV))
+    path = tmp_path / "st.yaml"
+    path.write_text(f"""
+name: st
+questions: {{setting: demo, split: dev}}
+output: out
+stages:
+  - {{stage: retrieve, name: main, indexes: ["demo:bm25"], query_mode: main-clause, k: 5}}
+  - {{stage: evaluate, name: given, predictions: {predictions}}}
+""")
+    results = run_experiment(path, progress=False)
+    assert results["retrievers"][0]["depth"] == 5 and results["readers"][0]["em"] == 100.0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: x\nquestions: {setting: demo}\nstages:\n  - {stage: bake, name: b}\n")
+    with pytest.raises(IfqaError, match="unknown type 'bake'; choose from retrieve, read, evaluate"):
+        load_config(bad)

@@ -1,0 +1,35 @@
+"""Readers, one package each (``llm``, ``fid``), listed in ``ifqa.registry.READERS``.
+
+A reader entry has ``name``, ``config`` (its configuration dataclass, see ``ifqa.configs``),
+``model_key`` (the field without which it cannot run), ``read(config, job)`` and ``command``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ifqa.artifacts import QuestionSet
+from ifqa.configs import to_args
+from ifqa.datasets import QuestionSource
+
+
+@dataclass
+class ReadJob:
+    """What a reader reads and where its predictions go (the reader's own settings are its config)."""
+
+    questions: QuestionSet
+    source: QuestionSource
+    output: Path
+    run: Path | None = None
+    progress: bool = True
+    api_key: str | None = None
+
+
+def reader_command(name: str, config: Any, source: QuestionSource, run: str | Path | None = None) -> str:
+    """The ``ifqa read NAME ...`` command that reruns exactly this configuration."""
+    parts = ["ifqa", "read", name, *to_args(config)]
+    if run:
+        parts += ["--run", str(run)]
+    return " ".join(parts + [source.cli_args()])

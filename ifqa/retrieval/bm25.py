@@ -19,12 +19,13 @@ from typing import Sequence
 
 import numpy as np
 
+from ifqa.retrieval import BM25_B, BM25_K1, check_bm25
 from ifqa.retrieval.index import OFFSETS, Hits, corpus_record, finish_manifest, passage_store, staging
 from ifqa.retrieval.store import PassageStore, iter_corpus
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PARAMS = {"k1": 0.9, "b": 0.4, "method": "lucene", "stemmer": "porter", "stopwords": "en",
+DEFAULT_PARAMS = {"k1": BM25_K1, "b": BM25_B, "method": "lucene", "stemmer": "porter", "stopwords": "en",
                   "token_pattern": r"(?u)\d+(?:[.,]\d+)+|\w+(?:['\u2019.]\w+)*", "possessives": True}
 _POSSESSIVE = re.compile(r"(\w)['\u2019]s\b")
 
@@ -34,7 +35,8 @@ def _quiet_bm25s() -> None:
     logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 
-def _tokenizer(params: dict):
+def analyzer(params: dict = DEFAULT_PARAMS):
+    """The bm25s tokenizer for these index parameters (Lucene-like, see the module docstring)."""
     import Stemmer
     from bm25s.tokenization import Tokenizer
 
@@ -55,18 +57,19 @@ def document_text(passage: dict) -> str:
     return f"{passage['title']}\n{passage['text']}" if passage["title"] else passage["text"]
 
 
-def build(corpus: str | Path, index_dir: str | Path, k1: float = 0.9, b: float = 0.4, force: bool = False,
+def build(corpus: str | Path, index_dir: str | Path, k1: float = BM25_K1, b: float = BM25_B, force: bool = False,
           progress: bool = True) -> dict:
     """Index a passage file with bm25s; returns the manifest."""
     import bm25s
     from bm25s.tokenization import Tokenized
     from tqdm import tqdm
 
+    check_bm25(k1, b)
     started = time.time()
     params = {**DEFAULT_PARAMS, "k1": k1, "b": b}
     corpus = Path(corpus)
     record = corpus_record(corpus)
-    tokenizer = _tokenizer(params)
+    tokenizer = analyzer(params)
     offsets, token_ids = [], []
     batch: list[str] = []
     bar = tqdm(total=record["bytes"], unit="B", unit_scale=True, desc="bm25 tokenize", disable=not progress)
@@ -104,11 +107,12 @@ class BM25Retriever:
         self.model, self.tokenizer, self.manifest, self.passages, self.name = model, tokenizer, manifest, passages, name
 
     @classmethod
-    def load(cls, index_dir: str | Path, manifest: dict, corpus: str | Path | None = None) -> "BM25Retriever":
+    def load(cls, index_dir: str | Path, manifest: dict, corpus: str | Path | None = None,
+             device: str | None = None) -> "BM25Retriever":
         import bm25s
 
         model = bm25s.BM25.load(str(index_dir), mmap=True, show_progress=False, verbosity=0)
-        tokenizer = _tokenizer(manifest["params"])
+        tokenizer = analyzer(manifest["params"])
         tokenizer.load_vocab(str(index_dir))
         return cls(model, tokenizer, manifest, passage_store(Path(index_dir), manifest, corpus), f"bm25:{Path(index_dir).name}")
 

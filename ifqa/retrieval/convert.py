@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from ifqa.errors import IfqaError
-from ifqa.io import atomic_write, read_json, write_jsonl
-from ifqa.retrieval.run import run_record
+from ifqa.artifacts import QuestionSet, write_manifest, write_run
+from ifqa.io import atomic_write, read_json
+from ifqa.retrieval.pipeline import run_record
 from ifqa.retrieval.store import iter_corpus
 
 
@@ -32,7 +33,8 @@ def run_to_dpr(records: Sequence[dict], output: str | Path) -> None:
         json.dump(payload, handle, ensure_ascii=False)
 
 
-def trec_to_run(trec: str | Path, examples: Sequence[Any], corpus: str | Path, output: str | Path) -> int:
+def trec_to_run(trec: str | Path, questions: QuestionSet, corpus: str | Path, output: str | Path) -> int:
+    examples = questions.examples
     by_qid = {e.qid: e for e in examples}
     ranked: dict[str, list[tuple[int, str, float]]] = {}
     with open(trec, encoding="utf-8") as handle:
@@ -59,10 +61,13 @@ def trec_to_run(trec: str | Path, examples: Sequence[Any], corpus: str | Path, o
         hits = sorted(ranked.get(example.qid, []))
         ctxs = [{**texts[docid], "score": score} for _, docid, score in hits]
         records.append(run_record(example, ctxs))
-    return write_jsonl(output, records)
+    count = write_run(output, records)
+    write_manifest(output, questions, converted_from={"format": "trec", "path": str(trec)}, n=count)
+    return count
 
 
-def dpr_to_run(dpr: str | Path, examples: Sequence[Any], output: str | Path) -> int:
+def dpr_to_run(dpr: str | Path, questions: QuestionSet, output: str | Path) -> int:
+    examples = questions.examples
     data = read_json(dpr)
     if not isinstance(data, list):
         raise IfqaError("expected DPR's JSON list of results", dpr)
@@ -77,4 +82,6 @@ def dpr_to_run(dpr: str | Path, examples: Sequence[Any], output: str | Path) -> 
         ctxs = [{"id": str(c.get("id")), "title": c.get("title", ""), "text": c.get("text", ""),
                  "score": float(c.get("score", 0.0))} for c in item["ctxs"]]
         records.append(run_record(example, ctxs))
-    return write_jsonl(output, records)
+    count = write_run(output, records)
+    write_manifest(output, questions, converted_from={"format": "dpr", "path": str(dpr)}, n=count)
+    return count

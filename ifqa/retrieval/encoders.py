@@ -45,8 +45,10 @@ class SentenceEncoder:
     def __init__(self, name: str, device: str | None = None, max_length: int | None = None):
         from sentence_transformers import SentenceTransformer
 
+        from ifqa.devices import pick_device
+
         try:
-            self.model = SentenceTransformer(resolve(name), device=device)
+            self.model = SentenceTransformer(resolve(name), device=pick_device(device))
         except OSError as exc:
             raise IfqaError(f"cannot load encoder {name!r} ({exc}); pass a local folder with --encoder") from None
         if max_length:
@@ -76,7 +78,9 @@ class DPREncoder:
         from transformers import AutoTokenizer, DPRContextEncoder, DPRQuestionEncoder
 
         question_name = question_name or context_name.replace("ctx_encoder", "question_encoder")
-        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        from ifqa.devices import pick_device
+
+        self.device = pick_device(device)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(context_name)
             self.context = DPRContextEncoder.from_pretrained(context_name).to(self.device).eval()

@@ -3,6 +3,7 @@
 An index folder holds ``manifest.json`` (engine, parameters, collection path and checksum, passage
 count, build time, size), ``offsets.npy`` (where each passage starts in the collection file) and the
 engine's own files. It is built in a temporary folder and renamed into place when complete.
+Opening an index by its spec (a folder, ``demo:NAME``, ``prebuilt:NAME``) is ``ifqa.retrieval.specs``.
 """
 
 from __future__ import annotations
@@ -105,33 +106,3 @@ def read_manifest(index_dir: str | Path) -> dict:
 def passage_store(index_dir: Path, manifest: dict, corpus: str | Path | None = None) -> PassageStore:
     offsets = np.load(Path(index_dir) / OFFSETS, mmap_mode="r")
     return PassageStore(corpus or manifest["corpus"]["path"], offsets)
-
-
-def open_index(spec: str | Path, corpus: str | Path | None = None, device: str | None = None) -> Retriever:
-    """Open an index folder (any engine), ``prebuilt:NAME`` (pyserini), or ``demo:bm25|dense``."""
-    if str(spec).startswith("demo:"):
-        from ifqa import demo
-
-        engine = str(spec).split(":", 1)[1]
-        if engine not in ("bm25", "dense"):
-            raise IfqaError(f"unknown demo index {spec!r}; use demo:bm25 or demo:dense")
-        spec = demo.index_path(engine)
-    if str(spec).startswith("prebuilt:"):
-        from ifqa.retrieval import lucene
-
-        return lucene.LuceneRetriever.prebuilt(str(spec).split(":", 1)[1])
-    manifest = read_manifest(spec)
-    engine = manifest.get("engine")
-    if engine == "bm25s":
-        from ifqa.retrieval.bm25 import BM25Retriever
-
-        return BM25Retriever.load(spec, manifest, corpus)
-    if engine == "pyserini":
-        from ifqa.retrieval.lucene import LuceneRetriever
-
-        return LuceneRetriever.load(spec, manifest, corpus)
-    if engine == "faiss":
-        from ifqa.retrieval.dense import DenseRetriever
-
-        return DenseRetriever.load(spec, manifest, corpus, device)
-    raise IfqaError(f"unknown engine {engine!r} in manifest", Path(spec) / MANIFEST)

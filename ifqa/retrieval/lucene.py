@@ -20,6 +20,7 @@ from typing import Sequence
 import numpy as np
 
 from ifqa.errors import IfqaError
+from ifqa.retrieval import BM25_B, BM25_K1, check_bm25
 from ifqa.retrieval.bm25 import document_text
 from ifqa.retrieval.index import OFFSETS, Hits, corpus_record, finish_manifest, passage_store, staging
 from ifqa.retrieval.store import iter_corpus
@@ -70,9 +71,10 @@ def _importing_pyserini():
             os.environ.pop("OPENAI_API_KEY", None)
 
 
-def build(corpus: str | Path, index_dir: str | Path, k1: float = 0.9, b: float = 0.4, threads: int = 1,
+def build(corpus: str | Path, index_dir: str | Path, k1: float = BM25_K1, b: float = BM25_B, threads: int = 1,
           force: bool = False) -> dict:
     """Build a Lucene index (positions and raw documents stored, as pyserini's Wikipedia indexes)."""
+    check_bm25(k1, b)
     with _importing_pyserini():
         from pyserini.index.lucene import LuceneIndexer
 
@@ -116,7 +118,8 @@ class LuceneRetriever:
         self.searcher, self.manifest, self.passages, self.name = searcher, manifest, passages, name
 
     @classmethod
-    def load(cls, index_dir: str | Path, manifest: dict, corpus: str | Path | None = None) -> "LuceneRetriever":
+    def load(cls, index_dir: str | Path, manifest: dict, corpus: str | Path | None = None,
+             device: str | None = None) -> "LuceneRetriever":
         with _importing_pyserini():
             from pyserini.search.lucene import LuceneSearcher
 
@@ -136,7 +139,7 @@ class LuceneRetriever:
             raise IfqaError(f"cannot open prebuilt index {name!r}: {exc}") from None
         if searcher is None:
             raise IfqaError(f"cannot open prebuilt index {name!r}")
-        manifest = {"engine": "pyserini", "params": {"k1": 0.9, "b": 0.4, "prebuilt": name},
+        manifest = {"engine": "pyserini", "params": {"k1": BM25_K1, "b": BM25_B, "prebuilt": name},
                     "corpus": {"sha256": f"prebuilt:{name}"}}
         return cls(searcher, manifest, _PrebuiltPassages(searcher), f"prebuilt:{name}")
 

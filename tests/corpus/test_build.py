@@ -146,7 +146,7 @@ def test_interrupted_build_resumes_to_the_same_output(tmp_path):
 def test_the_demo_collection_is_what_the_builder_makes_of_the_dump_fragment(shared, tmp_path):
     import gzip
 
-    from ifqa.demo import packaged_passages
+    from ifqa.datasets.demo import packaged_passages
 
     out = tmp_path / "p.jsonl"
     fragment = shared / "wikidump" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"

@@ -1,6 +1,6 @@
 import pytest
 
-from ifqa.readers.answers import extract, majority
+from ifqa.readers.llm.answers import extract, majority
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,10 @@ import torch
 from transformers import AutoTokenizer, T5ForConditionalGeneration
 from transformers.modeling_outputs import BaseModelOutput
 
-from ifqa.readers import fid
+from ifqa.readers.fid import data as fid_data
+from ifqa.readers.fid import model as fid_model
+from ifqa.readers.fid import predict as fid_predict
+from ifqa.readers.fid import train as fid_train
 
 from tests.readers.tiny_models import tiny_t5
 
@@ -31,7 +34,7 @@ def toy_run(tmp_path):
 
 
 def test_forward_equals_a_hand_computation(t5_dir):
-    model = fid.FiDT5.from_pretrained(str(t5_dir)).eval()
+    model = fid_model.FiDT5.from_pretrained(str(t5_dir)).eval()
     torch.manual_seed(1)
     ids = torch.randint(4, 200, (2, 3, 6))
     mask = torch.ones_like(ids)
@@ -59,7 +62,7 @@ def test_forward_equals_a_hand_computation(t5_dir):
 
 def test_collator_shapes_prefixes_and_padding(t5_dir):
     tokenizer = AutoTokenizer.from_pretrained(str(t5_dir))
-    collator = fid.Collator(tokenizer, fid.FiDSettings(n_context=3, text_maxlength=24, answer_maxlength=5))
+    collator = fid_data.Collator(tokenizer, fid_data.FiDSettings(n_context=3, text_maxlength=24, answer_maxlength=5))
     batch = collator.inputs([{"question": "q one", "ctxs": [{"title": "A", "text": "first text"}]}])
     assert batch["input_ids"].shape == (1, 3, 24)
     first = tokenizer.decode(batch["input_ids"][0, 0], skip_special_tokens=True)
@@ -87,28 +90,28 @@ def test_cli_training_overfits_and_the_checkpoint_reproduces_predictions(cli, t5
     assert result.returncode == 0, result.stderr
     from_disk = [json.loads(line)["prediction"] for line in predictions.read_text().splitlines()]
     assert from_disk == [a for _, a in TOY]
-    model = fid.load_model(out / "best")
+    model = fid_model.load_model(out / "best")
     tokenizer = AutoTokenizer.from_pretrained(str(out / "best"))
     records = [json.loads(line) for line in toy_run.read_text().splitlines()]
-    settings = fid.FiDSettings(n_context=2, text_maxlength=40, answer_maxlength=8)
-    assert fid.predict(model, tokenizer, records, settings, batch_size=1) == from_disk
+    settings = fid_data.FiDSettings(n_context=2, text_maxlength=40, answer_maxlength=8)
+    assert fid_predict.predict(model, tokenizer, records, settings, batch_size=1) == from_disk
 
 
 def test_resume_gives_the_same_next_losses(t5_dir, toy_run, tmp_path):
-    config = fid.TrainConfig(model=str(t5_dir), steps=6, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
+    config = fid_train.TrainConfig(model=str(t5_dir), steps=6, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
                              text_maxlength=32, answer_maxlength=6)
-    straight = fid.train(toy_run, None, tmp_path / "a", config, "cpu", progress=False)
-    first = fid.train(toy_run, None, tmp_path / "b", config, "cpu", progress=False, stop_after=3)
+    straight = fid_train.train(toy_run, None, tmp_path / "a", config, "cpu", progress=False)
+    first = fid_train.train(toy_run, None, tmp_path / "b", config, "cpu", progress=False, stop_after=3)
     assert first["step"] == 3 and not (tmp_path / "b" / "best").exists()
-    resumed = fid.train(toy_run, None, tmp_path / "b", config, "cpu", progress=False)
+    resumed = fid_train.train(toy_run, None, tmp_path / "b", config, "cpu", progress=False)
     assert [e["loss"] for e in resumed["log"]] == pytest.approx([e["loss"] for e in straight["log"]], abs=1e-6)
-    other = fid.TrainConfig(**{**config.__dict__, "lr": 5e-4})
+    other = fid_train.TrainConfig(**{**config.__dict__, "lr": 5e-4})
     with pytest.raises(Exception, match="other settings"):
-        fid.train(toy_run, None, tmp_path / "b", other, "cpu", progress=False)
+        fid_train.train(toy_run, None, tmp_path / "b", other, "cpu", progress=False)
 
 
 def test_loads_an_original_fid_checkpoint(t5_dir, tmp_path):
-    model = fid.FiDT5.from_pretrained(str(t5_dir)).eval()
+    model = fid_model.FiDT5.from_pretrained(str(t5_dir)).eval()
     original = {}
     for name, tensor in model.state_dict().items():  # the layout facebookresearch/FiD saves
         if name.startswith("encoder.block."):
@@ -121,7 +124,7 @@ def test_loads_an_original_fid_checkpoint(t5_dir, tmp_path):
     folder.mkdir()
     (folder / "config.json").write_text((t5_dir / "config.json").read_text())
     torch.save(original, folder / "pytorch_model.bin")
-    loaded = fid.load_model(folder).eval()
+    loaded = fid_model.load_model(folder).eval()
     ids = torch.randint(4, 200, (1, 2, 5))
     mask = torch.ones_like(ids)
     assert torch.equal(loaded.generate(input_ids=ids, attention_mask=mask, max_new_tokens=4),
@@ -131,7 +134,7 @@ def test_loads_an_original_fid_checkpoint(t5_dir, tmp_path):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_bf16_training_step_on_gpu(t5_dir, toy_run, tmp_path):
-    config = fid.TrainConfig(model=str(t5_dir), steps=2, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
+    config = fid_train.TrainConfig(model=str(t5_dir), steps=2, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
                              text_maxlength=32, answer_maxlength=6, gradient_checkpointing=True)
-    state = fid.train(toy_run, None, tmp_path / "gpu", config, "cuda", progress=False)
+    state = fid_train.train(toy_run, None, tmp_path / "gpu", config, "cuda", progress=False)
     assert state["step"] == 2 and all(e["loss"] == e["loss"] for e in state["log"])

@@ -3,8 +3,8 @@ import os
 
 import pytest
 
-from ifqa.data import load_demo
-from ifqa.readers.backends import GenerationParams, HFBackend
+from ifqa.datasets.demo import load_demo
+from ifqa.llm.backends import GenerationParams, HFBackend
 
 from tests.readers.tiny_models import tiny_llama
 

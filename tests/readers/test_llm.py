@@ -3,10 +3,12 @@ import os
 
 import pytest
 
-from ifqa.data import load_demo
+from ifqa.datasets.demo import load_demo
 from ifqa.errors import IfqaError
-from ifqa.readers import backends, llm
-from ifqa.readers.cache import ResponseCache
+from ifqa.llm import backends
+from ifqa.llm.cache import ResponseCache
+from ifqa.readers.llm import reader as llm
+from ifqa.readers.llm.config import LLMReaderConfig
 
 from tests.readers.fake_openai import FakeOpenAI
 
@@ -29,7 +31,7 @@ def env(tmp_path):
 def _reader(server, tmp_path, **config):
     backend = backends.OpenAIBackend("test-model", server.url, SECRET, backoff=0.001, timeout=1.0)
     cache = ResponseCache(tmp_path / "cache.sqlite")
-    return llm.LLMReader(backend, llm.ReaderConfig(**config), TRAIN, cache, {e.question for e in DEV})
+    return llm.LLMReader(backend, LLMReaderConfig(**config), TRAIN, cache, {e.question for e in DEV})
 
 
 def _predictions(path):

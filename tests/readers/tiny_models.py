@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ifqa.data import load_demo
+from ifqa.datasets.demo import load_demo
 
 
 def corpus_lines() -> list[str]:
@@ -54,7 +54,7 @@ def tiny_t5(folder: Path) -> Path:
     import torch
     from transformers import T5Config
 
-    from ifqa.readers.fid import FiDT5
+    from ifqa.readers.fid.model import FiDT5
 
     tokenizer = train_tokenizer(folder)
     torch.manual_seed(0)

@@ -6,7 +6,8 @@ import Stemmer
 
 from ifqa.errors import IfqaError
 from ifqa.retrieval import bm25
-from ifqa.retrieval.index import open_index, read_manifest
+from ifqa.retrieval.index import read_manifest
+from ifqa.retrieval.specs import open_index
 
 from tests.retrieval.conftest import PASSAGES
 
@@ -73,7 +74,7 @@ def test_existing_index_needs_force_and_bad_corpus_leaves_nothing(corpus, tmp_pa
 
 
 def test_tokens_follow_lucene_standard_tokenizer_in_common_cases():
-    tokenizer = bm25._tokenizer(bm25.DEFAULT_PARAMS)
+    tokenizer = bm25.analyzer(bm25.DEFAULT_PARAMS)
     words = tokenizer.tokenize(["The U.S. paid 1,000.50 dollars; don't in John's car-park"], update_vocab=True,
                                return_as="string", show_progress=False)[0]
     # "U.S." is one token, which Porter then stems to "u." exactly as Lucene's PorterStemFilter would

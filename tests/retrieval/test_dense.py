@@ -5,7 +5,7 @@ import pytest
 
 from ifqa.errors import IfqaError
 from ifqa.retrieval import dense
-from ifqa.retrieval.index import open_index
+from ifqa.retrieval.specs import open_index
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 

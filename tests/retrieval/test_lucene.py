@@ -4,10 +4,10 @@ import pytest
 
 pytest.importorskip("pyserini", reason="the optional pyserini backend is not installed")
 
-from ifqa.data import load_demo  # noqa: E402
-from ifqa.demo import corpus_path  # noqa: E402
+from ifqa.datasets.demo import load_demo  # noqa: E402
+from ifqa.datasets.demo import corpus_path  # noqa: E402
 from ifqa.retrieval import bm25, lucene  # noqa: E402
-from ifqa.retrieval.index import open_index  # noqa: E402
+from ifqa.retrieval.specs import open_index  # noqa: E402
 
 
 @pytest.mark.slow

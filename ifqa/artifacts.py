@@ -1,0 +1,205 @@
+"""The files passed between stages, typed, with one reader and one writer each.
+
+- questions: ``Example`` (the IfQA record) in a ``QuestionSet`` that knows its name and identity;
+- passages: ``Passage`` ``{"id", "title", "text"}`` (collections are read by ``retrieval.store``);
+- runs: ``RunRecord`` lines in DPR/FiD's retrieval schema,
+  ``{"qid", "question", "answers", "ctxs": [{"id", "title", "text", "score", "has_answer", "gold"}]}``;
+- predictions: ``Prediction`` lines ``{"qid", "prediction", ...}``.
+
+Runs and predictions keep DPR's line format untouched (other tools read them), so what made them
+goes into ``<file>.manifest.json`` beside them, including the identity of the question set: a hash
+of the ids and question texts. Question ids are ``str(idx)`` in every IfQA set, so ids alone cannot
+tell a demo run from a supervised one; ``check_questions`` can.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterable, Sequence, TypedDict
+
+from ifqa import __version__
+from ifqa.errors import IfqaError
+from ifqa.io import read_jsonl, write_json, write_jsonl
+
+
+@dataclass(frozen=True)
+class Example:
+    """One question with its reference answers (aliases) and gold passages."""
+
+    qid: str
+    question: str
+    answers: list[str]
+    context: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        """The official record layout (``idx`` kept as an int when the id is numeric)."""
+        idx: Any = int(self.qid) if self.qid.isdigit() else self.qid
+        return {"idx": idx, "question": self.question, "answers": self.answers, "context": self.context}
+
+
+def question_set_id(examples: Iterable[Example]) -> str:
+    """A short hash of the ids and question texts, in order: what makes two question sets the same."""
+    digest = hashlib.sha256()
+    for example in examples:
+        digest.update(json.dumps([example.qid, example.question], ensure_ascii=False).encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class QuestionSet:
+    """Questions plus the name the user gave them (``demo:dev``, ``supervised:dev`` or a file path)."""
+
+    name: str
+    examples: list[Example]
+
+    @cached_property
+    def identity(self) -> str:
+        return question_set_id(self.examples)
+
+    def describe(self) -> dict[str, Any]:
+        """What manifests record about the questions a file was made for."""
+        return {"name": self.name, "id": self.identity, "n": len(self.examples)}
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+    def __iter__(self):
+        return iter(self.examples)
+
+    def __getitem__(self, item):
+        return self.examples[item]
+
+
+def as_question_set(questions: "QuestionSet | Sequence[Example]", name: str = "examples") -> "QuestionSet":
+    """Python callers may pass a plain list of examples; commands always pass a named set."""
+    return questions if isinstance(questions, QuestionSet) else QuestionSet(name, list(questions))
+
+
+class Passage(TypedDict):
+    id: str
+    title: str
+    text: str
+
+
+class Context(TypedDict, total=False):
+    """A retrieved passage in a run: ``has_answer`` and ``gold`` are filled by the scorer's rules."""
+
+    id: str
+    title: str
+    text: str
+    score: float
+    has_answer: bool
+    gold: bool
+
+
+class RunRecord(TypedDict):
+    qid: str
+    question: str
+    answers: list[str]
+    ctxs: list[Context]
+
+
+class Prediction(TypedDict, total=False):
+    qid: str
+    prediction: str
+    raw: str
+    reasoning: str
+
+
+def manifest_path(path: str | Path) -> Path:
+    return Path(f"{path}.manifest.json")
+
+
+def read_manifest(path: str | Path) -> dict[str, Any] | None:
+    """The manifest beside a run or predictions file; None for files made by other tools."""
+    sidecar = manifest_path(path)
+    if not sidecar.exists():
+        return None
+    try:
+        manifest = json.loads(sidecar.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise IfqaError(f"unreadable manifest ({exc})", sidecar) from None
+    return manifest if isinstance(manifest, dict) else None
+
+
+def recorded_questions(path: str | Path) -> dict[str, Any] | None:
+    """``{"name", "id", "n"}`` of the question set a file was made for, when its manifest says."""
+    manifest = read_manifest(path)
+    questions = (manifest or {}).get("questions")
+    return questions if isinstance(questions, dict) and "id" in questions else None
+
+
+def check_questions(path: str | Path, questions: QuestionSet) -> None:
+    """Refuse a file made for another question set (one line naming both sets)."""
+    recorded = recorded_questions(path)
+    if recorded and recorded["id"] != questions.identity:
+        raise IfqaError(f"made for the question set {recorded.get('name')!r} ({recorded.get('n')} questions, id "
+                        f"{recorded['id']}), not {questions.name!r} ({len(questions)} questions, id "
+                        f"{questions.identity}); name the right questions or file", path)
+
+
+def write_manifest(path: str | Path, questions: QuestionSet | None, **fields: Any) -> None:
+    """``<path>.manifest.json``: the ifqa version, the question set, then the stage's own fields."""
+    manifest: dict[str, Any] = {"ifqa": __version__}
+    if questions is not None:
+        manifest["questions"] = questions.describe()
+    manifest.update(fields)
+    write_json(manifest_path(path), manifest)
+
+
+# --- runs --------------------------------------------------------------------------------------
+
+
+def read_run(path: str | Path) -> list[RunRecord]:
+    """All records of a run file, checked against the run schema (passages need at least text)."""
+    records: list[RunRecord] = []
+    seen: set[str] = set()
+    for number, record in read_jsonl(path):
+        if not isinstance(record, dict):
+            raise IfqaError(f"expected an object, found {type(record).__name__}", path, number)
+        if "qid" not in record or not isinstance(record.get("ctxs"), list):
+            raise IfqaError("each line needs 'qid' and a 'ctxs' list", path, number)
+        qid = str(record["qid"])
+        if qid in seen:
+            raise IfqaError(f"duplicate qid {qid!r}", path, number)
+        seen.add(qid)
+        for rank, ctx in enumerate(record["ctxs"], start=1):
+            if not isinstance(ctx, dict) or not isinstance(ctx.get("text", ""), str) or "id" not in ctx:
+                raise IfqaError(f"ctx {rank} needs an 'id' and a string 'text'", path, number)
+        record["qid"] = qid
+        records.append(record)  # type: ignore[arg-type]
+    return records
+
+
+def write_run(path: str | Path, records: Iterable[RunRecord]) -> int:
+    """Write run lines atomically (the manifest is the caller's: it knows how the run was made)."""
+    return write_jsonl(path, records)
+
+
+# --- predictions -------------------------------------------------------------------------------
+
+
+def read_predictions(path: str | Path) -> dict[str, str]:
+    """``qid -> prediction`` from a predictions JSONL; a missing field or repeated qid is an error."""
+    predictions: dict[str, str] = {}
+    for number, record in read_jsonl(path):
+        if not isinstance(record, dict):
+            raise IfqaError(f"expected an object, found {type(record).__name__}", path, number)
+        if "qid" not in record or "prediction" not in record:
+            raise IfqaError("each line needs 'qid' and 'prediction'", path, number)
+        qid, prediction = str(record["qid"]), record["prediction"]
+        if not isinstance(prediction, str):
+            raise IfqaError(f"'prediction' must be a string, found {type(prediction).__name__}", path, number)
+        if qid in predictions:
+            raise IfqaError(f"duplicate qid {qid!r}", path, number)
+        predictions[qid] = prediction
+    return predictions
+
+
+def write_predictions(path: str | Path, records: Sequence[Prediction]) -> int:
+    return write_jsonl(path, records)

@@ -1,0 +1,57 @@
+"""The `ifqa` command line: a thin layer over the stage modules, one module per command group.
+
+Each command imports its stage inside the function body, so `ifqa --help` stays instant.
+User mistakes raise IfqaError and are printed as one line with a non-zero exit.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from ifqa import __version__
+from ifqa.errors import IfqaError
+
+log = logging.getLogger("ifqa")
+
+NOISY_LOGGERS = ("bm25s", "sentence_transformers", "transformers", "faiss", "httpx", "httpcore", "openai")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="ifqa")
+@click.option("-v", "--verbose", count=True, help="More logging (-vv for debug).")
+@click.option("-q", "--quiet", is_flag=True, help="Warnings and errors only.")
+def cli(verbose: int, quiet: bool) -> None:
+    """ifqa: retrieve-then-read QA under counterfactual presuppositions (IfQA)."""
+    level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
+    for noisy in NOISY_LOGGERS:
+        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+
+
+def _register() -> None:
+    from ifqa.cli import corpus, data, evaluate, experiment, index, read, retrieve, train
+
+    for module in (data, evaluate, corpus, index, retrieve, read, train, experiment):
+        for command in module.COMMANDS:
+            cli.add_command(command)
+
+
+_register()
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console entry point: one-line errors, exit 1 for bad input, 130 when interrupted."""
+    try:
+        cli.main(args=argv, prog_name="ifqa", standalone_mode=False)
+    except IfqaError as exc:
+        click.echo(f"ifqa: error: {exc}", err=True)
+        sys.exit(1)
+    except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
+        click.echo("ifqa: interrupted; rerun the same command to resume", err=True)
+        sys.exit(130)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(exc.exit_code)

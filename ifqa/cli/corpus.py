@@ -1,0 +1,36 @@
+"""`ifqa corpus build`."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group()
+def corpus() -> None:
+    """Build the passage collection from Wikipedia."""
+
+
+@corpus.command("build")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path())
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="passages.jsonl, or .tsv for DPR's id/text/title layout.")
+@click.option("--format", "format_", type=click.Choice(["xml", "wikiextractor-json", "wikiextractor-doc", "passages-jsonl", "passages-tsv"]), help="Input format (default: detected from the content).")
+@click.option("--words", default=100, show_default=True, type=click.IntRange(min=1), help="Words per passage.")
+@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="Worker processes.")
+@click.option("--batch-size", default=200, show_default=True, type=click.IntRange(min=1), help="Records per batch, at most (a batch also closes at 1 MB); the unit of resuming.")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+def corpus_build(inputs, output, format_, words, workers, batch_size, no_progress) -> None:
+    """Split Wikipedia (XML dump, WikiExtractor output or passages) into disjoint passages.
+
+    Interrupted builds resume when the same command is run again.
+    """
+    from ifqa.corpus.build import build
+    from ifqa.tables import table
+
+    summary = build(list(inputs), output, words, workers, format_, batch_size, progress=not no_progress)
+    rows = [["records read", summary.records], ["articles kept", summary.kept]]
+    rows += [[f"skipped: {reason}", count] for reason, count in sorted(summary.skipped.items())]
+    rows += [["passages written", summary.passages], ["words", summary.words], ["seconds", summary.seconds]]
+    click.echo(table(["corpus build", output], rows))
+
+
+COMMANDS = [corpus]

@@ -1,0 +1,62 @@
+"""`ifqa evaluate`: the scorer on a predictions file or a run."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ifqa.cli.options import question_options, question_source
+from ifqa.errors import IfqaError
+
+
+def questions_for(path: str, source) -> "object":
+    """The questions a file is scored against: the ones named, else the set its manifest records."""
+    from ifqa.artifacts import check_questions, recorded_questions
+    from ifqa.datasets import QuestionSource
+
+    if not source.given:
+        recorded = recorded_questions(path)
+        if recorded:
+            source = QuestionSource.parse(recorded["name"], source.data_dir)
+    questions = source.load()
+    check_questions(path, questions)
+    return questions
+
+
+@click.command()
+@click.option("--predictions", type=click.Path(dir_okay=False), help="Predictions JSONL {qid, prediction, ...}.")
+@click.option("--run", "run_path", type=click.Path(dir_okay=False), help="Retrieval run JSONL {qid, question, answers, ctxs}.")
+@click.option("--compare", type=click.Path(dir_okay=False), help="A second predictions file: paired difference and p-value.")
+@question_options
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
+@click.option("--output", type=click.Path(dir_okay=False), help="Also write the report as JSON (metrics.json).")
+def evaluate(predictions, run_path, compare, setting, split, questions, data_dir, as_json, output) -> None:
+    """Score predictions (EM/F1, SQuAD v1.1 rules) or a retrieval run (recall@K)."""
+    from ifqa.artifacts import check_questions, read_predictions, read_run
+    from ifqa.eval import report
+    from ifqa.eval.summary import summarize_predictions, summarize_run
+    from ifqa.io import write_json
+
+    if bool(predictions) == bool(run_path):
+        raise IfqaError("give exactly one of --predictions or --run")
+    source = question_source(setting, split, questions, data_dir)
+    if predictions:
+        question_set = questions_for(predictions, source)
+        if compare:
+            check_questions(compare, question_set)
+        other = read_predictions(compare) if compare else None
+        result = summarize_predictions(question_set.examples, read_predictions(predictions), other)
+        text = report.format_prediction_report(result)
+    else:
+        from ifqa.artifacts import recorded_questions
+
+        question_set = questions_for(run_path, source) if (source.given or recorded_questions(run_path)) else None
+        result = summarize_run(read_run(run_path), question_set.examples if question_set else None)
+        text = report.format_run_report(result)
+    if output:
+        write_json(output, result)
+    click.echo(json.dumps(result) if as_json else text)
+
+
+COMMANDS = [evaluate]

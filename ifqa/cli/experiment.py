@@ -1,0 +1,27 @@
+"""`ifqa experiment run CONFIG.yaml`."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group()
+def experiment() -> None:
+    """Run experiment grids from YAML configs (experiments/*.yaml)."""
+
+
+@experiment.command("run")
+@click.argument("config", type=click.Path(dir_okay=False))
+@click.option("--force", is_flag=True, help="Rerun every stage, up to date or not.")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+def experiment_run(config, force, no_progress) -> None:
+    """Retrieve -> read -> evaluate; stages whose outputs are up to date are skipped."""
+    from ifqa.experiments import output_dir, run_experiment
+
+    run_experiment(config, force, progress=not no_progress)
+    output = output_dir(config)
+    click.echo((output / "results.md").read_text())
+    click.echo(f"written: {output / 'results.md'}, results.csv, results.json")
+
+
+COMMANDS = [experiment]

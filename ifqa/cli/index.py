@@ -1,0 +1,68 @@
+"""`ifqa index bm25|dense`."""
+
+from __future__ import annotations
+
+import click
+
+from ifqa.retrieval import BM25_B, BM25_K1, check_bm25
+
+
+@click.group()
+def index() -> None:
+    """Build BM25 and dense indexes of a passage collection."""
+
+
+@index.command("bm25")
+@click.option("--corpus", required=True, type=click.Path(dir_okay=False), help="passages.jsonl or DPR .tsv")
+@click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False), help="Index folder to create.")
+@click.option("--backend", type=click.Choice(["bm25s", "pyserini"]), default="bm25s", show_default=True)
+@click.option("--k1", default=BM25_K1, show_default=True, type=float, help="BM25 term-frequency saturation (pyserini's default).")
+@click.option("--b", default=BM25_B, show_default=True, type=float, help="BM25 length normalization, 0 to 1 (pyserini's default).")
+@click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1), help="Indexing threads (pyserini).")
+@click.option("--force", is_flag=True, help="Replace an existing index folder.")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+def index_bm25(corpus, index_dir, backend, k1, b, threads, force, no_progress) -> None:
+    """BM25 over title + text (bm25s by default; Lucene through pyserini on request)."""
+    check_bm25(k1, b)
+    if backend == "pyserini":
+        from ifqa.retrieval import lucene
+
+        manifest = lucene.build(corpus, index_dir, k1=k1, b=b, threads=threads, force=force)
+    else:
+        from ifqa.retrieval import bm25
+
+        manifest = bm25.build(corpus, index_dir, k1=k1, b=b, force=force, progress=not no_progress)
+    click.echo(f"{index_dir}: {manifest['engine']}, {manifest['passages']} passages, "
+               f"{manifest['bytes'] / 1e6:.1f} MB, {manifest['build_seconds']} s")
+
+
+@index.command("dense")
+@click.option("--corpus", required=True, type=click.Path(dir_okay=False), help="passages.jsonl or DPR .tsv")
+@click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False), help="Index folder.")
+@click.option("--encoder", default="sentence-transformers/all-MiniLM-L6-v2", show_default=True,
+              help="sentence-transformers model or DPR context encoder: hub id or local folder.")
+@click.option("--query-encoder", help="DPR question encoder (default: derived from --encoder).")
+@click.option("--index-type", type=click.Choice(["flat", "hnsw", "ivfpq"]), default="flat", show_default=True)
+@click.option("--shard", help="Encode only shard i of N (i/N, from 0); run once more without it to build the index.")
+@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1), help="Passages encoded together.")
+@click.option("--chunk-size", default=4096, show_default=True, type=click.IntRange(min=1), help="Passages per embedding file (the unit of resuming).")
+@click.option("--max-length", type=click.IntRange(min=1), help="Truncate inputs to this many tokens (default: the model's limit).")
+@click.option("--device", help="cpu, cuda, cuda:1 ... (default: GPU when present)")
+@click.option("--force", is_flag=True, help="Rebuild an existing index.")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+def index_dense(corpus, index_dir, encoder, query_encoder, index_type, shard, batch_size, chunk_size, max_length,
+                device, force, no_progress) -> None:
+    """Dense index: bi-encoder embeddings (resumable, shardable) + FAISS."""
+    from ifqa.retrieval import dense
+
+    manifest = dense.build(corpus, index_dir, encoder, query_encoder, index_type, dense.parse_shard(shard),
+                           batch_size, device, force, progress=not no_progress, chunk=chunk_size,
+                           max_length=max_length)
+    if manifest is None:
+        click.echo(f"{index_dir}: shard {shard} encoded")
+    else:
+        click.echo(f"{index_dir}: faiss {index_type}, {manifest['passages']} passages, "
+                   f"index {manifest['index_bytes'] / 1e6:.1f} MB, {manifest['build_seconds']} s")
+
+
+COMMANDS = [index]

@@ -1,0 +1,40 @@
+"""Options shared by several commands: which questions, and choices read from the registries."""
+
+from __future__ import annotations
+
+import click
+
+from ifqa.datasets import QuestionSource
+from ifqa.registry import DATASETS, Registry
+
+SPLIT_CHOICES = click.Choice(["train", "dev", "test"])
+
+
+class RegistryChoice(click.Choice):
+    """A choice among a registry's names, read when the option is parsed (so added entries count)."""
+
+    def __init__(self, registry: Registry):
+        self.registry = registry
+        super().__init__(registry.names())
+
+    @property
+    def choices(self):  # type: ignore[override]
+        return tuple(self.registry.names())
+
+    @choices.setter
+    def choices(self, value) -> None:
+        pass
+
+
+def question_options(function):
+    """--setting/--split/--questions/--data-dir: how every command that needs questions names them."""
+    function = click.option("--data-dir", type=click.Path(file_okay=False), help="IfQA cache (default $IFQA_DATA_DIR or ~/.cache/ifqa/data).")(function)
+    function = click.option("--questions", type=click.Path(dir_okay=False), help="Any file in the IfQA format (JSON list or JSONL); overrides --setting/--split.")(function)
+    function = click.option("--split", type=SPLIT_CHOICES, default=None, help="Split (default dev).")(function)
+    function = click.option("--setting", type=RegistryChoice(DATASETS), default=None,
+                            help="supervised (full_split), few-shot (few_split) or the embedded demo set (default).")(function)
+    return function
+
+
+def question_source(setting, split, questions, data_dir) -> QuestionSource:
+    return QuestionSource(setting, split, questions, data_dir)

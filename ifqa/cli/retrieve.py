@@ -1,0 +1,113 @@
+"""`ifqa retrieve` (the retrieval pipeline) and `ifqa convert` (TREC and DPR run formats)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from ifqa.cli.options import RegistryChoice, question_options, question_source
+from ifqa.errors import IfqaError
+from ifqa.registry import QUERY_MODES
+
+
+def _weights(value: str | None) -> list[float] | None:
+    if not value:
+        return None
+    try:
+        return [float(part) for part in value.split(",")]
+    except ValueError:
+        raise IfqaError(f"--weights must be numbers separated by commas, got {value!r}") from None
+
+
+def default_run_name(label: str, indexes: list[str], k: int, query_mode: str) -> str:
+    """``<questions>-k<k>.jsonl`` for the demo index; other indexes and query modes are named too."""
+    parts = [label]
+    if indexes != ["demo:bm25"]:
+        parts.append("+".join(Path(i.replace(":", "-")).name for i in indexes))
+    if query_mode != "question":
+        parts.append(query_mode)
+    return "-".join(parts) + f"-k{k}.jsonl"
+
+
+@click.command()
+@click.option("--index", "indexes", multiple=True, help="Index folder (repeat for hybrid), demo:bm25|dense or prebuilt:NAME. Default: the demo collection.")
+@click.option("--k", default=20, show_default=True, type=click.IntRange(min=1), help="Passages per question.")
+@click.option("--query-mode", type=RegistryChoice(QUERY_MODES), default="question", show_default=True,
+              help="What is searched: the question, its premise or its main clause.")
+@question_options
+@click.option("--query", help="One ad-hoc question: print its top passages instead of writing a run.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Run file (default runs/<questions>[-<indexes>]-k<k>.jsonl).")
+@click.option("--fusion", type=click.Choice(["rrf", "linear"]), default="rrf", show_default=True, help="How several indexes combine.")
+@click.option("--weights", help="Per-index fusion weights, e.g. 0.3,0.7.")
+@click.option("--corpus", type=click.Path(dir_okay=False), help="The collection file, if it moved since indexing.")
+@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1), help="Questions searched together.")
+@click.option("--threads", default=2, show_default=True, type=click.IntRange(min=1), help="Scoring threads.")
+@click.option("--device", help="Device for dense query encoding (cpu, cuda).")
+@click.option("--json", "as_json", is_flag=True, help="Print the recall report as JSON.")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+def retrieve(indexes, k, query_mode, setting, split, questions, data_dir, query, output, fusion, weights, corpus,
+             batch_size, threads, device, as_json, no_progress) -> None:
+    """Retrieve passages for a question set, write the run file and print recall@K."""
+    from ifqa.eval import report
+    from ifqa.eval.summary import summarize_run
+    from ifqa.retrieval.pipeline import DEMO_INDEX, RetrievalConfig, RetrievalPipeline
+    from ifqa.tables import table
+
+    config = RetrievalConfig(indexes=list(indexes) or [DEMO_INDEX], k=k, query_mode=query_mode, fusion=fusion,
+                             weights=_weights(weights), corpus=corpus, device=device, threads=threads,
+                             batch_size=batch_size)
+    pipeline = RetrievalPipeline(config)
+    if query:
+        rows = []
+        for rank, (position, score) in enumerate(pipeline.search([query])[0], start=1):
+            passage = pipeline.passages[position]
+            rows.append([rank, f"{score:.3f}", passage["id"], passage["title"], passage["text"][:90] + "..."])
+        click.echo(table(["rank", "score", "id", "title", "text"], rows))
+        return
+    source = question_source(setting, split, questions, data_dir)
+    question_set = source.load()
+    output = output or Path("runs") / default_run_name(source.label, config.indexes, k, query_mode)
+    records = pipeline.run_to_file(question_set, output, progress=not no_progress)
+    result = summarize_run(records)
+    click.echo(json.dumps(result) if as_json else f"run: {output}\n\n" + report.format_run_report(result))
+
+
+@click.command("convert")
+@click.argument("source", type=click.Path(dir_okay=False))
+@click.option("--from", "from_", type=click.Choice(["run", "trec", "dpr"]), default="run", show_default=True)
+@click.option("--to", "to", type=click.Choice(["run", "trec", "dpr"]), required=True)
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False))
+@question_options
+@click.option("--corpus", type=click.Path(dir_okay=False), help="The collection (needed to read a TREC run).")
+@click.option("--tag", default="ifqa", show_default=True, help="Run tag for TREC output.")
+def convert(source, from_, to, output, setting, split, questions, data_dir, corpus, tag) -> None:
+    """Convert runs between ifqa's JSONL, TREC run files and DPR's retrieval JSON."""
+    from ifqa.artifacts import read_run
+    from ifqa.cli.evaluate import questions_for
+    from ifqa.retrieval import convert as conv
+
+    if from_ == to:
+        raise IfqaError("--from and --to are the same format")
+    names = question_source(setting, split, questions, data_dir)
+    if from_ == "run":
+        if names.given:
+            questions_for(source, names)  # a run made for other questions is refused
+        records = read_run(source)
+        (conv.run_to_trec(records, output, tag) if to == "trec" else conv.run_to_dpr(records, output))
+        count = len(records)
+    else:
+        if to != "run":
+            raise IfqaError("convert TREC or DPR files to 'run' first")
+        question_set = names.load()
+        if from_ == "trec":
+            if not corpus:
+                raise IfqaError("--corpus is needed to read passage texts for a TREC run")
+            count = conv.trec_to_run(source, question_set, corpus, output)
+        else:
+            count = conv.dpr_to_run(source, question_set, output)
+    click.echo(f"{output}: {count} questions")
+
+
+COMMANDS = [retrieve, convert]

@@ -1,0 +1,69 @@
+"""Question sets: the registry of datasets (``ifqa.registry.DATASETS``) and how commands name questions.
+
+``QuestionSource`` is the one place where "which questions?" is answered: ``--questions FILE``
+wins over ``--setting``/``--split``, and the defaults (the demo set's dev split) live here only.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from ifqa.artifacts import QuestionSet
+from ifqa.registry import DATASETS
+
+DEFAULT_SETTING = "demo"
+
+
+@dataclass(frozen=True)
+class QuestionSource:
+    setting: str | None = None
+    split: str | None = None
+    file: str | None = None
+    data_dir: str | None = None
+
+    @property
+    def given(self) -> bool:
+        """Whether the user named questions at all (some commands can infer them instead)."""
+        return bool(self.file or self.setting or self.split)
+
+    def resolved(self) -> tuple[str, str]:
+        setting = self.setting or DEFAULT_SETTING
+        return setting, self.split or DATASETS.get(setting).default_split
+
+    @property
+    def name(self) -> str:
+        """``demo:dev``-style name, or the file's path, as recorded in manifests."""
+        return str(self.file) if self.file else ":".join(self.resolved())
+
+    @property
+    def label(self) -> str:
+        """A file-name-friendly label (``demo-dev``, or the file's stem)."""
+        return Path(self.file).stem if self.file else "-".join(self.resolved())
+
+    def cli_args(self) -> str:
+        """The options that name these questions on the command line."""
+        if self.file:
+            return f"--questions {self.file}"
+        setting, split = self.resolved()
+        return f"--setting {setting} --split {split}"
+
+    def load(self) -> QuestionSet:
+        if self.file:
+            from ifqa.datasets.ifqa import load_examples
+
+            return QuestionSet(str(self.file), load_examples(self.file))
+        setting, split = self.resolved()
+        return QuestionSet(self.name, DATASETS.get(setting).load(split, self.data_dir))
+
+    def train(self) -> "QuestionSource":
+        """The training split of the same setting (where demonstrations come from)."""
+        return QuestionSource(self.setting or DEFAULT_SETTING, "train", None, self.data_dir)
+
+    @classmethod
+    def parse(cls, name: str, data_dir: str | None = None) -> "QuestionSource":
+        """Back from a recorded name: ``setting:split`` for a registered setting, else a file path."""
+        setting, _, split = name.partition(":")
+        if split and setting in DATASETS:
+            return cls(setting, split, None, data_dir)
+        return cls(None, None, name, data_dir)

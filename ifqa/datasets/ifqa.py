@@ -1,0 +1,167 @@
+"""IfQA: the official splits (download, cache, validation) and the IfQA file format for any question file.
+
+The official release is a JSON list per split of ``{"idx", "question", "answers", "context"}``
+(``context`` = the gold Wikipedia passages). A question's id everywhere in ifqa is ``str(idx)``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ifqa.artifacts import Example
+from ifqa.errors import IfqaError
+from ifqa.paths import cache_dir
+from ifqa.io import atomic_write, read_json, read_jsonl
+
+log = logging.getLogger(__name__)
+
+#: Setting name on the command line -> folder name in the official release.
+SETTINGS = {"supervised": "full_split", "few-shot": "few_split"}
+SPLITS = ("train", "dev", "test")
+DEFAULT_BASE_URL = "https://raw.githubusercontent.com/wyu97/IfQA/main/dataset"
+
+
+def data_dir(override: str | Path | None = None) -> Path:
+    """The IfQA cache: ``override``, else ``$IFQA_DATA_DIR``, else ``<ifqa cache>/data``."""
+    if override:
+        return Path(override)
+    if os.environ.get("IFQA_DATA_DIR"):
+        return Path(os.environ["IFQA_DATA_DIR"])
+    return cache_dir() / "data"
+
+
+def split_path(setting: str, split: str, directory: str | Path | None = None) -> Path:
+    """Where a split lives in the cache (the release's own layout: ``full_split/dev.json``)."""
+    check_setting_split(setting, split)
+    return data_dir(directory) / SETTINGS[setting] / f"{split}.json"
+
+
+def check_setting_split(setting: str, split: str) -> None:
+    if setting not in SETTINGS:
+        raise IfqaError(f"unknown setting {setting!r}; choose from {', '.join(SETTINGS)}")
+    if split not in SPLITS:
+        raise IfqaError(f"unknown split {split!r}; choose from {', '.join(SPLITS)}")
+
+
+def download(
+    settings: list[str] | None = None,
+    splits: list[str] | None = None,
+    directory: str | Path | None = None,
+    base_url: str | None = None,
+    force: bool = False,
+) -> list[Path]:
+    """Fetch official splits into the cache; each file is validated before it is moved into place."""
+    base = (base_url or os.environ.get("IFQA_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    fetched = []
+    for setting in settings or list(SETTINGS):
+        for split in splits or list(SPLITS):
+            target = split_path(setting, split, directory)
+            if target.exists() and not force:
+                log.info("%s already cached", target)
+                fetched.append(target)
+                continue
+            url = f"{base}/{SETTINGS[setting]}/{split}.json"
+            log.info("downloading %s", url)
+            try:
+                with urllib.request.urlopen(url, timeout=60) as response:
+                    payload = response.read()
+            except (urllib.error.URLError, OSError) as exc:
+                raise IfqaError(f"download failed: {exc}", url) from None
+            try:
+                parsed = json.loads(payload)
+            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+                raise IfqaError(f"downloaded file is not JSON ({exc})", url) from None
+            parse_examples(parsed, url)
+            with atomic_write(target, "wb") as out:
+                out.write(payload)
+            fetched.append(target)
+    return fetched
+
+
+def load_split(setting: str, split: str, directory: str | Path | None = None, fetch: bool = True) -> list[Example]:
+    """Load an official split from the cache, downloading it first if it is missing and ``fetch``."""
+    path = split_path(setting, split, directory)
+    if not path.exists():
+        if not fetch:
+            raise IfqaError("not downloaded; run `ifqa data download` (or set IFQA_DATA_DIR)", path)
+        download([setting], [split], directory)
+    return load_examples(path)
+
+
+def load_examples(path: str | Path) -> list[Example]:
+    """Load and validate a file in the IfQA format (a JSON list, or JSON Lines with one example a line).
+
+    Every problem is reported as one line naming the file, the example and the field.
+    """
+    path = Path(path)
+    if path.suffix == ".jsonl" or path.name.endswith(".jsonl.gz"):
+        return parse_examples(read_jsonl(path), str(path), unit="line")
+    return parse_examples(read_json(path), str(path))
+
+
+def parse_examples(data: Any, name: str, unit: str = "example") -> list[Example]:
+    """Validate parsed records: a JSON list, or ``(line, record)`` pairs when ``unit`` is "line"."""
+    if unit == "line":
+        items = [(f"line {number}", record) for number, record in data]
+    elif isinstance(data, list):
+        items = [(f"example {number}", record) for number, record in enumerate(data)]
+    else:
+        raise IfqaError(f"expected a JSON list of examples, found {type(data).__name__}", name)
+    examples = [_parse_example(record, name, where) for where, record in items]
+    seen: dict[str, str] = {}
+    for (where, _), example in zip(items, examples):
+        if example.qid in seen:
+            raise IfqaError(f"{where}: duplicate idx {example.qid!r} (first at {seen[example.qid]})", name)
+        seen[example.qid] = where
+    return examples
+
+
+def _parse_example(record: Any, name: str, where: str) -> Example:
+    def fail(problem: str) -> IfqaError:
+        return IfqaError(f"{where}: {problem}", name)
+
+    if not isinstance(record, dict):
+        raise fail(f"expected an object, found {type(record).__name__}")
+    for key in ("idx", "question", "answers"):
+        if key not in record:
+            raise fail(f"missing field {key!r}")
+    idx = record["idx"]
+    if isinstance(idx, bool) or not isinstance(idx, (int, str)) or str(idx).strip() == "":
+        raise fail(f"'idx' must be an integer or a non-empty string, found {idx!r}")
+    question = record["question"]
+    if not isinstance(question, str) or not question.strip():
+        raise fail("'question' must be a non-empty string")
+    answers = record["answers"]
+    if not isinstance(answers, list) or not answers:
+        raise fail("'answers' must be a non-empty list of strings")
+    if not all(isinstance(answer, str) and answer.strip() for answer in answers):
+        raise fail("'answers' must hold non-empty strings only")
+    context = record.get("context", [])
+    if isinstance(context, str):
+        context = [context]
+    if not isinstance(context, list) or not all(isinstance(passage, str) for passage in context):
+        raise fail("'context' must be a list of strings")
+    return Example(qid=str(idx), question=question, answers=list(answers), context=list(context))
+
+
+@dataclass(frozen=True)
+class IfQASetting:
+    """One setting of the release (supervised = ``full_split``, few-shot = ``few_split``), for the registry."""
+
+    name: str
+    splits: tuple[str, ...] = SPLITS
+    default_split: str = "dev"
+
+    def load(self, split: str, directory: str | Path | None = None) -> list[Example]:
+        return load_split(self.name, split, directory)
+
+
+SUPERVISED = IfQASetting("supervised")
+FEW_SHOT = IfQASetting("few-shot")

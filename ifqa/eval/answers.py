@@ -1,0 +1,107 @@
+"""Answer metrics: the official SQuAD v1.1 EM/F1 (what the paper reports) and a lenient EM beside it.
+
+Kept identical to the field's script so numbers compare; the lenient variant is reported next to
+EM, never in its place.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import string
+import unicodedata
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+_ARTICLES = re.compile(r"\b(a|an|the)\b")
+_PUNCTUATION = set(string.punctuation)
+
+
+def normalize_answer(text: str) -> str:
+    """SQuAD v1.1 normalization: lowercase, drop ASCII punctuation, drop a/an/the, collapse spaces."""
+    text = text.lower()
+    text = "".join(ch for ch in text if ch not in _PUNCTUATION)
+    text = _ARTICLES.sub(" ", text)
+    return " ".join(text.split())
+
+
+def exact_match(prediction: str, answer: str) -> float:
+    return float(normalize_answer(prediction) == normalize_answer(answer))
+
+
+def token_f1(prediction: str, answer: str) -> float:
+    """SQuAD v1.1 token F1 (an empty prediction or answer scores 0, as in the official script)."""
+    predicted = normalize_answer(prediction).split()
+    reference = normalize_answer(answer).split()
+    common = collections.Counter(predicted) & collections.Counter(reference)
+    same = sum(common.values())
+    if same == 0:
+        return 0.0
+    precision = same / len(predicted)
+    recall = same / len(reference)
+    return 2 * precision * recall / (precision + recall)
+
+
+def best_over_answers(metric, prediction: str, answers: Sequence[str]) -> float:
+    """The official script's ``metric_max_over_ground_truths``."""
+    return max(metric(prediction, answer) for answer in answers)
+
+
+# --- extra, clearly separate normalization ---------------------------------------------------
+
+NUMBER_WORDS = {
+    word: str(value)
+    for value, word in enumerate(
+        "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+        "sixteen seventeen eighteen nineteen twenty".split()
+    )
+}
+
+
+def normalize_lenient(text: str) -> str:
+    """SQuAD normalization plus Unicode punctuation, accents, thousands separators and number words.
+
+    Reported as ``em_lenient``, never in place of the official EM.
+    """
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(ch for ch in text if not unicodedata.combining(ch))
+    text = re.sub(r"(?<=\d),(?=\d{3}\b)", "", text)
+    text = "".join(" " if unicodedata.category(ch).startswith("P") else ch for ch in text)
+    words = [NUMBER_WORDS.get(word, word) for word in normalize_answer(text).split()]
+    return " ".join(words)
+
+
+def lenient_match(prediction: str, answer: str) -> float:
+    return float(normalize_lenient(prediction) == normalize_lenient(answer))
+
+
+
+@dataclass
+class QuestionScore:
+    qid: str
+    em: float
+    f1: float
+    em_lenient: float
+    answered: bool
+
+
+def score_predictions(examples: Sequence[Any], predictions: Mapping[str, str]) -> list[QuestionScore]:
+    """Per-question scores over every example; a question without a prediction scores 0."""
+    scores = []
+    for example in examples:
+        prediction = predictions.get(example.qid)
+        if prediction is None:
+            scores.append(QuestionScore(example.qid, 0.0, 0.0, 0.0, False))
+            continue
+        scores.append(
+            QuestionScore(
+                example.qid,
+                best_over_answers(exact_match, prediction, example.answers),
+                best_over_answers(token_f1, prediction, example.answers),
+                best_over_answers(lenient_match, prediction, example.answers),
+                True,
+            )
+        )
+    return scores
+
+

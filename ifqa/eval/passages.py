@@ -1,0 +1,101 @@
+"""Whether a retrieved passage answers or is gold: DPR's ``has_answer`` and IfQA's gold-passage rule.
+
+Gold passages come from a 2022 dump that retrieved collections do not share ids with, so they are
+matched by text overlap (the rule is in ``GoldMatcher``). Also recall@K over flagged runs.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from typing import Any, Iterable, Sequence
+
+import regex
+
+RECALL_DEPTHS = (1, 5, 10, 20, 50, 100)
+
+_DPR_TOKEN = regex.compile(r"[\p{L}\p{N}\p{M}]+|[^\p{Z}\p{C}]", flags=regex.IGNORECASE | regex.UNICODE | regex.MULTILINE)
+
+
+def _dpr_tokens(text: str) -> list[str]:
+    return [token.lower() for token in _DPR_TOKEN.findall(unicodedata.normalize("NFD", text))]
+
+
+def has_answer(answers: Sequence[str], text: str) -> bool:
+    """DPR's string-match rule: some answer's tokens occur contiguously in the passage's tokens."""
+    tokens = _dpr_tokens(text)
+    for answer in answers:
+        needle = _dpr_tokens(answer)
+        if not needle:
+            continue
+        width = len(needle)
+        for start in range(len(tokens) - width + 1):
+            if tokens[start : start + width] == needle:
+                return True
+    return False
+
+
+# --- gold-passage recall ---------------------------------------------------------------------
+
+#: Word n-gram size and the share of the smaller passage's n-grams that must be shared.
+GOLD_NGRAM = 5
+GOLD_THRESHOLD = 0.5
+
+
+def _shingles(text: str) -> frozenset[str]:
+    folded = unicodedata.normalize("NFKD", text.lower())
+    words = "".join(ch if ch.isalnum() else " " for ch in folded).split()
+    if len(words) < GOLD_NGRAM:
+        return frozenset([" ".join(words)]) if words else frozenset()
+    return frozenset(" ".join(words[i : i + GOLD_NGRAM]) for i in range(len(words) - GOLD_NGRAM + 1))
+
+
+class GoldMatcher:
+    """Decides whether a retrieved passage is one of a question's gold passages.
+
+    Rule: lowercase, fold accents, treat every non-alphanumeric character as a space, take word
+    5-grams; a passage matches a gold passage when the 5-grams they share are at least half of the
+    smaller set. So whitespace, punctuation and case never matter, a revision with a few edited
+    words still matches (each edit removes at most five 5-grams), and another passage of the same
+    article, which shares at most a stock phrase or two, does not.
+    """
+
+    def __init__(self, gold_passages: Iterable[str]):
+        self._gold = [shingles for shingles in map(_shingles, gold_passages) if shingles]
+
+    def __bool__(self) -> bool:
+        return bool(self._gold)
+
+    def matches(self, text: str) -> bool:
+        candidate = _shingles(text)
+        if not candidate:
+            return False
+        for gold in self._gold:
+            shared = len(candidate & gold)
+            if shared and shared >= GOLD_THRESHOLD * min(len(candidate), len(gold)):
+                return True
+        return False
+
+
+
+def percent(values: Sequence[float]) -> float:
+    """Mean of 0/1 (or fractional) values in percent; 0 for no values."""
+    return 100.0 * sum(values) / len(values) if values else 0.0
+
+
+def flag_contexts(ctxs: list[dict[str, Any]], answers: Sequence[str], gold: GoldMatcher | None) -> None:
+    """Fill ``has_answer`` and (when gold passages are known) ``gold`` on each retrieved passage.
+
+    Like DPR, only the passage text is searched, not its title.
+    """
+    for ctx in ctxs:
+        text = ctx.get("text") or ""
+        ctx["has_answer"] = has_answer(answers, text)
+        if gold:
+            ctx["gold"] = gold.matches(text)
+
+
+def recall_at(hits: Sequence[Sequence[bool]], depths: Iterable[int]) -> dict[str, float]:
+    """Share of questions (percent) with at least one hit in the top K, for each K."""
+    return {str(k): round(percent([float(any(flags[:k])) for flags in hits]), 2) for k in depths}
+
+

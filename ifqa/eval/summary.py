@@ -1,0 +1,102 @@
+"""The scorer's reports: EM/F1 with intervals and breakdowns for predictions, recall@K for runs.
+
+Flags stored in a run are used as they are unless the questions are given, in which case they are
+recomputed (that is how a DPR or pyserini run is scored here).
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any, Mapping, Sequence
+
+from ifqa.eval.answers import QuestionScore, score_predictions
+from ifqa.eval.categories import ANSWER_TYPES, QUESTION_WORDS, answer_type, question_word
+from ifqa.eval.passages import RECALL_DEPTHS, GoldMatcher, flag_contexts, percent, recall_at
+from ifqa.eval.significance import bootstrap_ci, paired_test
+
+def summarize_predictions(
+    examples: Sequence[Any], predictions: Mapping[str, str], compare: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """The ``ifqa evaluate --predictions`` report: EM/F1 with CIs, breakdowns, optional paired test."""
+    scores = score_predictions(examples, predictions)
+    em = [score.em for score in scores]
+    f1 = [score.f1 for score in scores]
+    report: dict[str, Any] = {
+        "n": len(scores),
+        "answered": sum(score.answered for score in scores),
+        "em": round(percent(em), 2),
+        "f1": round(percent(f1), 2),
+        "em_ci95": list(bootstrap_ci(em)),
+        "f1_ci95": list(bootstrap_ci(f1)),
+        "em_lenient": round(percent([score.em_lenient for score in scores]), 2),
+        "by_answer_type": _breakdown(examples, scores, lambda example: answer_type(example.answers[0]), ANSWER_TYPES),
+        "by_question_word": _breakdown(examples, scores, lambda example: question_word(example.question), QUESTION_WORDS),
+    }
+    known = set(predictions)
+    report["unknown_qids"] = len(known - {example.qid for example in examples})
+    if compare is not None:
+        other = score_predictions(examples, compare)
+        test = paired_comparison(examples, predictions, compare, (scores, other))
+        report["compare"] = {
+            "em": round(percent([s.em for s in other]), 2),
+            "f1": round(percent([s.f1 for s in other]), 2),
+            "em_difference": test["em"],
+            "f1_difference": test["f1"],
+        }
+    return report
+
+
+def paired_comparison(examples: Sequence[Any], a: Mapping[str, str], b: Mapping[str, str],
+                      scores: tuple[list[QuestionScore], list[QuestionScore]] | None = None) -> dict[str, Any]:
+    """Paired permutation test and bootstrap interval of system A minus B, for EM and for F1."""
+    sa, sb = scores or (score_predictions(examples, a), score_predictions(examples, b))
+    return {"em": paired_test([s.em for s in sa], [s.em for s in sb]),
+            "f1": paired_test([s.f1 for s in sa], [s.f1 for s in sb])}
+
+
+def _breakdown(examples, scores, key, order) -> dict[str, dict[str, float]]:
+    groups: dict[str, list[QuestionScore]] = collections.defaultdict(list)
+    for example, score in zip(examples, scores):
+        groups[key(example)].append(score)
+    return {
+        name: {"n": len(groups[name]), "em": round(percent([s.em for s in groups[name]]), 2),
+               "f1": round(percent([s.f1 for s in groups[name]]), 2)}
+        for name in order
+        if groups.get(name)
+    }
+
+
+
+def summarize_run(records: Sequence[Mapping[str, Any]], examples: Sequence[Any] | None = None) -> dict[str, Any]:
+    """The ``ifqa evaluate --run`` report: recall@K (gold-passage and answer), by question word too.
+
+    Flags stored in the run are used as they are; with ``examples`` they are recomputed from the
+    questions' answers and gold passages (this is how a DPR or pyserini run is scored here).
+    """
+    by_qid = {example.qid: example for example in examples} if examples is not None else {}
+    depth = max((len(record.get("ctxs", [])) for record in records), default=0)
+    depths = [k for k in RECALL_DEPTHS if k < depth] + ([depth] if depth else [])  # always up to the run's depth
+    answer_hits, gold_hits, words = [], [], []
+    for record in records:
+        ctxs = record.get("ctxs", [])
+        example = by_qid.get(str(record.get("qid")))
+        if example is not None:
+            flag_contexts(ctxs, example.answers, GoldMatcher(example.context))
+        elif any("has_answer" not in ctx for ctx in ctxs):
+            flag_contexts(ctxs, record.get("answers") or [], None)
+        answer_hits.append([bool(ctx.get("has_answer")) for ctx in ctxs])
+        if all("gold" in ctx for ctx in ctxs):
+            gold_hits.append([bool(ctx.get("gold")) for ctx in ctxs])
+        words.append(question_word(record.get("question", "")))
+    report: dict[str, Any] = {"n": len(records), "depth": depth, "recall": {}}
+    if gold_hits and len(gold_hits) == len(records):
+        report["recall"]["gold"] = recall_at(gold_hits, depths)
+    report["recall"]["answer"] = recall_at(answer_hits, depths)
+    k = 20 if 20 in depths else (depths[-1] if depths else 0)
+    report["answer_recall_by_question_word"] = {
+        name: {"n": sum(w == name for w in words),
+               f"recall@{k}": round(percent([float(any(h[:k])) for h, w in zip(answer_hits, words) if w == name]), 2)}
+        for name in QUESTION_WORDS if name in words
+    }
+    return report
+

@@ -1,0 +1,98 @@
+"""Experiment configs: YAML with ``${VAR}`` / ``${VAR:-default}`` from the environment, read into a
+list of stages.
+
+A config names the questions and then its stages, either as a ``stages:`` list of
+``{stage: retrieve|read|evaluate|..., name: ...}`` entries or, for the common grid, as
+``retrievers:`` (retrieve stages) and ``readers:`` (read stages). Each stage type checks its own
+keys; the runner knows none of them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ifqa.errors import IfqaError
+from ifqa.registry import STAGES
+
+_VARIABLE = re.compile(r"\$\{(\w+)(?::-([^}]*))?\}")
+
+
+def _expand(value: Any) -> Any:
+    """``${VAR}`` and ``${VAR:-default}`` from the environment, recursively."""
+    if isinstance(value, str):
+        return _VARIABLE.sub(lambda m: os.environ.get(m.group(1), m.group(2) or ""), value)
+    if isinstance(value, list):
+        return [_expand(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _expand(v) for k, v in value.items()}
+    return value
+
+
+def _mapping(value: Any, what: str, path: Path) -> dict:
+    if not isinstance(value, dict):
+        raise IfqaError(f"{what} must be a mapping, found {type(value).__name__}", path)
+    return value
+
+
+def stage_list(config: dict, path: Path) -> list[dict]:
+    """The stages in order: ``stages:`` as given, else retrievers then readers."""
+    if "stages" in config:
+        if not isinstance(config["stages"], list):
+            raise IfqaError("'stages' must be a list", path)
+        stages = [dict(_mapping(s, "each stage", path)) for s in config["stages"]]
+    else:
+        stages = []
+        for key, kind in (("retrievers", "retrieve"), ("readers", "read")):
+            entries = config.get(key) or []
+            if not isinstance(entries, list):
+                raise IfqaError(f"'{key}' must be a list", path)
+            stages += [{"stage": kind, **_mapping(entry, f"each entry of '{key}'", path)} for entry in entries]
+    names: set[str] = set()
+    for stage in stages:
+        if "name" not in stage:
+            raise IfqaError(f"a {stage.get('stage', '?')} stage needs a 'name'", path)
+        if stage["name"] in names:
+            raise IfqaError(f"two stages are named {stage['name']!r}", path)
+        names.add(stage["name"])
+        if stage.get("stage") not in STAGES:
+            raise IfqaError(f"stage {stage['name']!r}: unknown type {stage.get('stage')!r}; "
+                            f"choose from {', '.join(STAGES.names())}", path)
+        STAGES.get(stage["stage"]).check(stage, names, path)
+    return stages
+
+
+def load_config(path: str | Path) -> dict:
+    import yaml
+
+    path = Path(path)
+    if not path.exists():
+        raise IfqaError("no such file", path)
+    try:
+        config = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        raise IfqaError(f"invalid YAML ({getattr(exc, 'problem', exc)})", path, line + 1 if line is not None else None) from None
+    if not isinstance(config, dict) or "name" not in config or "questions" not in config:
+        raise IfqaError("an experiment needs at least 'name' and 'questions'", path)
+    config = _expand(config)
+    _mapping(config["questions"], "'questions'", path)
+    if "train" in config:
+        _mapping(config["train"], "'train'", path)
+    try:
+        config["k"] = int(config.get("k", 20))
+    except (TypeError, ValueError):
+        raise IfqaError(f"'k' must be an integer, got {config.get('k')!r}", path) from None
+    if config["k"] < 1:
+        raise IfqaError(f"'k' must be at least 1, got {config['k']}", path)
+    config["_stages"] = stage_list(config, path)
+    config["_root"] = str(path.parent.resolve())
+    config["_path"] = str(path)
+    return config
+
+
+def output_dir(path: str | Path) -> Path:
+    config = load_config(path)
+    return Path(config["_root"]) / config.get("output", f"results/{config['name']}")

@@ -1,0 +1,87 @@
+"""`ifqa experiment run CONFIG.yaml`: run a config's stages in order, skipping those up to date.
+
+Each stage's output carries a ``.stage.json`` with a key made of its parameters and the checksums
+of its inputs; a stage whose key is unchanged is skipped, so rerunning after adding one reader runs
+only that reader. The runner knows no stage type: each comes from ``ifqa.registry.STAGES``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ifqa.artifacts import QuestionSet
+from ifqa.datasets import QuestionSource
+from ifqa.experiments.config import load_config
+from ifqa.experiments.results import write_results
+from ifqa.io import write_json
+from ifqa.registry import STAGES
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class ExperimentContext:
+    """What stages share: the config, the questions, the outputs so far and the results being built."""
+
+    config: dict
+    output: Path
+    source: QuestionSource
+    questions: QuestionSet
+    force: bool = False
+    progress: bool = True
+    runs: dict[str, Path] = field(default_factory=dict)
+    results: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def questions_key(self) -> str:
+        """Everything about the questions that can change a stage's output (answers and gold included)."""
+        payload = json.dumps([e.to_json() for e in self.questions], sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()
+
+    def resolve(self, value: str | None) -> str | None:
+        """A path relative to the config's folder when it exists there; specs and hub ids stay as they are."""
+        if not value or ":" in value.split("/")[0]:  # demo:bm25, prebuilt:NAME
+            return value
+        candidate = Path(self.config["_root"]) / value
+        return str(candidate) if candidate.exists() else value
+
+    def up_to_date(self, output: Path, key: str) -> bool:
+        stage = Path(f"{output}.stage.json")
+        return not self.force and output.exists() and stage.exists() and json.loads(stage.read_text()).get("key") == key
+
+    def mark(self, output: Path, key: str, params: dict) -> None:
+        write_json(f"{output}.stage.json", {"key": key, "params": params})
+
+
+def stage_key(params: dict, inputs: list[Path]) -> str:
+    from ifqa.retrieval.index import file_sha256
+
+    payload = json.dumps({"params": params, "inputs": [file_sha256(p) for p in inputs]}, sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def question_source(config: dict, spec: dict) -> QuestionSource:
+    if "file" in spec:
+        return QuestionSource(file=str(Path(config["_root"]) / spec["file"]) if not Path(spec["file"]).is_absolute()
+                              and (Path(config["_root"]) / spec["file"]).exists() else spec["file"])
+    return QuestionSource(spec.get("setting"), spec.get("split"))
+
+
+def run_experiment(path: str | Path, force: bool = False, progress: bool = True) -> dict:
+    """Run every stage that is not up to date; write and return the results."""
+    config = load_config(path)
+    source = question_source(config, config["questions"])
+    questions = source.load()
+    context = ExperimentContext(config, Path(config["_root"]) / config.get("output", f"results/{config['name']}"),
+                                source, questions, force, progress)
+    context.results = {"name": config["name"], "questions": source.name, "n": len(questions),
+                       "retrievers": [], "readers": []}
+    for spec in config["_stages"]:
+        STAGES.get(spec["stage"])().run(context, spec)
+    write_results(context.output, context.results)
+    return context.results

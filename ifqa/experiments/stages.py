@@ -1,0 +1,161 @@
+"""The experiment stage types: retrieve (a retrieval pipeline -> a run and its recall), read (any
+registered reader -> predictions and EM/F1) and evaluate (score a file made elsewhere).
+
+A stage type is a class with ``KEYS``, ``check(spec, names, path)`` and ``run(context, spec)``,
+registered in ``ifqa.registry.STAGES``; adding one needs no change to the runner.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+from pathlib import Path
+from typing import Any
+
+from ifqa.errors import IfqaError
+
+log = logging.getLogger(__name__)
+
+
+class Stage:
+    KEYS: frozenset[str] = frozenset({"stage", "name"})
+
+    @classmethod
+    def check(cls, spec: dict, names: set[str], path: Path) -> None:
+        unknown = set(spec) - cls.KEYS
+        if unknown:
+            raise IfqaError(f"{spec['stage']} stage {spec['name']!r}: unknown key(s) {', '.join(sorted(unknown))}", path)
+
+    def run(self, context, spec: dict) -> None:
+        raise NotImplementedError
+
+
+class RetrieveStage(Stage):
+    KEYS = Stage.KEYS | {"indexes", "fusion", "weights", "query_mode", "k"}
+
+    @classmethod
+    def check(cls, spec: dict, names: set[str], path: Path) -> None:
+        super().check(spec, names, path)
+        if not isinstance(spec.get("indexes"), list) or not spec["indexes"]:
+            raise IfqaError(f"retrieve stage {spec['name']!r} needs 'indexes': a list of index folders or specs", path)
+
+    def config(self, context, spec: dict):
+        from ifqa.retrieval.pipeline import RetrievalConfig
+
+        return RetrievalConfig(indexes=[context.resolve(i) for i in spec["indexes"]], k=int(spec.get("k", context.config["k"])),
+                               query_mode=spec.get("query_mode", "question"), fusion=spec.get("fusion", "rrf"),
+                               weights=spec.get("weights"))
+
+    def run(self, context, spec: dict) -> None:
+        from ifqa.artifacts import read_run
+        from ifqa.eval.summary import summarize_run
+        from ifqa.experiments.runner import stage_key
+        from ifqa.retrieval.pipeline import RetrievalPipeline
+        from ifqa.retrieval.specs import index_manifest
+
+        config = self.config(context, spec)
+        target = context.output / "runs" / f"{spec['name']}-k{config.k}.jsonl"
+        manifests = [index_manifest(i) for i in config.indexes]  # enough to tell whether the run is stale
+        params = {"indexes": [m.get("corpus", {}).get("sha256") for m in manifests],
+                  "index_params": [m.get("params") for m in manifests], "k": config.k, "fusion": config.fusion,
+                  "weights": config.weights, "questions": context.questions_key}
+        if config.query_mode != "question":
+            params["query_mode"] = config.query_mode
+        key = stage_key(params, [])
+        if not context.up_to_date(target, key):
+            log.info("retrieve: %s", spec["name"])
+            RetrievalPipeline(config).run_to_file(context.questions, target, context.progress)
+            context.mark(target, key, params)
+        else:
+            log.info("retrieve: %s is up to date", spec["name"])
+        context.runs[spec["name"]] = target
+        report = summarize_run(read_run(target), context.questions.examples)
+        context.results["retrievers"].append({"name": spec["name"], "indexes": spec["indexes"], **report})
+
+
+def _reader_row(context, spec: dict, report: dict, status: str, command: str) -> dict:
+    row: dict[str, Any] = {"name": spec["name"], "reader": spec.get("reader", "llm"), "mode": spec.get("mode"),
+                           "retriever": spec.get("retriever"), "paper": spec.get("paper"), "command": command,
+                           "status": status}
+    if report:
+        row.update({k: report[k] for k in ("em", "f1", "em_ci95", "f1_ci95", "by_answer_type", "by_question_word")})
+    return row
+
+
+class ReadStage(Stage):
+    NON_CONFIG = frozenset({"stage", "name", "reader", "retriever", "paper"})
+
+    @classmethod
+    def check(cls, spec: dict, names: set[str], path: Path) -> None:
+        from ifqa.configs import from_options
+        from ifqa.registry import READERS
+
+        entry = READERS.get(spec.get("reader", "llm"))
+        options = {k: v for k, v in spec.items() if k not in cls.NON_CONFIG}
+        from_options(entry.config, options, where=f"{path}: reader {spec['name']!r}")
+        if spec.get("retriever") and spec["retriever"] not in names:
+            raise IfqaError(f"reader {spec['name']!r} uses retriever {spec['retriever']!r}, which is not defined", path)
+
+    def run(self, context, spec: dict) -> None:
+        from ifqa.artifacts import read_predictions
+        from ifqa.configs import from_options
+        from ifqa.datasets import QuestionSource
+        from ifqa.eval.summary import summarize_predictions
+        from ifqa.experiments.runner import question_source, stage_key
+        from ifqa.readers import ReadJob, reader_command
+        from ifqa.registry import READERS
+
+        name = spec.get("reader", "llm")
+        entry = READERS.get(name)
+        options = {k: v for k, v in spec.items() if k not in self.NON_CONFIG}
+        for key in ("model", "checkpoint", "train", "prompts_dir"):
+            if options.get(key):
+                options[key] = context.resolve(options[key])
+        train = context.config.get("train")
+        source = context.source
+        if train and "file" in train and name == "llm":
+            options.setdefault("train", question_source(context.config, train).file)
+        elif train:
+            source = QuestionSource(train.get("setting"), None, source.file, source.data_dir)
+        config = from_options(entry.config, options, where=f"{context.config['_path']}: reader {spec['name']!r}")
+        run = context.runs.get(spec.get("retriever")) if spec.get("retriever") else None
+        shown = config if getattr(config, entry.model_key) else dataclasses.replace(config, **{entry.model_key: entry.model_key.upper()})
+        command = reader_command(name, shown, source, os.path.relpath(run) if run else None)
+        target = context.output / "predictions" / f"{spec['name']}.jsonl"
+        if not getattr(config, entry.model_key):
+            context.results["readers"].append(_reader_row(context, spec, {}, f"skipped: no {entry.model_key} configured", command))
+            return
+        params = {"reader": name, **dataclasses.asdict(config), "retriever": spec.get("retriever")}
+        key = stage_key({**params, "questions": context.questions_key}, [run] if run else [])
+        if not context.up_to_date(target, key):
+            log.info("read: %s", spec["name"])
+            entry.read(config, ReadJob(context.questions, source, target, run, context.progress))
+            context.mark(target, key, params)
+        report = summarize_predictions(context.questions.examples, read_predictions(target))
+        context.results["readers"].append(_reader_row(context, spec, report, "ran", command))
+
+
+class EvaluateStage(Stage):
+    """Score a predictions file or a run made elsewhere (another tool, another machine) beside the rest."""
+
+    KEYS = Stage.KEYS | {"predictions", "run", "paper"}
+
+    @classmethod
+    def check(cls, spec: dict, names: set[str], path: Path) -> None:
+        super().check(spec, names, path)
+        if bool(spec.get("predictions")) == bool(spec.get("run")):
+            raise IfqaError(f"evaluate stage {spec['name']!r} needs exactly one of 'predictions' or 'run'", path)
+
+    def run(self, context, spec: dict) -> None:
+        from ifqa.artifacts import check_questions, read_predictions, read_run
+        from ifqa.eval.summary import summarize_predictions, summarize_run
+
+        path = Path(context.resolve(spec.get("predictions") or spec["run"]))
+        check_questions(path, context.questions)
+        if spec.get("run"):
+            report = summarize_run(read_run(path), context.questions.examples)
+            context.results["retrievers"].append({"name": spec["name"], "indexes": [str(path)], **report})
+            return
+        report = summarize_predictions(context.questions.examples, read_predictions(path))
+        context.results["readers"].append(_reader_row(context, spec, report, "ran", f"ifqa evaluate --predictions {path}"))

@@ -1,0 +1,174 @@
+"""Where completions come from: any OpenAI-compatible endpoint, or a local transformers model.
+
+Both answer ``complete(prompts, params) -> [Completion]``. The OpenAI backend retries 429s, 5xx,
+timeouts, dropped connections and malformed responses with exponential backoff; it never logs
+or returns the API key.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+from ifqa.errors import IfqaError
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    max_tokens: int = 64
+    temperature: float = 0.0
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+    seed: int = 0
+
+    def as_dict(self) -> dict:
+        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p,
+                "stop": list(self.stop), "seed": self.seed}
+
+
+class TransientError(Exception):
+    """A failure worth retrying (rate limit, server error, timeout, malformed response)."""
+
+
+class OpenAIBackend:
+    """Chat or completions on any OpenAI-compatible server (OpenAI, vLLM, llama.cpp, Ollama)."""
+
+    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, chat: bool = True,
+                 timeout: float = 60.0, retries: int = 6, backoff: float = 1.0):
+        import os
+
+        import openai
+
+        self.model, self.chat, self.retries, self.backoff = model, chat, retries, backoff
+        key = api_key or os.environ.get("OPENAI_API_KEY") or ("EMPTY" if base_url else None)
+        if key is None:
+            raise IfqaError("no API key: pass --api-key or set OPENAI_API_KEY (or --base-url for a local server)")
+        self.base_url = base_url or "https://api.openai.com/v1"
+        self._client = openai.OpenAI(base_url=self.base_url, api_key=key, timeout=timeout, max_retries=0)
+        self._openai = openai
+
+    def describe(self) -> dict:
+        return {"backend": "openai", "model": self.model, "base_url": self.base_url, "chat": self.chat}
+
+    def complete(self, prompts: Sequence[str], params: GenerationParams) -> list[Completion]:
+        return [self._complete_one(prompt, params) for prompt in prompts]
+
+    def _complete_one(self, prompt: str, params: GenerationParams) -> Completion:
+        for attempt in range(self.retries + 1):
+            try:
+                return self._request(prompt, params)
+            except TransientError as exc:
+                if attempt == self.retries:
+                    raise IfqaError(f"{self.base_url}: giving up after {attempt + 1} attempts ({exc})") from None
+                delay = self.backoff * (2 ** attempt) * (0.5 + random.random() / 2)
+                log.warning("request failed (%s); retrying in %.1f s", exc, delay)
+                time.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _request(self, prompt: str, params: GenerationParams) -> Completion:
+        openai = self._openai
+        common = {"model": self.model, "max_tokens": params.max_tokens, "temperature": params.temperature,
+                  "top_p": params.top_p, "seed": params.seed}
+        if params.stop:
+            common["stop"] = list(params.stop)
+        try:
+            if self.chat:
+                response = self._client.chat.completions.create(messages=[{"role": "user", "content": prompt}], **common)
+                text = response.choices[0].message.content
+            else:
+                response = self._client.completions.create(prompt=prompt, **common)
+                text = response.choices[0].text
+        except (openai.RateLimitError, openai.APITimeoutError, openai.APIConnectionError, openai.InternalServerError) as exc:
+            raise TransientError(type(exc).__name__) from None
+        except openai.APIStatusError as exc:
+            if exc.status_code >= 500 or exc.status_code == 429:
+                raise TransientError(f"HTTP {exc.status_code}") from None
+            raise IfqaError(f"{self.base_url}: HTTP {exc.status_code}: {_safe_message(exc)}") from None
+        except (IndexError, AttributeError, TypeError, ValueError) as exc:
+            raise TransientError(f"malformed response: {type(exc).__name__}") from None
+        if not isinstance(text, str):
+            raise TransientError("malformed response: no text")
+        usage = getattr(response, "usage", None)
+        return Completion(text, getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0)
+
+
+def _safe_message(exc: Exception) -> str:
+    message = str(getattr(exc, "message", "") or exc)
+    return message.splitlines()[0][:200]
+
+
+class HFBackend:
+    """A local causal LM through transformers: batched generation, chat template when the model has one."""
+
+    def __init__(self, model: str, device: str | None = None, batch_size: int = 8, chat: bool | None = None,
+                 dtype: str | None = None):
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+        from ifqa.devices import pick_device
+
+        self.device = pick_device(device)
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(model)
+            torch_dtype = getattr(torch, dtype) if dtype else (torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
+            self.model = AutoModelForCausalLM.from_pretrained(model, dtype=torch_dtype).to(self.device).eval()
+        except OSError as exc:
+            raise IfqaError(f"cannot load model {model!r} ({exc}); pass a local folder") from None
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.name, self.batch_size = model, batch_size
+        self.chat = bool(self.tokenizer.chat_template) if chat is None else chat
+
+    def describe(self) -> dict:
+        return {"backend": "hf", "model": self.name, "chat": self.chat, "device": self.device}
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text)["input_ids"])
+
+    def context_window(self) -> int | None:
+        return getattr(self.model.config, "max_position_embeddings", None)
+
+    def _format(self, prompt: str) -> str:
+        if not self.chat:
+            return prompt
+        return self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                                  add_generation_prompt=True)
+
+    def complete(self, prompts: Sequence[str], params: GenerationParams) -> list[Completion]:
+        import torch
+
+        out: list[Completion] = []
+        for start in range(0, len(prompts), self.batch_size):
+            batch = [self._format(p) for p in prompts[start : start + self.batch_size]]
+            encoded = self.tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=not self.chat).to(self.device)
+            sampling = params.temperature > 0
+            if sampling:
+                torch.manual_seed(params.seed)
+            with torch.inference_mode():
+                generated = self.model.generate(
+                    **encoded, max_new_tokens=params.max_tokens, do_sample=sampling,
+                    temperature=params.temperature if sampling else None, top_p=params.top_p if sampling else None,
+                    pad_token_id=self.tokenizer.pad_token_id,
+                )
+            width = encoded["input_ids"].shape[1]
+            for row, mask in zip(generated, encoded["attention_mask"]):
+                text = self.tokenizer.decode(row[width:], skip_special_tokens=True)
+                for stop in params.stop:
+                    text = text.split(stop, 1)[0]
+                out.append(Completion(text, int(mask.sum()), int((row[width:] != self.tokenizer.pad_token_id).sum())))
+        return out

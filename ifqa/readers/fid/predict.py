@@ -1,0 +1,70 @@
+"""FiD inference: a checkpoint reads the passages of a run and writes predictions."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Sequence
+
+from ifqa.artifacts import QuestionSet, as_question_set, check_questions, read_run, write_manifest, write_predictions
+from ifqa.errors import IfqaError
+from ifqa.readers.fid.data import FID_CONFIG, Collator, FiDSettings
+from ifqa.readers.fid.model import FiDT5, load_model
+
+
+def resolve_checkpoint(path: str | Path) -> Path:
+    """A training folder means its best checkpoint; any other folder is taken as it is."""
+    path = Path(path)
+    if (path / "best" / "config.json").exists():
+        return path / "best"
+    if not (path / "config.json").exists():
+        raise IfqaError("not a model folder (no config.json)", path)
+    return path
+
+
+def predict(model: FiDT5, tokenizer, records: Sequence[dict], settings: FiDSettings, batch_size: int = 8,
+            beams: int = 1, progress: bool = False) -> list[str]:
+    from tqdm import tqdm
+
+    collator = Collator(tokenizer, settings)
+    device = next(model.parameters()).device
+    model.eval()
+    out = []
+    for start in tqdm(range(0, len(records), batch_size), desc="fid", disable=not progress):
+        batch = collator.inputs(records[start : start + batch_size])
+        generated = model.generate(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device),
+                                   max_new_tokens=settings.answer_maxlength, num_beams=beams, do_sample=False)
+        out.extend(tokenizer.batch_decode(generated, skip_special_tokens=True))
+    return [text.strip() for text in out]
+
+
+def read_to_file(checkpoint: str | Path, questions: QuestionSet, run_path: str | Path, output: str | Path,
+                 batch_size: int = 8, beams: int = 1, device: str | None = None, n_context: int | None = None,
+                 progress: bool = True) -> list[dict]:
+    from transformers import AutoTokenizer
+
+    from ifqa.devices import pick_device
+
+    folder = resolve_checkpoint(checkpoint)
+    settings = FiDSettings(**json.loads((folder / FID_CONFIG).read_text())) if (folder / FID_CONFIG).exists() else FiDSettings()
+    if n_context:
+        settings.n_context = n_context
+    device = pick_device(device)
+    questions = as_question_set(questions)
+    check_questions(run_path, questions)
+    model, tokenizer = load_model(folder, device), AutoTokenizer.from_pretrained(str(folder))
+    runs = {r["qid"]: r for r in read_run(run_path)}
+    examples = questions.examples
+    missing = [e.qid for e in examples if e.qid not in runs]
+    if missing:
+        raise IfqaError(f"{len(missing)} questions are not in the run (e.g. qid {missing[0]})", run_path)
+    records = [{"question": e.question, "ctxs": runs[e.qid]["ctxs"]} for e in examples]
+    started = time.time()
+    predictions = predict(model, tokenizer, records, settings, batch_size, beams, progress)
+    rows = [{"qid": e.qid, "prediction": p, "raw": p} for e, p in zip(examples, predictions)]
+    write_predictions(output, rows)
+    write_manifest(output, questions, reader="fid", checkpoint=str(folder), run=str(run_path),
+                   settings=asdict(settings), beams=beams, seconds=round(time.time() - started, 2))
+    return rows

@@ -1,0 +1,62 @@
+"""Prompted LLM readers: closed-book (qa), chain-of-thought (cot), GenRead and open-book.
+
+``config`` holds the settings, ``prompts`` the templates and demonstrations, ``answers`` answer
+extraction, ``reader`` the reading loop; models are reached through ``ifqa.llm``.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ifqa.errors import IfqaError
+from ifqa.readers.llm.config import LLMReaderConfig
+
+log = logging.getLogger(__name__)
+
+
+def demonstration_pool(config: LLMReaderConfig, source):
+    """Where demonstrations come from: ``train`` when given, else the named setting's train split.
+
+    Questions given as a file have no setting to take a train split from, so the pool must be named
+    (never silently the embedded demo set).
+    """
+    from ifqa.artifacts import QuestionSet
+    from ifqa.datasets.ifqa import load_examples
+
+    if config.train:
+        return QuestionSet(config.train, load_examples(config.train)), "file"
+    if source.file and not source.setting:
+        if config.demos == 0:
+            return QuestionSet("none", []), "none"
+        raise IfqaError("with --questions FILE, name the demonstration pool: --train FILE or --setting NAME "
+                        "(or --demos 0)")
+    pool = source.train()
+    return pool.load(), pool.resolved()[0]
+
+
+class LLMReaderEntry:
+    """Prompted LLM: closed-book, chain-of-thought, GenRead or open-book, over any OpenAI-compatible endpoint or a local model."""
+
+    name = "llm"
+    config = LLMReaderConfig
+    model_key = "model"
+
+    def read(self, config: LLMReaderConfig, job) -> dict:
+        from ifqa.llm import make_backend
+        from ifqa.llm.cache import ResponseCache
+        from ifqa.readers.llm.reader import LLMReader, read_to_file
+
+        config.require_model()
+        engine = make_backend(config.backend, config.model, config.base_url, job.api_key, config.completions,
+                              config.device, config.batch_size)
+        train, setting = demonstration_pool(config, job.source)
+        if config.demos:
+            log.info("demonstrations from %s (%d questions)", train.name, len(train))
+        cache = None if config.no_cache else ResponseCache(config.cache)
+        exclude = {e.question.strip() for e in job.questions}
+        reader = LLMReader(engine, config, train.examples, cache, exclude, rationale_setting=setting)
+        read_to_file(reader, job.questions, job.output, job.run, progress=job.progress)
+        return reader.counters.public()
+
+
+READER = LLMReaderEntry()

@@ -1,0 +1,55 @@
+"""Short answers out of model chatter, and majority voting over samples."""
+
+from __future__ import annotations
+
+import collections
+import re
+from typing import Sequence
+
+from ifqa.eval.answers import normalize_answer
+
+_SO_THE_ANSWER = re.compile(r"(?:so\s+)?the\s+(?:final\s+)?answer\s+(?:is|would\s+be|will\s+be)\s*:?\s*(.+)", re.I | re.S)
+_ANSWER_LABEL = re.compile(r"^\s*(?:final\s+)?answer\s*:\s*(.+)", re.I | re.S | re.M)
+_QUOTES = "\"'“”‘’`*"
+
+
+def extract(output: str, reasoning: bool = False) -> tuple[str, str]:
+    """``(answer, rationale)`` from a completion.
+
+    Takes the text after the last "the answer is" (or an "Answer:" label), else — without
+    reasoning — the first non-empty line; then keeps its first line and strips quotes, markdown
+    emphasis, a trailing period and "The answer is" left-overs.
+    """
+    text = output.strip()
+    rationale = ""
+    matches = list(_SO_THE_ANSWER.finditer(text))
+    if matches:
+        last = matches[-1]
+        rationale, candidate = text[: last.start()].strip(), last.group(1)
+    else:
+        labelled = list(_ANSWER_LABEL.finditer(text))
+        if labelled:
+            rationale, candidate = text[: labelled[-1].start()].strip(), labelled[-1].group(1)
+        elif reasoning:
+            lines = [line for line in text.splitlines() if line.strip()]
+            rationale, candidate = "\n".join(lines[:-1]), lines[-1] if lines else ""
+        else:
+            candidate = next((line for line in text.splitlines() if line.strip()), "")
+    return clean(candidate), rationale
+
+
+def clean(candidate: str) -> str:
+    answer = candidate.strip().splitlines()[0] if candidate.strip() else ""
+    answer = re.sub(r"^(?:the\s+)?answer\s*(?:is|:)\s*", "", answer, flags=re.I)
+    answer = answer.strip().strip(_QUOTES).strip()
+    answer = re.sub(r"[.。]+$", "", answer).strip().strip(_QUOTES).strip()
+    return answer
+
+
+def majority(answers: Sequence[str]) -> str:
+    """The most frequent answer after SQuAD normalization; ties go to the earliest sample."""
+    if not answers:
+        return ""
+    counts = collections.Counter(normalize_answer(a) for a in answers)
+    best = max(counts.values())
+    return next(a for a in answers if counts[normalize_answer(a)] == best)

@@ -1,0 +1,61 @@
+"""The LLM reader's configuration: one dataclass for ``ifqa read llm``, experiment YAML and the
+command shown in results (see ``ifqa.configs``). The API key is never part of it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ifqa.errors import IfqaError
+
+MODES = ("qa", "cot", "genread", "open")
+SAMPLING_TEMPERATURE = 0.7
+
+
+def _o(default, help: str, **meta):
+    return field(default=default, metadata={"help": help, **meta})
+
+
+@dataclass(frozen=True)
+class LLMReaderConfig:
+    model: str | None = _o(None, "Model name on the endpoint, or a local path/hub id with --backend hf.")
+    mode: str = _o("qa", "closed-book (qa), chain-of-thought (cot), GenRead or open-book.", choices=MODES)
+    cot: bool = _o(False, "Add chain-of-thought to open and genread.")
+    backend: str = _o("openai", "OpenAI-compatible endpoint or local transformers.", choices=("openai", "hf"))
+    base_url: str | None = _o(None, "Endpoint (vLLM, llama.cpp, Ollama...); default OpenAI.", envvar="OPENAI_BASE_URL")
+    completions: bool = _o(False, "Use the completions API instead of chat.")
+    passages: int = _o(5, "Open mode: top passages of the run in the prompt.", min=1)
+    demos: int = _o(4, "In-context demonstrations.", min=0)
+    selection: str = _o("random", "How demonstrations are chosen: seeded random, or BM25-similar questions.",
+                        choices=("random", "similar"), flag="--demo-selection")
+    train: str | None = _o(None, "Demonstration pool: a question file (default: the setting's train split).")
+    seed: int = _o(0, "Seed for demonstration choice and sampling.")
+    samples: int = _o(1, "Self-consistency samples (majority vote).", min=1)
+    temperature: float | None = _o(None, f"Sampling temperature (default 0, or {SAMPLING_TEMPERATURE} with --samples > 1).", min=0.0)
+    max_tokens: int | None = _o(None, "Tokens to generate (default 32, or 256 with reasoning).", min=1)
+    max_prompt_tokens: int | None = _o(None, "Prompt budget (default: the model's window minus --max-tokens; 4096 if unknown).", min=1)
+    concurrency: int = _o(4, "Requests in flight.", min=1)
+    batch_size: int = _o(8, "Local models: questions per generation batch.", min=1)
+    cache: str | None = _o(None, "Response cache (default <ifqa cache>/llm-cache.sqlite).")
+    no_cache: bool = _o(False, "Do not read or write the response cache.")
+    prompts_dir: str | None = _o(None, "Templates folder (default: the installed prompts).")
+    device: str | None = _o(None, "Local models: cpu, cuda ... (default: GPU when present).")
+
+    @property
+    def effective_temperature(self) -> float:
+        """What is sent: the given temperature, else 0 for one sample and 0.7 to vote over several."""
+        if self.temperature is not None:
+            return self.temperature
+        return SAMPLING_TEMPERATURE if self.samples > 1 else 0.0
+
+    @property
+    def reasoning(self) -> bool:
+        return self.mode == "cot" or (self.cot and self.mode in ("open", "genread"))
+
+    def output_name(self, label: str) -> str:
+        """Default predictions file name: the questions, the mode and the model."""
+        model = (self.model or "model").rstrip("/").replace("/", "_").replace(":", "_")
+        return f"{label}-llm-{self.mode}{'-cot' if self.cot and self.mode in ('open', 'genread') else ''}-{model}.jsonl"
+
+    def require_model(self) -> None:
+        if not self.model:
+            raise IfqaError("--model is required for the LLM reader")

@@ -1,0 +1,214 @@
+"""Prompts for the LLM readers: templates from prompts/, demonstrations from the training split.
+
+A prompt = instruction + K demonstrations + the query. Demonstrations are chosen per question
+(``random`` with a seed, or ``similar``: BM25 over the training questions), with chain-of-thought
+rationales from ``rationales.jsonl`` for the modes that need them. ``fit`` makes a prompt fit
+the model's window: first passages are shortened, then demonstrations dropped, and it says so.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import random
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Callable, Sequence
+
+from ifqa.errors import IfqaError
+
+log = logging.getLogger(__name__)
+
+MODES = ("qa", "cot", "genread", "open")
+_SECTION = re.compile(r"^\[(instruction|demonstration|query)\]\s*$", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Template:
+    name: str
+    instruction: str
+    demonstration: str
+    query: str
+
+
+def prompts_dir(override: str | Path | None = None) -> Path:
+    """``override``, else ``$IFQA_PROMPTS_DIR``, else the installed ``ifqa.prompts``."""
+    if override or os.environ.get("IFQA_PROMPTS_DIR"):
+        return Path(override or os.environ["IFQA_PROMPTS_DIR"])
+    return Path(str(resources.files("ifqa.prompts")))
+
+
+def load_template(name: str, directory: str | Path | None = None) -> Template:
+    path = prompts_dir(directory) / f"{name}.txt"
+    if not path.exists():
+        raise IfqaError("no such prompt template", path)
+    parts = _SECTION.split(path.read_text(encoding="utf-8"))
+    sections = {parts[i]: parts[i + 1].strip("\n") for i in range(1, len(parts) - 1, 2)}
+    missing = {"instruction", "demonstration", "query"} - sections.keys()
+    if missing:
+        raise IfqaError(f"template lacks section(s) {', '.join(sorted(missing))}", path)
+    return Template(name, sections["instruction"], sections["demonstration"], sections["query"])
+
+
+def template_name(mode: str, cot: bool) -> str:
+    """The template file of a mode (``cot`` mode always reasons; ``--cot`` adds it to open/genread)."""
+    if mode not in MODES:
+        raise IfqaError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
+    if mode in ("qa", "cot"):
+        return mode
+    return f"{mode}_cot" if cot else mode
+
+
+def needs_rationale(name: str) -> bool:
+    return name == "cot" or name.endswith("_cot")
+
+
+def load_rationales(setting: str, directory: str | Path | None = None) -> dict[str, tuple[str, str]]:
+    """``qid -> (question sha1, rationale)`` for one setting."""
+    path = prompts_dir(directory) / "rationales.jsonl"
+    if not path.exists():
+        return {}
+    found = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            record = json.loads(line)
+            if record["setting"] == setting:
+                found[str(record["idx"])] = (record["question_sha1"], record["rationale"])
+    return found
+
+
+def question_sha1(question: str) -> str:
+    return hashlib.sha1(question.encode("utf-8")).hexdigest()
+
+
+@dataclass
+class Demo:
+    question: str
+    answer: str
+    passages: list[str]
+    rationale: str = ""
+
+
+@dataclass
+class Prompt:
+    """A built prompt and what went into it (kept in the predictions file for inspection)."""
+
+    text: str
+    demos: int
+    passages: int
+    passage_words: int | None = None
+    notes: list[str] = field(default_factory=list)
+    tokens: int = 0
+
+
+def pool(train: Sequence, rationales: dict[str, tuple[str, str]] | None, exclude: set[str]) -> list[Demo]:
+    """Candidate demonstrations: training examples (minus test questions), with rationales if asked."""
+    demos = []
+    for example in train:
+        if example.question.strip() in exclude:
+            continue
+        rationale = ""
+        if rationales is not None:
+            entry = rationales.get(example.qid)
+            if entry is None or entry[0] != question_sha1(example.question):
+                continue
+            rationale = entry[1]
+        demos.append(Demo(example.question, example.answers[0], list(example.context), rationale))
+    return demos
+
+
+class DemoSelector:
+    """Picks K demonstrations per question, deterministically for a given seed."""
+
+    def __init__(self, demos: list[Demo], k: int, strategy: str = "random", seed: int = 0):
+        if strategy not in ("random", "similar"):
+            raise IfqaError(f"unknown demonstration selection {strategy!r}; choose random or similar")
+        self.demos, self.k, self.strategy, self.seed = demos, k, strategy, seed
+        if k > len(demos):
+            log.warning("asked for %d demonstrations, only %d available", k, len(demos))
+        self._index = None
+        if strategy == "similar" and demos and k:
+            import bm25s
+
+            from ifqa.retrieval.bm25 import DEFAULT_PARAMS, analyzer
+
+            self._tokenizer = analyzer(DEFAULT_PARAMS)
+            tokens = self._tokenizer.tokenize([d.question for d in demos], update_vocab=True, return_as="ids",
+                                              show_progress=False)
+            from bm25s.tokenization import Tokenized
+
+            self._index = bm25s.BM25(k1=DEFAULT_PARAMS["k1"], b=DEFAULT_PARAMS["b"])
+            self._index.index(Tokenized(ids=tokens, vocab=self._tokenizer.get_vocab_dict()), show_progress=False)
+
+    def select(self, qid: str, question: str) -> list[Demo]:
+        k = min(self.k, len(self.demos))
+        if k == 0:
+            return []
+        if self._index is not None:
+            words = [w for w in self._tokenizer.tokenize([question], update_vocab=False, return_as="string",
+                                                         show_progress=False)[0] if w]
+            if words:
+                documents, _ = self._index.retrieve([words], k=k, show_progress=False)
+                chosen = [self.demos[int(i)] for i in documents[0]]
+                return chosen[::-1]  # most similar last, nearest to the query
+        rng = random.Random(f"{self.seed}:{qid}")
+        return rng.sample(self.demos, k)
+
+
+def number_passages(passages: Sequence[str | dict], words: int | None = None) -> str:
+    """``[1] Title: text`` lines (a single passage goes unnumbered); ``words`` truncates each text."""
+    lines = []
+    for number, passage in enumerate(passages, start=1):
+        title, text = (passage.get("title", ""), passage.get("text", "")) if isinstance(passage, dict) else ("", passage)
+        if words is not None:
+            text = " ".join(text.split()[:words])
+        label = f"[{number}] " if len(passages) > 1 else ""
+        lines.append(f"{label}{title + ': ' if title else ''}{text}")
+    return "\n".join(lines)
+
+
+def render(template: Template, question: str, demos: Sequence[Demo], passages: Sequence[str | dict],
+           words: int | None = None) -> str:
+    blocks = [template.instruction]
+    for demo in demos:
+        blocks.append(template.demonstration.format(question=demo.question, answer=demo.answer,
+                                                    rationale=demo.rationale,
+                                                    passages=number_passages(demo.passages, words)))
+    blocks.append(template.query.format(question=question, passages=number_passages(passages, words),
+                                        answer="", rationale=""))
+    return "\n\n".join(blocks)
+
+
+def fit(template: Template, question: str, demos: list[Demo], passages: Sequence[str | dict],
+        count_tokens: Callable[[str], int], budget: int) -> Prompt:
+    """The longest prompt within ``budget`` tokens: shorten passages, then drop demonstrations."""
+    text = render(template, question, demos, passages)
+    tokens = count_tokens(text)
+    if tokens <= budget:
+        return Prompt(text, len(demos), len(passages), tokens=tokens)
+    notes = []
+    longest = max([len(str(p.get("text", "") if isinstance(p, dict) else p).split()) for p in passages] +
+                  [len(p.split()) for d in demos for p in d.passages] + [1])
+    words = longest
+    while words > 20:
+        words = max(20, words * 3 // 4)
+        text = render(template, question, demos, passages, words)
+        tokens = count_tokens(text)
+        if tokens <= budget:
+            notes.append(f"passages cut to {words} words")
+            return Prompt(text, len(demos), len(passages), words, notes, tokens)
+    notes.append(f"passages cut to {words} words")
+    kept = list(demos)
+    while kept:
+        kept.pop(0)  # the demonstration farthest from the query goes first
+        text = render(template, question, kept, passages, words)
+        tokens = count_tokens(text)
+        if tokens <= budget:
+            notes.append(f"{len(demos) - len(kept)} demonstration(s) dropped")
+            return Prompt(text, len(kept), len(passages), words, notes, tokens)
+    raise IfqaError(f"the prompt does not fit in {budget} tokens even without demonstrations "
+                    f"(question {question[:50]!r}); raise --max-prompt-tokens or lower --passages")

@@ -1,0 +1,152 @@
+"""Prompted LLM readers: closed-book (qa), chain-of-thought (cot), GenRead and open-book.
+
+Questions are processed in waves; every completion goes through the response cache first and is
+stored the moment it arrives, so an interrupted run loses nothing and a rerun sends only what is
+missing. The predictions file is written atomically at the end, with a manifest beside it.
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Sequence
+
+from ifqa.artifacts import QuestionSet, as_question_set, check_questions, read_run, write_manifest, write_predictions
+from ifqa.errors import IfqaError
+from ifqa.llm.backends import GenerationParams
+from ifqa.llm.cache import ResponseCache
+from ifqa.llm.generation import CachedGenerator, Counters, estimate_tokens
+from ifqa.readers.llm import answers, prompts
+from ifqa.readers.llm.config import LLMReaderConfig
+
+log = logging.getLogger(__name__)
+
+
+class LLMReader:
+    def __init__(self, backend, config: LLMReaderConfig, train: Sequence, cache: ResponseCache | None = None,
+                 exclude_questions: set[str] | None = None, rationale_setting: str = "demo"):
+        self.backend, self.config = backend, config
+        self.counters = Counters()
+        self.generate = CachedGenerator(backend, cache, config.concurrency, self.counters)
+        self.template = prompts.load_template(prompts.template_name(config.mode, config.cot), config.prompts_dir)
+        reasoning = prompts.needs_rationale(self.template.name)
+        rationales = prompts.load_rationales(rationale_setting, config.prompts_dir) if reasoning else None
+        demo_pool = prompts.pool(train, rationales, exclude_questions or set())
+        if reasoning and config.demos and not demo_pool:
+            raise IfqaError(f"no chain-of-thought rationales for the {rationale_setting} training questions "
+                            "(prompts/rationales.jsonl); use --demos 0 or add some")
+        self.selector = prompts.DemoSelector(demo_pool, config.demos, config.selection, config.seed)
+        self.reasoning = reasoning
+        if config.mode == "genread":
+            self.background_template = prompts.load_template("genread_background", config.prompts_dir)
+            self.background_selector = prompts.DemoSelector(prompts.pool(train, None, exclude_questions or set()),
+                                                            config.demos, config.selection, config.seed)
+        self.count_tokens = getattr(backend, "count_tokens", estimate_tokens)
+        window = config.max_prompt_tokens
+        if window is None:
+            context = getattr(backend, "context_window", lambda: None)()
+            window = (context or 4096) - self._max_tokens()
+        self.budget = window
+        self.prompt_lengths: list[int] = []
+
+    def _max_tokens(self, background: bool = False) -> int:
+        if self.config.max_tokens:
+            return self.config.max_tokens
+        return 256 if (self.reasoning or background) else 32
+
+    def _params(self, background: bool = False) -> list[GenerationParams]:
+        stops = ("\nQuestion:",) if (self.reasoning or background) else ("\nQuestion:", "\n\n")
+        samples = 1 if background else self.config.samples
+        temperature = 0.0 if background else self.config.effective_temperature
+        return [GenerationParams(self._max_tokens(background), temperature, 1.0, stops, self.config.seed + s)
+                for s in range(samples)]
+
+    def _prompt(self, template, selector, example, passages) -> prompts.Prompt:
+        demos = selector.select(example.qid, example.question)
+        prompt = prompts.fit(template, example.question, demos, passages, self.count_tokens, self.budget)
+        for note in prompt.notes:
+            log.info("question %s: %s", example.qid, note)
+        self.prompt_lengths.append(prompt.tokens)
+        return prompt
+
+    def read_batch(self, examples: Sequence, contexts: dict[str, list[dict]]) -> list[dict]:
+        backgrounds: dict[str, str] = {}
+        if self.config.mode == "genread":
+            built = [self._prompt(self.background_template, self.background_selector, e, []) for e in examples]
+            params = self._params(background=True)[0]
+            for example, completion in zip(examples, self.generate([p.text for p in built], [params] * len(built))):
+                backgrounds[example.qid] = completion.text.strip()
+        records_prompts, flat_prompts, flat_params = [], [], []
+        for example in examples:
+            if self.config.mode == "open":
+                passages = contexts.get(example.qid, [])[: self.config.passages]
+            elif self.config.mode == "genread":
+                passages = [backgrounds[example.qid]]
+            else:
+                passages = []
+            prompt = self._prompt(self.template, self.selector, example, passages)
+            records_prompts.append(prompt)
+            for params in self._params():
+                flat_prompts.append(prompt.text)
+                flat_params.append(params)
+        completions = self.generate(flat_prompts, flat_params)
+        samples = self.config.samples
+        records = []
+        for n, (example, prompt) in enumerate(zip(examples, records_prompts)):
+            outputs = completions[n * samples : (n + 1) * samples]
+            parsed = [answers.extract(c.text, self.reasoning) for c in outputs]
+            prediction = answers.majority([a for a, _ in parsed])
+            chosen = next(i for i, (a, _) in enumerate(parsed) if a == prediction) if parsed else 0
+            record: dict[str, Any] = {"qid": example.qid, "prediction": prediction, "raw": outputs[chosen].text,
+                                      "reasoning": parsed[chosen][1] if parsed else ""}
+            if samples > 1:
+                record["samples"] = [a for a, _ in parsed]
+            if example.qid in backgrounds:
+                record["background"] = backgrounds[example.qid]
+            record.update({"demos": prompt.demos, "passages": prompt.passages, "prompt_tokens": prompt.tokens})
+            if prompt.notes:
+                record["fit"] = prompt.notes
+            records.append(record)
+        return records
+
+
+def load_contexts(run_path: str | Path | None, questions: QuestionSet) -> dict[str, list[dict]]:
+    if not run_path:
+        return {}
+    check_questions(run_path, questions)
+    return {r["qid"]: r["ctxs"] for r in read_run(run_path)}
+
+
+def read_to_file(reader: LLMReader, questions: QuestionSet, output: str | Path, run_path: str | Path | None = None,
+                 progress: bool = True) -> list[dict]:
+    """Answer every question; predictions JSONL and ``<output>.manifest.json`` are written at the end."""
+    from tqdm import tqdm
+
+    questions = as_question_set(questions)
+    examples = questions.examples
+    contexts = load_contexts(run_path, questions)
+    if reader.config.mode == "open":
+        if not contexts:
+            raise IfqaError("open-book reading needs --run (a run file with retrieved passages)")
+        missing = [e.qid for e in examples if e.qid not in contexts]
+        if missing:
+            raise IfqaError(f"{len(missing)} questions have no retrieved passages in the run (e.g. qid {missing[0]})", run_path)
+    started = time.time()
+    wave = max(reader.config.concurrency, getattr(reader.backend, "batch_size", 1)) * 4
+    records: list[dict] = []
+    with tqdm(total=len(examples), desc=f"read ({reader.config.mode})", unit="q", disable=not progress) as bar:
+        for start in range(0, len(examples), wave):
+            records.extend(reader.read_batch(examples[start : start + wave], contexts))
+            bar.update(min(wave, len(examples) - start))
+            bar.set_postfix(reader.counters.public(), refresh=False)
+    write_predictions(output, records)
+    lengths = reader.prompt_lengths
+    write_manifest(output, questions, reader="llm", run=str(run_path) if run_path else None,
+                   config=asdict(reader.config), temperature=reader.config.effective_temperature,
+                   backend=reader.backend.describe(), counters=reader.counters.public(),
+                   prompt_tokens={"mean": round(statistics.fmean(lengths), 1), "max": max(lengths), "min": min(lengths)} if lengths else {},
+                   seconds=round(time.time() - started, 2))
+    return records

@@ -1,0 +1,65 @@
+"""Registries as data: a name maps to ``"module:attribute"``, imported only when that name is used.
+
+Listing names costs nothing (so ``ifqa --help`` stays instant), and adding an engine, a dataset, a
+reader, a query formulation or an experiment stage is one new module plus one entry here or a
+``register`` call.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any, Iterator
+
+from ifqa.errors import IfqaError
+
+
+class Registry:
+    def __init__(self, kind: str, entries: dict[str, str], package: str = ""):
+        self.kind, self.package = kind, package
+        self._entries = dict(entries)
+        self._loaded: dict[str, Any] = {}
+
+    def register(self, name: str, target: str | Any) -> None:
+        """Add (or replace) an entry: ``"module:attribute"`` (``".module"`` relative to the registry's
+        package) or the object itself."""
+        self._loaded.pop(name, None)
+        if isinstance(target, str):
+            self._entries[name] = target
+        else:
+            self._entries[name] = f"<object {name}>"
+            self._loaded[name] = target
+
+    def unregister(self, name: str) -> None:
+        self._entries.pop(name, None)
+        self._loaded.pop(name, None)
+
+    def names(self) -> list[str]:
+        return list(self._entries)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._entries)
+
+    def get(self, name: str) -> Any:
+        if name not in self._entries:
+            raise IfqaError(f"unknown {self.kind} {name!r}; choose from {', '.join(self._entries)}")
+        if name not in self._loaded:
+            module, _, attribute = self._entries[name].partition(":")
+            self._loaded[name] = getattr(importlib.import_module(module, self.package or None), attribute)
+        return self._loaded[name]
+
+
+#: Question sets: an object with ``splits``, ``default_split`` and ``load(split, data_dir)``.
+DATASETS = Registry("dataset", {"supervised": ".ifqa:SUPERVISED", "few-shot": ".ifqa:FEW_SHOT", "demo": ".demo:DEMO"}, "ifqa.datasets")
+#: Index engines, by the ``engine`` field of a manifest: a class with ``load(folder, manifest, corpus, device)``.
+ENGINES = Registry("index engine", {"bm25s": ".bm25:BM25Retriever", "pyserini": ".lucene:LuceneRetriever", "faiss": ".dense:DenseRetriever"}, "ifqa.retrieval")
+#: Index specs ``SCHEME:NAME``: an object with ``folder(name)`` (or None) and ``open(name, corpus, device)``.
+INDEX_SCHEMES = Registry("index scheme", {"demo": ".specs:DEMO_INDEXES", "prebuilt": ".specs:PREBUILT_INDEXES"}, "ifqa.retrieval")
+#: Query formulations: ``question -> list of sub-queries`` (several are searched and fused).
+QUERY_MODES = Registry("query mode", {"question": ".queries:whole_question", "premise": ".queries:premise_only", "main-clause": ".queries:main_clause"}, "ifqa.retrieval")
+#: Readers: an entry with ``config`` (a dataclass type), ``model_key`` and ``read(config, job)``.
+READERS = Registry("reader", {"llm": ".llm:READER", "fid": ".fid:READER"}, "ifqa.readers")
+#: Experiment stages: a class with ``KEYS``, ``check(spec, names, path)`` and ``run(context, spec)``.
+STAGES = Registry("experiment stage", {"retrieve": ".stages:RetrieveStage", "read": ".stages:ReadStage", "evaluate": ".stages:EvaluateStage"}, "ifqa.experiments")

@@ -1,0 +1,147 @@
+"""The retrieval pipeline: query formulation -> first-stage search over one or more indexes ->
+fusion -> reranking -> run records (DPR/FiD retrieval JSON, one question per line).
+
+``ifqa retrieve`` and the experiment runner both build it from a ``RetrievalConfig``, so the two
+cannot drift apart. Each stage is a slot: query modes and engines come from the registries, and a
+reranker is any object with ``rerank(question, hits, passages) -> hits``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Iterator, Protocol, Sequence
+
+from ifqa.artifacts import Context, Example, QuestionSet, RunRecord, write_manifest
+from ifqa.errors import IfqaError
+from ifqa.eval.passages import GoldMatcher, flag_contexts
+from ifqa.io import atomic_write
+from ifqa.registry import QUERY_MODES
+from ifqa.retrieval.fusion import FUSIONS
+from ifqa.retrieval.index import Hits, Retriever
+
+log = logging.getLogger(__name__)
+
+DEMO_INDEX = "demo:bm25"
+
+
+@dataclass
+class RetrievalConfig:
+    """Everything that decides a run (and so its identity in experiments)."""
+
+    indexes: list[str] = field(default_factory=lambda: [DEMO_INDEX])
+    k: int = 20
+    query_mode: str = "question"
+    fusion: str = "rrf"
+    weights: list[float] | None = None
+    depth: int = 100  # passages each list contributes when several are fused
+    corpus: str | None = None
+    device: str | None = None
+    threads: int = 1
+    batch_size: int = 64
+
+    def __post_init__(self) -> None:
+        if self.k < 1:
+            raise IfqaError(f"k must be at least 1, got {self.k}")
+        if self.fusion not in FUSIONS:
+            raise IfqaError(f"unknown fusion {self.fusion!r}; choose from {', '.join(FUSIONS)}")
+        if self.weights is not None and len(self.weights) != len(self.indexes):
+            raise IfqaError(f"--weights needs one weight per index ({len(self.indexes)}), got {len(self.weights)}")
+        QUERY_MODES.get(self.query_mode)  # an unknown mode fails here, before any index is opened
+
+    def identity(self) -> dict:
+        """The parameters that change the run's content (not where or how fast it runs)."""
+        return {k: v for k, v in asdict(self).items() if k not in ("corpus", "device", "threads", "batch_size")}
+
+
+class Reranker(Protocol):
+    def rerank(self, question: str, hits: Hits, passages) -> Hits: ...
+
+
+def check_same_collection(retrievers: Sequence[Retriever]) -> None:
+    """Fusion merges passage positions, so every index must cover the same collection."""
+    checksums = {r.manifest.get("corpus", {}).get("sha256") for r in retrievers}
+    if len(checksums) > 1:
+        raise IfqaError("hybrid retrieval needs indexes of the same collection (their corpus checksums differ)")
+
+
+class RetrievalPipeline:
+    def __init__(self, config: RetrievalConfig, retrievers: Sequence[Retriever] | None = None,
+                 rerankers: Sequence[Reranker] = ()):
+        from ifqa.retrieval.specs import open_index
+
+        self.config = config
+        self.retrievers = list(retrievers) if retrievers is not None else [
+            open_index(spec, config.corpus, config.device) for spec in config.indexes]
+        if len(self.retrievers) > 1:
+            check_same_collection(self.retrievers)
+        self.formulate = QUERY_MODES.get(config.query_mode)
+        self.rerankers = list(rerankers)
+
+    @property
+    def passages(self):
+        return self.retrievers[0].passages
+
+    def search(self, questions: Sequence[str]) -> list[Hits]:
+        """Top-k for each question: every (index, sub-query) list, fused when there are several."""
+        config = self.config
+        subqueries = [self.formulate(question) for question in questions]
+        flat = [query for queries in subqueries for query in queries]
+        several = len(self.retrievers) > 1 or any(len(queries) > 1 for queries in subqueries)
+        depth = max(config.k, config.depth) if several else config.k
+        per_index = [r.search(flat, depth, config.threads) for r in self.retrievers]
+        weights = config.weights or [1.0] * len(self.retrievers)
+        combine = FUSIONS[config.fusion]
+        results, start = [], 0
+        for question, queries in zip(questions, subqueries):
+            lists = [(weight, hits[start + j]) for weight, hits in zip(weights, per_index) for j in range(len(queries))]
+            start += len(queries)
+            hits = lists[0][1] if not several else combine([h for _, h in lists], config.k, [w for w, _ in lists])
+            for reranker in self.rerankers:
+                hits = reranker.rerank(question, hits, self.passages)
+            results.append(hits[: config.k])
+        return results
+
+    def record(self, example: Example, hits: Hits) -> RunRecord:
+        ctxs: list[Context] = []
+        for position, score in hits:
+            passage = self.passages[position]
+            ctxs.append({"id": passage["id"], "title": passage["title"], "text": passage["text"], "score": round(score, 6)})
+        return run_record(example, ctxs)
+
+    def records(self, examples: Sequence[Example]) -> Iterator[RunRecord]:
+        size = max(1, self.config.batch_size)
+        for start in range(0, len(examples), size):
+            batch = examples[start : start + size]
+            for example, hits in zip(batch, self.search([e.question for e in batch])):
+                yield self.record(example, hits)
+
+    def run_to_file(self, questions: QuestionSet, output: str | Path, progress: bool = True) -> list[RunRecord]:
+        """Retrieve for every question, write ``output`` atomically plus ``<output>.manifest.json``."""
+        from tqdm import tqdm
+
+        started = time.time()
+        records: list[RunRecord] = []
+        with atomic_write(output) as handle, tqdm(total=len(questions), desc="retrieve", unit="q", disable=not progress) as bar:
+            for record in self.records(questions.examples):
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                records.append(record)
+                bar.update(1)
+        config = self.config
+        write_manifest(output, questions, n=len(records), k=config.k, query_mode=config.query_mode, indexes=[
+            {"name": r.name, "engine": r.manifest["engine"], "params": r.manifest.get("params"),
+             "corpus": r.manifest.get("corpus")} for r in self.retrievers],
+            fusion=config.fusion if len(self.retrievers) > 1 else None,
+            weights=list(config.weights) if config.weights else None,
+            rerankers=[getattr(r, "name", type(r).__name__) for r in self.rerankers],
+            seconds=round(time.time() - started, 2))
+        return records
+
+
+def run_record(example: Example, ctxs: list[Context]) -> RunRecord:
+    """A run line for a question: its passages flagged with ``has_answer`` and ``gold``."""
+    flag_contexts(ctxs, example.answers, GoldMatcher(example.context))
+    return {"qid": example.qid, "question": example.question, "answers": example.answers, "ctxs": ctxs}

@@ -1,0 +1,117 @@
+"""Index specs, parsed in one place: a folder with a manifest, or ``SCHEME:NAME`` from the registry.
+
+Schemes: ``demo:bm25`` / ``demo:dense`` (the embedded demo collection, indexed into the cache on
+first use and rebuilt when its recipe changes) and ``prebuilt:NAME`` (pyserini's prebuilt Lucene
+indexes, downloaded by pyserini). A folder's engine is read from its manifest and looked up in
+``ifqa.registry.ENGINES``.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from pathlib import Path
+from typing import Any
+
+from ifqa.errors import IfqaError
+from ifqa.registry import ENGINES, INDEX_SCHEMES
+from ifqa.retrieval.index import MANIFEST, Retriever, file_sha256, read_manifest
+
+log = logging.getLogger(__name__)
+
+
+def split_spec(spec: str | Path) -> tuple[str | None, str]:
+    """``("demo", "bm25")`` for a registered ``SCHEME:NAME``; ``(None, spec)`` for a folder."""
+    text = str(spec)
+    scheme, sep, name = text.partition(":")
+    if sep and scheme in INDEX_SCHEMES:
+        return scheme, name
+    return None, text
+
+
+def index_folder(spec: str | Path) -> Path | None:
+    """The folder behind a spec (building a demo index if needed); None for remote prebuilt indexes."""
+    scheme, name = split_spec(spec)
+    return Path(name) if scheme is None else INDEX_SCHEMES.get(scheme).folder(name)
+
+
+def index_manifest(spec: str | Path) -> dict[str, Any]:
+    """An index's manifest without loading the index (what experiments use to decide staleness)."""
+    scheme, name = split_spec(spec)
+    if scheme is not None and hasattr(INDEX_SCHEMES.get(scheme), "manifest"):
+        return INDEX_SCHEMES.get(scheme).manifest(name)
+    return read_manifest(index_folder(spec))
+
+
+def open_index(spec: str | Path, corpus: str | Path | None = None, device: str | None = None) -> Retriever:
+    """Open any index: the engine comes from the manifest (folders) or the scheme (``prebuilt:``)."""
+    scheme, name = split_spec(spec)
+    if scheme is not None and hasattr(INDEX_SCHEMES.get(scheme), "open"):
+        return INDEX_SCHEMES.get(scheme).open(name, corpus, device)
+    folder = index_folder(spec)
+    manifest = read_manifest(folder)
+    engine = manifest.get("engine")
+    if engine not in ENGINES:
+        raise IfqaError(f"unknown engine {engine!r} in manifest", Path(folder) / MANIFEST)
+    return ENGINES.get(engine).load(folder, manifest, corpus, device)
+
+
+class DemoIndexes:
+    """``demo:bm25`` and ``demo:dense``: the demo collection's indexes, built in the cache on first use."""
+
+    names = ("bm25", "dense")
+
+    def recipe(self, name: str) -> dict:
+        """The parameters a demo index is built with; an index made with others is rebuilt."""
+        if name == "bm25":
+            from ifqa.retrieval.bm25 import DEFAULT_PARAMS
+
+            return dict(DEFAULT_PARAMS)
+        from ifqa.retrieval.encoders import DEFAULT_ENCODER
+
+        return {"encoder": DEFAULT_ENCODER, "max_length": 128}
+
+    def folder(self, name: str) -> Path:
+        from ifqa.datasets.demo import corpus_path
+        from ifqa.paths import cache_dir
+
+        if name not in self.names:
+            raise IfqaError(f"unknown demo index 'demo:{name}'; use demo:bm25 or demo:dense")
+        folder = cache_dir() / "indexes" / f"demo-{name}"
+        corpus = corpus_path()
+        manifest = folder / MANIFEST
+        current = False
+        if manifest.exists():
+            built = read_manifest(folder)
+            current = built["corpus"]["sha256"] == file_sha256(corpus) and self.recipe(name).items() <= built["params"].items()
+        if not current:  # first use, or a newer ifqa ships another collection or index recipe
+            log.info("building the demo %s index in %s (first use)", name, folder)
+            shutil.rmtree(folder, ignore_errors=True)
+            if name == "bm25":
+                from ifqa.retrieval import bm25
+
+                bm25.build(corpus, folder, progress=False)
+            else:
+                from ifqa.retrieval import dense
+
+                dense.build(corpus, folder, progress=False, max_length=128)
+        return folder
+
+
+class PrebuiltIndexes:
+    """``prebuilt:NAME``: pyserini's prebuilt Lucene indexes (``prebuilt:wikipedia-dpr-100w``)."""
+
+    def folder(self, name: str) -> None:
+        return None
+
+    def manifest(self, name: str) -> dict[str, Any]:
+        return {"engine": "pyserini", "corpus": {"sha256": f"prebuilt:{name}"}, "params": {}}
+
+    def open(self, name: str, corpus: str | Path | None = None, device: str | None = None) -> Retriever:
+        from ifqa.retrieval.lucene import LuceneRetriever
+
+        return LuceneRetriever.prebuilt(name)
+
+
+DEMO_INDEXES = DemoIndexes()
+PREBUILT_INDEXES = PrebuiltIndexes()

@@ -1,0 +1,97 @@
+"""The architecture's promises: registries take a new engine or dataset as one module plus one
+line, packages do not import each other in a cycle, and modules stay small."""
+
+import ast
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ifqa.artifacts import Example, QuestionSet
+from ifqa.datasets import QuestionSource
+from ifqa.registry import DATASETS, ENGINES
+from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline
+from ifqa.retrieval.specs import open_index
+
+PACKAGE = Path(__file__).resolve().parents[1] / "ifqa"
+
+
+def test_a_toy_dataset_is_one_module_and_one_registry_line(monkeypatch, cli, tmp_path):
+    monkeypatch.setattr(DATASETS, "_entries", {**DATASETS._entries, "toy": "tests.toys.toy_dataset:TOY"})
+    monkeypatch.setattr(DATASETS, "_loaded", dict(DATASETS._loaded))
+    questions = QuestionSource("toy").load()
+    assert questions.name == "toy:dev" and [e.qid for e in questions] == ["t1", "t2"]
+    assert QuestionSource("toy", "train").load().examples[0].answers == ["Lyon"]
+
+
+def test_a_toy_engine_is_one_module_and_one_registry_line(monkeypatch, tmp_path):
+    monkeypatch.setattr(ENGINES, "_entries", {**ENGINES._entries, "toy": "tests.toys.toy_engine:ToyRetriever"})
+    corpus = tmp_path / "passages.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"p{i}", "title": t, "text": x}) + "\n" for i, (t, x) in
+                              enumerate([("Paris", "Paris is the capital of France."), ("Lyon", "Lyon is on the Rhone.")])))
+    folder = tmp_path / "toy-index"
+    folder.mkdir()
+    np.save(folder / "offsets.npy", np.asarray([0, len(corpus.read_text().splitlines()[0]) + 1]))
+    (folder / "manifest.json").write_text(json.dumps({"engine": "toy", "corpus": {"path": str(corpus), "sha256": "x"}, "params": {}}))
+    retriever = open_index(folder)
+    questions = QuestionSet("toy", [Example("1", "Where is the Rhone?", ["Lyon"], ["Lyon is on the Rhone."])])
+    pipeline = RetrievalPipeline(RetrievalConfig(indexes=[str(folder)], k=1), retrievers=[retriever])
+    record = next(pipeline.records(questions.examples))
+    assert record["ctxs"][0]["id"] == "p1" and record["ctxs"][0]["gold"] and record["ctxs"][0]["has_answer"]
+
+
+def _imports(path: Path) -> set[str]:
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("ifqa"):
+            found.add(node.module)
+            found.update(f"{node.module}.{alias.name}" for alias in node.names)
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("ifqa"))
+    return found
+
+
+def _unit(module: str) -> str:
+    """The package (or top-level module) a module belongs to: ifqa.retrieval.bm25 -> ifqa.retrieval."""
+    parts = module.split(".")
+    candidate = PACKAGE.parent.joinpath(*parts[:2])
+    return ".".join(parts[:2]) if candidate.is_dir() or candidate.with_suffix(".py").exists() else "ifqa"
+
+
+def test_no_import_cycle_between_packages():
+    graph: dict[str, set[str]] = {}
+    for path in PACKAGE.rglob("*.py"):
+        module = ".".join(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        source = _unit(module)
+        for target in map(_unit, _imports(path)):
+            if target != source and target != "ifqa":
+                graph.setdefault(source, set()).add(target)
+    assert "ifqa.retrieval" in graph["ifqa.experiments"]  # the graph is real
+    state: dict[str, int] = {}
+
+    def visit(node, trail):
+        state[node] = 1
+        for target in graph.get(node, ()):
+            if state.get(target) == 1:
+                pytest.fail("import cycle: " + " -> ".join(trail + [node, target]))
+            if not state.get(target):
+                visit(target, trail + [node])
+        state[node] = 2
+
+    for node in list(graph):
+        if not state.get(node):
+            visit(node, [])
+
+
+def test_no_module_over_400_lines():
+    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > 400}
+    assert not long
+
+
+def test_every_package_is_installed():
+    import tomllib
+
+    declared = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert found <= declared
