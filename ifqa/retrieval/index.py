@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import fcntl
 import json
 import shutil
 import tempfile
@@ -62,18 +63,35 @@ def corpus_record(corpus: Path) -> dict[str, Any]:
 
 @contextlib.contextmanager
 def staging(index_dir: str | Path, force: bool = False) -> Iterator[Path]:
-    """A temporary folder that becomes ``index_dir`` only if the block succeeds."""
+    """A temporary folder that becomes ``index_dir`` only if the block succeeds.
+
+    Enter it before any work: an existing folder is refused at once, and a concurrent build into the
+    same folder fails clearly (a lock) instead of replacing the other one's result.
+    """
     index_dir = Path(index_dir)
     if index_dir.exists() and not force:
         raise IfqaError("index folder already exists (use --force to replace it)", index_dir)
     index_dir.parent.mkdir(parents=True, exist_ok=True)
     temporary = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}.", suffix=".tmp", dir=index_dir.parent))
+    lock_path = index_dir.parent / f".{index_dir.name}.lock"
+    lock_file = open(lock_path, "w")
+    try:  # released by the OS if this process dies, so a killed build never blocks the next one
+        fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        lock_file.close()  # the running build owns the lock file
+        shutil.rmtree(temporary, ignore_errors=True)
+        raise IfqaError("another build into this folder is running", index_dir) from None
     try:
         yield temporary
         if index_dir.exists():
+            if not force:  # appeared while we worked: never replace it silently
+                raise IfqaError("index folder appeared during the build (use --force to replace it)", index_dir)
             shutil.rmtree(index_dir)
         temporary.rename(index_dir)
     finally:
+        with contextlib.suppress(FileNotFoundError):
+            lock_path.unlink()  # still holding the lock, so no other build is between open and lock
+        lock_file.close()
         if temporary.exists():
             shutil.rmtree(temporary, ignore_errors=True)
 
@@ -103,6 +121,23 @@ def read_manifest(index_dir: str | Path) -> dict:
         raise IfqaError(f"unreadable manifest ({exc})", path) from None
 
 
-def passage_store(index_dir: Path, manifest: dict, corpus: str | Path | None = None) -> PassageStore:
-    offsets = np.load(Path(index_dir) / OFFSETS, mmap_mode="r")
-    return PassageStore(corpus or manifest["corpus"]["path"], offsets)
+def passage_store(index_dir: Path, manifest: dict, corpus: str | Path | None = None, verify: bool = False) -> PassageStore:
+    """The indexed collection, checked against the manifest: its size, and that passages start where the
+    offsets say (cheap); with ``verify`` its full checksum too. Another file under the same name is refused."""
+    path = Path(index_dir) / OFFSETS
+    if not path.exists():
+        raise IfqaError(f"damaged index: {OFFSETS} is missing (rebuild it)", index_dir)
+    try:
+        offsets = np.load(path, mmap_mode="r")
+    except (ValueError, OSError) as exc:
+        raise IfqaError(f"damaged index: unreadable {OFFSETS} ({exc})", index_dir) from None
+    recorded = manifest.get("corpus", {})
+    store = PassageStore(corpus or recorded["path"], offsets)
+    size = store.corpus.stat().st_size
+    if recorded.get("bytes") is not None and size != recorded["bytes"]:
+        raise IfqaError(f"not the collection this index was built from ({size} bytes, the index's has "
+                        f"{recorded['bytes']}; manifest {Path(index_dir) / MANIFEST})", store.corpus)
+    store.check_offsets()
+    if verify and recorded.get("sha256") and file_sha256(store.corpus) != recorded["sha256"]:
+        raise IfqaError(f"not the collection this index was built from (sha256 differs from {Path(index_dir) / MANIFEST})", store.corpus)
+    return store

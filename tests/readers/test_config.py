@@ -16,7 +16,7 @@ from ifqa.readers.llm.config import LLMReaderConfig
 NON_DEFAULT = {"model": "m/odel:1", "mode": "open", "cot": True, "backend": "hf", "base_url": "http://h:1/v1",
                "completions": True, "passages": 3, "demos": 2, "selection": "similar", "train": "pool file.json",
                "seed": 3, "samples": 5, "temperature": 0.9, "max_tokens": 7, "max_prompt_tokens": 900,
-               "concurrency": 2, "batch_size": 3, "cache": "c.sqlite", "no_cache": True, "prompts_dir": "p",
+               "concurrency": 2, "timeout": 5.5, "retries": 1, "batch_size": 3, "cache": "c.sqlite", "no_cache": True, "prompts_dir": "p",
                "device": "cpu"}
 
 

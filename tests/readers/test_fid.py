@@ -138,3 +138,24 @@ def test_bf16_training_step_on_gpu(t5_dir, toy_run, tmp_path):
                              text_maxlength=32, answer_maxlength=6, gradient_checkpointing=True)
     state = fid_train.train(toy_run, None, tmp_path / "gpu", config, "cuda", progress=False)
     assert state["step"] == 2 and all(e["loss"] == e["loss"] for e in state["log"])
+
+
+class _Planted:
+    """Unpickling this runs code: what a crafted trainer_state.pt would do."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (open, (self.marker, "w"))
+
+
+def test_a_crafted_trainer_state_runs_no_code(tmp_path):
+    from ifqa.errors import IfqaError
+
+    marker = tmp_path / "pwned"
+    path = tmp_path / "trainer_state.pt"
+    torch.save({"state": _Planted(marker)}, path)
+    with pytest.raises(IfqaError, match="cannot load safely|can load safely"):
+        fid_train.load_trainer_state(path)
+    assert not marker.exists()

@@ -144,3 +144,27 @@ def test_completions_api_and_missing_key(cli, server, tmp_path, env):
     no_key = {k: v for k, v in env.items() if k != "OPENAI_API_KEY"}
     result = cli("read", "--reader", "llm", "--model", "gpt-x", "-o", tmp_path / "k.jsonl", env=no_key)
     assert result.returncode == 1 and "no API key" in result.stderr
+
+
+def test_credentials_in_the_endpoint_url_are_never_written(cli, server, env, tmp_path):
+    from ifqa.llm.backends import redact_url
+
+    assert redact_url("https://h/v1?api-key=QUERYSECRET&x=1") == "https://h/v1?api-key=***&x=***"
+    url = server.url.replace("http://", "http://user:URLSECRET@")
+    out = tmp_path / "cred.jsonl"
+    result = cli("-v", "read", "llm", "--model", "test-model", "--base-url", url, "--demos", "1", "-o", out,
+                 "--no-progress", env=env)
+    assert result.returncode == 0, result.stderr
+    manifest = (tmp_path / "cred.jsonl.manifest.json").read_text()
+    assert "***@127.0.0.1" in manifest
+    assert "URLSECRET" not in manifest and "URLSECRET" not in result.stderr + result.stdout
+
+
+def test_evaluate_infers_the_question_set_and_refuses_another(cli, server, env, tmp_path):
+    out = tmp_path / "train.jsonl"
+    assert cli("read", "llm", "--model", "test-model", "--base-url", server.url, "--demos", "0", "--setting", "demo",
+               "--split", "train", "-o", out, "--no-progress", env=env).returncode == 0
+    inferred = json.loads(cli("evaluate", "--predictions", out, "--json", env=env).stdout)
+    assert inferred["n"] == len(TRAIN) and inferred["em"] == 100.0
+    refused = cli("evaluate", "--predictions", out, "--setting", "demo", "--split", "dev", env=env)
+    assert refused.returncode == 1 and "made for the question set 'demo:train'" in refused.stderr

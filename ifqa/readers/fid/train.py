@@ -64,6 +64,18 @@ def _save_model(model, tokenizer, settings: FiDSettings, target: Path, extra: di
     shutil.rmtree(old, ignore_errors=True)
 
 
+def load_trainer_state(path: Path) -> dict:
+    """The resumable state, loaded with ``weights_only=True``: tensors, numbers, strings and
+    containers only, so a crafted file cannot run code (a plain pickle would)."""
+    import pickle
+
+    try:
+        return torch.load(path, map_location="cpu", weights_only=True)
+    except (pickle.UnpicklingError, RuntimeError, EOFError) as exc:
+        message = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
+        raise IfqaError(f"not a trainer state this version can load safely ({message})", path) from None
+
+
 def _batch_order(n: int, batch_size: int, seed: int, step: int) -> list[int]:
     """The examples of optimizer micro-step ``step``: epochs are seeded permutations, so resuming at
     any step sees exactly the data an uninterrupted run would have seen."""
@@ -117,7 +129,7 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
     scheduler = get_linear_schedule_with_warmup(optimizer, config.warmup_steps, config.steps)
     state = {"step": 0, "best_em": -1.0, "log": []}
     if resuming:
-        saved_state = torch.load(last / "trainer_state.pt", map_location="cpu", weights_only=True)
+        saved_state = load_trainer_state(last / "trainer_state.pt")
         optimizer.load_state_dict(saved_state["optimizer"])
         scheduler.load_state_dict(saved_state["scheduler"])
         torch.set_rng_state(saved_state["rng"])

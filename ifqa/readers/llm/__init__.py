@@ -47,8 +47,12 @@ class LLMReaderEntry:
         from ifqa.readers.llm.reader import LLMReader, read_to_file
 
         config.require_model()
+        if job.run:
+            from ifqa.artifacts import check_questions
+
+            check_questions(job.run, job.questions)  # before any model is loaded or contacted
         engine = make_backend(config.backend, config.model, config.base_url, job.api_key, config.completions,
-                              config.device, config.batch_size)
+                              config.device, config.batch_size, config.timeout, config.retries)
         train, setting = demonstration_pool(config, job.source)
         if config.demos:
             log.info("demonstrations from %s (%d questions)", train.name, len(train))

@@ -34,6 +34,8 @@ class LLMReaderConfig:
     max_tokens: int | None = _o(None, "Tokens to generate (default 32, or 256 with reasoning).", min=1)
     max_prompt_tokens: int | None = _o(None, "Prompt budget (default: the model's window minus --max-tokens; 4096 if unknown).", min=1)
     concurrency: int = _o(4, "Requests in flight.", min=1)
+    timeout: float = _o(60.0, "Seconds to wait for one response before retrying.", min=0.1)
+    retries: int = _o(6, "Retries of a request after a rate limit, server error or timeout.", min=0)
     batch_size: int = _o(8, "Local models: questions per generation batch.", min=1)
     cache: str | None = _o(None, "Response cache (default <ifqa cache>/llm-cache.sqlite).")
     no_cache: bool = _o(False, "Do not read or write the response cache.")
@@ -55,6 +57,14 @@ class LLMReaderConfig:
         """Default predictions file name: the questions, the mode and the model."""
         model = (self.model or "model").rstrip("/").replace("/", "_").replace(":", "_")
         return f"{label}-llm-{self.mode}{'-cot' if self.cot and self.mode in ('open', 'genread') else ''}-{model}.jsonl"
+
+    def public(self) -> "LLMReaderConfig":
+        """This configuration as it may be written down: credentials in the endpoint URL redacted."""
+        from dataclasses import replace
+
+        from ifqa.llm.backends import redact_url
+
+        return replace(self, base_url=redact_url(self.base_url))
 
     def require_model(self) -> None:
         if not self.model:

@@ -145,7 +145,7 @@ def read_to_file(reader: LLMReader, questions: QuestionSet, output: str | Path, 
     write_predictions(output, records)
     lengths = reader.prompt_lengths
     write_manifest(output, questions, reader="llm", run=str(run_path) if run_path else None,
-                   config=asdict(reader.config), temperature=reader.config.effective_temperature,
+                   config=asdict(reader.config.public()), temperature=reader.config.effective_temperature,
                    backend=reader.backend.describe(), counters=reader.counters.public(),
                    prompt_tokens={"mean": round(statistics.fmean(lengths), 1), "max": max(lengths), "min": min(lengths)} if lengths else {},
                    seconds=round(time.time() - started, 2))
