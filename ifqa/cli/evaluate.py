@@ -49,10 +49,11 @@ def evaluate(predictions, run_path, compare, setting, split, questions, data_dir
         result = summarize_predictions(question_set.examples, read_predictions(predictions), other)
         text = report.format_prediction_report(result)
     else:
-        from ifqa.artifacts import recorded_questions
-
-        question_set = questions_for(run_path, source) if (source.given or recorded_questions(run_path)) else None
-        result = summarize_run(read_run(run_path), question_set.examples if question_set else None)
+        if source.given:  # named questions: checked against the run, and its flags recomputed from them
+            examples = questions_for(run_path, source).examples
+        else:  # the run's own flags were computed from the set its manifest records
+            examples = None
+        result = summarize_run(read_run(run_path), examples)
         text = report.format_run_report(result)
     if output:
         write_json(output, result)

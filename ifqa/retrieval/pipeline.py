@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Protocol, Sequence
 
@@ -51,10 +51,6 @@ class RetrievalConfig:
         if self.weights is not None and len(self.weights) != len(self.indexes):
             raise IfqaError(f"--weights needs one weight per index ({len(self.indexes)}), got {len(self.weights)}")
         QUERY_MODES.get(self.query_mode)  # an unknown mode fails here, before any index is opened
-
-    def identity(self) -> dict:
-        """The parameters that change the run's content (not where or how fast it runs)."""
-        return {k: v for k, v in asdict(self).items() if k not in ("corpus", "device", "threads", "batch_size")}
 
 
 class Reranker(Protocol):
