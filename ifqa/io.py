@@ -75,6 +75,23 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
         raise
 
 
+@contextlib.contextmanager
+def atomic_dir(path: str | Path) -> Iterator[Path]:
+    """A temporary folder beside ``path``, renamed to ``path`` only when the block succeeds."""
+    import shutil
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    try:
+        yield tmp
+        os.chmod(tmp, 0o777 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
 def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)

@@ -58,8 +58,8 @@ ENGINES = Registry("index engine", {"bm25s": ".bm25:BM25Retriever", "pyserini": 
 #: Index specs ``SCHEME:NAME``: an object with ``folder(name)`` (or None) and ``open(name, corpus, device)``.
 INDEX_SCHEMES = Registry("index scheme", {"demo": ".specs:DEMO_INDEXES", "prebuilt": ".specs:PREBUILT_INDEXES"}, "ifqa.retrieval")
 #: Query formulations: ``question -> list of sub-queries`` (several are searched and fused).
-QUERY_MODES = Registry("query mode", {"question": ".queries:whole_question", "premise": ".queries:premise_only", "main-clause": ".queries:main_clause"}, "ifqa.retrieval")
+QUERY_MODES = Registry("query mode", {"question": ".queries:whole_question", "premise": ".queries:premise_only", "main-clause": ".queries:main_clause", "clean": ".queries:cleaned", "split": ".queries:premise_and_main", "rewrite": ".rewrite:rewrite", "hyde": ".rewrite:hyde"}, "ifqa.retrieval")
 #: Readers: an entry with ``config`` (a dataclass type), ``model_key`` and ``read(config, job)``.
 READERS = Registry("reader", {"llm": ".llm:READER", "fid": ".fid:READER"}, "ifqa.readers")
 #: Experiment stages: a class with ``KEYS``, ``check(spec, names, path)`` and ``run(context, spec)``.
-STAGES = Registry("experiment stage", {"retrieve": ".stages:RetrieveStage", "read": ".stages:ReadStage", "evaluate": ".stages:EvaluateStage"}, "ifqa.experiments")
+STAGES = Registry("experiment stage", {"retrieve": ".stages:RetrieveStage", "read": ".stages:ReadStage", "evaluate": ".stages:EvaluateStage", "collection": ".build_stages:CollectionStage", "index": ".build_stages:IndexStage", "train": ".build_stages:TrainStage"}, "ifqa.experiments")

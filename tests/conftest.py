@@ -65,3 +65,11 @@ def http_server(tmp_path):
 class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):
         pass
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory):
+    """A tiny random BERT with the offline MiniLM's vocabulary (see tests/training/tiny.py)."""
+    from tests.training.tiny import tiny_bert
+
+    return tiny_bert(tmp_path_factory.mktemp("tiny-bert"))

@@ -47,17 +47,18 @@ def index_bm25(corpus, index_dir, backend, k1, b, threads, force, no_progress) -
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1), help="Passages encoded together.")
 @click.option("--chunk-size", default=4096, show_default=True, type=click.IntRange(min=1), help="Passages per embedding file (the unit of resuming).")
 @click.option("--max-length", type=click.IntRange(min=1), help="Truncate inputs to this many tokens (default: the model's limit).")
+@click.option("--no-titles", is_flag=True, help="Encode passage text without titles (the form trained retrievers read).")
 @click.option("--device", help="cpu, cuda, cuda:1 ... (default: GPU when present)")
 @click.option("--force", is_flag=True, help="Rebuild an existing index.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def index_dense(corpus, index_dir, encoder, query_encoder, index_type, shard, batch_size, chunk_size, max_length,
-                device, force, no_progress) -> None:
+                no_titles, device, force, no_progress) -> None:
     """Dense index: bi-encoder embeddings (resumable, shardable) + FAISS."""
     from ifqa.retrieval import dense
 
     manifest = dense.build(corpus, index_dir, encoder, query_encoder, index_type, dense.parse_shard(shard),
                            batch_size, device, force, progress=not no_progress, chunk=chunk_size,
-                           max_length=max_length)
+                           max_length=max_length, titles=not no_titles)
     if manifest is None:
         click.echo(f"{index_dir}: shard {shard} encoded")
     else:

@@ -21,13 +21,15 @@ def _weights(value: str | None) -> list[float] | None:
         raise IfqaError(f"--weights must be numbers separated by commas, got {value!r}") from None
 
 
-def default_run_name(label: str, indexes: list[str], k: int, query_mode: str) -> str:
-    """``<questions>-k<k>.jsonl`` for the demo index; other indexes and query modes are named too."""
+def default_run_name(label: str, indexes: list[str], k: int, query_mode: str, rerank: str | None = None) -> str:
+    """``<questions>-k<k>.jsonl`` for the demo index; other indexes, query modes and rerankers are named too."""
     parts = [label]
     if indexes != ["demo:bm25"]:
         parts.append("+".join(Path(i.replace(":", "-")).name for i in indexes))
     if query_mode != "question":
         parts.append(query_mode)
+    if rerank:
+        parts.append("rerank-" + Path(rerank.rstrip("/")).name)
     return "-".join(parts) + f"-k{k}.jsonl"
 
 
@@ -35,20 +37,27 @@ def default_run_name(label: str, indexes: list[str], k: int, query_mode: str) ->
 @click.option("--index", "indexes", multiple=True, help="Index folder (repeat for hybrid), demo:bm25|dense or prebuilt:NAME. Default: the demo collection.")
 @click.option("--k", default=20, show_default=True, type=click.IntRange(min=1), help="Passages per question.")
 @click.option("--query-mode", type=RegistryChoice(QUERY_MODES), default="question", show_default=True,
-              help="What is searched: the question, its premise or its main clause.")
+              help="What is searched: the question, cleaned of counterfactual cue words, its premise, its main clause, premise and main clause fused, or an LLM rewrite.")
 @question_options
 @click.option("--query", help="One ad-hoc question: print its top passages instead of writing a run.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Run file (default runs/<questions>[-<indexes>]-k<k>.jsonl).")
 @click.option("--fusion", type=click.Choice(["rrf", "linear"]), default="rrf", show_default=True, help="How several indexes combine.")
 @click.option("--weights", help="Per-index fusion weights, e.g. 0.3,0.7.")
+@click.option("--rewrite-model", help="LLM for --query-mode rewrite|hyde (OpenAI-compatible model name, or a local one with --rewrite-backend hf).")
+@click.option("--rewrite-base-url", help="OpenAI-compatible endpoint for --rewrite-model (key from $OPENAI_API_KEY).")
+@click.option("--rewrite-backend", type=click.Choice(["openai", "hf"]), default="openai", show_default=True)
+@click.option("--query-encoder", help="Question-side encoder from `ifqa train --retriever --question-side-only` for dense indexes.")
+@click.option("--rerank", "rerank_model", help="Rerank the first stage's top passages with this cross-encoder (folder or hub id).")
+@click.option("--rerank-depth", default=100, show_default=True, type=click.IntRange(min=1), help="First-stage passages the reranker re-scores.")
 @click.option("--corpus", type=click.Path(dir_okay=False), help="The collection file, if it moved since indexing.")
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1), help="Questions searched together.")
 @click.option("--threads", default=2, show_default=True, type=click.IntRange(min=1), help="Scoring threads.")
 @click.option("--device", help="Device for dense query encoding (cpu, cuda).")
 @click.option("--json", "as_json", is_flag=True, help="Print the recall report as JSON.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def retrieve(indexes, k, query_mode, setting, split, questions, data_dir, query, output, fusion, weights, corpus,
-             batch_size, threads, device, as_json, no_progress) -> None:
+def retrieve(indexes, k, query_mode, setting, split, questions, data_dir, query, output, fusion, weights, rewrite_model,
+             rewrite_base_url, rewrite_backend, query_encoder, rerank_model,
+             rerank_depth, corpus, batch_size, threads, device, as_json, no_progress) -> None:
     """Retrieve passages for a question set, write the run file and print recall@K."""
     from ifqa.eval import report
     from ifqa.eval.summary import summarize_run
@@ -57,7 +66,9 @@ def retrieve(indexes, k, query_mode, setting, split, questions, data_dir, query,
 
     config = RetrievalConfig(indexes=list(indexes) or [DEMO_INDEX], k=k, query_mode=query_mode, fusion=fusion,
                              weights=_weights(weights), corpus=corpus, device=device, threads=threads,
-                             batch_size=batch_size)
+                             batch_size=batch_size, rerank=rerank_model, rerank_depth=rerank_depth,
+                             rewrite_model=rewrite_model, rewrite_base_url=rewrite_base_url,
+                             rewrite_backend=rewrite_backend, query_encoder=query_encoder)
     pipeline = RetrievalPipeline(config)
     if query:
         rows = []
@@ -68,7 +79,7 @@ def retrieve(indexes, k, query_mode, setting, split, questions, data_dir, query,
         return
     source = question_source(setting, split, questions, data_dir)
     question_set = source.load()
-    output = output or Path("runs") / default_run_name(source.label, config.indexes, k, query_mode)
+    output = output or Path("runs") / default_run_name(source.label, config.indexes, k, query_mode, rerank_model)
     records = pipeline.run_to_file(question_set, output, progress=not no_progress)
     result = summarize_run(records)
     click.echo(json.dumps(result) if as_json else f"run: {output}\n\n" + report.format_run_report(result))

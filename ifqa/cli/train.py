@@ -1,12 +1,39 @@
-"""`ifqa train --reader fid`."""
+"""`ifqa train fid|reranker|retriever|control` (also spelled `--reader fid`, `--reranker`, `--retriever`, `--control`)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import click
 
+from ifqa.cli.options import question_options, question_source
+from ifqa.configs import click_options, from_options
+from ifqa.training.recipes import ControlRecipe, RerankerRecipe, RetrieverRecipe
 
-@click.command()
-@click.option("--reader", type=click.Choice(["fid"]), default="fid", show_default=True)
+ALIASES = {"--reranker": "reranker", "--retriever": "retriever", "--control": "control"}
+
+
+class TrainGroup(click.Group):
+    """``--reader fid``, ``--reranker``, ``--retriever`` and ``--control`` anywhere name the subcommand."""
+
+    def parse_args(self, ctx, args):
+        args = list(args)
+        for i, arg in enumerate(args):
+            if arg == "--reader" and i + 1 < len(args):
+                return super().parse_args(ctx, [args[i + 1], *args[:i], *args[i + 2:]])
+            if arg.startswith("--reader="):
+                return super().parse_args(ctx, [arg.split("=", 1)[1], *args[:i], *args[i + 1:]])
+            if arg in ALIASES:
+                return super().parse_args(ctx, [ALIASES[arg], *args[:i], *args[i + 1:]])
+        return super().parse_args(ctx, args)
+
+
+@click.group(cls=TrainGroup)
+def train() -> None:
+    """Train a reader (fid), a reranker, a dense retriever, or the question-agnostic control."""
+
+
+@train.command("fid")
 @click.option("--run", "run_path", required=True, type=click.Path(dir_okay=False), help="Training run (questions, answers, retrieved passages).")
 @click.option("--dev-run", type=click.Path(dir_okay=False), help="Dev run: EM every --eval-every steps, best checkpoint kept.")
 @click.option("--model", default="t5-base", show_default=True, help="T5 hub id or local folder (t5-base, google/flan-t5-large, ...).")
@@ -28,7 +55,7 @@ import click
 @click.option("--seed", default=0, show_default=True, help="Seed for initialization and data order.")
 @click.option("--device", help="cpu, cuda ... (default: GPU when present).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def train(reader, run_path, dev_run, model, output, steps, lr, batch_size, accumulation, warmup_steps, weight_decay,
+def train_fid(run_path, dev_run, model, output, steps, lr, batch_size, accumulation, warmup_steps, weight_decay,
           eval_every, save_every, stop_after, n_context, text_maxlength, answer_maxlength, gradient_checkpointing, no_bf16, seed,
           device, no_progress) -> None:
     """Train a Fusion-in-Decoder reader on a run file; rerun the same command to resume."""
@@ -42,6 +69,64 @@ def train(reader, run_path, dev_run, model, output, steps, lr, batch_size, accum
     state = fid.train(run_path, dev_run, output, config, device, progress=not no_progress, stop_after=stop_after)
     last = state["log"][-1] if state["log"] else {}
     click.echo(f"{output}: step {state['step']}, last loss {last.get('loss')}, best dev EM {state['best_em']:.2f}")
+
+
+def _learning_options(function):
+    """What every learned retrieval component needs: training questions, the collection, output."""
+    function = click.option("--no-progress", is_flag=True, help="Hide progress bars.")(function)
+    function = click.option("--stop-after", type=click.IntRange(min=1), help="Stop after N steps (state saved; rerun to resume).")(function)
+    function = click.option("--device", help="cpu, cuda ... (default: GPU when present).")(function)
+    function = click.option("--dev-run", type=click.Path(dir_okay=False), help="A first-stage run of dev questions: its recall before and after goes into the model card.")(function)
+    function = click.option("--corpus", type=click.Path(dir_okay=False), help="The collection file, if it moved since indexing.")(function)
+    function = click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Training folder (model/, model_card.json).")(function)
+    return question_options(function)
+
+
+@train.command("reranker")
+@click_options(RerankerRecipe)
+@_learning_options
+def train_reranker(setting, split, questions, data_dir, output, corpus, dev_run, device, stop_after, no_progress, **options) -> None:
+    """Train a cross-encoder reranker on IfQA training questions with mined hard negatives."""
+    from ifqa.training.jobs import train_job
+
+    recipe = from_options(RerankerRecipe, options)
+    source = question_source(setting or "supervised", split or "train", questions, data_dir)
+    card = train_job("reranker", recipe, source, Path(output), corpus, dev_run, device, not no_progress, stop_after)
+    click.echo(_card_line(output, card))
+
+
+@train.command("retriever")
+@click_options(RetrieverRecipe)
+@_learning_options
+def train_retriever(setting, split, questions, data_dir, output, corpus, dev_run, device, stop_after, no_progress, **options) -> None:
+    """Fine-tune a bi-encoder (all of it, or its question side only) on IfQA training questions."""
+    from ifqa.training.jobs import train_job
+
+    recipe = from_options(RetrieverRecipe, options)
+    source = question_source(setting or "supervised", split or "train", questions, data_dir)
+    card = train_job("retriever", recipe, source, Path(output), corpus, dev_run, device, not no_progress, stop_after)
+    click.echo(_card_line(output, card))
+
+
+@train.command("control")
+@click_options(ControlRecipe)
+@_learning_options
+def train_control(setting, split, questions, data_dir, output, corpus, dev_run, device, stop_after, no_progress, **options) -> None:
+    """Fit the question-agnostic control (a passage classifier that never sees the question)."""
+    from ifqa.training.jobs import train_job
+
+    recipe = from_options(ControlRecipe, options)
+    source = question_source(setting or "supervised", split or "train", questions, data_dir)
+    card = train_job("control", recipe, source, Path(output), corpus, None, device, not no_progress)
+    click.echo(f"{output}/model: passage classifier, held-out AUC {card['classifier']['held_out_auc']:.3f}")
+
+
+def _card_line(output, card: dict) -> str:
+    if not card.get("finished"):
+        return f"{output}: stopped at step {card['step']} of {card['steps']}; rerun the same command to continue"
+    dev = card.get("dev") or {}
+    scores = "  ".join(f"{name} R@1 {v['gold_recall']['1']:.1f} R@5 {v['gold_recall']['5']:.1f}" for name, v in dev.items())
+    return f"{output}/model: trained in {card['train_seconds']:.0f} s" + (f"; dev {scores}" if scores else "")
 
 
 COMMANDS = [train]

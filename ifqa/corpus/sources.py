@@ -74,9 +74,13 @@ def detect(path: Path, format: str | None = None) -> Source:
 
 
 def _head(source: Source) -> bytes:
+    """The first 64 kB, or the whole first line when the file starts like JSON (one article can be MBs)."""
     try:
         with open_binary(source) as handle:
-            return handle.read(1 << 16)
+            head = handle.read(1 << 16)
+            if head.lstrip(b"\xef\xbb\xbf").lstrip().startswith(b"{") and b"\n" not in head:
+                head += handle.readline(1 << 28)
+            return head
     except (OSError, EOFError, zlib.error) as exc:
         raise _read_error(exc, source) from None
 

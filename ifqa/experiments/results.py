@@ -30,6 +30,20 @@ def write_results(output: Path, results: dict) -> None:
             rows.append({"system": r["name"], "kind": "retriever",
                          **{f"gold@{k}": gold.get(k) for k in depths}, **{f"answer@{k}": r["recall"]["answer"][k] for k in depths}})
         lines.append("")
+        tested = [r for r in results["retrievers"] if r.get("gold_ci95")]
+        if tested:
+            depths_ = list(tested[0]["gold_ci95"])
+            lines += ["Gold recall with 95% bootstrap intervals; paired permutation test against the `compare_to` stage:", "",
+                      "| retriever | " + " | ".join(f"R@{k} [95% CI] | Δ vs baseline (p)" for k in depths_) + " |",
+                      "|---" * (2 * len(depths_) + 1) + "|"]
+            for r in tested:
+                cells = []
+                for k in depths_:
+                    cells.append(f"{r['recall']['gold'][k]:.1f} {_ci(r['gold_ci95'][k])}")
+                    vs = (r.get("vs") or {}).get(k)
+                    cells.append(f"{vs['difference']:+.1f} vs {r['vs']['name']} (p={vs['p_value']:.4f})" if vs else "")
+                lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
+            lines.append("")
     if results["readers"]:
         lines += ["## Readers (EM / F1 %, 95% bootstrap CI)", "",
                   "| system | retriever | EM | EM 95% CI | F1 | F1 95% CI | paper EM / F1 | status |", "|---|---|---|---|---|---|---|---|"]

@@ -35,6 +35,8 @@ class ExperimentContext:
     force: bool = False
     progress: bool = True
     runs: dict[str, Path] = field(default_factory=dict)
+    artifacts: dict[str, Path] = field(default_factory=dict)  # collections, indexes, models by stage name
+    gold_hits: dict[str, dict[int, list[float]]] = field(default_factory=dict)  # per-question, for paired tests
     results: dict[str, Any] = field(default_factory=dict)
 
     @property
@@ -44,7 +46,10 @@ class ExperimentContext:
         return hashlib.sha256(payload.encode()).hexdigest()
 
     def resolve(self, value: str | None) -> str | None:
-        """A path relative to the config's folder when it exists there; specs and hub ids stay as they are."""
+        """An earlier stage's output by its name, a path relative to the config's folder when it exists
+        there; specs and hub ids stay as they are."""
+        if value in self.artifacts:
+            return str(self.artifacts[value])
         if not value or ":" in value.split("/")[0]:  # demo:bm25, prebuilt:NAME
             return value
         candidate = Path(self.config["_root"]) / value
@@ -65,6 +70,12 @@ def stage_key(params: dict, inputs: list[Path]) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
+def enabled(spec: dict) -> bool:
+    """``enabled: ${IFQA_DENSE:-yes}`` switches a stage off with no, false, off, 0 or an empty value."""
+    value = spec.get("enabled", True)
+    return value if isinstance(value, bool) else str(value).strip().lower() not in ("", "0", "no", "false", "off")
+
+
 def question_source(config: dict, spec: dict) -> QuestionSource:
     if "file" in spec:
         return QuestionSource(file=str(Path(config["_root"]) / spec["file"]) if not Path(spec["file"]).is_absolute()
@@ -82,6 +93,9 @@ def run_experiment(path: str | Path, force: bool = False, progress: bool = True)
     context.results = {"name": config["name"], "questions": source.name, "n": len(questions),
                        "retrievers": [], "readers": []}
     for spec in config["_stages"]:
+        if not enabled(spec):
+            log.info("%s: skipped (enabled: %s)", spec["name"], spec.get("enabled"))
+            continue
         STAGES.get(spec["stage"])().run(context, spec)
     write_results(context.output, context.results)
     return context.results

@@ -8,6 +8,7 @@ registered in ``ifqa.registry.STAGES``; adding one needs no change to the runner
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 from pathlib import Path
@@ -19,7 +20,7 @@ log = logging.getLogger(__name__)
 
 
 class Stage:
-    KEYS: frozenset[str] = frozenset({"stage", "name"})
+    KEYS: frozenset[str] = frozenset({"stage", "name", "enabled"})
 
     @classmethod
     def check(cls, spec: dict, names: set[str], path: Path) -> None:
@@ -32,7 +33,8 @@ class Stage:
 
 
 class RetrieveStage(Stage):
-    KEYS = Stage.KEYS | {"indexes", "fusion", "weights", "query_mode", "k"}
+    KEYS = Stage.KEYS | {"indexes", "fusion", "weights", "query_mode", "k", "rerank", "rerank_depth", "query_encoder",
+                         "rewrite_model", "rewrite_base_url", "rewrite_backend", "compare_to"}
 
     @classmethod
     def check(cls, spec: dict, names: set[str], path: Path) -> None:
@@ -45,7 +47,11 @@ class RetrieveStage(Stage):
 
         return RetrievalConfig(indexes=[context.resolve(i) for i in spec["indexes"]], k=int(spec.get("k", context.config["k"])),
                                query_mode=spec.get("query_mode", "question"), fusion=spec.get("fusion", "rrf"),
-                               weights=spec.get("weights"))
+                               weights=spec.get("weights"), rerank=context.resolve(spec.get("rerank")),
+                               rerank_depth=int(spec.get("rerank_depth", 100)),
+                               query_encoder=context.resolve(spec.get("query_encoder")),
+                               rewrite_model=spec.get("rewrite_model"), rewrite_base_url=spec.get("rewrite_base_url"),
+                               rewrite_backend=spec.get("rewrite_backend", "openai"))
 
     def run(self, context, spec: dict) -> None:
         from ifqa.artifacts import read_run
@@ -62,6 +68,13 @@ class RetrieveStage(Stage):
                   "weights": config.weights, "questions": context.questions_key}
         if config.query_mode != "question":
             params["query_mode"] = config.query_mode
+        for name in ("rerank", "query_encoder"):
+            if getattr(config, name):
+                params[name] = _model_identity(getattr(config, name))
+                params[name + "_depth" if name == "rerank" else name + "_path"] = (
+                    config.rerank_depth if name == "rerank" else getattr(config, name))
+        if config.rewrite_model:
+            params["rewrite"] = [config.rewrite_backend, config.rewrite_model]
         key = stage_key(params, [])
         if not context.up_to_date(target, key):
             log.info("retrieve: %s", spec["name"])
@@ -70,8 +83,45 @@ class RetrieveStage(Stage):
         else:
             log.info("retrieve: %s is up to date", spec["name"])
         context.runs[spec["name"]] = target
-        report = summarize_run(read_run(target), context.questions.examples)
-        context.results["retrievers"].append({"name": spec["name"], "indexes": spec["indexes"], **report})
+        records = read_run(target)
+        report = summarize_run(records, context.questions.examples)
+        row = {"name": spec["name"], "indexes": spec["indexes"], **report, **gold_uncertainty(context, spec, records, config.k)}
+        context.results["retrievers"].append(row)
+        if config.rerank and context.questions.name.endswith(":dev"):
+            from ifqa.cards import add_dev_scores
+
+            add_dev_scores(config.rerank, spec["name"], context.questions.describe(), report["recall"]["gold"])
+
+
+#: Depths at which experiments report gold-recall intervals and the paired test.
+TESTED_DEPTHS = (1, 5, 20)
+
+
+def gold_uncertainty(context, spec: dict, records: list, k: int) -> dict:
+    """95% bootstrap intervals of gold recall@K and, with ``compare_to``, the paired permutation test
+    against that earlier retrieve stage on the same questions."""
+    from ifqa.eval.significance import bootstrap_ci, paired_test
+
+    depths = [d for d in TESTED_DEPTHS if d <= k]
+    hits = {d: [float(any(c.get("gold") for c in r["ctxs"][:d])) for r in records] for d in depths}
+    context.gold_hits[spec["name"]] = hits
+    out: dict[str, Any] = {"gold_ci95": {str(k): list(bootstrap_ci(v)) for k, v in hits.items()}}
+    baseline = spec.get("compare_to")
+    if baseline:
+        if baseline not in context.gold_hits:
+            raise IfqaError(f"retrieve stage {spec['name']!r}: compare_to {baseline!r} is not an earlier retrieve stage",
+                            context.config["_path"])
+        other = context.gold_hits[baseline]
+        out["vs"] = {"name": baseline, **{str(d): paired_test(hits[d], other[d]) for d in depths if d in other}}
+    return out
+
+
+def _model_identity(model: str) -> str:
+    """What makes a trained model's results stale: its card (written once per training) or its name."""
+    from ifqa.cards import read_card
+
+    card = {k: v for k, v in read_card(model).items() if k != "dev"} if Path(model).is_dir() else {}
+    return json.dumps(card, sort_keys=True) if card else model
 
 
 def _reader_row(context, spec: dict, report: dict, status: str, command: str) -> dict:

@@ -76,17 +76,30 @@ def _check_settings(folder: Path, settings: dict) -> None:
 
 def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT_ENCODER,
            query_encoder: str | None = None, shard: tuple[int, int] | None = None, batch_size: int = 64,
-           device: str | None = None, progress: bool = True, chunk: int = CHUNK, max_length: int | None = None) -> int:
-    """Encode the chunks of one shard (or all) that are not on disk yet; returns how many were encoded."""
+           device: str | None = None, progress: bool = True, chunk: int = CHUNK, max_length: int | None = None,
+           titles: bool = True) -> int:
+    """Encode the chunks of one shard (or all) that are not on disk yet; returns how many were encoded.
+
+    ``titles=False`` encodes passage text alone: the form trained retrievers read (IfQA's gold
+    passages have no title, so a title would tell them apart).
+    """
     from tqdm import tqdm
 
     corpus, folder = Path(corpus), Path(index_dir)
     if (folder / MANIFEST).exists():
         raise IfqaError("index already built (use --force to rebuild)", folder)
+    if titles:
+        from ifqa.cards import read_card
+
+        if read_card(encoder_name).get("kind") == "retriever":
+            raise IfqaError(f"{encoder_name} was trained on passages without titles; encode with --no-titles")
     (folder / "embeddings").mkdir(parents=True, exist_ok=True)
     record = corpus_record(corpus)
-    _check_settings(folder, {"encoder": encoder_name, "query_encoder": query_encoder, "chunk": chunk,
-                             "max_length": max_length, "corpus_sha256": record["sha256"]})
+    settings = {"encoder": encoder_name, "query_encoder": query_encoder, "chunk": chunk, "max_length": max_length,
+                "corpus_sha256": record["sha256"]}
+    if not titles:
+        settings["titles"] = False
+    _check_settings(folder, settings)
     offsets = _offsets(corpus, folder)
     store = PassageStore(corpus, offsets)
     chunks = math.ceil(len(offsets) / chunk)
@@ -99,6 +112,8 @@ def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAUL
                disable=not progress)
     for j in todo:
         passages = [store[p] for p in range(j * chunk, min((j + 1) * chunk, len(offsets)))]
+        if not titles:
+            passages = [{**passage, "title": ""} for passage in passages]
         vectors = encoder.encode_passages(passages, batch_size)
         with atomic_write(_chunk_path(folder, j), "wb") as handle:  # a chunk is on disk whole or not at all
             np.save(handle, vectors)
@@ -159,7 +174,8 @@ def merge(corpus: str | Path, index_dir: str | Path, index_type: str = "flat", s
     os.replace(tmp, folder / FAISS_FILE)
     settings = json.loads((folder / "embeddings" / "settings.json").read_text())
     params = {"encoder": settings["encoder"], "query_encoder": settings["query_encoder"],
-              "max_length": settings.get("max_length"), "index_type": index_type, "dim": dim,
+              "max_length": settings.get("max_length"), "titles": settings.get("titles", True),
+              "index_type": index_type, "dim": dim,
               "metric": "inner_product", **extra}
     return finish_manifest(folder, "faiss", params, corpus_record(Path(corpus)), total, started,
                            index_bytes=(folder / FAISS_FILE).stat().st_size,
@@ -169,7 +185,7 @@ def merge(corpus: str | Path, index_dir: str | Path, index_type: str = "flat", s
 def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT_ENCODER,
           query_encoder: str | None = None, index_type: str = "flat", shard: tuple[int, int] | None = None,
           batch_size: int = 64, device: str | None = None, force: bool = False, progress: bool = True,
-          chunk: int = CHUNK, max_length: int | None = None) -> dict | None:
+          chunk: int = CHUNK, max_length: int | None = None, titles: bool = True) -> dict | None:
     """Encode (one shard, or everything missing) and, without a shard, build the index."""
     folder = Path(index_dir)
     if force and (folder / MANIFEST).exists():
@@ -177,7 +193,7 @@ def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT
 
         shutil.rmtree(folder)
     started = time.time()
-    encode(corpus, folder, encoder_name, query_encoder, shard, batch_size, device, progress, chunk, max_length)
+    encode(corpus, folder, encoder_name, query_encoder, shard, batch_size, device, progress, chunk, max_length, titles)
     if shard is not None:
         return None
     return merge(corpus, folder, index_type, started=started)

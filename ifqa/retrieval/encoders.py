@@ -122,3 +122,27 @@ def load_encoder(name: str = DEFAULT_ENCODER, question_name: str | None = None, 
     if is_dpr(name):
         return DPREncoder(name, question_name, device, max_length)
     return SentenceEncoder(name, device, max_length)
+
+
+def use_query_encoder(retriever, name: str, device: str | None = None) -> None:
+    """Search a dense index with a question-side encoder trained for its passage encoder.
+
+    Refused unless the encoder's model card says it was trained question-side only against this
+    index's passage encoder, reading passages without titles as this index encodes them.
+    """
+    from ifqa.cards import read_card
+
+    if retriever.manifest.get("engine") != "faiss":
+        return  # BM25 indexes have no query encoder
+    params = retriever.manifest["params"]
+    extra = read_card(name).get("extra", {})
+    if not extra.get("question_side_only"):
+        raise IfqaError(f"{name}: not a question-side encoder (its ifqa_card.json does not say question_side_only); "
+                        "a fully trained retriever needs its own index: ifqa index dense --encoder MODEL --no-titles")
+    if extra.get("passage_encoder") not in (params["encoder"], resolve(params["encoder"])):
+        raise IfqaError(f"{name}: trained against passage encoder {extra.get('passage_encoder')!r}, but "
+                        f"{retriever.name} was encoded with {params['encoder']!r}")
+    if params.get("titles", True):
+        raise IfqaError(f"{retriever.name}: encodes titles, which trained retrievers never see; build the index "
+                        "with --no-titles")
+    retriever.encoder = load_encoder(name, None, device, params.get("max_length"))

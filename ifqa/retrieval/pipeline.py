@@ -42,6 +42,13 @@ class RetrievalConfig:
     device: str | None = None
     threads: int = 1
     batch_size: int = 64
+    rewrite_model: str | None = None  # the LLM behind the rewrite and hyde query modes
+    rewrite_backend: str = "openai"
+    rewrite_base_url: str | None = None
+    rewrite_cache: str | None = None  # response cache file (default: the shared LLM cache)
+    query_encoder: str | None = None  # a question-side encoder from `ifqa train --retriever --question-side-only`
+    rerank: str | None = None  # a cross-encoder folder or hub id
+    rerank_depth: int = 100  # first-stage passages the reranker re-scores
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -50,6 +57,8 @@ class RetrievalConfig:
             raise IfqaError(f"unknown fusion {self.fusion!r}; choose from {', '.join(FUSIONS)}")
         if self.weights is not None and len(self.weights) != len(self.indexes):
             raise IfqaError(f"--weights needs one weight per index ({len(self.indexes)}), got {len(self.weights)}")
+        if self.rerank_depth < 1:
+            raise IfqaError(f"rerank depth must be at least 1, got {self.rerank_depth}")
         QUERY_MODES.get(self.query_mode)  # an unknown mode fails here, before any index is opened
 
 
@@ -74,8 +83,19 @@ class RetrievalPipeline:
             open_index(spec, config.corpus, config.device) for spec in config.indexes]
         if len(self.retrievers) > 1:
             check_same_collection(self.retrievers)
-        self.formulate = QUERY_MODES.get(config.query_mode)
+        if config.query_encoder:
+            from ifqa.retrieval.encoders import use_query_encoder
+
+            for retriever in self.retrievers:
+                use_query_encoder(retriever, config.query_encoder, config.device)
+        formulation = QUERY_MODES.get(config.query_mode)
+        self.formulate = (formulation.for_config(config) if hasattr(formulation, "for_config")
+                          else lambda questions: [formulation(question) for question in questions])
         self.rerankers = list(rerankers)
+        if config.rerank and not rerankers:
+            from ifqa.retrieval.rerank import load_reranker
+
+            self.rerankers = [load_reranker(config.rerank, config.rerank_depth, device=config.device)]
 
     @property
     def passages(self):
@@ -84,10 +104,11 @@ class RetrievalPipeline:
     def search(self, questions: Sequence[str]) -> list[Hits]:
         """Top-k for each question: every (index, sub-query) list, fused when there are several."""
         config = self.config
-        subqueries = [self.formulate(question) for question in questions]
+        subqueries = self.formulate(list(questions))
         flat = [query for queries in subqueries for query in queries]
         several = len(self.retrievers) > 1 or any(len(queries) > 1 for queries in subqueries)
-        depth = max(config.k, config.depth) if several else config.k
+        wanted = max(config.k, config.rerank_depth) if self.rerankers else config.k  # what fusion must return
+        depth = max(wanted, config.depth) if several else wanted
         per_index = [r.search(flat, depth, config.threads) for r in self.retrievers]
         weights = config.weights or [1.0] * len(self.retrievers)
         combine = FUSIONS[config.fusion]
@@ -95,7 +116,7 @@ class RetrievalPipeline:
         for question, queries in zip(questions, subqueries):
             lists = [(weight, hits[start + j]) for weight, hits in zip(weights, per_index) for j in range(len(queries))]
             start += len(queries)
-            hits = lists[0][1] if not several else combine([h for _, h in lists], config.k, [w for w, _ in lists])
+            hits = lists[0][1] if not several else combine([h for _, h in lists], wanted, [w for w, _ in lists])
             for reranker in self.rerankers:
                 hits = reranker.rerank(question, hits, self.passages)
             results.append(hits[: config.k])
@@ -132,7 +153,7 @@ class RetrievalPipeline:
              "corpus": r.manifest.get("corpus")} for r in self.retrievers],
             fusion=config.fusion if len(self.retrievers) > 1 else None,
             weights=list(config.weights) if config.weights else None,
-            rerankers=[getattr(r, "name", type(r).__name__) for r in self.rerankers],
+            rerankers=[r.describe() if hasattr(r, "describe") else type(r).__name__ for r in self.rerankers],
             seconds=round(time.time() - started, 2))
         return records
 

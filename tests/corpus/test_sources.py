@@ -22,6 +22,17 @@ def test_detects_formats_from_content(tmp_path, small_dump):
     assert sources.detect(tmp_path / "p.tsv").format == "passages-tsv"
 
 
+def test_detects_json_whose_first_article_is_longer_than_the_sniffed_head(tmp_path):
+    import gzip
+    import json
+
+    long_article = {"id": "12", "url": "u", "title": "Anarchism", "text": "word " * 200_000}  # ~1 MB line
+    path = tmp_path / "articles.jsonl.gz"
+    with gzip.open(path, "wt") as handle:
+        handle.write(json.dumps(long_article) + "\n")
+    assert sources.detect(path).format == "wikiextractor-json"
+
+
 def test_a_file_that_is_not_what_its_name_says(tmp_path, small_dump):
     fake = tmp_path / "dump.xml.bz2"
     fake.write_bytes(small_dump.read_bytes())

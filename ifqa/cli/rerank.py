@@ -1,0 +1,43 @@
+"""`ifqa rerank RUN --model M --depth N -o RUN2`: re-score a run's top passages with a cross-encoder."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from ifqa.cli.options import question_options, question_source
+
+
+@click.command()
+@click.argument("run", type=click.Path(dir_okay=False, exists=True))
+@click.option("--model", required=True, help="Cross-encoder: a folder from `ifqa train --reranker` or a hub id "
+              "(cross-encoder/ms-marco-MiniLM-L-6-v2, BAAI/bge-reranker-base, ...).")
+@click.option("--depth", default=100, show_default=True, type=click.IntRange(min=1), help="Passages re-scored per question.")
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="The reranked run (+ manifest).")
+@question_options
+@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1), help="Pairs scored together.")
+@click.option("--max-length", type=click.IntRange(min=16), help="Tokens per pair (default: the model's).")
+@click.option("--device", help="cpu, cuda ... (default: GPU when present).")
+@click.option("--json", "as_json", is_flag=True, help="Print the recall report as JSON.")
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+def rerank(run, model, depth, output, setting, split, questions, data_dir, batch_size, max_length, device, as_json,
+           no_progress) -> None:
+    """Rerank a run file (resumable: rerun the same command after an interruption)."""
+    from ifqa.artifacts import read_run
+    from ifqa.cli.evaluate import questions_for
+    from ifqa.errors import IfqaError
+    from ifqa.eval import report
+    from ifqa.eval.summary import summarize_run
+    from ifqa.retrieval.rerank import load_reranker, rerank_run
+
+    if click.format_filename(run) == click.format_filename(output):
+        raise IfqaError("--output must differ from the input run", output)
+    question_set = questions_for(run, question_source(setting, split, questions, data_dir))
+    reranker = load_reranker(model, depth, batch_size, device, max_length)
+    rerank_run(run, reranker, output, question_set, progress=not no_progress)
+    result = summarize_run(read_run(output), question_set.examples)
+    click.echo(json.dumps(result) if as_json else f"run: {output}\n\n" + report.format_run_report(result))
+
+
+COMMANDS = [rerank]

@@ -1,0 +1,59 @@
+"""The question-agnostic control at search time: first-stage score + weight x a passage classifier's
+logit, the question never read (how it is trained, and why: ``ifqa.training.control``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ifqa.errors import IfqaError
+
+SETTINGS = "passage_prior.json"
+WEIGHTS = "passage_prior.npy"
+N_FEATURES = 1 << 20
+DEFAULT_WEIGHT = 0.5
+
+
+def vectorizer():
+    """Hashed word uni- and bigrams: stateless, so the classifier is only a weight vector (no pickle)."""
+    from sklearn.feature_extraction.text import HashingVectorizer
+
+    return HashingVectorizer(n_features=N_FEATURES, ngram_range=(1, 2), alternate_sign=False, norm="l2")
+
+
+def is_control(folder: str | Path) -> bool:
+    return (Path(folder) / SETTINGS).exists()
+
+
+class PassagePriorReranker:
+    """First-stage score + weight x the classifier's logit for the same passage."""
+
+    def __init__(self, folder: str | Path, depth: int = 100):
+        folder = Path(folder)
+        try:
+            self.info = json.loads((folder / SETTINGS).read_text())
+            self.weights = np.load(folder / WEIGHTS, allow_pickle=False)
+        except (OSError, ValueError) as exc:
+            raise IfqaError(f"not a passage-prior control ({exc})", folder) from None
+        if self.weights.shape != (self.info.get("n_features"),):
+            raise IfqaError("passage_prior.npy does not match passage_prior.json", folder)
+        self.name, self.depth = str(folder), depth
+
+    def describe(self) -> dict:
+        return {"model": self.name, "kind": "passage-prior (question-agnostic control)", "depth": self.depth}
+
+    def rerank(self, question: str, hits, passages):
+        from ifqa.retrieval.rerank import rerank_hits
+
+        return rerank_hits(self, question, hits, passages)
+
+    def prior(self, texts: Sequence[str]) -> np.ndarray:
+        return vectorizer().transform(list(texts)) @ self.weights + self.info["intercept"]
+
+    def score(self, question: str, texts: Sequence[str], first_scores: Sequence[float]) -> list[float]:
+        """First-stage score plus the weighted passage prior; ``question`` is never read."""
+        prior = self.prior(texts)
+        return [float(s) + self.info["weight"] * float(p) for s, p in zip(first_scores, prior)]

@@ -1,0 +1,114 @@
+"""One training job for a learned retrieval component: check the questions, mine (or reuse) the
+training groups, train (resumably), write the model card, and score a dev run when given one."""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from pathlib import Path
+
+from ifqa import __version__
+from ifqa.errors import IfqaError
+from ifqa.cards import add_dev_scores, write_card
+from ifqa.training.data import check_has_gold, mine_groups, read_groups, write_groups
+
+log = logging.getLogger(__name__)
+
+EVALUATION_SPLITS = ("dev", "test", "validation")
+
+
+def check_training_split(source) -> None:
+    """Never train on an evaluation split: selection is done on dev, and test is held out."""
+    if not source.file:
+        _, split = source.resolved()
+        if split in EVALUATION_SPLITS:
+            raise IfqaError(f"refusing to train on the {split} split; train on 'train' and keep {split} for evaluation")
+
+
+def _groups(recipe, questions, output: Path, corpus: str | None, progress: bool):
+    """Mined groups, reused when the questions and mining settings are those already mined."""
+    from ifqa.io import read_json, write_json
+    from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline
+    from ifqa.retrieval.specs import index_manifest
+
+    if not recipe.index:
+        raise IfqaError("--index is needed: the collection's index that hard negatives are mined from")
+    identity = {"questions": questions.describe(), "index": index_manifest(recipe.index).get("corpus"),
+                "query_mode": recipe.query_mode, "hard_depth": recipe.hard_depth, "other_gold": recipe.other_gold,
+                "seed": recipe.seed}
+    path, meta = output / "groups.jsonl", output / "groups.json"
+    if path.exists() and meta.exists() and read_json(meta) == identity:
+        return read_groups(path), identity
+    pipeline = RetrievalPipeline(RetrievalConfig(indexes=[recipe.index], k=recipe.hard_depth,
+                                                 query_mode=recipe.query_mode, corpus=corpus))
+    groups = mine_groups(questions.examples, pipeline, recipe.hard_depth, recipe.other_gold, recipe.seed, progress)
+    write_groups(groups, path)
+    write_json(meta, identity)
+    return groups, identity
+
+
+def train_job(kind: str, recipe, source, output: Path, corpus: str | None = None, dev_run: str | None = None,
+              device: str | None = None, progress: bool = True, stop_after: int | None = None) -> dict:
+    """Train a ``reranker`` or ``retriever`` into ``output/model``; returns its card (plus progress fields)."""
+    check_training_split(source)
+    questions = source.load()
+    check_has_gold(questions.examples, questions.name)
+    output.mkdir(parents=True, exist_ok=True)
+    groups, mined = _groups(recipe, questions, output, corpus, progress)
+    started = time.time()
+    if kind == "control":
+        from ifqa.training.control import train_control
+
+        info = train_control(groups, output / "model", recipe.seed, recipe.weight)
+        card = {"ifqa": __version__, "kind": "control", "recipe": dataclasses.asdict(recipe), "classifier": info,
+                "training_data": {"questions": questions.describe(), "groups": len(groups), "mining": mined},
+                "seed": recipe.seed, "train_seconds": round(time.time() - started, 1)}
+        write_card(output / "model", card)
+        return {"finished": True, **card}
+    if kind == "reranker":
+        from ifqa.training.reranker import train_reranker as train
+    else:
+        from ifqa.training.retriever import train_retriever as train
+    result = train(groups, output, recipe, device, progress, stop_after)
+    if not result["finished"]:
+        return {"finished": False, "step": result["step"], "steps": result["steps"]}
+    card = {"ifqa": __version__, "kind": kind, "base_model": recipe.model, "recipe": dataclasses.asdict(recipe),
+            "training_data": {"questions": questions.describe(), "groups": len(groups), "mining": mined},
+            "passages_read_as": "text without title (IfQA gold passages have none; every other passage has one)",
+            "negatives": f"top-{recipe.hard_depth} of the first stage minus gold matches, plus "
+                         f"{recipe.other_gold} other questions' gold passage(s)",
+            "seed": recipe.seed, "steps": result["steps"], "train_seconds": round(time.time() - started, 1),
+            "device": result["device"], "loss": result["history"][-3:], "extra": result.get("extra", {})}
+    model_dir = output / "model"
+    write_card(model_dir, card)
+    if dev_run:
+        score_dev_run(kind, model_dir, dev_run, source.data_dir, device, progress)
+    from ifqa.cards import read_card
+
+    return {"finished": True, **read_card(model_dir)}
+
+
+def score_dev_run(kind: str, model_dir: Path, dev_run: str, data_dir: str | None, device: str | None,
+                  progress: bool) -> None:
+    """Rerank a dev run with the new reranker and record gold recall before and after in the card."""
+    from ifqa.artifacts import read_run, recorded_questions
+    from ifqa.datasets import QuestionSource
+    from ifqa.eval.summary import summarize_run
+
+    recorded = recorded_questions(dev_run)
+    if not recorded:
+        raise IfqaError("--dev-run needs a run made by ifqa (its manifest names the question set)", dev_run)
+    questions = QuestionSource.parse(recorded["name"], data_dir).load()
+    if ":" in recorded["name"] and recorded["name"].split(":")[1] != "dev":
+        raise IfqaError(f"--dev-run is a run of {recorded['name']}; dev scores must come from a dev split", dev_run)
+    before = summarize_run(read_run(dev_run), questions.examples)["recall"]["gold"]
+    add_dev_scores(model_dir, "first stage", questions.describe(), before)
+    if kind != "reranker":
+        return
+    from ifqa.retrieval.rerank import load_reranker, rerank_run
+
+    target = model_dir.parent / "dev-reranked.jsonl"
+    rerank_run(dev_run, load_reranker(str(model_dir), device=device), target, questions, progress)
+    after = summarize_run(read_run(target), questions.examples)["recall"]["gold"]
+    add_dev_scores(model_dir, "reranked", questions.describe(), after)

@@ -1,0 +1,92 @@
+"""`ifqa train --reranker`: a cross-encoder (sentence-transformers ``CrossEncoder``) trained on IfQA.
+
+Each step scores, for a few questions, the question against one gold passage, the other
+questions' gold passages and mined hard negatives; the loss is cross-entropy over each question's
+group (the gold passage must win). Any encoder checkpoint can start it (default: the offline
+all-MiniLM-L6-v2 weights, given a fresh scoring head) or a trained cross-encoder.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from dataclasses import asdict
+from pathlib import Path
+from typing import Sequence
+
+from ifqa.errors import IfqaError
+from ifqa.retrieval.rerank import load_cross_encoder
+from ifqa.training.data import TrainingGroup
+from ifqa.training.loop import LoopSettings, run_loop
+from ifqa.training.recipes import RerankerRecipe
+
+log = logging.getLogger(__name__)
+
+
+def plan_steps(groups: Sequence[TrainingGroup], recipe: RerankerRecipe) -> list[list[tuple[str, list[str]]]]:
+    """Every step's (question, [gold, negative, ...]) groups, fixed by the seed."""
+    rng = random.Random(recipe.seed)
+    steps = []
+    for _ in range(recipe.epochs):
+        order = list(groups)
+        rng.shuffle(order)
+        for start in range(0, len(order) - recipe.questions_per_step + 1, recipe.questions_per_step):
+            batch = []
+            for group in order[start : start + recipe.questions_per_step]:
+                others = group.other_gold[: recipe.other_gold]
+                wanted = recipe.group_size - 1 - len(others)
+                pool = group.negatives[: recipe.hard_depth]
+                hard = rng.sample(pool, min(wanted, len(pool)))
+                batch.append((group.question, [rng.choice(group.positives)] + others + hard))
+            steps.append(batch)
+    return steps
+
+
+def train_reranker(groups: Sequence[TrainingGroup], output: str | Path, recipe: RerankerRecipe,
+                   device: str | None = None, progress: bool = True, stop_after: int | None = None) -> dict:
+    """Train (or resume) into ``output``; the finished model is ``output/model`` (a CrossEncoder folder)."""
+    import torch
+
+    from ifqa.devices import pick_device
+
+    output = Path(output)
+    if (output / "model" / "config.json").exists():
+        raise IfqaError("already holds a trained model; choose another --output or delete it", output)
+    groups = [g for g in groups if g.positives and len(g.negatives) + len(g.other_gold) >= 1]
+    if not groups:
+        raise IfqaError("no training group has both a gold passage and a negative")
+    torch.manual_seed(recipe.seed)
+    device = pick_device(device)
+    encoder = load_cross_encoder(recipe.model, "cpu", recipe.max_length, num_labels=1)
+    model, tokenizer = encoder.model, encoder.tokenizer
+    steps = plan_steps(groups, recipe)
+    if not steps:
+        raise IfqaError(f"{len(groups)} training groups make no step of {recipe.questions_per_step} questions")
+
+    def loss_of(batch) -> "torch.Tensor":
+        questions = [q for q, passages in batch for _ in passages]
+        passages = [p for _, passages in batch for p in passages]
+        inputs = tokenizer(questions, passages, truncation="only_second", max_length=recipe.max_length,
+                           padding=True, return_tensors="pt").to(device)
+        logits = model(**inputs).logits.float().view(-1)
+        losses, start = [], 0
+        for _, group in batch:
+            scores = logits[start : start + len(group)]
+            losses.append(torch.logsumexp(scores, 0) - scores[0])
+            start += len(group)
+        return torch.stack(losses).mean()
+
+    def save_model(folder: Path) -> None:
+        from ifqa.io import atomic_dir
+
+        model.eval()
+        with atomic_dir(folder / "model") as tmp:
+            encoder.save(str(tmp))
+
+    settings = LoopSettings(steps=len(steps), lr=recipe.lr, bf16=not recipe.fp32, seed=recipe.seed)
+    output.mkdir(parents=True, exist_ok=True)
+    result = run_loop(model, list(model.parameters()), steps, loss_of, output, settings, device, progress,
+                      stop_after, save_model)
+    result["recipe"] = asdict(recipe)
+    result["groups"] = len(groups)
+    return result

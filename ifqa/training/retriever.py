@@ -1,0 +1,105 @@
+"""`ifqa train --retriever`: fine-tune a sentence-transformers bi-encoder on IfQA.
+
+Each step encodes a batch of questions and, for each, one gold passage and ``hard_negatives``
+mined passages; every question is scored against every passage of the batch (so other questions'
+gold passages are in-batch negatives) and the loss is cross-entropy with temperature.
+``question_side_only`` trains a copy of the encoder for questions and keeps the passage encoder
+frozen, so an index built with the starting model stays valid (no re-encoding); it must be an
+index built without titles (``ifqa index dense --no-titles``), the form training reads.
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+import random
+from pathlib import Path
+from typing import Sequence
+
+from ifqa.errors import IfqaError
+from ifqa.retrieval.encoders import resolve
+from ifqa.training.data import TrainingGroup
+from ifqa.training.loop import LoopSettings, run_loop
+from ifqa.training.recipes import RetrieverRecipe
+
+log = logging.getLogger(__name__)
+
+
+def plan_steps(groups: Sequence[TrainingGroup], recipe: RetrieverRecipe) -> list[list[tuple[str, list[str]]]]:
+    rng = random.Random(recipe.seed)
+    steps = []
+    for _ in range(recipe.epochs):
+        order = list(groups)
+        rng.shuffle(order)
+        for start in range(0, len(order) - recipe.questions_per_step + 1, recipe.questions_per_step):
+            batch = []
+            for group in order[start : start + recipe.questions_per_step]:
+                pool = group.negatives[: recipe.hard_depth]
+                batch.append((group.question, [rng.choice(group.positives)] + rng.sample(pool, min(recipe.hard_negatives, len(pool)))))
+            steps.append(batch)
+    return steps
+
+
+def load_bi_encoder(name: str, max_length: int):
+    from sentence_transformers import SentenceTransformer
+
+    path = Path(resolve(name))
+    if path.exists() and not (path / "config.json").exists() and not (path / "modules.json").exists():
+        raise IfqaError("not a model folder (no config.json or modules.json)", path)
+    try:
+        model = SentenceTransformer(str(path) if path.exists() else name, device="cpu")
+    except (OSError, ValueError) as exc:
+        raise IfqaError(f"cannot load a sentence-transformers model from {name!r} ({str(exc).splitlines()[0]})") from None
+    model.max_seq_length = max_length
+    return model
+
+
+def train_retriever(groups: Sequence[TrainingGroup], output: str | Path, recipe: RetrieverRecipe,
+                    device: str | None = None, progress: bool = True, stop_after: int | None = None) -> dict:
+    import torch
+    import torch.nn.functional as F
+
+    from ifqa.devices import pick_device
+
+    output = Path(output)
+    if (output / "model" / "config.json").exists():
+        raise IfqaError("already holds a trained model; choose another --output or delete it", output)
+    torch.manual_seed(recipe.seed)
+    device = pick_device(device)
+    model = load_bi_encoder(recipe.model, recipe.max_length)
+    passage_model = copy.deepcopy(model).to(device).eval() if recipe.question_side_only else model
+    steps = plan_steps([g for g in groups if g.positives], recipe)
+    if not steps:
+        raise IfqaError(f"{len(groups)} training groups make no step of {recipe.questions_per_step} questions")
+
+    def embed(encoder, texts: list[str]):
+        features = {k: v.to(device) if hasattr(v, "to") else v for k, v in encoder.tokenize(texts).items()}
+        return F.normalize(encoder(features)["sentence_embedding"].float(), dim=-1)
+
+    def loss_of(batch) -> "torch.Tensor":
+        questions = embed(model, [q for q, _ in batch])
+        texts, targets = [], []
+        for _, passages in batch:
+            targets.append(len(texts))
+            texts.extend(passages)
+        if recipe.question_side_only:
+            with torch.no_grad():
+                passages_ = embed(passage_model, texts)
+        else:
+            passages_ = embed(model, texts)
+        scores = questions @ passages_.T / recipe.temperature
+        return F.cross_entropy(scores, torch.tensor(targets, device=scores.device))
+
+    def save_model(folder: Path) -> None:
+        from ifqa.io import atomic_dir
+
+        with atomic_dir(folder / "model") as tmp:
+            model.save(str(tmp))
+
+    settings = LoopSettings(steps=len(steps), lr=recipe.lr, bf16=not recipe.fp32, seed=recipe.seed)
+    output.mkdir(parents=True, exist_ok=True)
+    result = run_loop(model, [p for p in model.parameters() if p.requires_grad], steps, loss_of, output, settings,
+                      device, progress, stop_after, save_model)
+    result["extra"] = {"question_side_only": recipe.question_side_only,
+                       "passage_encoder": recipe.model if recipe.question_side_only else "the trained model"}
+    return result

@@ -1,0 +1,142 @@
+"""`ifqa train --reranker` and `ifqa rerank` on the demo set with a tiny model the test builds."""
+
+import json
+
+import pytest
+
+from ifqa.artifacts import read_manifest, read_run
+
+TRAIN = ["--index", "demo:bm25", "--epochs", "1", "--questions-per-step", "2",
+         "--group-size", "4", "--max-length", "64", "--hard-depth", "10", "--no-progress", "--setting", "demo"]
+BASE = TRAIN[:-2]  # without the question set
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, tiny_model):
+    from tests.conftest import run_cli
+
+    out = tmp_path_factory.mktemp("reranker") / "rr"
+    first = run_cli("train", "--reranker", *TRAIN, "--model", tiny_model, "-o", out, "--stop-after", "2")
+    assert first.returncode == 0, first.stderr
+    assert "stopped at step 2 of 6" in first.stdout and (out / "state" / "trainer.pt").exists()
+    second = run_cli("train", "--reranker", *TRAIN, "--model", tiny_model, "-o", out)
+    assert second.returncode == 0, second.stderr
+    return out
+
+
+def test_training_resumes_and_writes_a_model_with_its_card(trained, tiny_model):
+    model = trained / "model"
+    assert (model / "config.json").exists() and not (trained / "state").exists()
+    card = json.loads((model / "ifqa_card.json").read_text())
+    assert card["kind"] == "reranker" and card["seed"] == 0 and card["steps"] == 6
+    assert card["recipe"]["model"] == str(tiny_model) and card["recipe"]["group_size"] == 4
+    assert card["training_data"]["questions"]["name"] == "demo:train"
+    assert "without title" in card["passages_read_as"]
+    groups = [json.loads(line) for line in (trained / "groups.jsonl").read_text().splitlines()]
+    assert len(groups) == 12 and all(g["positives"] and g["other_gold"] for g in groups)
+
+
+def test_mined_negatives_never_include_a_gold_passage(trained):
+    from ifqa.datasets.demo import load_demo
+    from ifqa.eval.passages import GoldMatcher
+
+    gold = {e.qid: GoldMatcher(e.context) for e in load_demo("train")}
+    for line in (trained / "groups.jsonl").read_text().splitlines():
+        group = json.loads(line)
+        assert not any(gold[group["qid"]].matches(text) for text in group["negatives"] + group["other_gold"])
+
+
+def test_same_seed_same_model(tmp_path, trained, tiny_model, cli):
+    import torch
+    from safetensors.torch import load_file
+
+    again = tmp_path / "again"
+    result = cli("train", "reranker", *TRAIN, "--model", tiny_model, "-o", again)
+    assert result.returncode == 0, result.stderr
+    a, b = load_file(trained / "model" / "model.safetensors"), load_file(again / "model" / "model.safetensors")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_refuses_to_train_on_dev_or_without_gold(tmp_path, tiny_model, cli):
+    result = cli("train", "--reranker", *TRAIN, "--split", "dev", "--model", tiny_model, "-o", tmp_path / "x")
+    assert result.returncode == 1 and "refusing to train on the dev split" in result.stderr
+    bare = tmp_path / "q.json"
+    bare.write_text(json.dumps([{"idx": 1, "question": "If a, what b?", "answers": ["c"], "context": []}]))
+    result = cli("train", "--reranker", *BASE, "--questions", bare,
+                 "--model", tiny_model, "-o", tmp_path / "y")
+    assert result.returncode == 1 and "have no gold passage" in result.stderr
+    assert not (tmp_path / "y" / "model").exists()
+
+
+def test_rerank_reorders_the_top_and_keeps_the_rest(tmp_path, trained, cli):
+    run = tmp_path / "run.jsonl"
+    assert cli("retrieve", "--k", "8", "-o", run, "--no-progress").returncode == 0
+    out = tmp_path / "reranked.jsonl"
+    result = cli("rerank", run, "--model", trained / "model", "--depth", "5", "-o", out, "--no-progress")
+    assert result.returncode == 0, result.stderr
+    before, after = read_run(run), read_run(out)
+    assert [r["qid"] for r in before] == [r["qid"] for r in after]
+    for b, a in zip(before, after):
+        assert sorted(c["id"] for c in b["ctxs"][:5]) == sorted(c["id"] for c in a["ctxs"][:5])
+        assert [c["id"] for c in b["ctxs"][5:]] == [c["id"] for c in a["ctxs"][5:]]
+        scores = [c["score"] for c in a["ctxs"][:5]]
+        assert scores == sorted(scores, reverse=True)
+        for ctx in a["ctxs"]:
+            assert {"gold", "has_answer"} <= set(ctx)
+    manifest = read_manifest(out)
+    assert manifest["questions"]["name"] == "demo:dev" and manifest["rerankers"][-1]["depth"] == 5
+    assert not (tmp_path / "reranked.jsonl.partial").exists()
+
+
+def test_rerank_resumes_from_a_partial_file(tmp_path, trained, cli):
+    run = tmp_path / "run.jsonl"
+    assert cli("retrieve", "--k", "6", "-o", run, "--no-progress").returncode == 0
+    out = tmp_path / "r.jsonl"
+    assert cli("rerank", run, "--model", trained / "model", "--depth", "6", "-o", out, "--no-progress").returncode == 0
+    complete = read_run(out)
+    out.unlink()
+    header = {"partial_of": str(run), "run_bytes": run.stat().st_size,
+              "reranker": {"model": str(trained / "model"), "depth": 6, "max_length": 64}}
+    partial = tmp_path / "r.jsonl.partial"
+    torn = json.dumps(complete[1])[:40]  # a line cut by a kill
+    partial.write_text(json.dumps(header) + "\n" + json.dumps(complete[0]) + "\n" + torn)
+    result = cli("-v", "rerank", run, "--model", trained / "model", "--depth", "6", "-o", out, "--no-progress")
+    assert result.returncode == 0, result.stderr
+    assert "resuming after 1 reranked questions" in result.stderr
+    assert read_run(out) == complete and not partial.exists()
+
+
+def test_retrieve_with_a_rerank_stage(tmp_path, trained, cli):
+    out = tmp_path / "run.jsonl"
+    result = cli("retrieve", "--k", "3", "--rerank", trained / "model", "--rerank-depth", "8", "-o", out, "--no-progress")
+    assert result.returncode == 0, result.stderr
+    records = read_run(out)
+    assert all(len(r["ctxs"]) == 3 for r in records)
+    assert read_manifest(out)["rerankers"][0]["depth"] == 8
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--depth", "0"], "--depth"),
+    (["--model", "NOT_A_MODEL_DIR"], "not a model folder"),
+])
+def test_rerank_bad_input(tmp_path, trained, cli, args, message):
+    run = tmp_path / "run.jsonl"
+    assert cli("retrieve", "--k", "3", "-o", run, "--no-progress").returncode == 0
+    (tmp_path / "NOT_A_MODEL_DIR").mkdir()
+    args = [a.replace("NOT_A_MODEL_DIR", str(tmp_path / "NOT_A_MODEL_DIR")) for a in args]
+    if "--model" not in args:
+        args += ["--model", str(trained / "model")]
+    result = cli("rerank", run, *args, "-o", tmp_path / "out.jsonl")
+    assert result.returncode != 0 and message in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_rerank_refuses_a_run_without_passage_text(tmp_path, trained, cli):
+    run = tmp_path / "run.jsonl"
+    assert cli("retrieve", "--k", "3", "-o", run, "--no-progress").returncode == 0
+    records = read_run(run)
+    records[1]["ctxs"][0]["text"] = ""
+    run.write_text("".join(json.dumps(r) + "\n" for r in records))
+    result = cli("rerank", run, "--model", trained / "model", "-o", tmp_path / "out.jsonl")
+    assert result.returncode == 1 and "run.jsonl:2: passage" in result.stderr and "has no text" in result.stderr
+    assert not (tmp_path / "out.jsonl").exists() and not (tmp_path / "out.jsonl.partial").exists()
