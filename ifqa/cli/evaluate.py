@@ -27,7 +27,7 @@ def questions_for(path: str, source) -> "object":
 @click.command()
 @click.option("--predictions", type=click.Path(dir_okay=False), help="Predictions JSONL {qid, prediction, ...}.")
 @click.option("--run", "run_path", type=click.Path(dir_okay=False), help="Retrieval run JSONL {qid, question, answers, ctxs}.")
-@click.option("--compare", type=click.Path(dir_okay=False), help="A second predictions file: paired difference and p-value.")
+@click.option("--compare", type=click.Path(dir_okay=False), help="A second predictions file (or, with --run, a baseline run): paired difference and p-value.")
 @question_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--output", type=click.Path(dir_okay=False), help="Also write the report as JSON (metrics.json).")
@@ -53,8 +53,18 @@ def evaluate(predictions, run_path, compare, setting, split, questions, data_dir
             examples = questions_for(run_path, source).examples
         else:  # the run's own flags were computed from the set its manifest records
             examples = None
-        result = summarize_run(read_run(run_path), examples)
+        records = read_run(run_path)
+        result = summarize_run(records, examples)
         text = report.format_run_report(result)
+        if compare:
+            from ifqa.eval.summary import compare_runs
+
+            baseline = read_run(compare)
+            if examples is not None:
+                check_questions(compare, questions_for(run_path, source))
+                summarize_run(baseline, examples)  # flags recomputed from the same questions
+            result["compare"] = {"baseline": compare, **compare_runs(records, baseline)}
+            text += "\n\n" + report.format_run_comparison(result["compare"], result["recall"].get("gold", {}))
     if output:
         write_json(output, result)
     click.echo(json.dumps(result) if as_json else text)

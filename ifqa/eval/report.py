@@ -32,6 +32,15 @@ def format_prediction_report(report: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
+def format_run_comparison(comparison: dict[str, Any], gold: dict[str, float]) -> str:
+    rows = []
+    for k, test in comparison["vs_baseline"].items():
+        low, high = comparison["gold_ci95"][k]
+        rows.append([f"@{k}", gold.get(k, ""), f"[{low:.1f}, {high:.1f}]", f"{test['difference']:+.2f}", f"{test['p_value']:.4f}"])
+    return (f"gold recall against {comparison['baseline']} ({comparison['n']} paired questions; "
+            "permutation test):\n" + table(["depth", "recall", "95% CI", "difference", "p"], rows))
+
+
 def format_run_report(report: dict[str, Any]) -> str:
     depths = list(report["recall"]["answer"])
     rows = [[flavour, *[report["recall"][flavour][k] for k in depths]] for flavour in ("gold", "answer") if flavour in report["recall"]]

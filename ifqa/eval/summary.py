@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 from typing import Any, Mapping, Sequence
 
+from ifqa.errors import IfqaError
 from ifqa.eval.answers import QuestionScore, score_predictions
 from ifqa.eval.categories import ANSWER_TYPES, QUESTION_WORDS, answer_type, question_word
 from ifqa.eval.passages import RECALL_DEPTHS, GoldMatcher, flag_contexts, percent, recall_at
@@ -100,3 +101,25 @@ def summarize_run(records: Sequence[Mapping[str, Any]], examples: Sequence[Any] 
     }
     return report
 
+
+
+def gold_hits_at(records: Sequence[Mapping[str, Any]], depths: Sequence[int]) -> dict[int, list[float]]:
+    """Per question, 1.0 when a gold passage is in the top k (flags as stored in the run)."""
+    return {k: [float(any(ctx.get("gold") for ctx in record.get("ctxs", [])[:k])) for record in records] for k in depths}
+
+
+def compare_runs(records: Sequence[Mapping[str, Any]], baseline: Sequence[Mapping[str, Any]],
+                 depths: Sequence[int] = (1, 5, 20)) -> dict[str, Any]:
+    """Gold recall@k of ``records`` with 95% bootstrap intervals, and the paired permutation test
+    against ``baseline`` on the questions both runs hold (matched by qid)."""
+
+    other = {str(r.get("qid")): r for r in baseline}
+    mine = [r for r in records if str(r.get("qid")) in other]
+    if not mine:
+        raise IfqaError("the two runs share no question")
+    theirs = [other[str(r.get("qid"))] for r in mine]
+    deepest = min(max(len(r.get("ctxs", [])) for r in mine), max(len(r.get("ctxs", [])) for r in theirs))
+    depths = [k for k in depths if k <= deepest]
+    a, b = gold_hits_at(mine, depths), gold_hits_at(theirs, depths)
+    return {"n": len(mine), "gold_ci95": {str(k): list(bootstrap_ci(a[k])) for k in depths},
+            "vs_baseline": {str(k): paired_test(a[k], b[k]) for k in depths}}

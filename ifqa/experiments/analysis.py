@@ -63,3 +63,25 @@ def premise_effect(retriever, examples: list, k: int = 5) -> dict[str, Any]:
     return {"k": k, "whole question": 100 * sum(whole) / n, "main clause only": 100 * sum(main) / n,
             "premise only": 100 * sum(premise) / n, "misled by the premise": misled,
             "helped by the premise": sum(1 for w, m in zip(whole, main) if w and not m)}
+
+
+def rescued(baseline_run: str | Path, new_run: str | Path, limit: int = 5) -> dict[str, Any]:
+    """Questions whose gold passage the baseline missed at rank 1 and the new run put first (and the
+    reverse count): what each retrieved at the top, to read why."""
+    from ifqa.artifacts import read_run
+
+    def top(record: dict) -> dict:
+        ctx = record["ctxs"][0] if record["ctxs"] else {"title": "", "text": "", "gold": False}
+        return {"title": ctx.get("title", ""), "text": ctx.get("text", "")[:240], "gold": bool(ctx.get("gold"))}
+
+    new = {r["qid"]: r for r in read_run(new_run)}
+    fixed, broken = [], 0
+    for record in read_run(baseline_run):
+        other = new.get(record["qid"])
+        if other is None:
+            continue
+        before, after = top(record), top(other)
+        if not before["gold"] and after["gold"]:
+            fixed.append({"question": record["question"], "baseline top 1": before, "new top 1": after})
+        broken += before["gold"] and not after["gold"]
+    return {"fixed": len(fixed), "broken": broken, "examples": fixed[:limit]}

@@ -101,9 +101,10 @@ def gold_uncertainty(context, spec: dict, records: list, k: int) -> dict:
     """95% bootstrap intervals of gold recall@K and, with ``compare_to``, the paired permutation test
     against that earlier retrieve stage on the same questions."""
     from ifqa.eval.significance import bootstrap_ci, paired_test
+    from ifqa.eval.summary import gold_hits_at
 
     depths = [d for d in TESTED_DEPTHS if d <= k]
-    hits = {d: [float(any(c.get("gold") for c in r["ctxs"][:d])) for r in records] for d in depths}
+    hits = gold_hits_at(records, depths)
     context.gold_hits[spec["name"]] = hits
     out: dict[str, Any] = {"gold_ci95": {str(k): list(bootstrap_ci(v)) for k, v in hits.items()}}
     baseline = spec.get("compare_to")
