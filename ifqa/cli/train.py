@@ -14,7 +14,8 @@ ALIASES = {"--reranker": "reranker", "--retriever": "retriever", "--control": "c
 
 
 class TrainGroup(click.Group):
-    """``--reader fid``, ``--reranker``, ``--retriever`` and ``--control`` anywhere name the subcommand."""
+    """``--reader fid``, ``--reranker``, ``--retriever`` and ``--control`` anywhere name the subcommand;
+    options with none of them train FiD, as the first version's ``ifqa train`` did."""
 
     def parse_args(self, ctx, args):
         args = list(args)
@@ -25,6 +26,8 @@ class TrainGroup(click.Group):
                 return super().parse_args(ctx, [arg.split("=", 1)[1], *args[:i], *args[i + 1:]])
             if arg in ALIASES:
                 return super().parse_args(ctx, [ALIASES[arg], *args[:i], *args[i + 1:]])
+        if args and args[0].startswith("-") and args[0] not in ("-h", "--help"):
+            args = ["fid", *args]  # the first version's `ifqa train --run ...` trained FiD
         return super().parse_args(ctx, args)
 
 
