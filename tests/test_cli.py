@@ -75,3 +75,12 @@ def test_data_stats_on_demo(cli):
     assert result.returncode == 0, result.stderr
     stats = json.loads(result.stdout)
     assert stats["n"] == 24 and sum(stats["answer_types"].values()) == 24
+
+
+def test_logging_flags_work_after_the_subcommand(cli, tmp_path):
+    from ifqa.cli import hoist_global_flags
+
+    assert hoist_global_flags(["retrieve", "--k", "3", "-q"]) == ["-q", "retrieve", "--k", "3"]
+    assert hoist_global_flags(["read", "-vv", "--", "-q"]) == ["-vv", "read", "--", "-q"]
+    result = cli("retrieve", "--k", "3", "-o", tmp_path / "r.jsonl", "--no-progress", "-q")
+    assert result.returncode == 0 and result.stderr == ""

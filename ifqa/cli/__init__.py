@@ -46,10 +46,22 @@ def _register() -> None:
 _register()
 
 
+#: Logging flags, accepted anywhere on the command line (no subcommand uses these letters).
+GLOBAL_FLAGS = frozenset({"-q", "--quiet", "-v", "-vv", "-vvv", "--verbose"})
+
+
+def hoist_global_flags(argv: list[str]) -> list[str]:
+    """``ifqa retrieve -q ...`` means ``ifqa -q retrieve ...`` (up to a ``--``)."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    flags = [a for a in argv[:end] if a in GLOBAL_FLAGS]
+    return flags + [a for a in argv[:end] if a not in GLOBAL_FLAGS] + argv[end:]
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one-line errors, exit 1 for bad input, 130 when interrupted."""
     try:
-        cli.main(args=argv, prog_name="ifqa", standalone_mode=False)
+        cli.main(args=hoist_global_flags(list(sys.argv[1:] if argv is None else argv)), prog_name="ifqa",
+                 standalone_mode=False)
     except IfqaError as exc:
         click.echo(f"ifqa: error: {exc}", err=True)
         sys.exit(1)

@@ -15,8 +15,10 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import shutil
 import signal
+import sys
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -147,7 +149,7 @@ def _run_batches(sources: list[Source], parts: Path, words: int, tsv: bool, work
     bar = tqdm(total=sum(s.size for s in sources), unit="B", unit_scale=True, desc="corpus", disable=not show, smoothing=0.1)
     counts = collections.Counter()
     executor = (
-        concurrent.futures.ProcessPoolExecutor(workers, initializer=_ignore_sigint) if workers > 1 else None
+        concurrent.futures.ProcessPoolExecutor(workers, initializer=_worker_setup, initargs=(os.getpid(),)) if workers > 1 else None
     )
     pending: collections.deque = collections.deque()
 
@@ -256,8 +258,19 @@ def _check_unique(ids: array.array, parts: Path, tsv: bool) -> None:
                     )
 
 
-def _ignore_sigint() -> None:
+def _worker_setup(parent: int) -> None:
+    """Worker set-up: Ctrl-C is the parent's to handle, and a worker dies with its parent, even
+    one killed with SIGKILL (Linux ``PR_SET_PDEATHSIG``; elsewhere the pool's own shutdown)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+        except OSError:
+            pass
+        if os.getppid() != parent:  # the parent died before the call above took effect
+            os._exit(1)
 
 
 @contextlib.contextmanager
