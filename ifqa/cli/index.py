@@ -46,7 +46,8 @@ def index_bm25(corpus, index_dir, backend, k1, b, threads, force, no_progress) -
 @click.option("--shard", help="Encode only shard i of N (i/N, from 0); run once more without it to build the index.")
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1), help="Passages encoded together.")
 @click.option("--chunk-size", default=4096, show_default=True, type=click.IntRange(min=1), help="Passages per embedding file (the unit of resuming).")
-@click.option("--max-length", type=click.IntRange(min=1), help="Truncate inputs to this many tokens (default: the model's limit).")
+@click.option("--max-length", type=click.IntRange(min=1), default=128, show_default=True,
+              help="Truncate inputs to this many tokens (all-MiniLM-L6-v2 was trained at 128; the demo index and the README's figures use it).")
 @click.option("--no-titles", is_flag=True, help="Encode passage text without titles (the form trained retrievers read).")
 @click.option("--device", help="cpu, cuda, cuda:1 ... (default: GPU when present)")
 @click.option("--force", is_flag=True, help="Rebuild an existing index.")

@@ -64,14 +64,20 @@ def _offsets(corpus: Path, folder: Path) -> np.ndarray:
 
 
 def _check_settings(folder: Path, settings: dict) -> None:
+    """Resume only what these settings made. Leftovers of a failed start with other settings (no
+    chunk encoded yet) are replaced, so they never block the corrected command; encoded chunks of
+    other settings are kept unless ``--force`` discards them."""
     path = folder / "embeddings" / "settings.json"
     if path.exists():
         previous = json.loads(path.read_text())
-        if previous != settings:
-            raise IfqaError("these embeddings were made with another encoder or collection; use a new --index "
-                            "folder or delete this one", folder)
-    else:
-        write_json(path, settings)
+        if previous == settings:
+            return
+        if any((folder / "embeddings").glob("chunk-*.npy")):
+            raise IfqaError("holds embeddings made with another encoder or collection; use another --index "
+                            "folder, or --force to discard them", folder)
+        log.info("%s: replacing the settings of an unfinished build that encoded nothing", folder)
+        (folder / OFFSETS).unlink(missing_ok=True)
+    write_json(path, settings)
 
 
 def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT_ENCODER,
@@ -188,7 +194,7 @@ def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT
           chunk: int = CHUNK, max_length: int | None = None, titles: bool = True) -> dict | None:
     """Encode (one shard, or everything missing) and, without a shard, build the index."""
     folder = Path(index_dir)
-    if force and (folder / MANIFEST).exists():
+    if force and folder.exists():  # a finished index, or the chunks of an unfinished one
         import shutil
 
         shutil.rmtree(folder)

@@ -40,10 +40,21 @@ def test_shards_resume_and_merge_match_a_single_build(corpus, tmp_path):
         assert np.allclose(a, b, atol=1e-5)
 
 
-def test_other_encoder_settings_are_refused(corpus, tmp_path):
+def test_other_encoder_settings_are_refused_unless_forced(corpus, tmp_path):
     dense.build(corpus, tmp_path / "idx", shard=(0, 2), chunk=3, progress=False)
-    with pytest.raises(IfqaError, match="another encoder or collection"):
+    with pytest.raises(IfqaError, match="another encoder or collection; use another --index folder, or --force"):
         dense.build(corpus, tmp_path / "idx", shard=(1, 2), chunk=4, progress=False)
+    manifest = dense.build(corpus, tmp_path / "idx", chunk=4, force=True, progress=False)
+    assert manifest["passages"] == 8 and not (tmp_path / "idx" / "embeddings" / "chunk-0000002.npy").exists()
+
+
+def test_a_failed_start_never_blocks_the_corrected_command(corpus, tmp_path):
+    with pytest.raises(IfqaError):
+        dense.build(corpus, tmp_path / "idx", "no-such-encoder-folder/", progress=False)
+    assert (tmp_path / "idx" / "embeddings" / "settings.json").exists() and not (tmp_path / "idx" / "manifest.json").exists()
+    with pytest.raises(IfqaError, match="no manifest|not an index|manifest"):
+        open_index(tmp_path / "idx")  # an unfinished folder is never used as an index
+    assert dense.build(corpus, tmp_path / "idx", progress=False)["passages"] == 8
 
 
 @pytest.mark.parametrize("index_type", ["flat", "hnsw", "ivfpq"])
