@@ -54,7 +54,8 @@ def _make_command(name: str) -> click.Command:
         click.echo(f"predictions: {output}")
         if counters:
             click.echo(f"requests: {counters['requests']}  cache hits: {counters['cache_hits']}  "
-                       f"prompt tokens: {counters['prompt_tokens']}  completion tokens: {counters['completion_tokens']}")
+                       f"prompt tokens: {counters['prompt_tokens']}  completion tokens: {counters['completion_tokens']}  "
+                       f"retries: {counters.get('retries', 0)}")
 
     return command
 

@@ -23,6 +23,7 @@ class Completion:
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    retries: int = 0  # failed attempts before this answer (429, 5xx, timeouts, malformed replies)
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,9 @@ class OpenAIBackend:
     def _complete_one(self, prompt: str, params: GenerationParams) -> Completion:
         for attempt in range(self.retries + 1):
             try:
-                return self._request(prompt, params)
+                completion = self._request(prompt, params)
+                completion.retries = attempt
+                return completion
             except TransientError as exc:
                 if attempt == self.retries:
                     raise IfqaError(f"{self.base_url}: giving up after {attempt + 1} attempts ({exc})") from None

@@ -22,6 +22,7 @@ class Counters:
     cache_hits: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    retries: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, hit: bool, completion: Completion) -> None:
@@ -32,10 +33,11 @@ class Counters:
                 self.requests += 1
                 self.prompt_tokens += completion.prompt_tokens
                 self.completion_tokens += completion.completion_tokens
+                self.retries += completion.retries
 
     def public(self) -> dict:
         return {"requests": self.requests, "cache_hits": self.cache_hits, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens}
+                "completion_tokens": self.completion_tokens, "retries": self.retries}
 
 
 def estimate_tokens(text: str) -> int:

@@ -100,6 +100,10 @@ def test_retries_on_429_500_malformed_and_timeout(server, tmp_path):
     records = llm.read_to_file(reader, DEV[:2], tmp_path / "r.jsonl", progress=False)
     assert [r["prediction"] for r in records] == [ANSWERS[e.question] for e in DEV[:2]]
     assert len(server.requests) == 6  # four failures, then two answers
+    assert reader.counters.public()["retries"] == 4
+    from ifqa.artifacts import read_manifest
+
+    assert read_manifest(tmp_path / "r.jsonl")["counters"]["retries"] == 4
 
 
 def test_interrupted_run_resumes_without_resending(server, tmp_path):
