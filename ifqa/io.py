@@ -36,7 +36,16 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
                 except json.JSONDecodeError as exc:
                     raise IfqaError(f"invalid JSON ({exc.msg} at column {exc.colno})", path, number) from None
         except (UnicodeDecodeError, EOFError, gzip.BadGzipFile) as exc:
-            raise IfqaError(f"unreadable file ({exc.__class__.__name__}: {exc})", path) from None
+            raise unreadable(exc, path) from None
+
+
+def unreadable(exc: BaseException, path: str | Path) -> IfqaError:
+    """One line for a file that cannot be decoded: not UTF-8, a cut gzip stream, not gzip at all."""
+    if isinstance(exc, EOFError):
+        return IfqaError("compressed data ends early (truncated file?)", path)
+    if isinstance(exc, gzip.BadGzipFile):
+        return IfqaError("named .gz but is not gzip-compressed", path)
+    return IfqaError(f"not UTF-8 text ({exc})", path)
 
 
 def read_json(path: str | Path) -> Any:
@@ -46,10 +55,8 @@ def read_json(path: str | Path) -> Any:
             return json.load(handle)
         except json.JSONDecodeError as exc:
             raise IfqaError(f"invalid JSON ({exc.msg} at column {exc.colno})", path, exc.lineno) from None
-        except UnicodeDecodeError as exc:
-            raise IfqaError(f"not UTF-8 text ({exc})", path) from None
-        except (EOFError, gzip.BadGzipFile) as exc:
-            raise IfqaError(f"unreadable file ({exc.__class__.__name__}: {exc})", path) from None
+        except (UnicodeDecodeError, EOFError, gzip.BadGzipFile) as exc:
+            raise unreadable(exc, path) from None
 
 
 @contextlib.contextmanager

@@ -40,10 +40,29 @@ def work(tmp_path_factory):
     (base / "broken" / "offsets.npy").unlink()
     run = base / "demo-run.jsonl"
     assert run_cli("retrieve", "--k", "3", "-o", run, "--no-progress", env=env).returncode == 0
+    records = [json.loads(line) for line in run.read_text().splitlines()]
+    records[0]["ctxs"][1]["text"] = ""
+    (base / "notext-run.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    (base / "notext-run.jsonl.manifest.json").write_text((base / "demo-run.jsonl.manifest.json").read_text())
+    (base / "foreign-run.jsonl").write_text("".join(json.dumps({**r, "qid": "x" + r["qid"]}) + "\n" for r in records))
+    (base / "nogold.json").write_text(json.dumps([{"idx": 1, "question": "If a, what b?", "answers": ["c"], "context": []}]))
+    (base / "empty-model").mkdir()
+    yaml_cases = {
+        "unknown-stage": "stages:\n  - {stage: dance, name: d}\n",
+        "unknown-key": "stages:\n  - {stage: retrieve, name: r, indexes: [demo:bm25], colour: red}\n",
+        "compare-later": "stages:\n  - {stage: retrieve, name: r, indexes: [demo:bm25], compare_to: nope}\n",
+        "same-name": "stages:\n  - {stage: retrieve, name: r, indexes: [demo:bm25]}\n  - {stage: retrieve, name: r, indexes: [demo:bm25]}\n",
+        "bad-preset": "stages:\n  - {stage: collection, name: c, preset: tiny-wiki, wiki_dir: .}\n",
+        "train-no-index": "stages:\n  - {stage: train, name: t, kind: reranker, index: nope}\n",
+        "bad-engine": "stages:\n  - {stage: collection, name: c, inputs: [passages.jsonl]}\n  - {stage: index, name: i, collection: c, engine: magic}\n",
+    }
+    for name, stages in yaml_cases.items():
+        (base / f"{name}.yaml").write_text("name: x\nquestions: {setting: demo}\n" + stages)
     return base, env
 
 
 B = "{base}"
+TRAIN = ["--index", "demo:bm25", "--setting", "demo", "--no-progress"]
 CASES = [
     # (name, arguments, expected text in the one stderr line, output that must not exist)
     ("negative k", ["retrieve", "--k", "-3", "-o", f"{B}/o1.jsonl"], "--k", "o1.jsonl"),
@@ -66,8 +85,8 @@ CASES = [
     ("unwritable output", ["retrieve", "-o", "/proc/ifqa-cannot-write/run.jsonl"], "/proc/ifqa-cannot-write", None),
     ("output is a folder", ["retrieve", "-o", f"{B}/idx"], "idx", None),
     ("invalid JSON", ["evaluate", "--predictions", f"{B}/bad.jsonl"], "bad.jsonl:2: invalid JSON", None),
-    ("not gzip", ["evaluate", "--questions", f"{B}/not-gzip.json.gz", "--predictions", f"{B}/bad.jsonl"], "not-gzip.json.gz", None),
-    ("truncated gzip", ["evaluate", "--predictions", f"{B}/truncated.jsonl.gz"], "truncated.jsonl.gz", None),
+    ("not gzip", ["evaluate", "--questions", f"{B}/not-gzip.json.gz", "--predictions", f"{B}/bad.jsonl"], "not-gzip.json.gz: named .gz but is not gzip-compressed", None),
+    ("truncated gzip", ["evaluate", "--predictions", f"{B}/truncated.jsonl.gz"], "truncated.jsonl.gz: compressed data ends early", None),
     ("answers as a string", ["data", "stats", "--questions", f"{B}/string-answers.json"], "'answers' must be a non-empty list", None),
     ("run for other questions", ["evaluate", "--run", f"{B}/demo-run.jsonl", "--questions", f"{B}/questions.json"], "made for the question set 'demo:dev'", None),
     ("convert for other questions", ["convert", f"{B}/demo-run.jsonl", "--to", "trec", "--setting", "demo", "--split", "train", "-o", f"{B}/o10.trec"], "made for the question set 'demo:dev'", "o10.trec"),
@@ -82,6 +101,35 @@ CASES = [
     ("unknown query mode", ["retrieve", "--query-mode", "psychic", "-o", f"{B}/o15.jsonl"], "--query-mode", "o15.jsonl"),
     ("bad weights", ["retrieve", "--index", "demo:bm25", "--weights", "1,x", "-o", f"{B}/o16.jsonl"], "--weights", "o16.jsonl"),
     ("unknown demo index", ["retrieve", "--index", "demo:sparse", "-o", f"{B}/o17.jsonl"], "unknown demo index", "o17.jsonl"),
+    ("zero k", ["retrieve", "--k", "0", "-o", f"{B}/o18.jsonl"], "--k", "o18.jsonl"),
+    ("zero words", ["corpus", "build", f"{B}/passages.jsonl", "-o", f"{B}/o19.jsonl", "--words", "0"], "--words", "o19.jsonl"),
+    # counterfactual retrieval: reranking, query modes, training
+    ("rerank depth 0", ["rerank", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "--depth", "0", "-o", f"{B}/r1.jsonl"], "--depth", "r1.jsonl"),
+    ("rerank with a folder that is not a model", ["rerank", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/r2.jsonl"], "not a model folder", "r2.jsonl"),
+    ("rerank a run without passage text", ["rerank", f"{B}/notext-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/r3.jsonl"], "notext-run.jsonl:1: passage", "r3.jsonl"),
+    ("rerank onto its input", ["rerank", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/demo-run.jsonl"], "--output must differ", None),
+    ("rerank a missing run", ["rerank", f"{B}/nope-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/r4.jsonl"], "nope-run.jsonl", "r4.jsonl"),
+    ("retrieve with rerank depth 0", ["retrieve", "--rerank", f"{B}/empty-model", "--rerank-depth", "0", "-o", f"{B}/r5.jsonl"], "--rerank-depth", "r5.jsonl"),
+    ("retrieve with a reranker that is not a model", ["retrieve", "--rerank", f"{B}/empty-model", "-o", f"{B}/r6.jsonl"], "not a model folder", "r6.jsonl"),
+    ("LLM query mode without a model", ["retrieve", "--query-mode", "hyde", "-o", f"{B}/r7.jsonl"], "needs a model: --rewrite-model", "r7.jsonl"),
+    ("train on dev", ["train", "--reranker", *TRAIN, "--split", "dev", "-o", f"{B}/m1"], "refusing to train on the dev split", "m1"),
+    ("train on test", ["train", "--control", "--index", "demo:bm25", "--setting", "supervised", "--split", "test", "-o", f"{B}/m2"], "refusing to train on the test split", "m2"),
+    ("train without gold passages", ["train", "--reranker", "--index", "demo:bm25", "--questions", f"{B}/nogold.json", "-o", f"{B}/m3"], "have no gold passage", "m3/model"),
+    ("train without an index", ["train", "--reranker", "--setting", "demo", "-o", f"{B}/m4"], "--index is needed", "m4/model"),
+    ("train with a missing index", ["train", "--control", "--index", f"{B}/nope-index", "--setting", "demo", "-o", f"{B}/m5"], "nope-index", "m5/model"),
+    ("train from a folder that is not a model", ["train", "--reranker", *TRAIN, "--model", f"{B}/empty-model", "-o", f"{B}/m6"], "not a model folder", "m6/model"),
+    ("group of one", ["train", "--reranker", *TRAIN, "--group-size", "1", "-o", f"{B}/m7"], "--group-size", "m7"),
+    ("learning rate not a number", ["train", "--reranker", *TRAIN, "--lr", "fast", "-o", f"{B}/m8"], "--lr", "m8"),
+    ("one question per step", ["train", "--retriever", *TRAIN, "--questions-per-step", "1", "-o", f"{B}/m9"], "--questions-per-step", "m9"),
+    ("compare with a missing run", ["evaluate", "--run", f"{B}/demo-run.jsonl", "--compare", f"{B}/nope.jsonl"], "nope.jsonl", None),
+    ("compare runs of other questions", ["evaluate", "--run", f"{B}/demo-run.jsonl", "--compare", f"{B}/foreign-run.jsonl"], "share no question", None),
+    ("YAML unknown stage type", ["experiment", "run", f"{B}/unknown-stage.yaml"], "unknown type 'dance'", None),
+    ("YAML unknown stage key", ["experiment", "run", f"{B}/unknown-key.yaml"], "unknown key(s) colour", None),
+    ("YAML compare_to a later stage", ["experiment", "run", f"{B}/compare-later.yaml"], "compare_to 'nope' is not an earlier retrieve stage", None),
+    ("YAML two stages with one name", ["experiment", "run", f"{B}/same-name.yaml"], "two stages are named 'r'", None),
+    ("YAML unknown collection preset", ["experiment", "run", f"{B}/bad-preset.yaml"], "unknown preset 'tiny-wiki'", None),
+    ("YAML train stage without its index", ["experiment", "run", f"{B}/train-no-index.yaml"], "'index' must name an earlier index stage", None),
+    ("YAML unknown index engine", ["experiment", "run", f"{B}/bad-engine.yaml"], "engine must be bm25 or dense", None),
 ]
 
 

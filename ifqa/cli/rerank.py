@@ -29,13 +29,14 @@ def rerank(run, model, depth, output, setting, split, questions, data_dir, batch
     from ifqa.errors import IfqaError
     from ifqa.eval import report
     from ifqa.eval.summary import summarize_run
-    from ifqa.retrieval.rerank import load_reranker, rerank_run
+    from ifqa.retrieval.rerank import load_reranker, read_rerankable, rerank_run
 
     if click.format_filename(run) == click.format_filename(output):
         raise IfqaError("--output must differ from the input run", output)
     question_set = questions_for(run, question_source(setting, split, questions, data_dir))
+    records = read_rerankable(run, depth)  # a run that cannot be reranked fails before the model loads
     reranker = load_reranker(model, depth, batch_size, device, max_length)
-    rerank_run(run, reranker, output, question_set, progress=not no_progress)
+    rerank_run(run, reranker, output, question_set, progress=not no_progress, records=records)
     result = summarize_run(read_run(output), question_set.examples)
     click.echo(json.dumps(result) if as_json else f"run: {output}\n\n" + report.format_run_report(result))
 

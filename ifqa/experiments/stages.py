@@ -41,6 +41,9 @@ class RetrieveStage(Stage):
         super().check(spec, names, path)
         if not isinstance(spec.get("indexes"), list) or not spec["indexes"]:
             raise IfqaError(f"retrieve stage {spec['name']!r} needs 'indexes': a list of index folders or specs", path)
+        baseline = spec.get("compare_to")
+        if baseline is not None and (baseline not in names or baseline == spec["name"]):
+            raise IfqaError(f"retrieve stage {spec['name']!r}: compare_to {baseline!r} is not an earlier retrieve stage", path)
 
     def config(self, context, spec: dict):
         from ifqa.retrieval.pipeline import RetrievalConfig

@@ -99,8 +99,21 @@ def load_reranker(model: str, depth: int = 100, batch_size: int = 64, device: st
     return CrossEncoderReranker(model, depth, batch_size, device, max_length)
 
 
+def read_rerankable(run_path: str | Path, depth: int) -> list:
+    """The run's records, refused with the line of the first passage (within ``depth``) without text."""
+    from ifqa.artifacts import read_run
+
+    records = read_run(run_path)
+    for number, record in enumerate(records, start=1):
+        for ctx in record["ctxs"][:depth]:
+            if not str(ctx.get("text") or "").strip():
+                raise IfqaError(f"passage {ctx.get('id')!r} has no text; rerank needs passage texts "
+                                "(make the run with `ifqa retrieve`, or `ifqa convert --corpus`)", run_path, number)
+    return records
+
+
 def rerank_run(run_path: str | Path, reranker, output: str | Path, questions,
-               progress: bool = True) -> int:
+               progress: bool = True, records: list | None = None) -> int:
     """Rerank every question of a run; resumable (finished questions are kept in ``<output>.partial``).
 
     Flags (``has_answer``, ``gold``) are recomputed from ``questions``; the output and its manifest
@@ -108,15 +121,10 @@ def rerank_run(run_path: str | Path, reranker, output: str | Path, questions,
     """
     from tqdm import tqdm
 
-    from ifqa.artifacts import read_manifest, read_run, write_manifest
+    from ifqa.artifacts import read_manifest, write_manifest
     from ifqa.retrieval.pipeline import run_record
 
-    records = read_run(run_path)
-    for number, record in enumerate(records, start=1):
-        for ctx in record["ctxs"][: reranker.depth]:
-            if not str(ctx.get("text") or "").strip():
-                raise IfqaError(f"passage {ctx.get('id')!r} has no text; rerank needs passage texts "
-                                "(make the run with `ifqa retrieve`, or `ifqa convert --corpus`)", run_path, number)
+    records = records if records is not None else read_rerankable(run_path, reranker.depth)
     examples = {e.qid: e for e in questions.examples}
     output = Path(output)
     partial = output.with_name(output.name + ".partial")
