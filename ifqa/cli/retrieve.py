@@ -45,7 +45,7 @@ def default_run_name(label: str, indexes: list[str], k: int, query_mode: str, re
 @click.option("--weights", help="Per-index fusion weights, e.g. 0.3,0.7.")
 @click.option("--rewrite-model", help="LLM for --query-mode rewrite|hyde (OpenAI-compatible model name, or a local one with --rewrite-backend hf).")
 @click.option("--rewrite-base-url", help="OpenAI-compatible endpoint for --rewrite-model (key from $OPENAI_API_KEY).")
-@click.option("--rewrite-backend", type=click.Choice(["openai", "hf"]), default="openai", show_default=True)
+@click.option("--rewrite-backend", type=click.Choice(["openai", "hf"]), default="openai", show_default=True, help="How --rewrite-model is reached: an OpenAI-compatible endpoint or local transformers.")
 @click.option("--query-encoder", help="Question-side encoder from `ifqa train --retriever --question-side-only` for dense indexes.")
 @click.option("--rerank", "rerank_model", help="Rerank the first stage's top passages with this cross-encoder (folder or hub id).")
 @click.option("--rerank-depth", default=100, show_default=True, type=click.IntRange(min=1), help="First-stage passages the reranker re-scores.")
@@ -87,9 +87,9 @@ def retrieve(indexes, k, query_mode, setting, split, questions, data_dir, query,
 
 @click.command("convert")
 @click.argument("source", type=click.Path(dir_okay=False))
-@click.option("--from", "from_", type=click.Choice(["run", "trec", "dpr"]), default="run", show_default=True)
-@click.option("--to", "to", type=click.Choice(["run", "trec", "dpr"]), required=True)
-@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False))
+@click.option("--from", "from_", type=click.Choice(["run", "trec", "dpr"]), default="run", show_default=True, help="Format of SOURCE.")
+@click.option("--to", "to", type=click.Choice(["run", "trec", "dpr"]), required=True, help="Format to write.")
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="The converted file.")
 @question_options
 @click.option("--corpus", type=click.Path(dir_okay=False), help="The collection (needed to read a TREC run).")
 @click.option("--tag", default="ifqa", show_default=True, help="Run tag for TREC output.")
