@@ -88,7 +88,7 @@ def retrieve(indexes, k, query_mode, setting, split, questions, data_dir, query,
 @click.command("convert")
 @click.argument("source", type=click.Path(dir_okay=False))
 @click.option("--from", "from_", type=click.Choice(["run", "trec", "dpr"]), default="run", show_default=True, help="Format of SOURCE.")
-@click.option("--to", "to", type=click.Choice(["run", "trec", "dpr"]), required=True, help="Format to write.")
+@click.option("--to", "to", type=click.Choice(["run", "trec", "dpr", "qrels"]), required=True, help="Format to write (qrels: the run's gold passages, for trec_eval).")
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="The converted file.")
 @question_options
 @click.option("--corpus", type=click.Path(dir_okay=False), help="The collection (needed to read a TREC run).")
@@ -106,7 +106,12 @@ def convert(source, from_, to, output, setting, split, questions, data_dir, corp
         if names.given:
             questions_for(source, names)  # a run made for other questions is refused
         records = read_run(source)
-        (conv.run_to_trec(records, output, tag) if to == "trec" else conv.run_to_dpr(records, output))
+        if to == "qrels":
+            if any("gold" not in ctx for r in records for ctx in r["ctxs"]):
+                raise IfqaError("the run has no gold flags; make it with `ifqa retrieve` or score it with --setting/--split", source)
+            conv.run_to_qrels(records, output)
+        else:
+            (conv.run_to_trec(records, output, tag) if to == "trec" else conv.run_to_dpr(records, output))
         count = len(records)
     else:
         if to != "run":

