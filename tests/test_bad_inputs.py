@@ -22,6 +22,7 @@ def work(tmp_path_factory):
     good = [{"id": f"p{i}", "title": "T", "text": f"passage number {i} about rivers"} for i in range(5)]
     (base / "passages.jsonl").write_text("".join(json.dumps(p) + "\n" for p in good))
     (base / "other.jsonl").write_text("".join(json.dumps({**p, "text": p["text"] + " and lakes"}) + "\n" for p in good))
+    (base / "same-size.jsonl").write_text((base / "passages.jsonl").read_text().replace("3 about rivers", "3 about rovers"))
     (base / "dup.jsonl").write_text("".join(json.dumps(p) + "\n" for p in good + good[:1]))
     (base / "empty-text.jsonl").write_text(json.dumps({"id": "a", "title": "T", "text": ""}) + "\n")
     (base / "bad.jsonl").write_text('{"qid": "1", "prediction": "x"}\n{not json\n')
@@ -80,6 +81,7 @@ CASES = [
     ("passage without text", ["index", "bm25", "--corpus", f"{B}/empty-text.jsonl", "--index", f"{B}/i5", "--no-progress"], "'text' is empty", "i5"),
     ("existing index folder", ["index", "bm25", "--corpus", f"{B}/passages.jsonl", "--index", f"{B}/idx"], "already exists", None),
     ("another collection", ["retrieve", "--index", f"{B}/idx", "--corpus", f"{B}/other.jsonl", "-o", f"{B}/o7.jsonl"], "not the collection this index was built from", "o7.jsonl"),
+    ("same size, other text", ["retrieve", "--index", f"{B}/idx", "--corpus", f"{B}/same-size.jsonl", "--verify-corpus", "-o", f"{B}/o20.jsonl"], "sha256 differs", "o20.jsonl"),
     ("damaged index", ["retrieve", "--index", f"{B}/broken", "-o", f"{B}/o8.jsonl"], "offsets.npy is missing", "o8.jsonl"),
     ("not an index", ["retrieve", "--index", f"{B}", "-o", f"{B}/o9.jsonl"], "not an ifqa index", "o9.jsonl"),
     ("unwritable output", ["retrieve", "-o", "/proc/ifqa-cannot-write/run.jsonl"], "/proc/ifqa-cannot-write", None),

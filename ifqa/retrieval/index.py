@@ -121,9 +121,10 @@ def read_manifest(index_dir: str | Path) -> dict:
         raise IfqaError(f"unreadable manifest ({exc})", path) from None
 
 
-def passage_store(index_dir: Path, manifest: dict, corpus: str | Path | None = None, verify: bool = False) -> PassageStore:
+def passage_store(index_dir: Path, manifest: dict, corpus: str | Path | None = None) -> PassageStore:
     """The indexed collection, checked against the manifest: its size, and that passages start where the
-    offsets say (cheap); with ``verify`` its full checksum too. Another file under the same name is refused."""
+    offsets say (cheap; ``verify_collection`` adds the full checksum). Another file under the same name
+    is refused."""
     path = Path(index_dir) / OFFSETS
     if not path.exists():
         raise IfqaError(f"damaged index: {OFFSETS} is missing (rebuild it)", index_dir)
@@ -138,6 +139,15 @@ def passage_store(index_dir: Path, manifest: dict, corpus: str | Path | None = N
         raise IfqaError(f"not the collection this index was built from ({size} bytes, the index's has "
                         f"{recorded['bytes']}; manifest {Path(index_dir) / MANIFEST})", store.corpus)
     store.check_offsets()
-    if verify and recorded.get("sha256") and file_sha256(store.corpus) != recorded["sha256"]:
-        raise IfqaError(f"not the collection this index was built from (sha256 differs from {Path(index_dir) / MANIFEST})", store.corpus)
     return store
+
+
+def verify_collection(retriever) -> None:
+    """The full check (``ifqa retrieve --verify-corpus``): the collection's sha256 against the manifest."""
+    recorded = retriever.manifest.get("corpus", {})
+    corpus = getattr(retriever.passages, "corpus", None)
+    if corpus is None or not recorded.get("sha256"):
+        return  # prebuilt indexes carry their own passages
+    if file_sha256(corpus) != recorded["sha256"]:
+        raise IfqaError(f"not the collection {retriever.name} was built from (its sha256 differs from the "
+                        "index manifest's)", corpus)

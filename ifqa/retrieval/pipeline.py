@@ -47,6 +47,7 @@ class RetrievalConfig:
     rewrite_base_url: str | None = None
     rewrite_cache: str | None = None  # response cache file (default: the shared LLM cache)
     query_encoder: str | None = None  # a question-side encoder from `ifqa train --retriever --question-side-only`
+    verify_corpus: bool = False  # check the collection's full sha256 (size and sampled offsets always are)
     rerank: str | None = None  # a cross-encoder folder or hub id
     rerank_depth: int = 100  # first-stage passages the reranker re-scores
 
@@ -81,6 +82,11 @@ class RetrievalPipeline:
         self.config = config
         self.retrievers = list(retrievers) if retrievers is not None else [
             open_index(spec, config.corpus, config.device) for spec in config.indexes]
+        if config.verify_corpus:
+            from ifqa.retrieval.index import verify_collection
+
+            for retriever in self.retrievers:
+                verify_collection(retriever)
         if len(self.retrievers) > 1:
             check_same_collection(self.retrievers)
         if config.query_encoder:
