@@ -48,6 +48,8 @@ def work(tmp_path_factory):
     (base / "foreign-run.jsonl").write_text("".join(json.dumps({**r, "qid": "x" + r["qid"]}) + "\n" for r in records))
     (base / "nogold.json").write_text(json.dumps([{"idx": 1, "question": "If a, what b?", "answers": ["c"], "context": []}]))
     (base / "empty-model").mkdir()
+    (base / "bare-encoder").mkdir()
+    (base / "bare-encoder" / "config.json").write_text(json.dumps({"architectures": ["BertModel"], "model_type": "bert"}))
     yaml_cases = {
         "unknown-stage": "stages:\n  - {stage: dance, name: d}\n",
         "unknown-key": "stages:\n  - {stage: retrieve, name: r, indexes: [demo:bm25], colour: red}\n",
@@ -111,6 +113,7 @@ CASES = [
     ("rerank a run without passage text", ["rerank", f"{B}/notext-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/r3.jsonl"], "notext-run.jsonl:1: passage", "r3.jsonl"),
     ("rerank onto its input", ["rerank", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/demo-run.jsonl"], "--output must differ", None),
     ("rerank a missing run", ["rerank", f"{B}/nope-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/r4.jsonl"], "nope-run.jsonl", "r4.jsonl"),
+    ("rerank with an encoder that has no scoring head", ["rerank", f"{B}/demo-run.jsonl", "--model", f"{B}/bare-encoder", "-o", f"{B}/r8.jsonl"], "without a trained scoring head", "r8.jsonl"),
     ("retrieve with rerank depth 0", ["retrieve", "--rerank", f"{B}/empty-model", "--rerank-depth", "0", "-o", f"{B}/r5.jsonl"], "--rerank-depth", "r5.jsonl"),
     ("retrieve with a reranker that is not a model", ["retrieve", "--rerank", f"{B}/empty-model", "-o", f"{B}/r6.jsonl"], "not a model folder", "r6.jsonl"),
     ("LLM query mode without a model", ["retrieve", "--query-mode", "hyde", "-o", f"{B}/r7.jsonl"], "needs a model: --rewrite-model", "r7.jsonl"),

@@ -42,6 +42,22 @@ def load_cross_encoder(name: str, device: str | None = None, max_length: int | N
         raise IfqaError(f"cannot load a cross-encoder from {name!r} ({str(exc).splitlines()[0]})") from None
 
 
+def check_scoring_head(model: str) -> None:
+    """A local encoder without a trained scoring head would score with a random one: refuse it."""
+    import json
+
+    config = Path(model) / "config.json"
+    if not config.exists():
+        return  # a hub id, or load_cross_encoder's own error
+    try:
+        architectures = json.loads(config.read_text()).get("architectures") or []
+    except ValueError:
+        raise IfqaError("unreadable config.json", model) from None
+    if not any(name.endswith("ForSequenceClassification") for name in architectures):
+        raise IfqaError("an encoder without a trained scoring head, not a reranker; train one from it with "
+                        "`ifqa train --reranker --model ...`", model)
+
+
 class CrossEncoderReranker:
     def __init__(self, model: str, depth: int = 100, batch_size: int = 64, device: str | None = None,
                  max_length: int | None = None, bf16: bool = True):
@@ -50,6 +66,7 @@ class CrossEncoderReranker:
         if depth < 1:
             raise IfqaError(f"rerank depth must be at least 1, got {depth}")
         self.device = pick_device(device)
+        check_scoring_head(model)
         self.encoder = load_cross_encoder(model, self.device, max_length)
         self.encoder.model.eval()
         self.name, self.depth, self.batch_size = model, depth, batch_size

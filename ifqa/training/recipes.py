@@ -22,16 +22,16 @@ class MiningRecipe:
     index: str = _o(None, "BM25 (or dense) index of the collection negatives are mined from.")
     query_mode: str = _o("clean", "Query formulation used for mining.")
     hard_depth: int = _o(30, "Mine negatives from this many top passages.", min=1)
-    other_gold: int = _o(1, "Gold passages of other questions added to each group as negatives.", min=0)
+    other_gold: int = _o(2, "Gold passages of other questions added to each group as negatives.", min=0)
 
 
 @dataclass(frozen=True)
 class RerankerRecipe(MiningRecipe):
     model: str = _o(DEFAULT_ENCODER, "Starting checkpoint: any encoder or cross-encoder (folder or hub id).")
     epochs: int = _o(1, "Passes over the training questions.", min=1)
-    questions_per_step: int = _o(4, "Questions per optimizer step.", min=1)
-    group_size: int = _o(8, "Passages scored per question: one gold + negatives.", min=2)
-    lr: float = _o(5e-5, "Peak learning rate (linear warm-up over 10% of steps, then linear decay).")
+    questions_per_step: int = _o(3, "Questions per optimizer step.", min=1)
+    group_size: int = _o(10, "Passages scored per question: one gold + negatives.", min=2)
+    lr: float = _o(8e-5, "Peak learning rate (linear warm-up over 10% of steps, then linear decay).")
     max_length: int = _o(192, "Tokens per question+passage pair.", min=16)
     seed: int = _o(0, "Seed for the head's initialization, data order and negative sampling.")
     fp32: bool = _o(False, "Train in fp32 even where bf16 autocast is supported.")

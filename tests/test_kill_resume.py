@@ -1,0 +1,93 @@
+"""SIGKILL in the middle of each long job, then the same command again: it must finish with the
+output an uninterrupted run writes (byte for byte, or the same weights), nothing half-written at
+the final name. Corpus building has its own test (tests/corpus/test_kill.py)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.readers.fake_openai import FakeOpenAI
+
+
+def _ifqa(*args) -> list[str]:
+    return [sys.executable, "-m", "ifqa.cli", *map(str, args)]
+
+
+def _timed(command: list[str], env: dict) -> float:
+    started = time.time()
+    result = subprocess.run(command, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return time.time() - started
+
+
+def _kill_when(command: list[str], env: dict, started_work) -> None:
+    """Start ``command`` and SIGKILL it as soon as ``started_work()`` sees part of its work done."""
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not started_work() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    assert process.poll() is None, "finished before it could be killed"
+    os.kill(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+@pytest.fixture
+def env(tmp_path):
+    return {**os.environ, "IFQA_CACHE_DIR": str(tmp_path / "cache"), "OPENAI_API_KEY": "sk-test"}
+
+
+def test_llm_reading_killed_and_resumed(tmp_path, env):
+    from ifqa.datasets.demo import load_demo
+
+    answers = {e.question: e.answers[0] for e in load_demo("dev") + load_demo("train")}
+    with FakeOpenAI(answers, latency=0.3) as server:
+        command = _ifqa("read", "llm", "--model", "m", "--base-url", server.url, "--demos", "0", "--no-progress")
+        reference = tmp_path / "reference.jsonl"
+        _timed(command + ["-o", reference, "--cache", tmp_path / "ref.sqlite"], env)
+        out, cache = tmp_path / "out.jsonl", tmp_path / "run.sqlite"
+        before = len(server.requests)
+        _kill_when(command + ["-o", out, "--cache", cache], env, lambda: len(server.requests) - before >= 6)
+        assert not out.exists()
+        sent = len(server.requests)
+        assert subprocess.run(command + ["-o", out, "--cache", cache], env=env).returncode == 0
+    assert out.read_bytes() == reference.read_bytes()
+    assert len(server.requests) - sent < 24 * 2  # answers received before the kill were not asked again
+
+
+def test_reranking_killed_and_resumed(tmp_path, env, tiny_model):
+    model = tmp_path / "reranker"
+    assert _timed(_ifqa("train", "--reranker", "--index", "demo:bm25", "--setting", "demo", "--model", tiny_model,
+                        "--group-size", "4", "--questions-per-step", "2", "--max-length", "48", "--no-progress",
+                        "-o", model), env)
+    run = tmp_path / "run.jsonl"
+    assert subprocess.run(_ifqa("retrieve", "--k", "100", "-o", run, "--no-progress"), env=env).returncode == 0
+    command = _ifqa("rerank", run, "--model", model / "model", "--depth", "100", "--batch-size", "8", "--no-progress")
+    reference = tmp_path / "reference.jsonl"
+    _timed(command + ["-o", reference], env)
+    out = tmp_path / "out.jsonl"
+    partial = tmp_path / "out.jsonl.partial"
+    _kill_when(command + ["-o", out], env, lambda: partial.exists() and partial.read_text().count("\n") >= 4)
+    assert not out.exists()
+    assert subprocess.run(command + ["-o", out], env=env).returncode == 0
+    assert out.read_bytes() == reference.read_bytes()
+
+
+def test_reranker_training_killed_and_resumed(tmp_path, env, tiny_model):
+    import torch
+    from safetensors.torch import load_file
+
+    command = _ifqa("train", "--reranker", "--index", "demo:bm25", "--setting", "demo", "--model", tiny_model,
+                    "--epochs", "25", "--questions-per-step", "1", "--group-size", "4", "--max-length", "48",
+                    "--no-progress")
+    reference = tmp_path / "reference"
+    _timed(command + ["-o", reference], env)
+    out = tmp_path / "out"
+    _kill_when(command + ["-o", out], env, lambda: (out / "state" / "trainer.pt").exists())  # saved at step 200
+    assert not (out / "model" / "config.json").exists() or (out / "model" / "ifqa_card.json").exists()
+    assert subprocess.run(command + ["-o", out], env=env).returncode == 0
+    a, b = load_file(reference / "model" / "model.safetensors"), load_file(out / "model" / "model.safetensors")
+    assert all(torch.equal(a[k], b[k]) for k in a)
