@@ -85,43 +85,19 @@ def _learning_options(function):
     return question_options(function)
 
 
-@train.command("reranker")
-@click_options(RerankerRecipe)
-@_learning_options
-def train_reranker(setting, split, questions, data_dir, output, corpus, dev_run, device, stop_after, no_progress, **options) -> None:
-    """Train a cross-encoder reranker on IfQA training questions with mined hard negatives."""
-    from ifqa.training.jobs import train_job
+def _learning_command(kind: str, recipe_class: type, help: str, summary) -> None:
+    """``ifqa train KIND``: options from the recipe dataclass plus the shared ones, one training job."""
 
-    recipe = from_options(RerankerRecipe, options)
-    source = question_source(setting or "supervised", split or "train", questions, data_dir)
-    card = train_job("reranker", recipe, source, Path(output), corpus, dev_run, device, not no_progress, stop_after)
-    click.echo(_card_line(output, card))
+    @train.command(kind, help=help)
+    @click_options(recipe_class)
+    @_learning_options
+    def command(setting, split, questions, data_dir, output, corpus, dev_run, device, stop_after, no_progress, **options) -> None:
+        from ifqa.training.jobs import train_job
 
-
-@train.command("retriever")
-@click_options(RetrieverRecipe)
-@_learning_options
-def train_retriever(setting, split, questions, data_dir, output, corpus, dev_run, device, stop_after, no_progress, **options) -> None:
-    """Fine-tune a bi-encoder (all of it, or its question side only) on IfQA training questions."""
-    from ifqa.training.jobs import train_job
-
-    recipe = from_options(RetrieverRecipe, options)
-    source = question_source(setting or "supervised", split or "train", questions, data_dir)
-    card = train_job("retriever", recipe, source, Path(output), corpus, dev_run, device, not no_progress, stop_after)
-    click.echo(_card_line(output, card))
-
-
-@train.command("control")
-@click_options(ControlRecipe)
-@_learning_options
-def train_control(setting, split, questions, data_dir, output, corpus, dev_run, device, stop_after, no_progress, **options) -> None:
-    """Fit the question-agnostic control (a passage classifier that never sees the question)."""
-    from ifqa.training.jobs import train_job
-
-    recipe = from_options(ControlRecipe, options)
-    source = question_source(setting or "supervised", split or "train", questions, data_dir)
-    card = train_job("control", recipe, source, Path(output), corpus, None, device, not no_progress)
-    click.echo(f"{output}/model: passage classifier, held-out AUC {card['classifier']['held_out_auc']:.3f}")
+        recipe = from_options(recipe_class, options)
+        source = question_source(setting or "supervised", split or "train", questions, data_dir)
+        card = train_job(kind, recipe, source, Path(output), corpus, dev_run, device, not no_progress, stop_after)
+        click.echo(summary(output, card))
 
 
 def _card_line(output, card: dict) -> str:
@@ -131,5 +107,13 @@ def _card_line(output, card: dict) -> str:
     scores = "  ".join(f"{name} R@1 {v['gold_recall']['1']:.1f} R@5 {v['gold_recall']['5']:.1f}" for name, v in dev.items())
     return f"{output}/model: trained in {card['train_seconds']:.0f} s" + (f"; dev {scores}" if scores else "")
 
+
+_learning_command("reranker", RerankerRecipe, "Train a cross-encoder reranker on IfQA training questions with mined "
+                  "hard negatives.", _card_line)
+_learning_command("retriever", RetrieverRecipe, "Fine-tune a bi-encoder (all of it, or its question side only) on IfQA "
+                  "training questions.", _card_line)
+_learning_command("control", ControlRecipe, "Fit the question-agnostic control (a passage classifier that never sees "
+                  "the question).", lambda output, card: f"{output}/model: passage classifier, held-out AUC "
+                  f"{card['classifier']['held_out_auc']:.3f}")
 
 COMMANDS = [train]

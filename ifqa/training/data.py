@@ -94,3 +94,23 @@ def read_groups(path: str | Path) -> list[TrainingGroup]:
             except (ValueError, TypeError) as exc:
                 raise IfqaError(f"not a training group ({exc})", path, number) from None
     return groups
+
+
+def plan_steps(groups: Sequence[TrainingGroup], epochs: int, questions_per_step: int, seed: int, group_size: int,
+               hard_depth: int, other_gold: int = 0) -> list[list[tuple[str, list[str]]]]:
+    """Every step's (question, [gold, other gold..., mined negative...]) groups, fixed by the seed:
+    ``group_size`` passages per question, mined negatives sampled from the first ``hard_depth``."""
+    rng = random.Random(seed)
+    steps = []
+    for _ in range(epochs):
+        order = list(groups)
+        rng.shuffle(order)
+        for start in range(0, len(order) - questions_per_step + 1, questions_per_step):
+            batch = []
+            for group in order[start : start + questions_per_step]:
+                others = group.other_gold[:other_gold]
+                pool = group.negatives[:hard_depth]
+                hard = rng.sample(pool, min(group_size - 1 - len(others), len(pool)))
+                batch.append((group.question, [rng.choice(group.positives)] + others + hard))
+            steps.append(batch)
+    return steps

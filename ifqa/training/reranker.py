@@ -9,37 +9,17 @@ all-MiniLM-L6-v2 weights, given a fresh scoring head) or a trained cross-encoder
 from __future__ import annotations
 
 import logging
-import random
 from dataclasses import asdict
 from pathlib import Path
 from typing import Sequence
 
 from ifqa.errors import IfqaError
 from ifqa.retrieval.rerank import load_cross_encoder
-from ifqa.training.data import TrainingGroup
+from ifqa.training.data import TrainingGroup, plan_steps
 from ifqa.training.loop import LoopSettings, run_loop
 from ifqa.training.recipes import RerankerRecipe
 
 log = logging.getLogger(__name__)
-
-
-def plan_steps(groups: Sequence[TrainingGroup], recipe: RerankerRecipe) -> list[list[tuple[str, list[str]]]]:
-    """Every step's (question, [gold, negative, ...]) groups, fixed by the seed."""
-    rng = random.Random(recipe.seed)
-    steps = []
-    for _ in range(recipe.epochs):
-        order = list(groups)
-        rng.shuffle(order)
-        for start in range(0, len(order) - recipe.questions_per_step + 1, recipe.questions_per_step):
-            batch = []
-            for group in order[start : start + recipe.questions_per_step]:
-                others = group.other_gold[: recipe.other_gold]
-                wanted = recipe.group_size - 1 - len(others)
-                pool = group.negatives[: recipe.hard_depth]
-                hard = rng.sample(pool, min(wanted, len(pool)))
-                batch.append((group.question, [rng.choice(group.positives)] + others + hard))
-            steps.append(batch)
-    return steps
 
 
 def train_reranker(groups: Sequence[TrainingGroup], output: str | Path, recipe: RerankerRecipe,
@@ -59,7 +39,8 @@ def train_reranker(groups: Sequence[TrainingGroup], output: str | Path, recipe: 
     device = pick_device(device)
     encoder = load_cross_encoder(recipe.model, "cpu", recipe.max_length, num_labels=1)
     model, tokenizer = encoder.model, encoder.tokenizer
-    steps = plan_steps(groups, recipe)
+    steps = plan_steps(groups, recipe.epochs, recipe.questions_per_step, recipe.seed, recipe.group_size,
+                       recipe.hard_depth, recipe.other_gold)
     if not steps:
         raise IfqaError(f"{len(groups)} training groups make no step of {recipe.questions_per_step} questions")
 

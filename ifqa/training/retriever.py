@@ -12,32 +12,16 @@ from __future__ import annotations
 
 import copy
 import logging
-import random
 from pathlib import Path
 from typing import Sequence
 
 from ifqa.errors import IfqaError
 from ifqa.retrieval.encoders import resolve
-from ifqa.training.data import TrainingGroup
+from ifqa.training.data import TrainingGroup, plan_steps
 from ifqa.training.loop import LoopSettings, run_loop
 from ifqa.training.recipes import RetrieverRecipe
 
 log = logging.getLogger(__name__)
-
-
-def plan_steps(groups: Sequence[TrainingGroup], recipe: RetrieverRecipe) -> list[list[tuple[str, list[str]]]]:
-    rng = random.Random(recipe.seed)
-    steps = []
-    for _ in range(recipe.epochs):
-        order = list(groups)
-        rng.shuffle(order)
-        for start in range(0, len(order) - recipe.questions_per_step + 1, recipe.questions_per_step):
-            batch = []
-            for group in order[start : start + recipe.questions_per_step]:
-                pool = group.negatives[: recipe.hard_depth]
-                batch.append((group.question, [rng.choice(group.positives)] + rng.sample(pool, min(recipe.hard_negatives, len(pool)))))
-            steps.append(batch)
-    return steps
 
 
 def load_bi_encoder(name: str, max_length: int):
@@ -68,7 +52,8 @@ def train_retriever(groups: Sequence[TrainingGroup], output: str | Path, recipe:
     device = pick_device(device)
     model = load_bi_encoder(recipe.model, recipe.max_length)
     passage_model = copy.deepcopy(model).to(device).eval() if recipe.question_side_only else model
-    steps = plan_steps([g for g in groups if g.positives], recipe)
+    steps = plan_steps([g for g in groups if g.positives], recipe.epochs, recipe.questions_per_step, recipe.seed,
+                       recipe.hard_negatives + 1, recipe.hard_depth)
     if not steps:
         raise IfqaError(f"{len(groups)} training groups make no step of {recipe.questions_per_step} questions")
 
