@@ -87,14 +87,19 @@ def to_args(config: Any) -> list[str]:
     return args
 
 
-def click_options(cls: type):
-    """A decorator adding one click option per field (defaults stay None: ``from_options`` fills them)."""
+def click_options(cls: type, defaults: Mapping[str, Any] | None = None):
+    """A decorator adding one click option per field (defaults stay None: ``from_options`` fills them).
+
+    ``defaults`` are a command's own defaults, shown in its help; the command applies them itself.
+    """
     import click
+
+    defaults = defaults or {}
 
     def decorate(function):
         for field in reversed(option_fields(cls)):
             kind, meta = _kind(cls, field.name), field.metadata
-            default = _default(field)
+            default = defaults.get(field.name, _default(field))
             shown = "" if default in (None, False) else f" [default: {default}]"
             help_text = meta.get("help", "") + shown
             if kind is bool:

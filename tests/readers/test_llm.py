@@ -172,3 +172,14 @@ def test_evaluate_infers_the_question_set_and_refuses_another(cli, server, env, 
     assert inferred["n"] == len(TRAIN) and inferred["em"] == 100.0
     refused = cli("evaluate", "--predictions", out, "--setting", "demo", "--split", "dev", env=env)
     assert refused.returncode == 1 and "made for the question set 'demo:train'" in refused.stderr
+
+
+@pytest.mark.parametrize("strategy", ["random", "similar"])
+def test_a_question_is_never_its_own_demonstration(strategy):
+    from ifqa.readers.llm.prompts import Demo, DemoSelector
+
+    demos = [Demo(f"If cats could fly, how far would cat {n} fly?", str(n), []) for n in range(5)]
+    selector = DemoSelector(demos, k=4, strategy=strategy, seed=0)
+    chosen = selector.select("q", demos[2].question + " ")
+    assert len(chosen) == 4 and demos[2] not in chosen
+    assert len(selector.select("other", "If dogs could swim, how far would they swim?")) == 4

@@ -145,18 +145,22 @@ class DemoSelector:
             self._index.index(Tokenized(ids=tokens, vocab=self._tokenizer.get_vocab_dict()), show_progress=False)
 
     def select(self, qid: str, question: str) -> list[Demo]:
-        k = min(self.k, len(self.demos))
+        """K demonstrations for this question; the question itself is never one of them."""
+        asked = question.strip()
+        candidates = [d for d in self.demos if d.question.strip() != asked]
+        k = min(self.k, len(candidates))
         if k == 0:
             return []
         if self._index is not None:
             words = [w for w in self._tokenizer.tokenize([question], update_vocab=False, return_as="string",
                                                          show_progress=False)[0] if w]
             if words:
-                documents, _ = self._index.retrieve([words], k=k, show_progress=False)
-                chosen = [self.demos[int(i)] for i in documents[0]]
+                found = min(len(self.demos), k + len(self.demos) - len(candidates))
+                documents, _ = self._index.retrieve([words], k=found, show_progress=False)
+                chosen = [self.demos[int(i)] for i in documents[0] if self.demos[int(i)].question.strip() != asked][:k]
                 return chosen[::-1]  # most similar last, nearest to the query
         rng = random.Random(f"{self.seed}:{qid}")
-        return rng.sample(self.demos, k)
+        return rng.sample(candidates, k)
 
 
 def number_passages(passages: Sequence[str | dict], words: int | None = None) -> str:

@@ -27,8 +27,10 @@ log = logging.getLogger(__name__)
 
 class LLMReader:
     def __init__(self, backend, config: LLMReaderConfig, train: Sequence, cache: ResponseCache | None = None,
-                 exclude_questions: set[str] | None = None, rationale_setting: str = "demo"):
+                 exclude_questions: set[str] | None = None, rationale_setting: str = "demo",
+                 keep_prompts: bool = False):
         self.backend, self.config = backend, config
+        self.keep_prompts = keep_prompts  # put each prompt's text in its record (ifqa serve shows it)
         self.counters = Counters()
         self.generate = CachedGenerator(backend, cache, config.concurrency, self.counters)
         self.template = prompts.load_template(prompts.template_name(config.mode, config.cot), config.prompts_dir)
@@ -107,6 +109,8 @@ class LLMReader:
             if example.qid in backgrounds:
                 record["background"] = backgrounds[example.qid]
             record.update({"demos": prompt.demos, "passages": prompt.passages, "prompt_tokens": prompt.tokens})
+            if self.keep_prompts:
+                record["prompt"] = prompt.text
             if prompt.notes:
                 record["fit"] = prompt.notes
             records.append(record)

@@ -1,0 +1,187 @@
+"""What `ifqa serve` answers, without any web code: one question in, every pipeline stage out.
+
+``QAService`` holds the loaded indexes, the optional reranker and the optional LLM reader. It runs
+the same stages as ``ifqa retrieve`` and ``ifqa read`` (the retrieval pipeline, ``rerank_hits``,
+``LLMReader.read_batch``), but keeps what a person wants to see: the query formulations, each
+passage's rank before and after reranking, and the prompt the reader saw.
+
+Models and indexes are shared by all requests and not all of them are safe to call from several
+threads at once (the SQLite response cache, tokenizers), so each stage runs under a lock; every
+request builds its own result objects, so answers are never mixed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+import threading
+import time
+from dataclasses import dataclass, replace
+from typing import Any, Sequence
+
+from ifqa.artifacts import Example
+from ifqa.errors import IfqaError
+from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline, run_record
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request may ask for (larger requests get a 4xx, not a slow server)."""
+
+    max_k: int = 100
+    max_question_chars: int = 1000
+    max_body_bytes: int = 16_384
+
+
+def normalize(question: str) -> str:
+    return " ".join(question.lower().split())
+
+
+def highlight_terms(question: str) -> list[str]:
+    """The question's content words (no counterfactual cue words or stop words), for highlighting."""
+    from bm25s.stopwords import STOPWORDS_EN_PLUS
+
+    from ifqa.retrieval.queries import clean_cues
+
+    stop = set(STOPWORDS_EN_PLUS)
+    words = re.findall(r"\w+", clean_cues(question).lower())
+    return sorted({w for w in words if len(w) >= 3 and w not in stop})
+
+
+def configure_hint(retrieval: RetrievalConfig) -> str:
+    """The command that starts this server with a reader (shown when none is configured)."""
+    parts = ["ifqa serve"]
+    parts += [f"--index {spec}" for spec in retrieval.indexes if spec != "demo:bm25"]
+    if retrieval.rerank:
+        parts.append(f"--rerank {retrieval.rerank}")
+    return " ".join(parts + ["--model MODEL_NAME --base-url http://localhost:8001/v1"])
+
+
+class QAService:
+    def __init__(self, retrieval: RetrievalConfig, reader_config=None, known: Sequence = (),
+                 api_key: str | None = None, limits: Limits = Limits()):
+        """``reader_config`` is an ``LLMReaderConfig`` (None: search only); ``known`` are
+        ``QuestionSource``s whose questions get answer and gold flags when asked verbatim."""
+        from ifqa.retrieval.rerank import load_reranker
+
+        self.config, self.limits = retrieval, limits
+        self.pipeline = RetrievalPipeline(replace(retrieval, rerank=None))  # the reranker runs here, to show ranks
+        self.reranker = (load_reranker(retrieval.rerank, retrieval.rerank_depth, device=retrieval.device)
+                         if retrieval.rerank else None)
+        self.known: dict[str, tuple[str, Example]] = {}
+        for source in known:
+            for example in source.load().examples:
+                self.known.setdefault(normalize(example.question), (source.name, example))
+        self.reader_config = reader_config if reader_config is not None and reader_config.model else None
+        self.reader = self._reader(reader_config, known, api_key) if self.reader_config else None
+        self._search_lock, self._read_lock = threading.Lock(), threading.Lock()
+        self.started = time.time()
+
+    @staticmethod
+    def _reader(config, known: Sequence, api_key: str | None):
+        from ifqa.datasets import QuestionSource
+        from ifqa.llm import make_backend
+        from ifqa.llm.cache import ResponseCache
+        from ifqa.readers.llm import demonstration_pool
+        from ifqa.readers.llm.reader import LLMReader
+
+        source = known[0] if known else QuestionSource()
+        engine = make_backend(config.backend, config.model, config.base_url, api_key, config.completions,
+                              config.device, config.batch_size, config.timeout, config.retries)
+        train, setting = demonstration_pool(config, source)
+        cache = None if config.no_cache else ResponseCache(config.cache)
+        return LLMReader(engine, config, train.examples, cache, rationale_setting=setting, keep_prompts=True)
+
+    def check(self, question: str, k: int) -> str:
+        """The question, stripped; a bad request raises ``IfqaError`` with what is wrong."""
+        if not isinstance(question, str) or not question.strip():
+            raise IfqaError("the question is empty")
+        if len(question) > self.limits.max_question_chars:
+            raise IfqaError(f"the question is longer than {self.limits.max_question_chars} characters")
+        if not 1 <= k <= self.limits.max_k:
+            raise IfqaError(f"k must be between 1 and {self.limits.max_k}, got {k}")
+        return question.strip()
+
+    def lookup(self, question: str) -> tuple[str, Example] | None:
+        return self.known.get(normalize(question))
+
+    def search(self, question: str, k: int = 10) -> dict[str, Any]:
+        """Ranked passages for one question, with the query formulations and both rankings."""
+        question = self.check(question, k)
+        started = time.perf_counter()
+        config = self.config
+        with self._search_lock:
+            queries = self.pipeline.formulate([question])[0]
+            depth = max(k, config.rerank_depth) if self.reranker else k
+            first = self.pipeline.search([question], depth, [queries])[0]
+            hits = self.reranker.rerank(question, first, self.pipeline.passages)[:k] if self.reranker else first[:k]
+        first_rank = {position: (rank, score) for rank, (position, score) in enumerate(first, start=1)}
+        passages = []
+        for rank, (position, score) in enumerate(hits, start=1):
+            passage = self.pipeline.passages[position]
+            before, first_score = first_rank[position]
+            passages.append({"rank": rank, "first_stage_rank": before, "score": round(float(score), 4),
+                             "first_stage_score": round(float(first_score), 4), "id": passage["id"],
+                             "title": passage["title"], "text": passage["text"]})
+        known = self.lookup(question)
+        if known is not None:
+            split, example = known
+            flagged = run_record(example, [dict(p) for p in passages])["ctxs"]
+            for passage, ctx in zip(passages, flagged):
+                passage["has_answer"], passage["gold"] = ctx["has_answer"], ctx["gold"]
+        return {"question": question, "k": k, "query_mode": config.query_mode, "queries": list(queries),
+                "indexes": [r.name for r in self.pipeline.retrievers],
+                "reranker": self.reranker.describe() if self.reranker and hasattr(self.reranker, "describe") else None,
+                "known": ({"split": known[0], "qid": known[1].qid, "answers": known[1].answers} if known else None),
+                "terms": highlight_terms(question), "passages": passages,
+                "seconds": round(time.perf_counter() - started, 4)}
+
+    def answer(self, question: str, k: int = 10) -> dict[str, Any]:
+        """The search result plus the reader's answer, reasoning and prompt."""
+        if self.reader is None:
+            raise ReaderMissing(f"no reader is configured; start the server with one: {configure_hint(self.config)}")
+        result = self.search(question, k)
+        question = result["question"]
+        started = time.perf_counter()
+        known = self.lookup(question)
+        qid = known[1].qid if known else "ask-" + hashlib.sha1(question.encode("utf-8")).hexdigest()[:12]
+        example = Example(qid, question, known[1].answers if known else [])
+        contexts = {qid: [{"title": p["title"], "text": p["text"]} for p in result["passages"]]}
+        with self._read_lock:
+            try:
+                record = self.reader.read_batch([example], contexts)[0]
+            except IfqaError as exc:
+                raise UpstreamError(f"the reader's model failed: {exc}") from exc
+        result["answer"] = {"prediction": record["prediction"], "reasoning": record.get("reasoning", ""),
+                            "raw": record["raw"], "prompt": record.get("prompt", ""), "model": self.reader_config.model,
+                            "mode": self.reader_config.mode, "passages_in_prompt": record["passages"],
+                            "demos": record["demos"], "background": record.get("background"),
+                            "seconds": round(time.perf_counter() - started, 4)}
+        if known:
+            from ifqa.eval.answers import best_over_answers, exact_match
+
+            result["answer"]["correct"] = bool(best_over_answers(exact_match, record["prediction"], known[1].answers))
+        return result
+
+    def health(self) -> dict[str, Any]:
+        retrievers = self.pipeline.retrievers
+        return {"status": "ok", "uptime_s": round(time.time() - self.started, 1),
+                "indexes": [{"name": r.name, "engine": r.manifest.get("engine"), "passages": len(r.passages)}
+                            for r in retrievers],
+                "query_mode": self.config.query_mode,
+                "reranker": self.reranker.describe() if self.reranker and hasattr(self.reranker, "describe") else None,
+                "reader": ({"model": self.reader_config.model, "mode": self.reader_config.mode,
+                            "backend": self.reader_config.backend} if self.reader_config else None),
+                "reader_hint": None if self.reader_config else f"start it with: {configure_hint(self.config)}",
+                "known_questions": len(self.known), "limits": vars(self.limits)}
+
+
+class ReaderMissing(IfqaError):
+    """Asked for an answer from a server started without a reader."""
+
+
+class UpstreamError(IfqaError):
+    """The LLM endpoint failed (after the backend's retries)."""
