@@ -98,3 +98,18 @@ def search_server(tmp_path_factory):
     server = Server(["--max-k", "30"], folder / "server.log")
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def rerank_server(tmp_path_factory):
+    """The demo index reranked by a question-agnostic control trained on the demo set (a fast reranker)."""
+    from tests.conftest import run_cli
+
+    folder = tmp_path_factory.mktemp("serve-rerank")
+    trained = run_cli("train", "--control", "--index", "demo:bm25", "--setting", "demo", "--no-progress",
+                      "-o", folder / "control")
+    assert trained.returncode == 0, trained.stderr
+    server = Server(["--rerank", str(folder / "control" / "model"), "--rerank-depth", "20"], folder / "server.log")
+    server.model = folder / "control" / "model"
+    yield server
+    server.stop()

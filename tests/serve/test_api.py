@@ -178,3 +178,22 @@ def test_an_unexpected_failure_is_a_500_without_a_stack_trace(caplog):
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+def test_reranking_shows_both_ranks_and_matches_ifqa_retrieve(rerank_server, cli, tmp_path):
+    results = {q: rerank_server.post("/search", {"question": q, "k": 10}) for q in rerank_server.get("/examples")["questions"]}
+    assert all(status == 200 for status, _ in results.values())
+    result = results[GULF][1]
+    assert result["reranker"]["depth"] == 20 and "control" in result["reranker"]["kind"]
+    passages = result["passages"]
+    assert [p["rank"] for p in passages] == list(range(1, 11))
+    assert all(1 <= p["first_stage_rank"] <= 20 for _, r in results.values() for p in r["passages"])
+    assert any(p["first_stage_rank"] != p["rank"] for _, r in results.values() for p in r["passages"])  # it moved some
+    run = tmp_path / "run.jsonl"
+    made = cli("retrieve", "--k", "10", "--rerank", rerank_server.model, "--rerank-depth", "20", "-o", run,
+               "--no-progress")
+    assert made.returncode == 0, made.stderr
+    from ifqa.artifacts import read_run
+
+    expected = next(r for r in read_run(run) if r["question"] == GULF)
+    assert [p["id"] for p in passages] == [c["id"] for c in expected["ctxs"]]
