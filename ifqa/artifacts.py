@@ -28,17 +28,21 @@ from ifqa.io import read_jsonl, write_json, write_jsonl
 
 @dataclass(frozen=True)
 class Example:
-    """One question with its reference answers (aliases) and gold passages."""
+    """One question with its reference answers (aliases) and context: IfQA's gold passages, WIQA's
+    procedure steps, CausalQA's source passage. ``meta`` holds what a dataset's scorer breaks
+    results down by (WIQA's question type and path length, CausalQA's source dataset)."""
 
     qid: str
     question: str
     answers: list[str]
     context: list[str] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         """The official record layout (``idx`` kept as an int when the id is numeric)."""
         idx: Any = int(self.qid) if self.qid.isdigit() else self.qid
-        return {"idx": idx, "question": self.question, "answers": self.answers, "context": self.context}
+        record = {"idx": idx, "question": self.question, "answers": self.answers, "context": self.context}
+        return {**record, "meta": self.meta} if self.meta else record
 
 
 def question_set_id(examples: Iterable[Example]) -> str:
@@ -52,10 +56,13 @@ def question_set_id(examples: Iterable[Example]) -> str:
 
 @dataclass(frozen=True)
 class QuestionSet:
-    """Questions plus the name the user gave them (``demo:dev``, ``supervised:dev`` or a file path)."""
+    """Questions plus the name the user gave them (``demo:dev``, ``supervised:dev`` or a file path)
+    and their task, which decides how answers are prompted and scored (``qa``, ``wiqa``, ``causalqa``)."""
 
     name: str
     examples: list[Example]
+    task: str = "qa"
+    dataset: str | None = None  # the dataset whose format a file named by ``name`` is in (None: IfQA's)
 
     @cached_property
     def identity(self) -> str:
@@ -63,7 +70,8 @@ class QuestionSet:
 
     def describe(self) -> dict[str, Any]:
         """What manifests record about the questions a file was made for."""
-        return {"name": self.name, "id": self.identity, "n": len(self.examples)}
+        recorded = {"name": self.name, "id": self.identity, "n": len(self.examples)}
+        return {**recorded, "dataset": self.dataset} if self.dataset else recorded
 
     def __len__(self) -> int:
         return len(self.examples)

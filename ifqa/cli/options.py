@@ -32,7 +32,7 @@ def question_options(function):
     function = click.option("--questions", type=click.Path(dir_okay=False), help="Any file in the IfQA format (JSON list or JSONL); overrides --setting/--split.")(function)
     function = click.option("--split", type=SPLIT_CHOICES, default=None, help="Split (default dev).")(function)
     function = click.option("--setting", type=RegistryChoice(DATASETS), default=None,
-                            help="supervised (full_split), few-shot (few_split) or the embedded demo set (default).")(function)
+                            help="IfQA supervised (full_split), few-shot (few_split), the embedded demo set (default); wiqa, causalqa[-random] and their -demo sets. With --questions: the file's format.")(function)
     return function
 
 

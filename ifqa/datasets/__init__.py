@@ -15,6 +15,11 @@ from ifqa.registry import DATASETS
 DEFAULT_SETTING = "demo"
 
 
+def task_of(entry) -> str:
+    """How a dataset's answers are prompted and scored (IfQA's short answers unless it says)."""
+    return getattr(entry, "task", "qa") if entry is not None else "qa"
+
+
 @dataclass(frozen=True)
 class QuestionSource:
     setting: str | None = None
@@ -49,21 +54,33 @@ class QuestionSource:
         return f"--setting {setting} --split {split}"
 
     def load(self) -> QuestionSet:
+        """The questions; a file given with a setting is read in that dataset's format (a WIQA JSONL,
+        a CausalQA CSV), a file alone in IfQA's."""
         if self.file:
+            entry = DATASETS.get(self.setting) if self.setting else None
+            if entry is not None and hasattr(entry, "load_file"):
+                return QuestionSet(str(self.file), entry.load_file(self.file), task_of(entry), self.setting)
             from ifqa.datasets.ifqa import load_examples
 
-            return QuestionSet(str(self.file), load_examples(self.file))
+            return QuestionSet(str(self.file), load_examples(self.file), task_of(entry))
         setting, split = self.resolved()
-        return QuestionSet(self.name, DATASETS.get(setting).load(split, self.data_dir))
+        entry = DATASETS.get(setting)
+        return QuestionSet(self.name, entry.load(split, self.data_dir), task_of(entry))
 
     def train(self) -> "QuestionSource":
         """The training split of the same setting (where demonstrations come from)."""
         return QuestionSource(self.setting or DEFAULT_SETTING, "train", None, self.data_dir)
 
     @classmethod
-    def parse(cls, name: str, data_dir: str | None = None) -> "QuestionSource":
-        """Back from a recorded name: ``setting:split`` for a registered setting, else a file path."""
+    def parse(cls, name: str, data_dir: str | None = None, dataset: str | None = None) -> "QuestionSource":
+        """Back from a recorded name: ``setting:split`` for a registered setting, else a file path
+        (read in ``dataset``'s format when the record names one)."""
         setting, _, split = name.partition(":")
         if split and setting in DATASETS:
             return cls(setting, split, None, data_dir)
-        return cls(None, None, name, data_dir)
+        return cls(dataset if dataset in DATASETS else None, None, name, data_dir)
+
+    @classmethod
+    def recorded(cls, record: dict, data_dir: str | None = None) -> "QuestionSource":
+        """The source a manifest's ``questions`` record describes."""
+        return cls.parse(record["name"], data_dir, record.get("dataset"))

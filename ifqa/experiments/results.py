@@ -45,21 +45,29 @@ def write_results(output: Path, results: dict) -> None:
                 lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
             lines.append("")
     if results["readers"]:
-        lines += ["## Readers (EM / F1 %, 95% bootstrap CI)", "",
-                  "| system | retriever | EM | EM 95% CI | F1 | F1 95% CI | paper EM / F1 | status |", "|---|---|---|---|---|---|---|---|"]
+        from ifqa.registry import TASKS
+
+        headline = TASKS.get(results.get("task", "qa")).headline
+        labels = " / ".join(label for _, label in headline)
+        lines += [f"## Readers ({labels} %, 95% bootstrap CI)", "",
+                  "| system | retriever | " + " | ".join(f"{label} | {label} 95% CI" for _, label in headline) +
+                  f" | paper {labels} | status |", "|---" * (2 * len(headline) + 4) + "|"]
         for r in results["readers"]:
             paper = r.get("paper") or {}
-            paper_cell = f"{paper.get('em', '')} / {paper.get('f1', '')}" if paper else ""
+            paper_cell = " / ".join(str(paper.get(metric, "")) for metric, _ in headline) if paper else ""
             if r["status"] == "ran":
-                lines.append(f"| {r['name']} | {r.get('retriever') or 'none'} | {r['em']:.2f} | {_ci(r['em_ci95'])} | "
-                             f"{r['f1']:.2f} | {_ci(r['f1_ci95'])} | {paper_cell} | ran |")
+                cells = " | ".join(f"{r[metric]:.2f} | {_ci(r[metric + '_ci95'])}" for metric, _ in headline)
+                lines.append(f"| {r['name']} | {r.get('retriever') or 'none'} | {cells} | {paper_cell} | ran |")
             else:
-                lines.append(f"| {r['name']} | {r.get('retriever') or 'none'} | – | | – | | {paper_cell} | "
+                cells = " | ".join("– | " for _ in headline)
+                lines.append(f"| {r['name']} | {r.get('retriever') or 'none'} | {cells} | {paper_cell} | "
                              f"{r['status']}: `{r['command']}` |")
-            rows.append({"system": r["name"], "kind": "reader", "retriever": r.get("retriever"), "status": r["status"],
-                         "em": r.get("em"), "em_low": (r.get("em_ci95") or [None])[0], "em_high": (r.get("em_ci95") or [None, None])[1],
-                         "f1": r.get("f1"), "f1_low": (r.get("f1_ci95") or [None])[0], "f1_high": (r.get("f1_ci95") or [None, None])[1],
-                         "paper_em": paper.get("em"), "paper_f1": paper.get("f1"), "command": r["command"]})
+            row = {"system": r["name"], "kind": "reader", "retriever": r.get("retriever"), "status": r["status"]}
+            for metric, _ in headline:
+                row.update({metric: r.get(metric), f"{metric}_low": (r.get(f"{metric}_ci95") or [None])[0],
+                            f"{metric}_high": (r.get(f"{metric}_ci95") or [None, None])[1], f"paper_{metric}": paper.get(metric)})
+            rows.append({**row, "command": r["command"]})
+        lines += _breakdown_table(results, TASKS.get(results.get("task", "qa")))
     with atomic_write(output / "results.md") as handle:
         handle.write("\n".join(lines) + "\n")
     columns: list[str] = []
@@ -71,3 +79,26 @@ def write_results(output: Path, results: dict) -> None:
     writer.writerows(rows)
     with atomic_write(output / "results.csv") as handle:
         handle.write(buffer.getvalue())
+
+
+def _breakdown_table(results: dict, task) -> list[str]:
+    """The task's breakdown (WIQA accuracy by question type, CausalQA ROUGE-L by source) per reader,
+    with the paper's figure in brackets where the config gives one (``paper: {by_question_type: {...}}``)."""
+    if not task.table:
+        return []
+    key, metric = task.table
+    ran = [r for r in results["readers"] if r["status"] == "ran" and r.get(key)]
+    if not ran:
+        return []
+    groups: list[str] = []
+    for r in ran:
+        groups += [g for g in r[key] if g not in groups]
+    label = dict(task.headline).get(metric, metric)
+    lines = ["", f"{label} by {key.removeprefix('by_').replace('_', ' ')} (paper in brackets where given):", "",
+             "| system | " + " | ".join(groups) + " | all |", "|---" * (len(groups) + 2) + "|"]
+    for r in ran:
+        paper = (r.get("paper") or {}).get(key, {})
+        cells = [f"{r[key][g][metric]:.2f}" + (f" ({paper[g]})" if g in paper else "") if g in r[key] else "–" for g in groups]
+        total = f"{r[metric]:.2f}" + (f" ({r['paper'][metric]})" if (r.get("paper") or {}).get(metric) is not None else "")
+        lines.append(f"| {r['name']} | " + " | ".join(cells) + f" | {total} |")
+    return lines + [""]

@@ -90,7 +90,7 @@ def run_experiment(path: str | Path, force: bool = False, progress: bool = True)
     questions = source.load()
     context = ExperimentContext(config, Path(config["_root"]) / config.get("output", f"results/{config['name']}"),
                                 source, questions, force, progress)
-    context.results = {"name": config["name"], "questions": source.name, "n": len(questions),
+    context.results = {"name": config["name"], "questions": source.name, "n": len(questions), "task": questions.task,
                        "retrievers": [], "readers": []}
     for spec in config["_stages"]:
         if not enabled(spec):

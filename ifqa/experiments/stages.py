@@ -133,8 +133,20 @@ def _reader_row(context, spec: dict, report: dict, status: str, command: str) ->
                            "retriever": spec.get("retriever"), "paper": spec.get("paper"), "command": command,
                            "status": status}
     if report:
-        row.update({k: report[k] for k in ("em", "f1", "em_ci95", "f1_ci95", "by_answer_type", "by_question_word")})
+        from ifqa.eval.tasks import task_for
+
+        task = task_for(context.questions)
+        keys = [key for metric, _ in task.headline for key in (metric, f"{metric}_ci95")] + list(task.breakdowns)
+        row.update({k: report[k] for k in keys})
     return row
+
+
+def score_predictions_file(context, path) -> dict:
+    """The report of a predictions file, by the questions' task (EM/F1, WIQA accuracy, ROUGE-L)."""
+    from ifqa.eval.tasks import task_for
+
+    task = task_for(context.questions)
+    return task.summarize(context.questions.examples, task.read(path), None)
 
 
 class ReadStage(Stage):
@@ -152,10 +164,8 @@ class ReadStage(Stage):
             raise IfqaError(f"reader {spec['name']!r} uses retriever {spec['retriever']!r}, which is not defined", path)
 
     def run(self, context, spec: dict) -> None:
-        from ifqa.artifacts import read_predictions
         from ifqa.configs import from_options
         from ifqa.datasets import QuestionSource
-        from ifqa.eval.summary import summarize_predictions
         from ifqa.experiments.runner import question_source, stage_key
         from ifqa.readers import ReadJob, reader_command
         from ifqa.registry import READERS
@@ -175,11 +185,12 @@ class ReadStage(Stage):
         config = from_options(entry.config, options, where=f"{context.config['_path']}: reader {spec['name']!r}")
         run = context.runs.get(spec.get("retriever")) if spec.get("retriever") else None
         public = config.public() if hasattr(config, "public") else config  # no credentials in results
-        shown = public if getattr(config, entry.model_key) else dataclasses.replace(public, **{entry.model_key: entry.model_key.upper()})
+        needs = entry.model_key  # None: the reader needs no model (majority class)
+        shown = public if not needs or getattr(config, needs) else dataclasses.replace(public, **{needs: needs.upper()})
         command = reader_command(name, shown, source, os.path.relpath(run) if run else None)
         target = context.output / "predictions" / f"{spec['name']}.jsonl"
-        if not getattr(config, entry.model_key):
-            context.results["readers"].append(_reader_row(context, spec, {}, f"skipped: no {entry.model_key} configured", command))
+        if needs and not getattr(config, needs):
+            context.results["readers"].append(_reader_row(context, spec, {}, f"skipped: no {needs} configured", command))
             return
         params = {"reader": name, **dataclasses.asdict(config), "retriever": spec.get("retriever")}
         key = stage_key({**params, "questions": context.questions_key}, [run] if run else [])
@@ -188,7 +199,7 @@ class ReadStage(Stage):
             log.info("read: %s", spec["name"])
             entry.read(config, ReadJob(context.questions, source, target, run, context.progress))
             context.mark(target, key, params)
-        report = summarize_predictions(context.questions.examples, read_predictions(target))
+        report = score_predictions_file(context, target)
         context.results["readers"].append(_reader_row(context, spec, report, "ran", command))
 
 
@@ -204,8 +215,8 @@ class EvaluateStage(Stage):
             raise IfqaError(f"evaluate stage {spec['name']!r} needs exactly one of 'predictions' or 'run'", path)
 
     def run(self, context, spec: dict) -> None:
-        from ifqa.artifacts import check_questions, read_predictions, read_run
-        from ifqa.eval.summary import summarize_predictions, summarize_run
+        from ifqa.artifacts import check_questions, read_run
+        from ifqa.eval.summary import summarize_run
 
         path = Path(context.resolve(spec.get("predictions") or spec["run"]))
         check_questions(path, context.questions)
@@ -213,5 +224,5 @@ class EvaluateStage(Stage):
             report = summarize_run(read_run(path), context.questions.examples)
             context.results["retrievers"].append({"name": spec["name"], "indexes": [str(path)], **report})
             return
-        report = summarize_predictions(context.questions.examples, read_predictions(path))
+        report = score_predictions_file(context, path)
         context.results["readers"].append(_reader_row(context, spec, report, "ran", f"ifqa evaluate --predictions {path}"))

@@ -99,7 +99,7 @@ def score_dev_run(kind: str, model_dir: Path, dev_run: str, data_dir: str | None
     recorded = recorded_questions(dev_run)
     if not recorded:
         raise IfqaError("--dev-run needs a run made by ifqa (its manifest names the question set)", dev_run)
-    questions = QuestionSource.parse(recorded["name"], data_dir).load()
+    questions = QuestionSource.recorded(recorded, data_dir).load()
     if ":" in recorded["name"] and recorded["name"].split(":")[1] != "dev":
         raise IfqaError(f"--dev-run is a run of {recorded['name']}; dev scores must come from a dev split", dev_run)
     before = summarize_run(read_run(dev_run), questions.examples)["recall"]["gold"]

@@ -1,4 +1,4 @@
-"""Prompted LLM readers: closed-book (qa), chain-of-thought (cot), GenRead and open-book.
+"""Prompted LLM readers: closed-book (qa), chain-of-thought (cot), GenRead, open-book and context (own passages).
 
 ``config`` holds the settings, ``prompts`` the templates and demonstrations, ``answers`` answer
 extraction, ``reader`` the reading loop; models are reached through ``ifqa.llm``.
@@ -21,10 +21,11 @@ def demonstration_pool(config: LLMReaderConfig, source):
     (never silently the embedded demo set).
     """
     from ifqa.artifacts import QuestionSet
-    from ifqa.datasets.ifqa import load_examples
 
-    if config.train:
-        return QuestionSet(config.train, load_examples(config.train)), "file"
+    if config.train:  # read in the format of the questions' dataset (a WIQA JSONL, a CausalQA CSV ...)
+        from ifqa.datasets import QuestionSource
+
+        return QuestionSource(source.setting, None, config.train, source.data_dir).load(), "file"
     if source.file and not source.setting:
         if config.demos == 0:
             return QuestionSet("none", []), "none"
@@ -58,7 +59,8 @@ class LLMReaderEntry:
             log.info("demonstrations from %s (%d questions)", train.name, len(train))
         cache = None if config.no_cache else ResponseCache(config.cache)
         exclude = {e.question.strip() for e in job.questions}
-        reader = LLMReader(engine, config, train.examples, cache, exclude, rationale_setting=setting)
+        reader = LLMReader(engine, config, train.examples, cache, exclude, rationale_setting=setting,
+                           task=job.questions.task)
         read_to_file(reader, job.questions, job.output, job.run, progress=job.progress)
         return reader.counters.public()
 

@@ -53,3 +53,19 @@ def majority(answers: Sequence[str]) -> str:
     counts = collections.Counter(normalize_answer(a) for a in answers)
     best = max(counts.values())
     return next(a for a in answers if counts[normalize_answer(a)] == best)
+
+
+_WIQA_LABEL = re.compile(r"\b(more|less|no[\s_-]+effect)\b", re.I)
+
+
+def for_task(answer: str, rationale: str, task: str) -> tuple[str, str]:
+    """The answer in the task's form: for WIQA one of its labels (the first one named), or "" (abstain)."""
+    if task != "wiqa":
+        return answer, rationale
+    found = _WIQA_LABEL.search(answer)
+    return ("_".join(found.group(1).lower().replace("-", " ").split()) if found else ""), rationale
+
+
+def shown_answer(answer: str, task: str) -> str:
+    """How a demonstration's answer is written in a prompt (WIQA's ``no_effect`` as "no effect")."""
+    return answer.replace("_", " ") if task == "wiqa" else answer

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 from ifqa.errors import IfqaError
 
-MODES = ("qa", "cot", "genread", "open")
+MODES = ("qa", "cot", "genread", "open", "context")
 SAMPLING_TEMPERATURE = 0.7
 
 
@@ -18,8 +18,9 @@ def _o(default, help: str, **meta):
 @dataclass(frozen=True)
 class LLMReaderConfig:
     model: str | None = _o(None, "Model name on the endpoint, or a local path/hub id with --backend hf.")
-    mode: str = _o("qa", "closed-book (qa), chain-of-thought (cot), GenRead or open-book.", choices=MODES)
-    cot: bool = _o(False, "Add chain-of-thought to open and genread.")
+    mode: str = _o("qa", "closed-book (qa), chain-of-thought (cot), GenRead, open-book (retrieved passages) or "
+                   "context (each question's own: WIQA's procedure, CausalQA's passage, IfQA's gold passages).", choices=MODES)
+    cot: bool = _o(False, "Add chain-of-thought to open, genread and context.")
     backend: str = _o("openai", "OpenAI-compatible endpoint or local transformers.", choices=("openai", "hf"))
     base_url: str | None = _o(None, "Endpoint (vLLM, llama.cpp, Ollama...); default OpenAI.", envvar="OPENAI_BASE_URL")
     completions: bool = _o(False, "Use the completions API instead of chat.")
@@ -51,12 +52,12 @@ class LLMReaderConfig:
 
     @property
     def reasoning(self) -> bool:
-        return self.mode == "cot" or (self.cot and self.mode in ("open", "genread"))
+        return self.mode == "cot" or (self.cot and self.mode in ("open", "genread", "context"))
 
     def output_name(self, label: str) -> str:
         """Default predictions file name: the questions, the mode and the model."""
         model = (self.model or "model").rstrip("/").replace("/", "_").replace(":", "_")
-        return f"{label}-llm-{self.mode}{'-cot' if self.cot and self.mode in ('open', 'genread') else ''}-{model}.jsonl"
+        return f"{label}-llm-{self.mode}{'-cot' if self.cot and self.mode in ('open', 'genread', 'context') else ''}-{model}.jsonl"
 
     def public(self) -> "LLMReaderConfig":
         """This configuration as it may be written down: credentials in the endpoint URL redacted."""

@@ -23,7 +23,7 @@ from ifqa.errors import IfqaError
 
 log = logging.getLogger(__name__)
 
-MODES = ("qa", "cot", "genread", "open")
+MODES = ("qa", "cot", "genread", "open", "context")
 _SECTION = re.compile(r"^\[(instruction|demonstration|query)\]\s*$", re.MULTILINE)
 
 
@@ -54,13 +54,28 @@ def load_template(name: str, directory: str | Path | None = None) -> Template:
     return Template(name, sections["instruction"], sections["demonstration"], sections["query"])
 
 
-def template_name(mode: str, cot: bool) -> str:
-    """The template file of a mode (``cot`` mode always reasons; ``--cot`` adds it to open/genread)."""
+def template_name(mode: str, cot: bool, task: str = "qa", directory: str | Path | None = None) -> str:
+    """The template file of a mode for a task (``cot`` mode always reasons; ``--cot`` adds it to the others).
+
+    IfQA (task ``qa``) has ``qa``, ``cot``, ``genread[_cot]``, ``open[_cot]``; its ``context`` mode
+    reads each question's gold passages with the open-book template (an oracle). Other tasks have
+    ``<task>_<mode>[_cot]`` files (``wiqa_context``, ``causalqa_open`` ...), ``cot`` meaning ``qa`` with reasoning.
+    """
     if mode not in MODES:
         raise IfqaError(f"unknown mode {mode!r}; choose from {', '.join(MODES)}")
-    if mode in ("qa", "cot"):
-        return mode
-    return f"{mode}_cot" if cot else mode
+    if task == "qa":
+        if mode in ("qa", "cot"):
+            return mode
+        base = "open" if mode == "context" else mode
+        return f"{base}_cot" if cot else base
+    reasoning = cot or mode == "cot"
+    name = f"{task}_{'qa' if mode == 'cot' else mode}{'_cot' if reasoning else ''}"
+    folder = prompts_dir(directory)
+    if not (folder / f"{name}.txt").exists():
+        available = sorted(p.stem for p in folder.glob(f"{task}_*.txt"))
+        raise IfqaError(f"no {mode}{' + chain-of-thought' if reasoning else ''} template for {task} "
+                        f"({name}.txt); its templates: {', '.join(available) or 'none'}", folder)
+    return name
 
 
 def needs_rationale(name: str) -> bool:

@@ -28,15 +28,18 @@ log = logging.getLogger(__name__)
 class LLMReader:
     def __init__(self, backend, config: LLMReaderConfig, train: Sequence, cache: ResponseCache | None = None,
                  exclude_questions: set[str] | None = None, rationale_setting: str = "demo",
-                 keep_prompts: bool = False):
-        self.backend, self.config = backend, config
+                 keep_prompts: bool = False, task: str = "qa"):
+        self.backend, self.config, self.task = backend, config, task
         self.keep_prompts = keep_prompts  # put each prompt's text in its record (ifqa serve shows it)
         self.counters = Counters()
         self.generate = CachedGenerator(backend, cache, config.concurrency, self.counters)
-        self.template = prompts.load_template(prompts.template_name(config.mode, config.cot), config.prompts_dir)
+        self.template = prompts.load_template(prompts.template_name(config.mode, config.cot, task, config.prompts_dir),
+                                              config.prompts_dir)
         reasoning = prompts.needs_rationale(self.template.name)
         rationales = prompts.load_rationales(rationale_setting, config.prompts_dir) if reasoning else None
         demo_pool = prompts.pool(train, rationales, exclude_questions or set())
+        for demo in demo_pool:
+            demo.answer = answers.shown_answer(demo.answer, task)
         if reasoning and config.demos and not demo_pool:
             raise IfqaError(f"no chain-of-thought rationales for the {rationale_setting} training questions "
                             "(prompts/rationales.jsonl); use --demos 0 or add some")
@@ -57,7 +60,7 @@ class LLMReader:
     def _max_tokens(self, background: bool = False) -> int:
         if self.config.max_tokens:
             return self.config.max_tokens
-        return 256 if (self.reasoning or background) else 32
+        return 256 if (self.reasoning or background) else 64 if self.task == "causalqa" else 32
 
     def _params(self, background: bool = False) -> list[GenerationParams]:
         stops = ("\nQuestion:",) if (self.reasoning or background) else ("\nQuestion:", "\n\n")
@@ -85,6 +88,8 @@ class LLMReader:
         for example in examples:
             if self.config.mode == "open":
                 passages = contexts.get(example.qid, [])[: self.config.passages]
+            elif self.config.mode == "context":
+                passages = list(example.context)
             elif self.config.mode == "genread":
                 passages = [backgrounds[example.qid]]
             else:
@@ -99,7 +104,7 @@ class LLMReader:
         records = []
         for n, (example, prompt) in enumerate(zip(examples, records_prompts)):
             outputs = completions[n * samples : (n + 1) * samples]
-            parsed = [answers.extract(c.text, self.reasoning) for c in outputs]
+            parsed = [answers.for_task(*answers.extract(c.text, self.reasoning), self.task) for c in outputs]
             prediction = answers.majority([a for a, _ in parsed])
             chosen = next(i for i, (a, _) in enumerate(parsed) if a == prediction) if parsed else 0
             record: dict[str, Any] = {"qid": example.qid, "prediction": prediction, "raw": outputs[chosen].text,

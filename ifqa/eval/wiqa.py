@@ -1,0 +1,124 @@
+"""WIQA scoring: 3-way accuracy (more / less / no_effect), overall, by question type and by path length.
+
+The WIQA paper reports accuracy by question type: in-paragraph effects (``INPARA_EFFECT``),
+out-of-paragraph effects (``EXOGENOUS_EFFECT``) and no-effect distractors (``OUTOFPARA_DISTRACTOR``). Predictions must be one of the three labels
+("no effect" and any letter case are accepted); an empty prediction is an abstention, scored
+wrong and counted. Anything else is an error naming the file and line.
+"""
+
+from __future__ import annotations
+
+import collections
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from ifqa.errors import IfqaError
+from ifqa.eval.significance import bootstrap_ci, paired_test
+
+LABELS = ("more", "less", "no_effect")
+#: WIQA's ques_type values -> the paper's names for them.
+QUESTION_TYPES = {"INPARA_EFFECT": "in-para", "EXOGENOUS_EFFECT": "out-of-para", "OUTOFPARA_DISTRACTOR": "no-effect"}
+
+
+def normalize_label(text: str) -> str | None:
+    """The label a prediction names, "" for an abstention, None when it names none of the three."""
+    label = "_".join(text.strip().lower().replace("-", " ").split())
+    if label == "":
+        return ""
+    return label if label in LABELS else None
+
+
+def read_label_predictions(path: str | Path) -> dict[str, str]:
+    """``qid -> label`` from a predictions JSONL whose predictions must be WIQA labels."""
+    from ifqa.io import read_jsonl
+
+    predictions: dict[str, str] = {}
+    for number, record in read_jsonl(path):
+        if not isinstance(record, dict) or "qid" not in record or "prediction" not in record:
+            raise IfqaError("each line needs 'qid' and 'prediction'", path, number)
+        prediction = record["prediction"]
+        label = normalize_label(prediction) if isinstance(prediction, str) else None
+        if label is None:
+            raise IfqaError(f"prediction {prediction!r} is not a WIQA label (more, less, no_effect, or empty to abstain)",
+                            path, number)
+        qid = str(record["qid"])
+        if qid in predictions:
+            raise IfqaError(f"duplicate qid {qid!r}", path, number)
+        predictions[qid] = label
+    return predictions
+
+
+def _accuracy(correct: Sequence[float]) -> dict[str, Any]:
+    return {"n": len(correct), "accuracy": round(100 * sum(correct) / len(correct), 2) if correct else 0.0,
+            "ci95": list(bootstrap_ci(correct))}
+
+
+def _groups(examples: Sequence[Any], correct: Sequence[float], key) -> dict[str, dict[str, Any]]:
+    groups: dict[str, list[float]] = collections.defaultdict(list)
+    for example, value in zip(examples, correct):
+        groups[key(example)].append(value)
+    order = list(QUESTION_TYPES.values())  # the paper's column order, then anything else
+    ranked = sorted(groups, key=lambda name: (order.index(name) if name in order else len(order), name))
+    return {name: _accuracy(groups[name]) for name in ranked}
+
+
+def question_type(example) -> str:
+    kind = example.meta.get("question_type", "")
+    return QUESTION_TYPES.get(kind, kind or "unknown")
+
+
+def summarize_wiqa(examples: Sequence[Any], predictions: Mapping[str, str],
+                   compare: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """Accuracy with 95% bootstrap intervals, by question type and path length; paired test vs ``compare``."""
+    correct = [float(predictions.get(e.qid, "") == e.answers[0]) for e in examples]
+    overall = _accuracy(correct)
+    report: dict[str, Any] = {
+        "task": "wiqa", "n": len(examples),
+        "answered": sum(1 for e in examples if predictions.get(e.qid, "")),
+        "accuracy": overall["accuracy"], "accuracy_ci95": overall["ci95"],
+        "by_question_type": _groups(examples, correct, question_type),
+        "by_path_length": _groups(examples, correct, lambda e: str(e.meta.get("path_length", "unknown"))),
+        "gold_labels": dict(collections.Counter(e.answers[0] for e in examples)),
+        "predicted_labels": dict(collections.Counter(predictions.get(e.qid, "") or "(none)" for e in examples)),
+        "unknown_qids": len(set(predictions) - {e.qid for e in examples}),
+    }
+    if compare is not None:
+        other = [float(compare.get(e.qid, "") == e.answers[0]) for e in examples]
+        by_type: dict[str, list[int]] = collections.defaultdict(list)
+        for i, example in enumerate(examples):
+            by_type[question_type(example)].append(i)
+        report["compare"] = {
+            "accuracy": round(100 * sum(other) / len(other), 2) if other else 0.0,
+            "accuracy_difference": paired_test(correct, other),
+            "by_question_type": {name: paired_test([correct[i] for i in idx], [other[i] for i in idx])
+                                 for name, idx in sorted(by_type.items())},
+        }
+    return report
+
+
+def format_wiqa_report(report: dict[str, Any]) -> str:
+    from ifqa.tables import table
+
+    def ci(pair) -> str:
+        return f"[{pair[0]:.1f}, {pair[1]:.1f}]"
+
+    lines = [f"WIQA accuracy {report['accuracy']:.2f} {ci(report['accuracy_ci95'])} over {report['n']} questions "
+             f"({report['answered']} answered)", ""]
+    lines.append(table(["question type", "n", "accuracy", "95% CI"],
+                       [[name, g["n"], f"{g['accuracy']:.2f}", ci(g["ci95"])] for name, g in report["by_question_type"].items()]))
+    lines.append("")
+    lines.append(table(["path length", "n", "accuracy", "95% CI"],
+                       [[name, g["n"], f"{g['accuracy']:.2f}", ci(g["ci95"])] for name, g in report["by_path_length"].items()]))
+    lines.append("")
+    lines.append("gold labels: " + ", ".join(f"{k} {v}" for k, v in sorted(report["gold_labels"].items())) +
+                 "; predicted: " + ", ".join(f"{k} {v}" for k, v in sorted(report["predicted_labels"].items())))
+    if "compare" in report:
+        c = report["compare"]
+        d = c["accuracy_difference"]
+        lines += ["", f"vs the compared predictions ({c['accuracy']:.2f}): {d['difference']:+.2f} "
+                      f"{ci(d['ci95'])}, paired permutation p={d['p_value']:.4f}"]
+        for name, t in c["by_question_type"].items():
+            lines.append(f"  {name}: {t['difference']:+.2f} {ci(t['ci95'])}, p={t['p_value']:.4f}")
+    if report["unknown_qids"]:
+        lines.append(f"\n{report['unknown_qids']} predictions name questions not in the set (ignored)")
+    return "\n".join(lines)

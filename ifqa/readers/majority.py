@@ -1,0 +1,51 @@
+"""The majority-class reader: every question gets the training split's most frequent answer.
+
+WIQA's first baseline (its paper's "Majority" row); for any dataset it is the floor a learned or
+prompted reader must clear. No model, so it runs anywhere.
+"""
+
+from __future__ import annotations
+
+import collections
+from dataclasses import dataclass, field
+
+from ifqa.errors import IfqaError
+
+
+@dataclass(frozen=True)
+class MajorityConfig:
+    train: str | None = field(default=None, metadata={"help": "Question file whose most frequent answer is predicted (default: the setting's train split)."})
+
+    def output_name(self, label: str) -> str:
+        return f"{label}-majority.jsonl"
+
+
+def most_frequent_answer(examples) -> str:
+    """The most frequent first answer; ties go to the alphabetically first (deterministic)."""
+    counts = collections.Counter(example.answers[0] for example in examples if example.answers)
+    if not counts:
+        raise IfqaError("the training questions have no answers to count")
+    best = max(counts.values())
+    return min(answer for answer, count in counts.items() if count == best)
+
+
+class MajorityReaderEntry:
+    """Majority class: predicts the training split's most frequent answer for every question."""
+
+    name = "majority"
+    config = MajorityConfig
+    model_key = None  # needs no model
+
+    def read(self, config: MajorityConfig, job) -> dict:
+        from ifqa.artifacts import write_manifest, write_predictions
+        from ifqa.datasets import QuestionSource
+
+        source = job.source
+        train = (QuestionSource(source.setting, None, config.train, source.data_dir) if config.train else source.train()).load()
+        answer = most_frequent_answer(train.examples)
+        write_predictions(job.output, [{"qid": e.qid, "prediction": answer} for e in job.questions])
+        write_manifest(job.output, job.questions, reader="majority", answer=answer, train=train.describe())
+        return {}
+
+
+READER = MajorityReaderEntry()
