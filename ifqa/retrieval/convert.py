@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Sequence
 
 from ifqa.errors import IfqaError
 from ifqa.artifacts import QuestionSet, write_manifest, write_run

@@ -8,7 +8,6 @@ import json
 import logging
 import random
 import shutil
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Sequence
