@@ -6,6 +6,8 @@ matched by text overlap (the rule is in ``GoldMatcher``). Also recall@K over fla
 
 from __future__ import annotations
 
+import functools
+import re
 import unicodedata
 from typing import Any, Iterable, Sequence
 
@@ -20,18 +22,25 @@ def _dpr_tokens(text: str) -> list[str]:
     return [token.lower() for token in _DPR_TOKEN.findall(unicodedata.normalize("NFD", text))]
 
 
-def has_answer(answers: Sequence[str], text: str) -> bool:
-    """DPR's string-match rule: some answer's tokens occur contiguously in the passage's tokens."""
-    tokens = _dpr_tokens(text)
-    for answer in answers:
-        needle = _dpr_tokens(answer)
-        if not needle:
-            continue
-        width = len(needle)
-        for start in range(len(tokens) - width + 1):
-            if tokens[start : start + width] == needle:
-                return True
-    return False
+def answer_needles(answers: Sequence[str]) -> list[str]:
+    """Each answer's tokens joined by spaces and framed by them (tokens never contain a space)."""
+    return [f" {' '.join(tokens)} " for tokens in map(_dpr_tokens, answers) if tokens]
+
+
+def has_answer(answers: Sequence[str], text: str, needles: Sequence[str] | None = None) -> bool:
+    """DPR's string-match rule: some answer's tokens occur contiguously in the passage's tokens.
+
+    Both sides are joined with single spaces, so a contiguous token match is a substring match
+    of the framed needle (``answer_needles``, computed once per question by ``flag_contexts``).
+    """
+    haystack = _haystack(text)
+    return any(needle in haystack for needle in (answer_needles(answers) if needles is None else needles))
+
+
+@functools.lru_cache(maxsize=32768)
+def _haystack(text: str) -> str:
+    """A passage's tokens framed by spaces; cached, as half the passages of a run recur across questions."""
+    return f" {' '.join(_dpr_tokens(text))} "
 
 
 # --- gold-passage recall ---------------------------------------------------------------------
@@ -41,12 +50,15 @@ GOLD_NGRAM = 5
 GOLD_THRESHOLD = 0.5
 
 
-def _shingles(text: str) -> frozenset[str]:
-    folded = unicodedata.normalize("NFKD", text.lower())
-    words = "".join(ch if ch.isalnum() else " " for ch in folded).split()
+_WORD = re.compile(r"[^\W_]+")  # runs of str.isalnum() characters: \w is isalnum() or "_"
+
+
+@functools.lru_cache(maxsize=16384)
+def _shingles(text: str) -> frozenset[tuple[str, ...]]:
+    words = _WORD.findall(unicodedata.normalize("NFKD", text.lower()))
     if len(words) < GOLD_NGRAM:
-        return frozenset([" ".join(words)]) if words else frozenset()
-    return frozenset(" ".join(words[i : i + GOLD_NGRAM]) for i in range(len(words) - GOLD_NGRAM + 1))
+        return frozenset([tuple(words)]) if words else frozenset()
+    return frozenset(zip(*(words[i:] for i in range(GOLD_NGRAM))))
 
 
 class GoldMatcher:
@@ -87,9 +99,10 @@ def flag_contexts(ctxs: list[dict[str, Any]], answers: Sequence[str], gold: Gold
 
     Like DPR, only the passage text is searched, not its title.
     """
+    needles = answer_needles(answers)
     for ctx in ctxs:
         text = ctx.get("text") or ""
-        ctx["has_answer"] = has_answer(answers, text)
+        ctx["has_answer"] = has_answer(answers, text, needles)
         if gold:
             ctx["gold"] = gold.matches(text)
 
