@@ -19,19 +19,30 @@ def index() -> None:
 @click.option("--k1", default=BM25_K1, show_default=True, type=float, help="BM25 term-frequency saturation (pyserini's default).")
 @click.option("--b", default=BM25_B, show_default=True, type=float, help="BM25 length normalization, 0 to 1 (pyserini's default).")
 @click.option("--threads", default=1, show_default=True, type=click.IntRange(min=1), help="Indexing threads (pyserini).")
+@click.option("--chunk-docs", type=click.IntRange(min=100), help="Passages tokenized and scored together (bm25s; default 50,000, lowered to fit --max-memory).")
+@click.option("--max-memory", help="Most memory the build may use, e.g. 16G; checked before starting (default: the machine's).")
 @click.option("--force", is_flag=True, help="Replace an existing index folder.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def index_bm25(corpus, index_dir, backend, k1, b, threads, force, no_progress) -> None:
-    """BM25 over title + text (bm25s by default; Lucene through pyserini on request)."""
+def index_bm25(corpus, index_dir, backend, k1, b, threads, chunk_docs, max_memory, force, no_progress) -> None:
+    """BM25 over title + text (bm25s by default, streamed in bounded memory; Lucene through pyserini on request)."""
     check_bm25(k1, b)
     if backend == "pyserini":
         from ifqa.retrieval import lucene
 
         manifest = lucene.build(corpus, index_dir, k1=k1, b=b, threads=threads, force=force)
     else:
-        from ifqa.retrieval import bm25
+        from pathlib import Path
 
-        manifest = bm25.build(corpus, index_dir, k1=k1, b=b, force=force, progress=not no_progress)
+        from ifqa.errors import IfqaError
+        from ifqa.memory import limit
+        from ifqa.retrieval import bm25
+        from ifqa.retrieval.bm25_build import DEFAULT_CHUNK_DOCS, count_passages, plan_chunks
+
+        if not Path(corpus).is_file():
+            raise IfqaError("no such collection file", corpus)
+        budget, source = limit(max_memory)
+        chunk_docs = plan_chunks(count_passages(Path(corpus)), budget, source, chunk_docs or DEFAULT_CHUNK_DOCS)
+        manifest = bm25.build(corpus, index_dir, k1=k1, b=b, force=force, progress=not no_progress, chunk_docs=chunk_docs)
     click.echo(f"{index_dir}: {manifest['engine']}, {manifest['passages']} passages, "
                f"{manifest['bytes'] / 1e6:.1f} MB, {manifest['build_seconds']} s")
 

@@ -11,15 +11,17 @@ word-character tokens) to 0.98 (benchmarks/retrieval.py).
 
 from __future__ import annotations
 
+import array
 import logging
+import re
 import time
 from pathlib import Path
-import re
 from typing import Sequence
 
 import numpy as np
 
 from ifqa.retrieval import BM25_B, BM25_K1, check_bm25
+from ifqa.retrieval.bm25_build import DEFAULT_CHUNK_DOCS, build_scores
 from ifqa.retrieval.index import OFFSETS, Hits, corpus_record, finish_manifest, passage_store, staging
 from ifqa.retrieval.store import PassageStore, UniqueIds, iter_corpus
 
@@ -58,10 +60,9 @@ def document_text(passage: dict) -> str:
 
 
 def build(corpus: str | Path, index_dir: str | Path, k1: float = BM25_K1, b: float = BM25_B, force: bool = False,
-          progress: bool = True) -> dict:
-    """Index a passage file with bm25s; returns the manifest."""
-    import bm25s
-    from bm25s.tokenization import Tokenized
+          progress: bool = True, chunk_docs: int = DEFAULT_CHUNK_DOCS) -> dict:
+    """Index a passage file into bm25s's format, ``chunk_docs`` passages in memory at a time
+    (``bm25_build``: the same files bm25s's own indexer writes); returns the manifest."""
     from tqdm import tqdm
 
     check_bm25(k1, b)
@@ -71,34 +72,27 @@ def build(corpus: str | Path, index_dir: str | Path, k1: float = BM25_K1, b: flo
     record = corpus_record(corpus)
     tokenizer = analyzer(params)
     with staging(index_dir, force) as folder:
-        offsets, token_ids = [], []
+        offsets = array.array("q")
         ids = UniqueIds(corpus)
-        batch: list[str] = []
-        bar = tqdm(total=record["bytes"], unit="B", unit_scale=True, desc="bm25 tokenize", disable=not progress)
-        last = 0
+        bar = tqdm(total=record["bytes"], unit="B", unit_scale=True, desc="bm25 index", disable=not progress)
 
-        def flush() -> None:
-            token_ids.extend(tokenizer.tokenize(batch, update_vocab=True, return_as="ids", show_progress=False))
-            batch.clear()
+        def documents():
+            last = 0
+            for offset, passage in iter_corpus(corpus):
+                offsets.append(offset)
+                ids.add(passage["id"])
+                if len(offsets) % 10000 == 0:
+                    bar.update(offset - last)
+                    last = offset
+                yield document_text(passage)
+            bar.update(record["bytes"] - last)
 
-        for offset, passage in iter_corpus(corpus):
-            offsets.append(offset)
-            ids.add(passage["id"])
-            batch.append(document_text(passage))
-            if len(batch) == 10000:
-                flush()
-                bar.update(offset - last)
-                last = offset
-        flush()
-        bar.update(record["bytes"] - last)
+        build_scores(documents(), tokenizer, folder, k1, b, params["method"], chunk_docs)
         bar.close()
         ids.check()
-        retriever = bm25s.BM25(k1=k1, b=b, method=params["method"])
-        retriever.index(Tokenized(ids=token_ids, vocab=tokenizer.get_vocab_dict()), show_progress=progress)
-        retriever.save(str(folder), show_progress=False)
         tokenizer.save_vocab(str(folder))
         tokenizer.save_stopwords(str(folder))
-        np.save(folder / OFFSETS, np.asarray(offsets, dtype=np.int64))
+        np.save(folder / OFFSETS, np.frombuffer(offsets, dtype=np.int64))
         manifest = finish_manifest(folder, "bm25s", params, record, len(offsets), started)
     return manifest
 

@@ -79,3 +79,55 @@ def test_tokens_follow_lucene_standard_tokenizer_in_common_cases():
                                return_as="string", show_progress=False)[0]
     # "U.S." is one token, which Porter then stems to "u." exactly as Lucene's PorterStemFilter would
     assert words == ["u.", "paid", "1,000.50", "dollar", "don't", "john", "car", "park"]
+
+
+@pytest.mark.parametrize("chunk_docs", [7, 1000, 100_000])
+def test_streaming_build_writes_exactly_what_bm25s_index_writes(tmp_path, chunk_docs):
+    """The bounded-memory builder against bm25s's own in-memory BM25.index on the demo collection."""
+    import json
+
+    import bm25s
+    import numpy as np
+    from bm25s.tokenization import Tokenized
+
+    from ifqa.datasets.demo import corpus_path
+    from ifqa.retrieval.store import iter_corpus
+
+    corpus = corpus_path()
+    passages = [p for _, p in iter_corpus(corpus)][:3000 if chunk_docs == 7 else None]
+    small = tmp_path / "passages.jsonl"
+    small.write_text("".join(json.dumps(p) + "\n" for p in passages))
+    bm25.build(small, tmp_path / "streamed", progress=False, chunk_docs=chunk_docs)
+    tokenizer = bm25.analyzer(bm25.DEFAULT_PARAMS)
+    ids = tokenizer.tokenize([bm25.document_text(p) for p in passages], update_vocab=True, return_as="ids", show_progress=False)
+    reference = bm25s.BM25(k1=bm25.BM25_K1, b=bm25.BM25_B, method="lucene")
+    reference.index(Tokenized(ids=ids, vocab=tokenizer.get_vocab_dict()), show_progress=False)
+    reference.save(str(tmp_path / "reference"), show_progress=False)
+    for name in ("data", "indices", "indptr"):
+        ours = np.load(tmp_path / "streamed" / f"{name}.csc.index.npy")
+        theirs = np.load(tmp_path / "reference" / f"{name}.csc.index.npy")
+        assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs), name
+    for name in ("vocab.index.json", "params.index.json"):
+        assert json.loads((tmp_path / "streamed" / name).read_text()) == json.loads((tmp_path / "reference" / name).read_text())
+    assert not list((tmp_path / "streamed").glob(".chunks-*"))  # scratch files removed
+    queries = ["Which river flows through the capital?", "anarchism philosophy", "the of and"]
+    ours = open_index(str(tmp_path / "streamed")).search(queries, 10)
+    docs, scores = reference.retrieve(tokenizer.tokenize(queries[:2], update_vocab=False, return_as="string",
+                                                         show_progress=False), k=10, show_progress=False)
+    assert [[d for d, _ in hits] for hits in ours[:2]] == docs.tolist()
+    assert [[s for _, s in hits] for hits in ours[:2]] == [[float(s) for s in row] for row in scores]
+    assert ours[2] == []  # stopwords only
+
+
+def test_max_memory_is_checked_before_any_work(cli, tmp_path, corpus):
+    from ifqa.retrieval.bm25_build import MIN_CHUNK_DOCS, estimate_peak, plan_chunks
+
+    result = cli("index", "bm25", "--corpus", corpus, "--index", tmp_path / "idx", "--max-memory", "100M")
+    assert result.returncode == 1 and "over --max-memory 0.1 GB" in result.stderr and not (tmp_path / "idx").exists()
+    assert cli("index", "bm25", "--corpus", corpus, "--index", tmp_path / "idx", "--max-memory", "a lot").returncode == 1
+    budget = estimate_peak(10_000_000, 12_500)  # room for 12,500 passages at a time, not 50,000
+    assert plan_chunks(10_000_000, budget, "test") == 12_500
+    with pytest.raises(IfqaError, match="needs about"):
+        plan_chunks(10_000_000, estimate_peak(10_000_000, MIN_CHUNK_DOCS) - 1, "test")
+    ok = cli("index", "bm25", "--corpus", corpus, "--index", tmp_path / "idx", "--max-memory", "4G", "--chunk-docs", "100")
+    assert ok.returncode == 0, ok.stderr

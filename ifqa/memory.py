@@ -1,0 +1,46 @@
+"""Memory limits stated before a long job starts, not discovered after it swaps.
+
+``--max-memory 16G`` (or the machine's physical memory) is compared with the job's estimated peak;
+a job that can fit by working in smaller pieces is given smaller pieces, one that cannot says so
+and stops before any work.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+
+from ifqa.errors import IfqaError
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)i?b?\s*$", re.IGNORECASE)
+_UNITS = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}
+
+
+def parse_size(text: str) -> int:
+    """Bytes from ``16G``, ``800M``, ``1.5GiB``, ``2048`` (bytes)."""
+    match = _SIZE.match(text or "")
+    if not match:
+        raise IfqaError(f"--max-memory must be a size such as 16G or 800M, got {text!r}")
+    return int(float(match.group(1)) * _UNITS[match.group(2).lower()])
+
+
+def physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def gib(size: float) -> str:
+    return f"{size / 2**30:.1f} GB"
+
+
+def limit(max_memory: str | None) -> tuple[int, str]:
+    """The budget in bytes and where it comes from: ``--max-memory`` or the machine."""
+    machine = physical_memory()
+    if max_memory:
+        budget = parse_size(max_memory)
+        if machine and budget > machine:
+            raise IfqaError(f"--max-memory {gib(budget)} is more than this machine has ({gib(machine)})")
+        return budget, f"--max-memory {gib(budget)}"
+    return (machine or 2**62), f"this machine's {gib(machine)}" if machine else "no known limit"
