@@ -45,7 +45,7 @@ def default_run_name(label: str, indexes: list[str], k: int, query_mode: str, re
 @click.option("--weights", help="Per-index fusion weights, e.g. 0.3,0.7.")
 @click.option("--rewrite-model", help="LLM for --query-mode rewrite|hyde (OpenAI-compatible model name, or a local one with --rewrite-backend hf).")
 @click.option("--rewrite-base-url", help="OpenAI-compatible endpoint for --rewrite-model (key from $OPENAI_API_KEY).")
-@click.option("--rewrite-backend", type=click.Choice(["openai", "hf"]), default="openai", show_default=True, help="How --rewrite-model is reached: an OpenAI-compatible endpoint or local transformers.")
+@click.option("--rewrite-backend", type=click.Choice(["openai", "hf", "vllm"]), default="openai", show_default=True, help="How --rewrite-model is reached: an OpenAI-compatible endpoint, local transformers or vLLM on local GPUs.")
 @click.option("--query-encoder", help="Question-side encoder from `ifqa train --retriever --question-side-only` for dense indexes.")
 @click.option("--rerank", "rerank_model", help="Rerank the first stage's top passages with this cross-encoder (folder or hub id).")
 @click.option("--rerank-depth", default=100, show_default=True, type=click.IntRange(min=1), help="First-stage passages the reranker re-scores.")

@@ -21,7 +21,8 @@ class LLMReaderConfig:
     mode: str = _o("qa", "closed-book (qa), chain-of-thought (cot), GenRead, open-book (retrieved passages) or "
                    "context (each question's own: WIQA's procedure, CausalQA's passage, IfQA's gold passages).", choices=MODES)
     cot: bool = _o(False, "Add chain-of-thought to open, genread and context.")
-    backend: str = _o("openai", "OpenAI-compatible endpoint or local transformers.", choices=("openai", "hf"))
+    backend: str = _o("openai", "OpenAI-compatible endpoint, local transformers, or vLLM's offline engine on local GPUs.",
+                      choices=("openai", "hf", "vllm"))
     base_url: str | None = _o(None, "Endpoint (vLLM, llama.cpp, Ollama...); default OpenAI.", envvar="OPENAI_BASE_URL")
     completions: bool = _o(False, "Use the completions API instead of chat.")
     passages: int = _o(5, "Open mode: top passages of the run in the prompt.", min=1)

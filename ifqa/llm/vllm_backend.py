@@ -1,0 +1,59 @@
+"""vLLM's offline engine: the whole batch generated in-process on the user's GPUs.
+
+Same interface as the other backends (``complete``, ``count_tokens``, ``context_window``,
+``describe``), so prompts, the response cache and the predictions files are the ones every
+backend produces; ``CachedGenerator`` hands it every uncached prompt of a reading wave at once,
+which is what vLLM's continuous batching needs to be fast. vLLM is an optional extra (it needs
+CUDA): ``pip install 'ifqa[vllm]'``.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from ifqa.errors import IfqaError
+from ifqa.llm.backends import Completion, GenerationParams
+
+
+class VLLMBackend:
+    def __init__(self, model: str, tensor_parallel: int | None = None, chat: bool | None = None,
+                 dtype: str = "auto", max_model_len: int | None = None, seed: int = 0):
+        import torch
+        from vllm import LLM
+
+        if not torch.cuda.is_available():
+            raise IfqaError("--backend vllm needs a CUDA GPU; use --backend hf on CPU")
+        gpus = tensor_parallel or torch.cuda.device_count()
+        try:
+            self.engine = LLM(model=model, tensor_parallel_size=gpus, dtype=dtype, seed=seed,
+                              max_model_len=max_model_len, disable_log_stats=True)
+        except (OSError, ValueError) as exc:
+            raise IfqaError(f"vLLM cannot load model {model!r} ({str(exc).splitlines()[0]})") from None
+        self.tokenizer = self.engine.get_tokenizer()
+        self.name, self.gpus = model, gpus
+        self.chat = bool(getattr(self.tokenizer, "chat_template", None)) if chat is None else chat
+
+    def describe(self) -> dict:
+        return {"backend": "vllm", "model": self.name, "chat": self.chat, "gpus": self.gpus}
+
+    def count_tokens(self, text: str) -> int:
+        return len(self.tokenizer(text)["input_ids"])
+
+    def context_window(self) -> int | None:
+        return self.engine.llm_engine.model_config.max_model_len
+
+    def _format(self, prompt: str) -> str:
+        if not self.chat:
+            return prompt
+        return self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
+                                                  add_generation_prompt=True)
+
+    def complete(self, prompts: Sequence[str], params: GenerationParams) -> list[Completion]:
+        from vllm import SamplingParams
+
+        sampling = SamplingParams(max_tokens=params.max_tokens, temperature=params.temperature,
+                                  top_p=params.top_p if params.temperature > 0 else 1.0,
+                                  stop=list(params.stop) or None, seed=params.seed)
+        outputs = self.engine.generate([self._format(p) for p in prompts], sampling, use_tqdm=False)
+        return [Completion(out.outputs[0].text, len(out.prompt_token_ids or []), len(out.outputs[0].token_ids))
+                for out in outputs]
