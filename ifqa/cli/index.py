@@ -61,16 +61,25 @@ def index_bm25(corpus, index_dir, backend, k1, b, threads, chunk_docs, max_memor
               help="Truncate inputs to this many tokens (all-MiniLM-L6-v2 was trained at 128; the demo index and the README's figures use it).")
 @click.option("--no-titles", is_flag=True, help="Encode passage text without titles (the form trained retrievers read).")
 @click.option("--device", help="cpu, cuda, cuda:1 ... (default: GPU when present)")
+@click.option("--threads", type=click.IntRange(min=1), help="CPU threads per encoding process (default: torch's).")
+@click.option("--ray", "ray_address", is_flag=False, flag_value="local", default=None, metavar="[ADDRESS]",
+              help="Encode on Ray: one actor per GPU (or CPU) of the cluster at ADDRESS (ray://host:10001, auto), "
+                   "or a local Ray with --ray alone. Same chunk files, same resuming.")
+@click.option("--ray-workers", type=click.IntRange(min=1), help="Most Ray actors (default: one per GPU, else per CPU).")
 @click.option("--force", is_flag=True, help="Rebuild an existing index.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def index_dense(corpus, index_dir, encoder, query_encoder, index_type, shard, batch_size, chunk_size, max_length,
-                no_titles, device, force, no_progress) -> None:
-    """Dense index: bi-encoder embeddings (resumable, shardable) + FAISS."""
+                no_titles, device, threads, ray_address, ray_workers, force, no_progress) -> None:
+    """Dense index: bi-encoder embeddings (resumable, shardable, or on Ray) + FAISS."""
+    from ifqa.errors import IfqaError
     from ifqa.retrieval import dense
 
+    if ray_address and shard:
+        raise IfqaError("--ray spreads the chunks itself; leave out --shard")
     manifest = dense.build(corpus, index_dir, encoder, query_encoder, index_type, dense.parse_shard(shard),
                            batch_size, device, force, progress=not no_progress, chunk=chunk_size,
-                           max_length=max_length, titles=not no_titles)
+                           max_length=max_length, titles=not no_titles, threads=threads, ray=ray_address,
+                           ray_workers=ray_workers)
     if manifest is None:
         click.echo(f"{index_dir}: shard {shard} encoded")
     else:

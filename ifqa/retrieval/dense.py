@@ -80,14 +80,44 @@ def _check_settings(folder: Path, settings: dict) -> None:
     write_json(path, settings)
 
 
+class ChunkEncoder:
+    """Encodes chunk j of a collection into ``embeddings/chunk-j.npy`` (written whole or not at all).
+
+    One per process: the local loop, each Ray actor (``dense_ray``) and each ``--shard`` run use it,
+    so every path writes the same files.
+    """
+
+    def __init__(self, corpus: str | Path, folder: str | Path, encoder_name: str, query_encoder: str | None,
+                 device: str | None, max_length: int | None, titles: bool, batch_size: int, chunk: int,
+                 threads: int | None = None):
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)
+        self.folder, self.titles, self.batch_size, self.chunk = Path(folder), titles, batch_size, chunk
+        offsets = np.load(self.folder / OFFSETS, mmap_mode="r")
+        self.total, self.store = len(offsets), PassageStore(corpus, offsets)
+        self.encoder = load_encoder(encoder_name, query_encoder, device, max_length)
+
+    def encode(self, j: int) -> int:
+        passages = [self.store[p] for p in range(j * self.chunk, min((j + 1) * self.chunk, self.total))]
+        if not self.titles:
+            passages = [{**passage, "title": ""} for passage in passages]
+        vectors = self.encoder.encode_passages(passages, self.batch_size)
+        with atomic_write(_chunk_path(self.folder, j), "wb") as handle:
+            np.save(handle, vectors)
+        return len(passages)
+
+
 def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT_ENCODER,
            query_encoder: str | None = None, shard: tuple[int, int] | None = None, batch_size: int = 64,
            device: str | None = None, progress: bool = True, chunk: int = CHUNK, max_length: int | None = None,
-           titles: bool = True) -> int:
+           titles: bool = True, threads: int | None = None, ray: str | None = None, ray_workers: int | None = None) -> int:
     """Encode the chunks of one shard (or all) that are not on disk yet; returns how many were encoded.
 
     ``titles=False`` encodes passage text alone: the form trained retrievers read (IfQA's gold
-    passages have no title, so a title would tell them apart).
+    passages have no title, so a title would tell them apart). ``ray`` (``"local"`` or a cluster
+    address) spreads the chunks over Ray actors, one per GPU (or CPU) the cluster has.
     """
     from tqdm import tqdm
 
@@ -107,23 +137,22 @@ def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAUL
         settings["titles"] = False
     _check_settings(folder, settings)
     offsets = _offsets(corpus, folder)
-    store = PassageStore(corpus, offsets)
     chunks = math.ceil(len(offsets) / chunk)
     i, n = shard or (0, 1)
     todo = [j for j in range(chunks * i // n, chunks * (i + 1) // n) if not _chunk_path(folder, j).exists()]
     if not todo:
         return 0
-    encoder = load_encoder(encoder_name, query_encoder, device, max_length)
+    args = (corpus, folder, encoder_name, query_encoder, device, max_length, titles, batch_size, chunk)
     bar = tqdm(total=sum(min(chunk, len(offsets) - j * chunk) for j in todo), unit="psg", desc="encode",
                disable=not progress)
-    for j in todo:
-        passages = [store[p] for p in range(j * chunk, min((j + 1) * chunk, len(offsets)))]
-        if not titles:
-            passages = [{**passage, "title": ""} for passage in passages]
-        vectors = encoder.encode_passages(passages, batch_size)
-        with atomic_write(_chunk_path(folder, j), "wb") as handle:  # a chunk is on disk whole or not at all
-            np.save(handle, vectors)
-        bar.update(len(passages))
+    if ray:
+        from ifqa.retrieval.dense_ray import encode_on_ray
+
+        encode_on_ray(ray, args, todo, bar.update, ray_workers, threads)
+    else:
+        encoder = ChunkEncoder(*args, threads=threads)
+        for j in todo:
+            bar.update(encoder.encode(j))
     bar.close()
     return len(todo)
 
@@ -191,15 +220,18 @@ def merge(corpus: str | Path, index_dir: str | Path, index_type: str = "flat", s
 def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT_ENCODER,
           query_encoder: str | None = None, index_type: str = "flat", shard: tuple[int, int] | None = None,
           batch_size: int = 64, device: str | None = None, force: bool = False, progress: bool = True,
-          chunk: int = CHUNK, max_length: int | None = None, titles: bool = True) -> dict | None:
-    """Encode (one shard, or everything missing) and, without a shard, build the index."""
+          chunk: int = CHUNK, max_length: int | None = None, titles: bool = True, threads: int | None = None,
+          ray: str | None = None, ray_workers: int | None = None) -> dict | None:
+    """Encode (one shard, or everything missing; on Ray when ``ray`` names a cluster) and, without a
+    shard, build the index."""
     folder = Path(index_dir)
     if force and folder.exists():  # a finished index, or the chunks of an unfinished one
         import shutil
 
         shutil.rmtree(folder)
     started = time.time()
-    encode(corpus, folder, encoder_name, query_encoder, shard, batch_size, device, progress, chunk, max_length, titles)
+    encode(corpus, folder, encoder_name, query_encoder, shard, batch_size, device, progress, chunk, max_length, titles,
+           threads, ray, ray_workers)
     if shard is not None:
         return None
     return merge(corpus, folder, index_type, started=started)

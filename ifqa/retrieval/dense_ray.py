@@ -1,0 +1,56 @@
+"""Dense encoding on Ray: chunks of the collection go to a pool of actors, one per GPU of the cluster
+(or per CPU without GPUs), each holding the encoder once and writing ``embeddings/chunk-j.npy``
+exactly as the single-process loop does (``dense.ChunkEncoder``).
+
+The chunk files are the unit of work and of resuming: a chunk is written whole or not at all, so a
+job interrupted anywhere resumes by skipping the chunks on disk, and the FAISS merge is the same
+as for a local run. On a cluster the collection and the index folder must be on storage every
+node sees (the same paths). Ray is an optional extra: ``pip install 'ifqa[ray]'``.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Callable, Sequence
+
+from ifqa.errors import IfqaError
+
+log = logging.getLogger(__name__)
+
+
+def _pool_size(ray, workers: int | None) -> tuple[int, dict]:
+    """Actors and each one's resources: every GPU Ray knows, else its CPUs."""
+    resources = ray.cluster_resources()
+    gpus = int(resources.get("GPU", 0))
+    if gpus:
+        return (min(workers, gpus) if workers else gpus), {"num_gpus": 1, "num_cpus": 1}
+    cpus = max(1, int(resources.get("CPU", 1)))
+    return (min(workers, cpus) if workers else cpus), {"num_cpus": 1}
+
+
+def encode_on_ray(address: str, args: tuple, todo: Sequence[int], advance: Callable[[int], None],
+                  workers: int | None = None, threads: int | None = None) -> None:
+    """Encode chunks ``todo`` with a Ray actor pool (``address``: ``local`` starts Ray here)."""
+    import ray
+    from ray.util import ActorPool
+
+    from ifqa.retrieval.dense import ChunkEncoder
+
+    started_here = not ray.is_initialized()
+    if started_here:
+        try:
+            ray.init(address=None if address == "local" else address, include_dashboard=False,
+                     log_to_driver=False, logging_level=logging.WARNING)
+        except (ConnectionError, RuntimeError, ValueError) as exc:
+            raise IfqaError(f"cannot start or reach Ray at {address!r} ({str(exc).splitlines()[0]})") from None
+    try:
+        size, resources = _pool_size(ray, workers)
+        log.info("encoding %d chunks on %d Ray actors (%s)", len(todo), size, resources)
+        actor = ray.remote(**resources)(ChunkEncoder)
+        # each actor computes with as many threads as it holds CPUs, so results do not depend on the pool
+        pool = ActorPool([actor.remote(*args, threads=threads or resources["num_cpus"]) for _ in range(min(size, len(todo)))])
+        for count in pool.map_unordered(lambda a, j: a.encode.remote(j), list(todo)):
+            advance(count)
+    finally:
+        if started_here:
+            ray.shutdown()
