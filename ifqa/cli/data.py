@@ -31,6 +31,8 @@ def data_download(settings, splits, data_dir, base_url, url, force, no_progress)
 
     settings = list(settings) or ["supervised", "few-shot"]
     ifqa_settings = [s for s in settings if s in ifqa.SETTINGS]
+    if splits and not ifqa_settings:
+        raise IfqaError("--split picks IfQA splits; WIQA and CausalQA come as one archive each")
     if url and len(set(settings) & {"wiqa", "causalqa"}) != 1:
         raise IfqaError("--url names one archive: use it with exactly one of --setting wiqa or --setting causalqa")
     if ifqa_settings:

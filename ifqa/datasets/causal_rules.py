@@ -4,7 +4,7 @@ The corpus was extracted from ten QA datasets by these high-precision rules; the
 to tell which questions of any set (IfQA's, a user's) are causal and by which rule. Each rule is a
 set of alternatives matched as whole words, case-insensitively; R6 and R7 need two parts (the
 paper's ``^``): a "what (will|might) happen(s)" / "what to do | should be done" phrase and a
-condition word. A question is assigned the first rule that fires, as the paper's per-rule counts
+condition word elsewhere in the question. A question is assigned the first rule that fires, as the paper's per-rule counts
 add up to its corpus size; ``matching_rules`` lists every rule that fires.
 """
 
@@ -23,7 +23,15 @@ class Rule:
     example: str  # the paper's example question for the rule
 
     def matches(self, question: str) -> bool:
-        return all(part.search(question) for part in self.parts)
+        """Every part matches; each later part outside the text the earlier ones matched (so the
+        "to" of "what to do" is not R7's condition word)."""
+        rest = question
+        for part in self.parts:
+            found = part.search(rest)
+            if not found:
+                return False
+            rest = rest[: found.start()] + " " + rest[found.end():]
+        return True
 
 
 def _words(pattern: str) -> re.Pattern:

@@ -89,8 +89,12 @@ def _decode(path: Path) -> str:
 
 
 def _header(path: Path) -> list[str]:
-    text = _decode(path)
-    return next(csv.reader(io.StringIO(text)), [])
+    with path.open("rb") as handle:
+        first = handle.readline()
+    try:
+        return next(csv.reader([first.decode("utf-8-sig")]), [])
+    except UnicodeDecodeError as exc:
+        raise IfqaError(f"not UTF-8 text (byte {exc.start}: {exc.reason})", path, 1) from None
 
 
 def _ids_only(path: Path) -> bool:

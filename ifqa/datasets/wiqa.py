@@ -14,7 +14,6 @@ length the scorer breaks accuracy down by.
 
 from __future__ import annotations
 
-import logging
 import os
 from dataclasses import dataclass
 from importlib import resources
@@ -25,11 +24,8 @@ from ifqa.artifacts import Example
 from ifqa.errors import IfqaError
 from ifqa.eval.wiqa import LABELS
 
-log = logging.getLogger(__name__)
-
 DEFAULT_URL = ("https://public-aristo-processes.s3-us-west-2.amazonaws.com/wiqa_dataset_no_explanation_v2/"
                "wiqa-dataset-v2-october-2019.zip")
-SHA256 = "afdab9bc33d814576f76516017f2b39dd101f8770f3f29ab6be2846ff59efb43"  # of DEFAULT_URL's archive
 SPLITS = ("train", "dev", "test")
 
 
@@ -50,7 +46,7 @@ def download(directory: str | Path | None = None, url: str | None = None, force:
     if all(t.exists() for t in targets) and not force:
         return targets
     url = url or os.environ.get("IFQA_WIQA_URL") or DEFAULT_URL
-    archive = fetch_archive(url, folder, SHA256 if url == DEFAULT_URL else None, progress)
+    archive = fetch_archive(url, folder, None, progress)
     staging = folder / ".staging"
     try:
         names = {f"{split}.jsonl" for split in SPLITS}
@@ -108,8 +104,9 @@ def parse_record(record: Any, path: str | Path, number: int) -> Example:
     qid = metadata.get("ques_id") if isinstance(metadata, dict) else None
     if not isinstance(qid, str) or not qid:
         raise fail("missing 'metadata.ques_id'")
-    meta = {"question_type": metadata.get("question_type", ""), "path_length": metadata.get("path_len"),
-            "paragraph": metadata.get("para_id")}
+    path_length = metadata.get("path_len")
+    meta = {"question_type": metadata.get("question_type", ""),
+            "path_length": "unknown" if path_length is None else path_length, "paragraph": metadata.get("para_id")}
     return Example(qid, stem.strip(), [label], [s.strip() for s in steps if s.strip()], meta)
 
 

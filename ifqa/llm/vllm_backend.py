@@ -43,8 +43,6 @@ class VLLMBackend:
         return self.engine.llm_engine.model_config.max_model_len
 
     def _format(self, prompt: str) -> str:
-        if not self.chat:
-            return prompt
         return self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
                                                   add_generation_prompt=True)
 
@@ -54,6 +52,13 @@ class VLLMBackend:
         sampling = SamplingParams(max_tokens=params.max_tokens, temperature=params.temperature,
                                   top_p=params.top_p if params.temperature > 0 else 1.0,
                                   stop=list(params.stop) or None, seed=params.seed)
-        outputs = self.engine.generate([self._format(p) for p in prompts], sampling, use_tqdm=False)
+        if self.chat:  # the chat template already wrote BOS and friends: tokenize without adding them again
+            from vllm.inputs import TokensPrompt
+
+            inputs = [TokensPrompt(prompt_token_ids=self.tokenizer(self._format(p), add_special_tokens=False)["input_ids"])
+                      for p in prompts]
+        else:
+            inputs = list(prompts)
+        outputs = self.engine.generate(inputs, sampling, use_tqdm=False)
         return [Completion(out.outputs[0].text, len(out.prompt_token_ids or []), len(out.outputs[0].token_ids))
                 for out in outputs]

@@ -41,6 +41,8 @@ class MajorityReaderEntry:
         from ifqa.datasets import QuestionSource
 
         source = job.source
+        if not config.train and source.file and not source.setting:
+            raise IfqaError("with --questions FILE, name the training questions: --train FILE or --setting NAME")
         train = (QuestionSource(source.setting, None, config.train, source.data_dir) if config.train else source.train()).load()
         answer = most_frequent_answer(train.examples)
         write_predictions(job.output, [{"qid": e.qid, "prediction": answer} for e in job.questions])

@@ -34,7 +34,11 @@ def encode_on_ray(address: str, args: tuple, todo: Sequence[int], advance: Calla
     import ray
     from ray.util import ActorPool
 
+    from pathlib import Path
+
     from ifqa.retrieval.dense import ChunkEncoder
+
+    args = (Path(args[0]).resolve(), Path(args[1]).resolve(), *args[2:])  # actors run elsewhere on a cluster
 
     started_here = not ray.is_initialized()
     if started_here:
@@ -47,10 +51,16 @@ def encode_on_ray(address: str, args: tuple, todo: Sequence[int], advance: Calla
         size, resources = _pool_size(ray, workers)
         log.info("encoding %d chunks on %d Ray actors (%s)", len(todo), size, resources)
         actor = ray.remote(**resources)(ChunkEncoder)
-        # each actor computes with as many threads as it holds CPUs, so results do not depend on the pool
+        # one thread per actor unless told: a local run with the same --threads writes the same bytes
         pool = ActorPool([actor.remote(*args, threads=threads or resources["num_cpus"]) for _ in range(min(size, len(todo)))])
-        for count in pool.map_unordered(lambda a, j: a.encode.remote(j), list(todo)):
-            advance(count)
+        try:
+            for count in pool.map_unordered(lambda a, j: a.encode.remote(j), list(todo)):
+                advance(count)
+        except ray.exceptions.RayError as exc:  # an actor's own error, e.g. an encoder that cannot load
+            cause = getattr(exc, "cause", None)
+            if isinstance(cause, IfqaError):
+                raise IfqaError(str(cause)) from None
+            raise IfqaError(f"a Ray worker failed: {str(cause or exc).splitlines()[0]}") from None
     finally:
         if started_here:
             ray.shutdown()

@@ -74,7 +74,6 @@ class DPREncoder:
 
     def __init__(self, context_name: str, question_name: str | None = None, device: str | None = None,
                  max_length: int | None = None):
-        import torch
         from transformers import AutoTokenizer, DPRContextEncoder, DPRQuestionEncoder
 
         question_name = question_name or context_name.replace("ctx_encoder", "question_encoder")

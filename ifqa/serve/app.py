@@ -16,7 +16,8 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from starlette.exceptions import HTTPException
 
 from ifqa.errors import IfqaError
 from ifqa.serve.service import QAService, ReaderMissing, UpstreamError
@@ -34,8 +35,8 @@ EXAMPLE_QUESTIONS = [
 class Ask(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    question: str = Field(description="The question, as a user would type it.")
-    k: int = Field(10, description="Passages to return (at most the server's max_k).")
+    question: StrictStr = Field(description="The question, as a user would type it.")
+    k: StrictInt = Field(10, description="Passages to return (at most the server's max_k).")
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -63,6 +64,10 @@ def create_app(service: QAService) -> FastAPI:
             return _error(422, "the request body is not valid JSON")
         where = ".".join(str(part) for part in first.get("loc", ()) if part != "body")
         return _error(422, f"{where + ': ' if where else ''}{first.get('msg', 'invalid request')}")
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:  # 404, 405 ...
+        return _error(exc.status_code, str(exc.detail))
 
     @app.exception_handler(ReaderMissing)
     async def no_reader(request: Request, exc: ReaderMissing) -> JSONResponse:

@@ -12,8 +12,8 @@ request builds its own result objects, so answers are never mixed.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-import logging
 import re
 import threading
 import time
@@ -23,8 +23,6 @@ from typing import Any, Sequence
 from ifqa.artifacts import Example
 from ifqa.errors import IfqaError
 from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline, run_record
-
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -77,6 +75,9 @@ class QAService:
                 self.known.setdefault(normalize(example.question), (source.name, example))
         self.reader_config = reader_config if reader_config is not None and reader_config.model else None
         self.reader = self._reader(reader_config, known, api_key) if self.reader_config else None
+        # an HTTP endpoint serves concurrent requests (the response cache is thread-safe); a model in
+        # this process generates for one request at a time
+        self.local_reader = bool(self.reader_config and self.reader_config.backend != "openai")
         self._search_lock, self._read_lock = threading.Lock(), threading.Lock()
         self.started = time.time()
 
@@ -93,7 +94,8 @@ class QAService:
                               config.device, config.batch_size, config.timeout, config.retries)
         train, setting = demonstration_pool(config, source)
         cache = None if config.no_cache else ResponseCache(config.cache)
-        return LLMReader(engine, config, train.examples, cache, rationale_setting=setting, keep_prompts=True)
+        task = source.load().task  # WIQA and CausalQA questions are prompted and parsed as their task
+        return LLMReader(engine, config, train.examples, cache, rationale_setting=setting, keep_prompts=True, task=task)
 
     def check(self, question: str, k: int) -> str:
         """The question, stripped; a bad request raises ``IfqaError`` with what is wrong."""
@@ -114,7 +116,10 @@ class QAService:
         started = time.perf_counter()
         config = self.config
         with self._search_lock:
-            queries = self.pipeline.formulate([question])[0]
+            try:
+                queries = self.pipeline.formulate([question])[0]
+            except IfqaError as exc:  # only the LLM query modes can fail here: their endpoint did
+                raise UpstreamError(f"the query rewriting model failed: {exc}") from exc
             depth = max(k, config.rerank_depth) if self.reranker else k
             first = self.pipeline.search([question], depth, [queries])[0]
             hits = self.reranker.rerank(question, first, self.pipeline.passages)[:k] if self.reranker else first[:k]
@@ -147,10 +152,13 @@ class QAService:
         question = result["question"]
         started = time.perf_counter()
         known = self.lookup(question)
-        qid = known[1].qid if known else "ask-" + hashlib.sha1(question.encode("utf-8")).hexdigest()[:12]
-        example = Example(qid, question, known[1].answers if known else [])
-        contexts = {qid: [{"title": p["title"], "text": p["text"]} for p in result["passages"]]}
-        with self._read_lock:
+        if self.reader_config.mode == "context" and not known:
+            raise IfqaError("--mode context reads a question's own passages (WIQA's procedure, CausalQA's source "
+                            "passage); this question is not in the loaded split")
+        example = known[1] if known else Example("ask-" + hashlib.sha1(question.encode("utf-8")).hexdigest()[:12],
+                                                 question, [])
+        contexts = {example.qid: [{"title": p["title"], "text": p["text"]} for p in result["passages"]]}
+        with self._read_lock if self.local_reader else contextlib.nullcontext():
             try:
                 record = self.reader.read_batch([example], contexts)[0]
             except IfqaError as exc:

@@ -30,6 +30,8 @@ NEAR_MISSES = [
     "What happens next in the story?",         # 'what happens' without if/when
     "What to eat in Lisbon?",                  # 'what to' but not 'what to do'
     "What do you do for a living?",            # 'what ... do' without 'what to do'
+    "What to do with leftover rice?",          # 'what to do' without a condition word of its own
+    "What would happen if the Moon vanished?",  # R6 names will/might, not would (as the paper writes it)
     "If the Eiffel Tower were in London, which river would it stand beside?",  # counterfactual, not causal
 ]
 

@@ -73,3 +73,8 @@ def test_bad_lines_are_one_line_errors_naming_file_and_line(tmp_path, cli, line,
     result = cli("read", "majority", "--setting", "wiqa-demo", "--questions", path, "-o", out)
     assert result.returncode == 1 and result.stderr.strip().count("\n") == 0
     assert f"{path}:2:" in result.stderr and not out.exists()
+
+
+def test_download_split_option_is_ifqas(cli, tmp_path):
+    result = cli("data", "download", "--setting", "wiqa", "--split", "dev", "--data-dir", tmp_path)
+    assert result.returncode == 1 and "--split picks IfQA splits" in result.stderr

@@ -78,3 +78,12 @@ def test_majority_reader_predicts_the_most_frequent_training_label(cli, tmp_path
     assert predictions == {expected}
     manifest = json.loads((tmp_path / "m.jsonl.manifest.json").read_text())
     assert manifest["answer"] == expected and manifest["train"]["name"] == "wiqa-demo:train"
+
+
+def test_majority_reader_needs_a_training_set_for_a_question_file(cli, tmp_path):
+    from importlib import resources
+
+    with resources.as_file(resources.files("ifqa.demo") / "questions_dev.json") as questions:
+        result = cli("read", "majority", "--questions", questions, "-o", tmp_path / "m.jsonl")
+    assert result.returncode == 1 and "--train FILE or --setting NAME" in result.stderr
+    assert not (tmp_path / "m.jsonl").exists()

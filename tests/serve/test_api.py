@@ -63,7 +63,6 @@ def test_answer_returns_prediction_reasoning_prompt_and_passages(reader_server):
     assert answer["passages_in_prompt"] == 4 and answer["demos"] == 2
     assert f"Question: {GULF}" in answer["prompt"]
     assert result["passages"][0]["text"][:60] in answer["prompt"]  # the reader saw the retrieved passages
-    assert GULF not in answer["prompt"].split(f"Question: {GULF}")[0]  # never its own demonstration
     assert len(result["passages"]) == 4
 
 
@@ -93,6 +92,8 @@ def test_a_failing_llm_endpoint_is_a_502_with_one_line(reader_server, fake_llm):
     ({"k": 3}, 422, "question: Field required"),
     ({"question": "a question", "depth": 3}, 422, "depth: Extra inputs are not permitted"),
     (["a question"], 422, "Input should be a valid dictionary"),
+    ({"question": "a question", "k": True}, 422, "k: Input should be a valid integer"),
+    ({"question": 42}, 422, "question: Input should be a valid string"),
 ])
 def test_bad_requests_get_a_clear_4xx(search_server, body, status, message):
     got, result = search_server.post("/search", body)
@@ -197,3 +198,30 @@ def test_reranking_shows_both_ranks_and_matches_ifqa_retrieve(rerank_server, cli
 
     expected = next(r for r in read_run(run) if r["question"] == GULF)
     assert [p["id"] for p in passages] == [c["id"] for c in expected["ctxs"]]
+
+
+def test_unknown_paths_and_methods_get_json_errors(search_server):
+    import urllib.error
+
+    for path, code in (("/nope", 404), ("/search", 405)):
+        with pytest.raises(urllib.error.HTTPError) as failure:
+            urllib.request.urlopen(search_server.url + path, timeout=30)
+        assert failure.value.code == code and set(json.loads(failure.value.read())) == {"error"}
+
+
+def test_wiqa_context_mode_reads_the_known_questions_procedure_and_answers_a_label(fake_llm, tmp_path):
+    from ifqa.datasets import QuestionSource
+    from tests.serve.conftest import Server
+
+    question = QuestionSource("wiqa-demo", "dev").load().examples[0]
+    fake_llm.answers[question.question] = "More."
+    server = Server(["--setting", "wiqa-demo", "--mode", "context", "--model", "m", "--base-url", fake_llm.url,
+                     "--cache", str(tmp_path / "cache.sqlite"), "--demos", "1", "--retries", "0"], tmp_path / "log")
+    try:
+        status, result = server.post("/answer", {"question": question.question, "k": 3})
+        assert status == 200 and result["answer"]["prediction"] == "more"
+        assert question.context[0] in result["answer"]["prompt"]  # the procedure, not retrieved passages
+        status, result = server.post("/answer", {"question": "If it snowed in July, what would change?"})
+        assert status == 400 and "not in the loaded split" in result["error"]
+    finally:
+        server.stop()
