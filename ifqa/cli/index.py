@@ -33,13 +33,10 @@ def index_bm25(corpus, index_dir, backend, k1, b, threads, chunk_docs, max_memor
     else:
         from pathlib import Path
 
-        from ifqa.errors import IfqaError
         from ifqa.memory import limit
         from ifqa.retrieval import bm25
         from ifqa.retrieval.bm25_build import DEFAULT_CHUNK_DOCS, count_passages, plan_chunks
 
-        if not Path(corpus).is_file():
-            raise IfqaError("no such collection file", corpus)
         budget, source = limit(max_memory)
         chunk_docs = plan_chunks(count_passages(Path(corpus)), budget, source, chunk_docs or DEFAULT_CHUNK_DOCS)
         manifest = bm25.build(corpus, index_dir, k1=k1, b=b, force=force, progress=not no_progress, chunk_docs=chunk_docs)
