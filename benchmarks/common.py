@@ -13,6 +13,15 @@ SHARED = Path(os.environ.get("IFQA_SHARED_DATA", ROOT.parent / "shared" / "data"
 WORK = ROOT / "benchmarks" / ".work"
 
 
+def free_port() -> int:
+    """A port on 127.0.0.1 nothing listens on now (for a server a benchmark starts)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
 def machine() -> str:
     return f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
 

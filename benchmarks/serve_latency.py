@@ -16,16 +16,12 @@ import json
 import os
 import statistics
 import subprocess
-import sys
 import time
 import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from common import SHARED, WORK, ifqa, machine, markdown_table, timed
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from tests.serve.conftest import free_port  # noqa: E402
+from common import SHARED, WORK, free_port, ifqa, machine, markdown_table, timed
 
 
 def questions_of(setting: str, split: str, n: int) -> list[str]:

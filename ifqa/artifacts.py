@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Iterable, Sequence, TypedDict
+from typing import Any, Callable, Iterable, Sequence, TypedDict
 
 from ifqa import __version__
 from ifqa.errors import IfqaError
@@ -192,8 +192,12 @@ def write_run(path: str | Path, records: Iterable[RunRecord]) -> int:
 # --- predictions -------------------------------------------------------------------------------
 
 
-def read_predictions(path: str | Path) -> dict[str, str]:
-    """``qid -> prediction`` from a predictions JSONL; a missing field or repeated qid is an error."""
+def read_predictions(path: str | Path, convert: Callable[[str], str] | None = None) -> dict[str, str]:
+    """``qid -> prediction`` from a predictions JSONL; a missing field or repeated qid is an error.
+
+    ``convert`` turns each prediction into the task's form (WIQA's labels) and raises ``ValueError``
+    with the problem for one it refuses; the error then names the file and line.
+    """
     predictions: dict[str, str] = {}
     for number, record in read_jsonl(path):
         if not isinstance(record, dict):
@@ -203,6 +207,11 @@ def read_predictions(path: str | Path) -> dict[str, str]:
         qid, prediction = str(record["qid"]), record["prediction"]
         if not isinstance(prediction, str):
             raise IfqaError(f"'prediction' must be a string, found {type(prediction).__name__}", path, number)
+        if convert is not None:
+            try:
+                prediction = convert(prediction)
+            except ValueError as exc:
+                raise IfqaError(str(exc), path, number) from None
         if qid in predictions:
             raise IfqaError(f"duplicate qid {qid!r}", path, number)
         predictions[qid] = prediction

@@ -44,8 +44,7 @@ def serve(indexes, query_mode, rewrite_model, rewrite_base_url, rerank_model, re
     from ifqa.serve.app import create_app
     from ifqa.serve.service import Limits, QAService
 
-    options = {**READER_DEFAULTS, **{k: v for k, v in reader_options.items() if v is not None and v is not False}}
-    reader = from_options(LLMReaderConfig, options)
+    reader = from_options(LLMReaderConfig, {k: READER_DEFAULTS.get(k) if v is None else v for k, v in reader_options.items()})
     retrieval = RetrievalConfig(indexes=list(indexes) or [DEMO_INDEX], k=10, query_mode=query_mode, corpus=corpus,
                                 device=reader.device, rerank=rerank_model, rerank_depth=rerank_depth,
                                 rewrite_model=rewrite_model, rewrite_base_url=rewrite_base_url)

@@ -48,34 +48,23 @@ def download(directory: str | Path | None = None, url: str | None = None, force:
              progress: bool = True) -> list[Path]:
     """Fetch the release's CSV files into ``<data dir>/causalqa/{original,random}-splits/``
     (``$IFQA_CAUSALQA_URL`` overrides the location); each is validated before it is kept."""
-    from ifqa.datasets.download import extract, fetch_archive
+    from ifqa.datasets.download import install
 
     folder = cache_folder(directory)
     existing = sorted(folder.glob("*-splits/*.csv"))
     if existing and not force:
         return existing
     url = url or os.environ.get("IFQA_CAUSALQA_URL") or DEFAULT_URL
-    archive = fetch_archive(url, folder, None, progress)
-    staging = folder / ".staging"
-    try:
-        def wanted(member: str) -> Path | None:
-            match = _FILE.search(member)
-            return staging / f"{match['kind']}-splits" / Path(member).name if match and "/input/" in f"/{member}" else None
 
-        written = extract(archive, url, wanted)
-        for path in written:
-            if not _ids_only(path):
-                load_file(path)  # a broken file never reaches the cache
-        for path in written:
-            target = folder / path.parent.name / path.name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            path.replace(target)
-    finally:
-        archive.unlink(missing_ok=True)
-        if staging.exists():
-            for leftover in sorted(staging.rglob("*"), reverse=True):
-                leftover.rmdir() if leftover.is_dir() else leftover.unlink()
-            staging.rmdir()
+    def place(member: str) -> str | None:
+        match = _FILE.search(member)
+        return f"{match['kind']}-splits/{Path(member).name}" if match and "/input/" in f"/{member}" else None
+
+    def check(path: Path) -> None:
+        if not _ids_only(path):
+            load_file(path)
+
+    install(url, folder, place, check, progress)
     return sorted(folder.glob("*-splits/*.csv"))
 
 

@@ -1,5 +1,5 @@
-"""Fetching a release archive once: streamed to a temporary file with progress, checked, then
-unpacked member by member into the cache (each file renamed into place only when complete).
+"""Installing a release archive into the cache: streamed to a temporary file with progress, the wanted
+members unpacked into a scratch folder, each validated, and only then moved into place.
 
 Used by the WIQA and CausalQA datasets; every URL is overridable (option or environment), so the
 tests serve fixture archives from a local HTTP server.
@@ -7,7 +7,6 @@ tests serve fixture archives from a local HTTP server.
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import shutil
 import tempfile
@@ -23,14 +22,13 @@ from ifqa.io import atomic_write
 log = logging.getLogger(__name__)
 
 
-def fetch_archive(url: str, folder: Path, sha256: str | None = None, progress: bool = True) -> Path:
-    """Download ``url`` into a temporary file under ``folder`` (checked against ``sha256`` when given)."""
+def fetch_archive(url: str, folder: Path, progress: bool = True) -> Path:
+    """Download ``url`` into a temporary file under ``folder``."""
     from tqdm import tqdm
 
     folder.mkdir(parents=True, exist_ok=True)
     handle = tempfile.NamedTemporaryFile(dir=folder, prefix=".download-", suffix=".zip", delete=False)
     path = Path(handle.name)
-    digest = hashlib.sha256()
     log.info("downloading %s", url)
     try:
         with handle, urllib.request.urlopen(url, timeout=60) as response:
@@ -38,7 +36,6 @@ def fetch_archive(url: str, folder: Path, sha256: str | None = None, progress: b
             with tqdm(total=total, unit="B", unit_scale=True, desc="download", disable=not progress) as bar:
                 while chunk := response.read(1 << 20):
                     handle.write(chunk)
-                    digest.update(chunk)
                     bar.update(len(chunk))
     except (urllib.error.URLError, OSError) as exc:
         path.unlink(missing_ok=True)
@@ -46,9 +43,6 @@ def fetch_archive(url: str, folder: Path, sha256: str | None = None, progress: b
     except BaseException:
         path.unlink(missing_ok=True)
         raise
-    if sha256 and digest.hexdigest() != sha256:
-        path.unlink(missing_ok=True)
-        raise IfqaError(f"downloaded file's sha256 is {digest.hexdigest()}, expected {sha256}", url)
     return path
 
 
@@ -69,3 +63,26 @@ def extract(archive: Path, url: str, wanted: Callable[[str], Path | None]) -> li
     if not written:
         raise IfqaError("the archive holds none of the expected files", url)
     return written
+
+
+def install(url: str, folder: Path, place: Callable[[str], str | None], check: Callable[[Path], object],
+            progress: bool = True) -> list[Path]:
+    """Download the archive at ``url`` and install the members ``place(member)`` names (a path relative
+    to ``folder``): each is unpacked into a scratch folder and passed to ``check``, and they move into
+    ``folder`` only when every one passed; the archive and the scratch folder never stay behind."""
+    archive = fetch_archive(url, folder, progress)
+    try:
+        with tempfile.TemporaryDirectory(dir=folder, prefix=".staging-") as scratch:
+            staging = Path(scratch)
+            written = extract(archive, url, lambda member: staging / where if (where := place(member)) else None)
+            for path in written:
+                check(path)  # a broken release never reaches the cache
+            installed = []
+            for path in written:
+                target = folder / path.relative_to(staging)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                path.replace(target)
+                installed.append(target)
+            return installed
+    finally:
+        archive.unlink(missing_ok=True)

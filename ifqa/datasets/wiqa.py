@@ -39,28 +39,15 @@ def download(directory: str | Path | None = None, url: str | None = None, force:
              progress: bool = True) -> list[Path]:
     """Fetch the release into ``<data dir>/wiqa/`` (``$IFQA_WIQA_URL`` overrides the location);
     each split is validated before it is kept."""
-    from ifqa.datasets.download import extract, fetch_archive
+    from ifqa.datasets.download import install
 
     folder = cache_folder(directory)
     targets = [folder / f"{split}.jsonl" for split in SPLITS]
     if all(t.exists() for t in targets) and not force:
         return targets
     url = url or os.environ.get("IFQA_WIQA_URL") or DEFAULT_URL
-    archive = fetch_archive(url, folder, None, progress)
-    staging = folder / ".staging"
-    try:
-        names = {f"{split}.jsonl" for split in SPLITS}
-        written = extract(archive, url, lambda m: staging / Path(m).name if Path(m).name in names else None)
-        for path in written:
-            load_file(path)  # a broken release never reaches the cache
-        for path in written:
-            path.replace(folder / path.name)
-    finally:
-        archive.unlink(missing_ok=True)
-        for leftover in staging.glob("*") if staging.exists() else []:
-            leftover.unlink()
-        if staging.exists():
-            staging.rmdir()
+    names = {f"{split}.jsonl" for split in SPLITS}
+    install(url, folder, lambda member: Path(member).name if Path(member).name in names else None, load_file, progress)
     missing = [t.name for t in targets if not t.exists()]
     if missing:
         raise IfqaError(f"the archive lacks {', '.join(missing)}", url)

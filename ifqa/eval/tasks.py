@@ -6,6 +6,7 @@ runner pick the scorer from it, so the same commands score IfQA, WIQA and Causal
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
@@ -22,59 +23,25 @@ class Task:
     table: tuple[str, str] | None = None  # (breakdown key, metric) drawn as a results.md table, one column per group
 
 
-def _qa_read(path):
-    from ifqa.artifacts import read_predictions
+def _lazy(target: str) -> Callable:
+    """``"module:function"``, imported on the first call (scorers pull numpy and rouge-score)."""
+    module, _, name = target.partition(":")
 
-    return read_predictions(path)
+    def call(*args):
+        return getattr(importlib.import_module(module), name)(*args)
 
-
-def _qa_summarize(examples, predictions, compare=None):
-    from ifqa.eval.summary import summarize_predictions
-
-    return summarize_predictions(examples, predictions, compare)
+    return call
 
 
-def _qa_format(report):
-    from ifqa.eval.report import format_prediction_report
-
-    return format_prediction_report(report)
-
-
-def _wiqa_read(path):
-    from ifqa.eval.wiqa import read_label_predictions
-
-    return read_label_predictions(path)
-
-
-def _wiqa_summarize(examples, predictions, compare=None):
-    from ifqa.eval.wiqa import summarize_wiqa
-
-    return summarize_wiqa(examples, predictions, compare)
-
-
-def _wiqa_format(report):
-    from ifqa.eval.wiqa import format_wiqa_report
-
-    return format_wiqa_report(report)
-
-
-def _causal_summarize(examples, predictions, compare=None):
-    from ifqa.eval.causalqa import summarize_causalqa
-
-    return summarize_causalqa(examples, predictions, compare)
-
-
-def _causal_format(report):
-    from ifqa.eval.causalqa import format_causalqa_report
-
-    return format_causalqa_report(report)
-
-
-QA = Task("qa", (("em", "EM"), ("f1", "F1")), _qa_read, _qa_summarize, _qa_format, ("by_answer_type", "by_question_word"))
-WIQA = Task("wiqa", (("accuracy", "Accuracy"),), _wiqa_read, _wiqa_summarize, _wiqa_format,
+QA = Task("qa", (("em", "EM"), ("f1", "F1")), _lazy("ifqa.artifacts:read_predictions"),
+          _lazy("ifqa.eval.summary:summarize_predictions"), _lazy("ifqa.eval.report:format_prediction_report"),
+          ("by_answer_type", "by_question_word"))
+WIQA = Task("wiqa", (("accuracy", "Accuracy"),), _lazy("ifqa.eval.wiqa:read_label_predictions"),
+            _lazy("ifqa.eval.wiqa:summarize_wiqa"), _lazy("ifqa.eval.wiqa:format_wiqa_report"),
             ("by_question_type", "by_path_length"), ("by_question_type", "accuracy"))
-CAUSALQA = Task("causalqa", (("rouge_l_f1", "ROUGE-L F1"), ("em", "EM"), ("f1", "F1")), _qa_read, _causal_summarize,
-                _causal_format, ("by_source", "macro"), ("by_source", "rouge_l_f1"))
+CAUSALQA = Task("causalqa", (("rouge_l_f1", "ROUGE-L F1"), ("em", "EM"), ("f1", "F1")), _lazy("ifqa.artifacts:read_predictions"),
+                _lazy("ifqa.eval.causalqa:summarize_causalqa"), _lazy("ifqa.eval.causalqa:format_causalqa_report"),
+                ("by_source", "macro"), ("by_source", "rouge_l_f1"))
 
 
 def task_for(questions) -> Task:

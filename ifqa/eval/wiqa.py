@@ -12,7 +12,6 @@ import collections
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
-from ifqa.errors import IfqaError
 from ifqa.eval.significance import bootstrap_ci, paired_test
 
 LABELS = ("more", "less", "no_effect")
@@ -28,24 +27,19 @@ def normalize_label(text: str) -> str | None:
     return label if label in LABELS else None
 
 
+def to_label(prediction: str) -> str:
+    """The label a prediction names ("" to abstain); ``ValueError`` when it names none of the three."""
+    label = normalize_label(prediction)
+    if label is None:
+        raise ValueError(f"prediction {prediction!r} is not a WIQA label (more, less, no_effect, or empty to abstain)")
+    return label
+
+
 def read_label_predictions(path: str | Path) -> dict[str, str]:
     """``qid -> label`` from a predictions JSONL whose predictions must be WIQA labels."""
-    from ifqa.io import read_jsonl
+    from ifqa.artifacts import read_predictions
 
-    predictions: dict[str, str] = {}
-    for number, record in read_jsonl(path):
-        if not isinstance(record, dict) or "qid" not in record or "prediction" not in record:
-            raise IfqaError("each line needs 'qid' and 'prediction'", path, number)
-        prediction = record["prediction"]
-        label = normalize_label(prediction) if isinstance(prediction, str) else None
-        if label is None:
-            raise IfqaError(f"prediction {prediction!r} is not a WIQA label (more, less, no_effect, or empty to abstain)",
-                            path, number)
-        qid = str(record["qid"])
-        if qid in predictions:
-            raise IfqaError(f"duplicate qid {qid!r}", path, number)
-        predictions[qid] = label
-    return predictions
+    return read_predictions(path, to_label)
 
 
 def _accuracy(correct: Sequence[float]) -> dict[str, Any]:

@@ -149,6 +149,11 @@ def _safe_message(exc: Exception) -> str:
     return message.splitlines()[0][:200]
 
 
+def chat_text(tokenizer, prompt: str) -> str:
+    """The prompt as one user turn in the model's chat template, ready for the assistant's reply."""
+    return tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+
+
 class HFBackend:
     """A local causal LM through transformers: batched generation, chat template when the model has one."""
 
@@ -184,10 +189,7 @@ class HFBackend:
         return getattr(self.model.config, "max_position_embeddings", None)
 
     def _format(self, prompt: str) -> str:
-        if not self.chat:
-            return prompt
-        return self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                                  add_generation_prompt=True)
+        return chat_text(self.tokenizer, prompt) if self.chat else prompt
 
     def complete(self, prompts: Sequence[str], params: GenerationParams) -> list[Completion]:
         import torch

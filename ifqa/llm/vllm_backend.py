@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ifqa.errors import IfqaError
-from ifqa.llm.backends import Completion, GenerationParams
+from ifqa.llm.backends import Completion, GenerationParams, chat_text
 
 
 class VLLMBackend:
@@ -42,10 +42,6 @@ class VLLMBackend:
     def context_window(self) -> int | None:
         return self.engine.llm_engine.model_config.max_model_len
 
-    def _format(self, prompt: str) -> str:
-        return self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False,
-                                                  add_generation_prompt=True)
-
     def complete(self, prompts: Sequence[str], params: GenerationParams) -> list[Completion]:
         from vllm import SamplingParams
 
@@ -55,7 +51,8 @@ class VLLMBackend:
         if self.chat:  # the chat template already wrote BOS and friends: tokenize without adding them again
             from vllm.inputs import TokensPrompt
 
-            inputs = [TokensPrompt(prompt_token_ids=self.tokenizer(self._format(p), add_special_tokens=False)["input_ids"])
+            inputs = [TokensPrompt(prompt_token_ids=self.tokenizer(chat_text(self.tokenizer, p),
+                                                                   add_special_tokens=False)["input_ids"])
                       for p in prompts]
         else:
             inputs = list(prompts)

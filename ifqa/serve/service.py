@@ -69,12 +69,16 @@ class QAService:
         self.pipeline = RetrievalPipeline(replace(retrieval, rerank=None))  # the reranker runs here, to show ranks
         self.reranker = (load_reranker(retrieval.rerank, retrieval.rerank_depth, device=retrieval.device)
                          if retrieval.rerank else None)
+        self.reranker_info = self.reranker.describe() if self.reranker else None
+        question_sets = [source.load() for source in known]
         self.known: dict[str, tuple[str, Example]] = {}
-        for source in known:
-            for example in source.load().examples:
-                self.known.setdefault(normalize(example.question), (source.name, example))
+        for questions in question_sets:
+            for example in questions.examples:
+                self.known.setdefault(normalize(example.question), (questions.name, example))
         self.reader_config = reader_config if reader_config is not None and reader_config.model else None
-        self.reader = self._reader(reader_config, known, api_key) if self.reader_config else None
+        # WIQA and CausalQA questions are prompted and parsed as their task
+        task = question_sets[0].task if question_sets else "qa"
+        self.reader = self._reader(reader_config, known, api_key, task) if self.reader_config else None
         # an HTTP endpoint serves concurrent requests (the response cache is thread-safe); a model in
         # this process generates for one request at a time
         self.local_reader = bool(self.reader_config and self.reader_config.backend != "openai")
@@ -82,7 +86,7 @@ class QAService:
         self.started = time.time()
 
     @staticmethod
-    def _reader(config, known: Sequence, api_key: str | None):
+    def _reader(config, known: Sequence, api_key: str | None, task: str):
         from ifqa.datasets import QuestionSource
         from ifqa.llm import make_backend
         from ifqa.llm.cache import ResponseCache
@@ -94,7 +98,6 @@ class QAService:
                               config.device, config.batch_size, config.timeout, config.retries)
         train, setting = demonstration_pool(config, source)
         cache = None if config.no_cache else ResponseCache(config.cache)
-        task = source.load().task  # WIQA and CausalQA questions are prompted and parsed as their task
         return LLMReader(engine, config, train.examples, cache, rationale_setting=setting, keep_prompts=True, task=task)
 
     def check(self, question: str, k: int) -> str:
@@ -139,7 +142,7 @@ class QAService:
                 passage["has_answer"], passage["gold"] = ctx["has_answer"], ctx["gold"]
         return {"question": question, "k": k, "query_mode": config.query_mode, "queries": list(queries),
                 "indexes": [r.name for r in self.pipeline.retrievers],
-                "reranker": self.reranker.describe() if self.reranker and hasattr(self.reranker, "describe") else None,
+                "reranker": self.reranker_info,
                 "known": ({"split": known[0], "qid": known[1].qid, "answers": known[1].answers} if known else None),
                 "terms": highlight_terms(question), "passages": passages,
                 "seconds": round(time.perf_counter() - started, 4)}
@@ -180,7 +183,7 @@ class QAService:
                 "indexes": [{"name": r.name, "engine": r.manifest.get("engine"), "passages": len(r.passages)}
                             for r in retrievers],
                 "query_mode": self.config.query_mode,
-                "reranker": self.reranker.describe() if self.reranker and hasattr(self.reranker, "describe") else None,
+                "reranker": self.reranker_info,
                 "reader": ({"model": self.reader_config.model, "mode": self.reader_config.mode,
                             "backend": self.reader_config.backend} if self.reader_config else None),
                 "reader_hint": None if self.reader_config else f"start it with: {configure_hint(self.config)}",
