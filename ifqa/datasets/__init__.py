@@ -71,6 +71,16 @@ class QuestionSource:
         """The training split of the same setting (where demonstrations come from)."""
         return QuestionSource(self.setting or DEFAULT_SETTING, "train", None, self.data_dir)
 
+    def training_source(self, file: str | None = None) -> "QuestionSource | None":
+        """Where training questions for these come from: ``file`` (read in this dataset's format), else
+        the setting's train split; None for a question file named alone, which has no setting to
+        take a train split from (never silently the demo set)."""
+        if file:
+            return QuestionSource(self.setting, None, file, self.data_dir)
+        if self.file and not self.setting:
+            return None
+        return self.train()
+
     @classmethod
     def parse(cls, name: str, data_dir: str | None = None, dataset: str | None = None) -> "QuestionSource":
         """Back from a recorded name: ``setting:split`` for a registered setting, else a file path

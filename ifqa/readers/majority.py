@@ -38,12 +38,10 @@ class MajorityReaderEntry:
 
     def read(self, config: MajorityConfig, job) -> dict:
         from ifqa.artifacts import write_manifest, write_predictions
-        from ifqa.datasets import QuestionSource
-
-        source = job.source
-        if not config.train and source.file and not source.setting:
+        pool = job.source.training_source(config.train)
+        if pool is None:
             raise IfqaError("with --questions FILE, name the training questions: --train FILE or --setting NAME")
-        train = (QuestionSource(source.setting, None, config.train, source.data_dir) if config.train else source.train()).load()
+        train = pool.load()
         answer = most_frequent_answer(train.examples)
         write_predictions(job.output, [{"qid": e.qid, "prediction": answer} for e in job.questions])
         write_manifest(job.output, job.questions, reader="majority", answer=answer, train=train.describe())

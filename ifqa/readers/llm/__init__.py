@@ -22,17 +22,13 @@ def demonstration_pool(config: LLMReaderConfig, source):
     """
     from ifqa.artifacts import QuestionSet
 
-    if config.train:  # read in the format of the questions' dataset (a WIQA JSONL, a CausalQA CSV ...)
-        from ifqa.datasets import QuestionSource
-
-        return QuestionSource(source.setting, None, config.train, source.data_dir).load(), "file"
-    if source.file and not source.setting:
+    pool = source.training_source(config.train)
+    if pool is None:
         if config.demos == 0:
             return QuestionSet("none", []), "none"
         raise IfqaError("with --questions FILE, name the demonstration pool: --train FILE or --setting NAME "
                         "(or --demos 0)")
-    pool = source.train()
-    return pool.load(), pool.resolved()[0]
+    return pool.load(), "file" if config.train else pool.resolved()[0]
 
 
 class LLMReaderEntry:

@@ -62,8 +62,10 @@ def for_task(answer: str, rationale: str, task: str) -> tuple[str, str]:
     """The answer in the task's form: for WIQA one of its labels (the first one named), or "" (abstain)."""
     if task != "wiqa":
         return answer, rationale
+    from ifqa.eval.wiqa import normalize_label
+
     found = _WIQA_LABEL.search(answer)
-    return ("_".join(found.group(1).lower().replace("-", " ").split()) if found else ""), rationale
+    return (normalize_label(found.group(1)) if found else ""), rationale
 
 
 def shown_answer(answer: str, task: str) -> str:
