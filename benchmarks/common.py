@@ -27,19 +27,25 @@ def machine() -> str:
 
 
 def timed(command: list[str], **kwargs) -> tuple[float, float, subprocess.CompletedProcess]:
-    """Wall seconds and peak resident memory (MB, largest process of the command) of one command."""
+    """Wall seconds and peak resident memory (MB, largest process of the command) of one command.
+
+    The returned process also carries ``cpu_seconds``: user + system time of the command and every
+    process it waited for (its workers), the measure of work per core.
+    """
     script = (
         "import resource, subprocess, sys, time; t = time.time(); "
         "p = subprocess.run(sys.argv[1:], capture_output=True, text=True); "
-        "print(time.time() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, p.returncode); "
+        "u = resource.getrusage(resource.RUSAGE_CHILDREN); "
+        "print(time.time() - t, u.ru_maxrss / 1024, p.returncode, u.ru_utime + u.ru_stime); "
         "sys.stderr.write(p.stderr[-2000:]); sys.stdout.write(p.stdout)"
     )
     result = subprocess.run([sys.executable, "-c", script, *command], capture_output=True, text=True, **kwargs)
     first, _, rest = result.stdout.partition("\n")
-    seconds, peak, code = first.split()
+    seconds, peak, code, cpu = first.split()
     if int(code) != 0:
         raise SystemExit(f"{' '.join(command)} failed:\n{result.stderr}")
     result.stdout = rest
+    result.cpu_seconds = float(cpu)
     return float(seconds), float(peak), result
 
 

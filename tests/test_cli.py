@@ -7,7 +7,7 @@ from ifqa.datasets.demo import load_demo
 
 
 def test_help_is_fast_and_imports_nothing_heavy():
-    code = "import sys, time; t=time.time(); from ifqa.cli import cli; print(time.time()-t); print(sorted(m for m in sys.modules if m.split('.')[0] in {'numpy','torch','transformers','bm25s','faiss','mwparserfromhell','pyserini','openai'}))"
+    code = "import sys, time; t=time.time(); from ifqa.cli import cli; print(time.time()-t); print(sorted(m for m in sys.modules if m.split('.')[0] in {'numpy','torch','transformers','bm25s','faiss','pyserini','openai'}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert float(out[0]) < 0.3
     assert out[1] == "[]"

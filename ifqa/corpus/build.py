@@ -26,6 +26,8 @@ from typing import Iterator
 
 from ifqa import __version__
 from ifqa.corpus.passages import DEFAULT_WORDS, TSV_HEADER
+from ifqa.corpus import multistream
+from ifqa.corpus.multistream import Segment
 from ifqa.corpus.sources import Source, detect, expand_inputs, stream_records, to_passages
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write, write_json
@@ -83,24 +85,34 @@ def build(
         "tsv": tsv,
         "batch_size": batch_size,
         "batch_bytes": BATCH_BYTES,
+        "segment_bytes": multistream.SEGMENT_BYTES,
         "inputs": [
-            {"path": str(s.path.resolve()), "format": s.format, "bytes": s.size, "mtime": int(s.path.stat().st_mtime)}
+            {"path": str(s.path.resolve()), "format": s.format, "multistream": s.multistream, "bytes": s.size,
+             "mtime": int(s.path.stat().st_mtime)}
             for s in sources
         ],
     }
     _prepare_parts(parts, settings)
-    started = time.time()
+    started, cpu_started = time.time(), _cpu_seconds()
     try:
         with _sigterm_as_interrupt():
             _run_batches(sources, parts, words, tsv, workers, batch_size, progress)
+            joining = _cpu_seconds()
             summary, checksum = _join_parts(parts, output, tsv, len(sources))
     except IfqaError:
         shutil.rmtree(parts, ignore_errors=True)  # bad input: leave nothing behind
         raise
     summary.seconds = round(time.time() - started, 2)
+    finished = _cpu_seconds()
+    cpu = {  # this run's (a resumed run counts only its own work): what a projection to more cores needs
+        "reading_process": round(joining[0] - cpu_started[0], 2),
+        "workers": round(joining[1] - cpu_started[1], 2),
+        "joining": round(finished[0] - joining[0], 2),
+    }
     write_json(
         manifest_path(output),
-        {**settings, "output": str(output.resolve()), "sha256": checksum, "workers": workers, "summary": asdict(summary)},
+        {**settings, "output": str(output.resolve()), "sha256": checksum, "workers": workers, "summary": asdict(summary),
+         "cpu_seconds": cpu},
     )
     shutil.rmtree(parts, ignore_errors=True)
     return summary
@@ -130,7 +142,10 @@ def _part_name(source_index: int, batch_index: int) -> str:
     return f"{source_index:05d}-{batch_index:09d}"
 
 
-def _batches(source: Source, batch_size: int, progress) -> Iterator[list[bytes]]:
+def _batches(source: Source, batch_size: int, progress) -> Iterator[list[bytes] | Segment]:
+    if source.multistream:  # the workers decompress
+        yield from multistream.segments(source.path, progress)
+        return
     batch: list[bytes] = []
     size = 0
     for raw in stream_records(source, progress):
@@ -153,10 +168,12 @@ def _run_batches(sources: list[Source], parts: Path, words: int, tsv: bool, work
     )
     pending: collections.deque = collections.deque()
 
-    def finish(name: str, result: tuple[str, dict]) -> None:
-        lines, stats = result
+    def finish(name: str, result: tuple[str, dict, bytes]) -> None:
+        lines, stats, id_hashes = result
         write_json(parts / f"{name}.stats.json", stats)
-        with atomic_write(parts / f"{name}.part") as handle:
+        with atomic_write(parts / f"{name}.ids", "wb") as handle:
+            handle.write(id_hashes)
+        with atomic_write(parts / f"{name}.part") as handle:  # last: a part's presence marks the batch done
             handle.write(lines)
         counts.update(records=stats["records"], passages=stats["passages"])
         bar.set_postfix(records=counts["records"], passages=counts["passages"], refresh=False)
@@ -191,9 +208,13 @@ def _run_batches(sources: list[Source], parts: Path, words: int, tsv: bool, work
         bar.close()
 
 
-def process_batch(format: str, words: int, tsv: bool, batch: list[bytes]) -> tuple[str, dict]:
-    """Turn raw records into output lines plus counts (runs in a worker process)."""
+def process_batch(format: str, words: int, tsv: bool, batch: list[bytes] | Segment) -> tuple[str, dict, bytes]:
+    """Raw records (or a multistream segment's) -> output lines, counts and the passage ids' hashes
+    (for the duplicate check at the end). Runs in a worker process."""
+    if isinstance(batch, Segment):
+        batch = batch.records()
     lines: list[str] = []
+    id_hashes = array.array("Q")
     skipped: collections.Counter = collections.Counter()
     kept = passages = total_words = 0
     for raw in batch:
@@ -204,10 +225,12 @@ def process_batch(format: str, words: int, tsv: bool, batch: list[bytes]) -> tup
         kept += 1
         for passage in produced:
             lines.append(passage.to_line(tsv))
-            total_words += len(passage.text.split())
+            id_hashes.append(_id_hash(passage.id.encode()))
+        # every passage but a record's last holds exactly `words` words (one passage per record when not split)
+        total_words += (len(produced) - 1) * words + len(produced[-1].text.split())
         passages += len(produced)
     stats = {"records": len(batch), "kept": kept, "skipped": dict(skipped), "passages": passages, "words": total_words}
-    return "".join(lines), stats
+    return "".join(lines), stats, id_hashes.tobytes()
 
 
 def _join_parts(parts: Path, output: Path, tsv: bool, n_sources: int) -> tuple[BuildSummary, str]:
@@ -222,11 +245,11 @@ def _join_parts(parts: Path, output: Path, tsv: bool, n_sources: int) -> tuple[B
             digest.update(header)
         for part in sorted(parts.glob("*.part")):
             summary.add(json.loads((part.with_suffix(".stats.json")).read_text()))
+            ids.frombytes(part.with_suffix(".ids").read_bytes())
             with open(part, "rb") as handle:
-                for line in handle:
-                    ids.append(_id_hash(_line_id(line, tsv)))
-                    out.write(line)
-                    digest.update(line)
+                while chunk := handle.read(1 << 22):
+                    out.write(chunk)
+                    digest.update(chunk)
         _check_unique(ids, parts, tsv)
     return summary, digest.hexdigest()
 
@@ -256,6 +279,16 @@ def _check_unique(ids: array.array, parts: Path, tsv: bool) -> None:
                         f"passage id {passage_id.decode()!r} occurs more than once: two inputs hold the same "
                         "article or passage; build them separately or drop one"
                     )
+
+
+def _cpu_seconds() -> tuple[float, float]:
+    """User + system CPU seconds of this process and of its finished worker processes."""
+    try:
+        import resource
+    except ImportError:  # not on Windows: this process only
+        return time.process_time(), 0.0
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
 
 
 def _worker_setup(parent: int) -> None:

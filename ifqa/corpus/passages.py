@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+from json.encoder import encode_basestring as _json_string
 from typing import NamedTuple
 
 DEFAULT_WORDS = 100
@@ -18,7 +18,8 @@ class Passage(NamedTuple):
         """One output line: DPR's ``id\\ttext\\ttitle`` or a JSON object ``{"id","title","text"}``."""
         if tsv:
             return f"{self.id}\t{_tsv_field(self.text)}\t{_tsv_field(self.title)}\n"
-        return json.dumps({"id": self.id, "title": self.title, "text": self.text}, ensure_ascii=False) + "\n"
+        # the bytes json.dumps(..., ensure_ascii=False) writes, without its per-call set-up (a third of the time)
+        return f'{{"id": {_json_string(self.id)}, "title": {_json_string(self.title)}, "text": {_json_string(self.text)}}}\n'
 
 
 def _tsv_field(value: str) -> str:

@@ -1,8 +1,8 @@
 """Input formats of the passage builder: detection and streaming of raw records.
 
 Each format streams *raw* records (bytes) in bounded memory from the reading process; turning a
-raw record into passages (``to_passages``) happens in the worker processes. A broken record is
-reported with a skip reason; a broken file raises IfqaError.
+raw record into passages (``to_passages``) happens in the worker processes. Multistream bz2
+dumps are not even decompressed by the reading process (see ``multistream``). A broken record is reported with a skip reason; a broken file raises IfqaError.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import BinaryIO, Callable, Iterator
 
 from ifqa.corpus import wikitext
+from ifqa.corpus.multistream import is_multistream
 from ifqa.corpus.passages import TSV_HEADER, Passage, split_passages
 from ifqa.errors import IfqaError
 
@@ -32,6 +33,7 @@ class Source:
     path: Path
     format: str
     compression: str  # "bz2", "gz" or ""
+    multistream: bool = False  # bz2 made of several streams: workers decompress byte ranges
 
     @property
     def size(self) -> int:
@@ -70,7 +72,9 @@ def detect(path: Path, format: str | None = None) -> Source:
     if format is not None and format not in FORMATS:
         raise IfqaError(f"unknown format {format!r}; choose from {', '.join(FORMATS)}")
     head = _head(Source(path, "", compression))
-    return Source(path, format or _sniff(head, path), compression)
+    format = format or _sniff(head, path)
+    multistream = compression == "bz2" and format == "xml" and is_multistream(path)
+    return Source(path, format, compression, multistream)
 
 
 def _head(source: Source) -> bytes:
@@ -282,8 +286,4 @@ def _page_passages(page: str, words: int) -> tuple[list[Passage], str | None]:
         return [], "redirect"
     if wikitext.is_disambiguation(title, markup):
         return [], "disambiguation"
-    try:
-        prose = wikitext.clean(markup)
-    except Exception:  # mwparserfromhell raises several types on broken markup; skip and count it
-        return [], "bad markup"
-    return _article_passages(page_id, title, prose, words)
+    return _article_passages(page_id, title, wikitext.clean(markup), words)

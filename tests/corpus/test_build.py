@@ -9,7 +9,7 @@ import pytest
 from ifqa.corpus.build import build, manifest_path
 from ifqa.errors import IfqaError
 
-from tests.corpus.conftest import bz2_file, dump, page, prose
+from tests.corpus.conftest import bz2_file, dump, page, prose, wikipedia_multistream
 
 
 def _lines(path):
@@ -35,10 +35,11 @@ def test_xml_dump_to_passages(tmp_path, small_dump):
     assert not list(tmp_path.glob(".*parts"))
 
 
-def test_bz2_multistream_workers_and_tsv_agree(tmp_path, small_dump):
+def test_bz2_multistream_workers_and_tsv_agree(tmp_path, small_dump, monkeypatch):
     plain = tmp_path / "a.jsonl"
     build([small_dump], plain, progress=False)
     multi = bz2_file(small_dump, tmp_path / "dump-multistream.xml.bz2", streams=3)
+    monkeypatch.setattr("ifqa.corpus.multistream.SEGMENT_BYTES", 1)  # a segment per stream, spread over the workers
     parallel = tmp_path / "b.jsonl"
     build([multi], parallel, workers=2, batch_size=1, progress=False)
     assert parallel.read_bytes() == plain.read_bytes()
@@ -140,6 +141,38 @@ def test_interrupted_build_resumes_to_the_same_output(tmp_path):
     assert result.returncode == 0, result.stderr
     assert out.read_bytes() == reference.read_bytes()
     assert not parts.exists()
+
+
+def test_interrupted_multistream_build_resumes_to_the_same_output(tmp_path, monkeypatch):
+    from ifqa.corpus import build as build_module
+    from ifqa.corpus import multistream
+
+    pages = [page(100 + i, f"Article {i}", prose(150, seed=i)) for i in range(40)]
+    (tmp_path / "d.xml").write_text(dump(pages))
+    multi = wikipedia_multistream(tmp_path / "d.xml", tmp_path / "d-multistream.xml.bz2", pages_per_stream=3)
+    monkeypatch.setattr(multistream, "SEGMENT_BYTES", 1)  # about a segment per stream
+    batches = len(list(multistream.segments(multi)))
+    assert batches > 10
+    reference = tmp_path / "reference.jsonl"
+    build([multi], reference, progress=False)
+    real, calls, interrupt_at = build_module.process_batch, [], [6]
+
+    def counted(*args):
+        calls.append(1)
+        if len(calls) in interrupt_at:
+            raise KeyboardInterrupt  # Ctrl-C while the sixth batch is being processed
+        return real(*args)
+
+    monkeypatch.setattr(build_module, "process_batch", counted)
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(KeyboardInterrupt):
+        build([multi], out, progress=False)
+    assert len(list(tmp_path.glob(".out.jsonl.parts/*.part"))) == 5 and not out.exists()
+    calls.clear()
+    interrupt_at.clear()
+    build([multi], out, progress=False)
+    assert len(calls) == batches - 5  # only the batches not done before
+    assert out.read_bytes() == reference.read_bytes()
 
 
 @pytest.mark.shared_data

@@ -60,3 +60,4 @@ def test_xml_without_its_end(tmp_path, small_dump):
     cut.write_text(text.replace("</mediawiki>", ""))
     with pytest.raises(IfqaError, match=r"ends before </mediawiki>"):
         list(sources.stream_records(sources.detect(cut)))
+

@@ -49,3 +49,27 @@ def test_strip_blocks_handles_nesting_and_broken_markup():
     assert wikitext.strip_blocks("a\n{|\n| {{c}} || d\n|}\nb") == "a\n\nb"
     assert wikitext.strip_blocks("a }} b {{x}} c") == "a }} b  c"  # a stray closer is text
     assert wikitext.strip_blocks("a {{never closed") == "a "
+
+
+def test_links_reduce_from_the_inside_out():
+    text = wikitext.clean(
+        "A [[Kruskal&ndash;Wallis test|Kruskal&ndash;Wallis]] test. "
+        "[[File:C4.png|thumb|Bicyclo[1.1.0]butane and [[n-butane|''n''-butane]] isomers]]"
+        "A [[:Category:Derelict satellites|derelict]] [[space debris|object]] and [[Moon#Orbit|]] [[#Local]] [[ Earth ]]."
+    )
+    assert text == 'A Kruskal–Wallis test. A derelict object and Local Earth.'
+
+
+def test_markup_that_is_not_a_tag_or_url_stays_text():
+    assert wikitext.clean("If x<y and y>z then x<z.") == "If x<y and y>z then x<z."
+    assert wikitext.clean("See http://example.org/x?a=1 for more, or [//example.org here].") == "See for more, or here."
+
+
+def test_html_lists_go_and_unbalanced_headings_keep_their_extra_signs():
+    text = wikitext.clean('Changed:\n<ol start="4">\n<li>No animal shall drink.</li>\n</ol>\n==Title===\nBody.')
+    assert text.split("\n") == ["Changed:", "Title=.", "Body."]
+
+
+def test_quotes_pair_before_links_are_reduced():
+    assert wikitext.clean("serving as ''[[wikt:pro forma|pro-forma]]'' advisor") == 'serving as "" advisor'
+    assert wikitext.clean("The '''''Iliad''''' and ''[[Odyssey]]'''s end") == '''The "Iliad" and "Odyssey"'s end'''

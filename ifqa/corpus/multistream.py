@@ -1,0 +1,161 @@
+"""Multistream bz2 dumps: byte ranges that the workers decompress, so decompression scales with them.
+
+Wikipedia's ``pages-articles-multistream.xml.bz2`` is a series of independent bz2 streams (the
+``<siteinfo>`` header, then 100 pages per stream, then the closing tag). The reading process only
+scans the compressed bytes for where streams start and hands out ``Segment`` byte ranges; each
+worker decompresses its own and splits it into ``<page>`` records. Files whose streams end inside
+a page (pbzip2 and lbzip2 cut anywhere) work too.
+"""
+
+from __future__ import annotations
+
+import bz2
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import BinaryIO, Callable, Iterator
+
+from ifqa.errors import IfqaError
+
+#: A bz2 stream begins "BZh" + block size digit + the block magic (pi in BCD) at a byte boundary.
+_STREAM_START = re.compile(rb"BZh[1-9]1AY&SY")
+#: Compressed bytes per segment: about 4 MB of XML, a second or two of a worker's time.
+SEGMENT_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Compressed bytes ``[start, end)`` of a multistream dump, starting at a stream boundary.
+
+    Its records are the pages that *begin* inside it; a page cut by ``end`` (possible in files
+    compressed in blocks by pbzip2 or lbzip2, never in Wikipedia's own dumps) is completed by
+    decompressing on past ``end``, and the next segment skips that page's tail.
+    """
+
+    path: Path
+    start: int
+    end: int
+    last: bool
+
+    def records(self) -> list[bytes]:
+        with open(self.path, "rb") as handle:
+            handle.seek(self.start)
+            xml = self._decompress(handle.read(self.end - self.start))
+            pages: list[bytes] = []
+            position = xml.find(_OPEN)
+            while position >= 0:
+                close = xml.find(_CLOSE, position)
+                if close < 0:  # the page goes on in the next segment
+                    pages.append(self._complete(xml[position:], handle))
+                    break
+                close += len(_CLOSE)
+                pages.append(xml[position:close])
+                position = xml.find(_OPEN, close)
+            else:
+                cut = next((n for n in range(len(_OPEN) - 1, 0, -1) if xml.endswith(_OPEN[:n])), 0)
+                if cut and not self.last:  # "<pa" + "ge>": the segment may end inside a page's first tag
+                    page = self._complete(xml[-cut:], handle)
+                    if page is not None:
+                        pages.append(page)
+        if self.last and b"</mediawiki>" not in xml[-64:]:
+            raise IfqaError("XML ends before </mediawiki> (truncated or malformed dump)", self.path)
+        return pages
+
+    def _decompress(self, compressed: bytes) -> bytes:
+        try:
+            return bz2.decompress(compressed)
+        except ValueError:  # a stream cut short: only the last one can be
+            raise IfqaError("compressed data ends early (truncated file?)", self.path) from None
+        except OSError as exc:
+            raise IfqaError(f"corrupt bz2 data in bytes {self.start}-{self.end} ({exc})", self.path) from None
+
+    def _complete(self, head: bytes, handle: BinaryIO) -> bytes | None:
+        """``head`` and what follows it past ``end``, up to the first ``</page>`` after its start;
+        None when ``head`` + what follows turns out not to open a page ("<" + "/mediawiki>")."""
+        handle.seek(self.end)
+        data = bytearray(head)
+        searched = 0
+        try:
+            with bz2.BZ2File(handle) as reader:
+                while (close := data.find(_CLOSE, searched)) < 0:
+                    if not data.startswith(_OPEN[: len(data)]):
+                        return None
+                    searched = max(0, len(data) - len(_CLOSE))
+                    chunk = reader.read(1 << 20)
+                    if not chunk:
+                        raise IfqaError("ends inside a <page> (truncated file?)", self.path)
+                    data += chunk
+        except EOFError:
+            raise IfqaError("compressed data ends early (truncated file?)", self.path) from None
+        except OSError as exc:
+            raise IfqaError(f"corrupt bz2 data after byte {self.end} ({exc})", self.path) from None
+        return bytes(data[: close + len(_CLOSE)])
+
+
+_OPEN, _CLOSE = b"<page>", b"</page>"
+
+
+def stream_starts(path: Path, progress: Callable[[int], None] | None = None) -> Iterator[int]:
+    """Byte offsets where a bz2 stream starts, in file order, read 8 MB at a time."""
+    with open(path, "rb") as handle:
+        offset, carry = 0, b""
+        while True:
+            chunk = handle.read(8 << 20)
+            if not chunk:
+                return
+            data = carry + chunk
+            base = offset - len(carry)
+            for match in _STREAM_START.finditer(data):
+                if match.start() >= len(carry) or not carry:  # matches in the carried tail were reported
+                    yield base + match.start()
+            offset += len(chunk)
+            carry = data[-9:]
+            if progress is not None:
+                progress(offset)
+
+
+def segments(path: Path, progress: Callable[[int], None] | None = None) -> Iterator[Segment]:
+    """Consecutive streams grouped into segments of about ``SEGMENT_BYTES``, covering the whole file.
+
+    The last segment holds at least the last two streams, so that it sees ``</mediawiki>`` whole
+    even where a pbzip2-style file cuts the tag between its last two streams.
+    """
+    size = path.stat().st_size
+    start, ready, last_stream = None, None, 0
+    for offset in stream_starts(path, progress):
+        if start is None:
+            if offset != 0:
+                raise IfqaError("is not a bz2 file from its first byte", path)
+            start = offset
+        elif offset - start >= SEGMENT_BYTES:
+            if ready is not None:
+                yield ready
+            ready, start = Segment(path, start, offset, last=False), offset
+        last_stream = offset
+    if start is None:
+        return
+    if ready is not None and last_stream == start:  # the final segment would be one stream: join the two
+        ready, start = None, ready.start
+    if ready is not None:
+        yield ready
+    yield Segment(path, start, size, last=True)
+
+
+def is_multistream(path: Path) -> bool:
+    """True when the first bz2 stream ends within the first 16 MB and another one follows it.
+
+    Wikipedia's multistream dumps start with a stream holding only ``<siteinfo>`` (a few kB); a
+    single-stream file of that size would be a small file, for which the question does not matter.
+    """
+    decompressor = bz2.BZ2Decompressor()
+    with open(path, "rb") as handle:
+        while not decompressor.eof:
+            chunk = handle.read(1 << 20)
+            if not chunk or handle.tell() > 16 << 20:
+                return False
+            try:
+                decompressor.decompress(chunk)  # output discarded: only where the stream ends matters
+            except OSError:
+                return False  # corrupt: the ordinary reader reports it
+        rest = decompressor.unused_data + handle.read(4)
+    return bool(_STREAM_START.match(rest))
