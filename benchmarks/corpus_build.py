@@ -159,6 +159,7 @@ def main() -> None:
     result, notes = agreement()
     print(markdown_table([result]), "\n")
     print("\n".join(f"- {note}" for note in notes), "\n")
+    print(f"ifqa --workers 2, CPU seconds by part (build manifest): {rows[1]['manifest']['cpu_seconds']}\n")
     print(projection(rows[1], rows[0], xml_mb))
 
 

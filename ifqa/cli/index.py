@@ -63,10 +63,11 @@ def index_bm25(corpus, index_dir, backend, k1, b, threads, chunk_docs, max_memor
               help="Encode on Ray: one actor per GPU (or CPU) of the cluster at ADDRESS (ray://host:10001, auto), "
                    "or a local Ray with --ray alone. Same chunk files, same resuming.")
 @click.option("--ray-workers", type=click.IntRange(min=1), help="Most Ray actors (default: one per GPU, else per CPU).")
+@click.option("--max-memory", help="Most memory the FAISS index may take, e.g. 64G; checked before encoding (default: the machine's).")
 @click.option("--force", is_flag=True, help="Rebuild an existing index.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def index_dense(corpus, index_dir, encoder, query_encoder, index_type, shard, batch_size, chunk_size, max_length,
-                no_titles, device, threads, ray_address, ray_workers, force, no_progress) -> None:
+                no_titles, device, threads, ray_address, ray_workers, max_memory, force, no_progress) -> None:
     """Dense index: bi-encoder embeddings (resumable, shardable, or on Ray) + FAISS."""
     from ifqa.errors import IfqaError
     from ifqa.retrieval import dense
@@ -76,7 +77,7 @@ def index_dense(corpus, index_dir, encoder, query_encoder, index_type, shard, ba
     manifest = dense.build(corpus, index_dir, encoder, query_encoder, index_type, dense.parse_shard(shard),
                            batch_size, device, force, progress=not no_progress, chunk=chunk_size,
                            max_length=max_length, titles=not no_titles, threads=threads, ray=ray_address,
-                           ray_workers=ray_workers)
+                           ray_workers=ray_workers, max_memory=max_memory)
     if manifest is None:
         click.echo(f"{index_dir}: shard {shard} encoded")
     else:

@@ -4,7 +4,7 @@ Wikipedia's ``pages-articles-multistream.xml.bz2`` is a series of independent bz
 ``<siteinfo>`` header, then 100 pages per stream, then the closing tag). The reading process only
 scans the compressed bytes for where streams start and hands out ``Segment`` byte ranges; each
 worker decompresses its own and splits it into ``<page>`` records. Files whose streams end inside
-a page (pbzip2 and lbzip2 cut anywhere) work too.
+a page (pbzip2 cuts every 900 kB of input) work too.
 """
 
 from __future__ import annotations
@@ -17,8 +17,10 @@ from typing import BinaryIO, Callable, Iterator
 
 from ifqa.errors import IfqaError
 
-#: A bz2 stream begins "BZh" + block size digit + the block magic (pi in BCD) at a byte boundary.
-_STREAM_START = re.compile(rb"BZh[1-9]1AY&SY")
+#: A bz2 stream begins "BZh" + block size digit + the block magic (pi in BCD) at a byte boundary,
+#: or, empty, directly with the end-of-stream magic (sqrt(pi)).
+_STREAM_START = re.compile(rb"BZh[1-9](?:1AY&SY|\x17rE8P\x90)")
+_SIGNATURE = 10
 #: Compressed bytes per segment: about 4 MB of XML, a second or two of a worker's time.
 SEGMENT_BYTES = 1 << 20
 
@@ -28,7 +30,7 @@ class Segment:
     """Compressed bytes ``[start, end)`` of a multistream dump, starting at a stream boundary.
 
     Its records are the pages that *begin* inside it; a page cut by ``end`` (possible in files
-    compressed in blocks by pbzip2 or lbzip2, never in Wikipedia's own dumps) is completed by
+    compressed in blocks by pbzip2, never in Wikipedia's own dumps) is completed by
     decompressing on past ``end``, and the next segment skips that page's tail.
     """
 
@@ -89,29 +91,24 @@ class Segment:
             raise IfqaError("compressed data ends early (truncated file?)", self.path) from None
         except OSError as exc:
             raise IfqaError(f"corrupt bz2 data after byte {self.end} ({exc})", self.path) from None
+        if not data.startswith(_OPEN):  # the "<" was another tag's
+            return None
         return bytes(data[: close + len(_CLOSE)])
 
 
 _OPEN, _CLOSE = b"<page>", b"</page>"
 
 
-def stream_starts(path: Path, progress: Callable[[int], None] | None = None) -> Iterator[int]:
-    """Byte offsets where a bz2 stream starts, in file order, read 8 MB at a time."""
+def stream_starts(path: Path, read_size: int = 8 << 20) -> Iterator[int]:
+    """Byte offsets where a bz2 stream starts, in file order, read ``read_size`` bytes at a time."""
     with open(path, "rb") as handle:
         offset, carry = 0, b""
-        while True:
-            chunk = handle.read(8 << 20)
-            if not chunk:
-                return
-            data = carry + chunk
-            base = offset - len(carry)
+        while chunk := handle.read(read_size):
+            data = carry + chunk  # the carry is one byte shorter than a signature: every match here is new
             for match in _STREAM_START.finditer(data):
-                if match.start() >= len(carry) or not carry:  # matches in the carried tail were reported
-                    yield base + match.start()
+                yield offset - len(carry) + match.start()
             offset += len(chunk)
-            carry = data[-9:]
-            if progress is not None:
-                progress(offset)
+            carry = data[-(_SIGNATURE - 1) :]
 
 
 def segments(path: Path, progress: Callable[[int], None] | None = None) -> Iterator[Segment]:
@@ -122,14 +119,14 @@ def segments(path: Path, progress: Callable[[int], None] | None = None) -> Itera
     """
     size = path.stat().st_size
     start, ready, last_stream = None, None, 0
-    for offset in stream_starts(path, progress):
+    for offset in stream_starts(path):
         if start is None:
             if offset != 0:
                 raise IfqaError("is not a bz2 file from its first byte", path)
             start = offset
         elif offset - start >= SEGMENT_BYTES:
             if ready is not None:
-                yield ready
+                yield _handed_out(ready, progress)
             ready, start = Segment(path, start, offset, last=False), offset
         last_stream = offset
     if start is None:
@@ -137,25 +134,32 @@ def segments(path: Path, progress: Callable[[int], None] | None = None) -> Itera
     if ready is not None and last_stream == start:  # the final segment would be one stream: join the two
         ready, start = None, ready.start
     if ready is not None:
-        yield ready
-    yield Segment(path, start, size, last=True)
+        yield _handed_out(ready, progress)
+    yield _handed_out(Segment(path, start, size, last=True), progress)
 
 
-def is_multistream(path: Path) -> bool:
-    """True when the first bz2 stream ends within the first 16 MB and another one follows it.
+def _handed_out(segment: Segment, progress: Callable[[int], None] | None) -> Segment:
+    if progress is not None:
+        progress(segment.end)  # compressed bytes handed to the workers so far
+    return segment
 
-    Wikipedia's multistream dumps start with a stream holding only ``<siteinfo>`` (a few kB); a
-    single-stream file of that size would be a small file, for which the question does not matter.
+
+def is_multistream(path: Path, limit: int = 2 << 20) -> bool:
+    """True when the first bz2 stream ends within the first ``limit`` bytes and another one follows.
+
+    Wikipedia's multistream dumps start with a stream holding only ``<siteinfo>`` (a few kB), and
+    pbzip2 writes a stream per 900 kB block (a few hundred kB compressed); a single-stream file is
+    given up on after ``limit`` (a quarter of a second of decompression).
     """
     decompressor = bz2.BZ2Decompressor()
     with open(path, "rb") as handle:
         while not decompressor.eof:
-            chunk = handle.read(1 << 20)
-            if not chunk or handle.tell() > 16 << 20:
+            chunk = handle.read(1 << 18)
+            if not chunk or handle.tell() > limit:
                 return False
             try:
                 decompressor.decompress(chunk)  # output discarded: only where the stream ends matters
             except OSError:
                 return False  # corrupt: the ordinary reader reports it
-        rest = decompressor.unused_data + handle.read(4)
+        rest = decompressor.unused_data + handle.read(_SIGNATURE)
     return bool(_STREAM_START.match(rest))

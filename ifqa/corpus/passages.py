@@ -5,6 +5,8 @@ from __future__ import annotations
 from json.encoder import encode_basestring as _json_string
 from typing import NamedTuple
 
+from ifqa.errors import IfqaError
+
 DEFAULT_WORDS = 100
 TSV_HEADER = "id\ttext\ttitle"
 
@@ -17,6 +19,9 @@ class Passage(NamedTuple):
     def to_line(self, tsv: bool) -> str:
         """One output line: DPR's ``id\\ttext\\ttitle`` or a JSON object ``{"id","title","text"}``."""
         if tsv:
+            if "\t" in self.id or "\n" in self.id:
+                raise IfqaError(f"passage id {self.id!r} holds a tab or a line break, which DPR's TSV cannot; "
+                                "write JSONL (an output name not ending in .tsv)")
             return f"{self.id}\t{_tsv_field(self.text)}\t{_tsv_field(self.title)}\n"
         # the bytes json.dumps(..., ensure_ascii=False) writes, without its per-call set-up (a third of the time)
         return f'{{"id": {_json_string(self.id)}, "title": {_json_string(self.title)}, "text": {_json_string(self.text)}}}\n'

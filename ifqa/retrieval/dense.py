@@ -19,9 +19,10 @@ from typing import Sequence
 
 import numpy as np
 
+from ifqa import memory
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write, write_json
-from ifqa.retrieval.encoders import DEFAULT_ENCODER, load_encoder
+from ifqa.retrieval.encoders import DEFAULT_ENCODER, load_encoder, resolve
 from ifqa.retrieval.index import MANIFEST, OFFSETS, Hits, corpus_record, finish_manifest, passage_store
 from ifqa.retrieval.store import PassageStore, iter_corpus
 
@@ -30,6 +31,8 @@ log = logging.getLogger(__name__)
 CHUNK = 4096
 INDEX_TYPES = ("flat", "hnsw", "ivfpq")
 FAISS_FILE = "index.faiss"
+HNSW_M = 32
+SAMPLE = 100_000  # vectors the merge samples to train IVF-PQ
 
 
 def parse_shard(value: str | None) -> tuple[int, int] | None:
@@ -163,12 +166,11 @@ def _make_index(index_type: str, dim: int, n: int, sample: np.ndarray):
     if index_type == "flat":
         return faiss.IndexFlatIP(dim), {}
     if index_type == "hnsw":
-        index = faiss.IndexHNSWFlat(dim, 32, faiss.METRIC_INNER_PRODUCT)
+        index = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = 80
-        return index, {"hnsw_m": 32, "ef_construction": 80}
+        return index, {"hnsw_m": HNSW_M, "ef_construction": 80}
     if index_type == "ivfpq":
-        nlist = max(1, min(int(4 * math.sqrt(n)), n // 39))
-        pq_m = next(m for m in (96, 64, 48, 32, 24, 16, 12, 8, 4, 2, 1) if dim % m == 0 and m <= dim // 4)
+        nlist, pq_m = _nlist(n), _pq_m(dim)
         bits = max(1, min(8, int(math.log2(max(2, len(sample))))))  # 8-bit codebooks need >= 256 points
         quantizer = faiss.IndexFlatIP(dim)
         index = faiss.IndexIVFPQ(quantizer, dim, nlist, pq_m, bits, faiss.METRIC_INNER_PRODUCT)
@@ -177,8 +179,51 @@ def _make_index(index_type: str, dim: int, n: int, sample: np.ndarray):
     raise IfqaError(f"unknown index type {index_type!r}; choose from {', '.join(INDEX_TYPES)}")
 
 
+def _nlist(passages: int) -> int:
+    return max(1, min(int(4 * math.sqrt(passages)), passages // 39))
+
+
+def _pq_m(dim: int) -> int:
+    return next(m for m in (96, 64, 48, 32, 24, 16, 12, 8, 4, 2, 1) if dim % m == 0 and m <= dim // 4)
+
+
+def index_memory(index_type: str, passages: int, dim: int) -> int:
+    """Bytes at the merge's peak: the FAISS index, built whole in memory (and loaded whole to search
+    it), plus the training sample and the chunk being added."""
+    vector = dim * 4
+    per_passage = {"flat": vector, "hnsw": vector + 2 * HNSW_M * 4 + 16, "ivfpq": _pq_m(dim) + 8}[index_type]
+    centroids = _nlist(passages) * vector if index_type == "ivfpq" else 0
+    return passages * per_passage + centroids + (min(passages, SAMPLE) + min(passages, CHUNK)) * vector
+
+
+def check_memory(index_type: str, passages: int, dim: int, max_memory: str | None, about: bool = False) -> None:
+    """Stop before the work when the index cannot fit ``--max-memory`` (default: this machine);
+    ``about``: ``passages`` is an estimate."""
+    budget, source = memory.limit(max_memory)
+    needed = index_memory(index_type, passages, dim)
+    if needed <= budget:
+        return
+    hint = ""
+    if index_type != "ivfpq" and (compressed := index_memory("ivfpq", passages, dim)) <= budget:
+        hint = f"; --index-type ivfpq (compressed) needs about {memory.gib(compressed)}"
+    raise IfqaError(f"a {index_type} index of {'about ' if about else ''}{passages:,} passages x {dim} dimensions needs about "
+                    f"{memory.gib(needed)} of memory to build and to search, over {source}{hint}")
+
+
+def _config_dim(encoder_name: str) -> int | None:
+    """The embedding size from the model's config, without loading its weights (None if unreadable:
+    the merge checks again with the real size)."""
+    try:
+        from transformers import AutoConfig
+
+        config = AutoConfig.from_pretrained(resolve(encoder_name))
+    except (OSError, ValueError, KeyError):
+        return None
+    return int(getattr(config, "projection_dim", 0) or config.hidden_size)
+
+
 def merge(corpus: str | Path, index_dir: str | Path, index_type: str = "flat", seed: int = 0,
-          started: float | None = None) -> dict:
+          started: float | None = None, max_memory: str | None = None) -> dict:
     """Build the FAISS index from all chunks (memory-mapped), then write the manifest.
 
     The encoder settings come from the embeddings folder, so the manifest says what made them.
@@ -196,9 +241,10 @@ def merge(corpus: str | Path, index_dir: str | Path, index_type: str = "flat", s
                         "finish every --shard first", folder)
     arrays = [np.load(_chunk_path(folder, j), mmap_mode="r") for j in range(chunks)]
     dim = int(arrays[0].shape[1])
-    rng = np.random.default_rng(seed)
     total = len(offsets)
-    picks = np.sort(rng.choice(total, size=min(total, 100_000), replace=False))
+    check_memory(index_type, total, dim, max_memory)
+    rng = np.random.default_rng(seed)
+    picks = np.sort(rng.choice(total, size=min(total, SAMPLE), replace=False))
     sample = np.ascontiguousarray(np.concatenate([arrays[p // chunk][p % chunk][None] for p in picks]))
     faiss.omp_set_num_threads(os.cpu_count() or 1)
     index, extra = _make_index(index_type, dim, total, sample)
@@ -221,9 +267,15 @@ def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT
           query_encoder: str | None = None, index_type: str = "flat", shard: tuple[int, int] | None = None,
           batch_size: int = 64, device: str | None = None, force: bool = False, progress: bool = True,
           chunk: int = CHUNK, max_length: int | None = None, titles: bool = True, threads: int | None = None,
-          ray: str | None = None, ray_workers: int | None = None) -> dict | None:
+          ray: str | None = None, ray_workers: int | None = None, max_memory: str | None = None) -> dict | None:
     """Encode (one shard, or everything missing; on Ray when ``ray`` names a cluster) and, without a
-    shard, build the index."""
+    shard, build the index. Whether the index will fit ``max_memory`` is checked before encoding."""
+    if index_type not in INDEX_TYPES:
+        raise IfqaError(f"unknown index type {index_type!r}; choose from {', '.join(INDEX_TYPES)}")
+    if shard is None and (dim := _config_dim(encoder_name)):
+        from ifqa.retrieval.bm25_build import count_passages
+
+        check_memory(index_type, count_passages(Path(corpus)), dim, max_memory, about=True)
     folder = Path(index_dir)
     if force and folder.exists():  # a finished index, or the chunks of an unfinished one
         import shutil
@@ -234,7 +286,7 @@ def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT
            threads, ray, ray_workers)
     if shard is not None:
         return None
-    return merge(corpus, folder, index_type, started=started)
+    return merge(corpus, folder, index_type, started=started, max_memory=max_memory)
 
 
 class DenseRetriever:
@@ -248,7 +300,12 @@ class DenseRetriever:
              device: str | None = None) -> "DenseRetriever":
         import faiss
 
-        index = faiss.read_index(str(Path(index_dir) / FAISS_FILE))
+        path = Path(index_dir) / FAISS_FILE
+        machine = memory.physical_memory()
+        if machine and path.stat().st_size > machine:  # FAISS reads the whole index into memory
+            raise IfqaError(f"searching this index needs about {memory.gib(path.stat().st_size)} of memory, more than "
+                            f"this machine's {memory.gib(machine)}; rebuild it with --index-type ivfpq", path)
+        index = faiss.read_index(str(path))
         params = manifest["params"]
         if params["index_type"] == "hnsw":
             index.hnsw.efSearch = 128

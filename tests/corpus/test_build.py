@@ -32,6 +32,8 @@ def test_xml_dump_to_passages(tmp_path, small_dump):
     assert summary.words == 19 + 250
     manifest = json.loads(manifest_path(out).read_text())
     assert manifest["summary"]["passages"] == 4 and manifest["words"] == 100 and len(manifest["sha256"]) == 64
+    assert set(manifest["cpu_seconds"]) == {"reading_process", "workers", "joining"}
+    assert all(seconds >= 0 for seconds in manifest["cpu_seconds"].values())
     assert not list(tmp_path.glob(".*parts"))
 
 

@@ -1,5 +1,7 @@
 """Multistream bz2 dumps: segments found by the reading process, decompressed and split by the workers."""
 
+import bz2
+
 import pytest
 
 from ifqa.corpus import multistream, sources
@@ -33,8 +35,9 @@ def test_streams_cut_anywhere_still_give_every_page_once(tmp_path, small_dump, m
     second, third = [i for i in range(len(data)) if data.startswith(b"<page>", i)][1:3]
     close = data.index(b"</page>", third)
     end = data.index(b"</mediawiki>")
+    text_close = data.index(b"</text>", second)
     for cuts in ([second + 3], [close + 4], [second + 1, second + 40, close + 6], [second, close + len(b"</page>")],
-                 [end + 1], [end - 1]):  # "<" + "/mediawiki>", "\n" + "</mediawiki>"
+                 [end + 1], [end - 1], [second + 50, text_close + 1]):  # a stream inside a page, ending "<"  # "<" + "/mediawiki>", "\n" + "</mediawiki>"
         dump = sources.detect(bz2_file(small_dump, tmp_path / "cut.xml.bz2", cuts=[100, *cuts]))
         assert dump.multistream
         assert _segment_pages(dump, monkeypatch) == expected, cuts
@@ -55,3 +58,19 @@ def test_broken_multistream_dumps_are_one_line_errors(tmp_path, small_dump, monk
     unclosed.write_text(small_dump.read_text().replace("</mediawiki>", ""))
     with pytest.raises(IfqaError, match="ends before </mediawiki>"):
         _segment_pages(sources.detect(wikipedia_multistream(unclosed, tmp_path / "u.xml.bz2")), monkeypatch)
+
+
+def test_stream_starts_do_not_depend_on_where_reads_end(tmp_path, small_dump):
+    path = bz2_file(small_dump, tmp_path / "d.xml.bz2", streams=7)
+    expected = list(multistream.stream_starts(path))
+    assert len(expected) == 7 and expected[0] == 0
+    for read_size in range(1, 40):  # a signature split at every position between two reads
+        assert list(multistream.stream_starts(path, read_size)) == expected
+
+
+def test_a_file_opening_with_an_empty_stream(tmp_path, small_dump, monkeypatch):
+    path = tmp_path / "d.xml.bz2"
+    path.write_bytes(bz2.compress(b"") + wikipedia_multistream(small_dump, tmp_path / "w.xml.bz2").read_bytes())
+    dump = sources.detect(path)
+    assert dump.multistream
+    assert _segment_pages(dump, monkeypatch) == list(sources.stream_records(sources.detect(small_dump)))

@@ -72,3 +72,37 @@ def test_shard_syntax():
         dense.parse_shard("4/4")
     with pytest.raises(IfqaError):
         dense.parse_shard("x")
+
+
+def test_an_index_that_cannot_fit_stops_before_encoding(corpus, tmp_path):
+    flat = dense.index_memory("flat", 8, 384)
+    assert flat == 8 * 384 * 4 * 3  # vectors + training sample + the chunk being added
+    assert dense.index_memory("ivfpq", 8, 384) < flat < dense.index_memory("hnsw", 8, 384)
+    budget = f"{flat - 1000}"  # the estimate counts 8 or 9 passages: either fails flat, fits ivfpq
+    with pytest.raises(IfqaError, match=r"a flat index of about \d passages x 384 dimensions needs about 0.0 GB of memory "
+                                        r"to build and to search, over --max-memory 0.0 GB; --index-type ivfpq \(compressed\)"):
+        dense.build(corpus, tmp_path / "idx", max_memory=budget, progress=False)
+    assert not (tmp_path / "idx").exists()  # nothing encoded, nothing left behind
+    assert dense.build(corpus, tmp_path / "idx", index_type="ivfpq", max_memory=budget, progress=False)["passages"] == 8
+
+
+def test_the_merge_checks_memory_with_the_real_dimension(corpus, tmp_path):
+    dense.build(corpus, tmp_path / "idx", shard=(0, 1), chunk=3, progress=False, max_memory="1K")  # shards: no index built
+    with pytest.raises(IfqaError, match="needs about .* over --max-memory"):
+        dense.merge(corpus, tmp_path / "idx", max_memory="1K")
+    assert not (tmp_path / "idx" / dense.FAISS_FILE).exists()
+    assert dense.merge(corpus, tmp_path / "idx")["passages"] == 8  # the chunks stay: a bigger budget just merges
+
+
+def test_an_index_larger_than_the_machine_is_refused_before_loading(corpus, tmp_path, monkeypatch):
+    dense.build(corpus, tmp_path / "idx", progress=False)
+    monkeypatch.setattr("ifqa.memory.physical_memory", lambda: 1000)
+    with pytest.raises(IfqaError, match=r"index\.faiss: searching this index needs about .* more than this machine's"):
+        open_index(tmp_path / "idx")
+
+
+def test_cli_max_memory_is_one_line(cli, corpus, tmp_path):
+    result = cli("index", "dense", "--corpus", corpus, "--index", tmp_path / "idx", "--max-memory", "1K", "--no-progress")
+    assert result.returncode == 1
+    assert result.stderr.strip().startswith("ifqa: error: a flat index of about 9 passages x 384 dimensions needs about")
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "idx").exists()
