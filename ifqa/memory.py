@@ -31,8 +31,12 @@ def physical_memory() -> int | None:
         return None
 
 
-def gib(size: float) -> str:
-    return f"{size / 2**30:.1f} GB"
+def size_text(size: float) -> str:
+    """In GB, MB or kB, whichever is the largest unit below ``size``: a small figure is not "0.0 GB"."""
+    for unit, scale in (("GB", 2**30), ("MB", 2**20)):
+        if size >= scale:
+            return f"{size / scale:.1f} {unit}"
+    return f"{size / 2**10:.1f} kB"
 
 
 def limit(max_memory: str | None) -> tuple[int, str]:
@@ -41,6 +45,6 @@ def limit(max_memory: str | None) -> tuple[int, str]:
     if max_memory:
         budget = parse_size(max_memory)
         if machine and budget > machine:
-            raise IfqaError(f"--max-memory {gib(budget)} is more than this machine has ({gib(machine)})")
-        return budget, f"--max-memory {gib(budget)}"
-    return (machine or 2**62), f"this machine's {gib(machine)}" if machine else "no known limit"
+            raise IfqaError(f"--max-memory {size_text(budget)} is more than this machine has ({size_text(machine)})")
+        return budget, f"--max-memory {size_text(budget)}"
+    return (machine or 2**62), f"this machine's {size_text(machine)}" if machine else "no known limit"

@@ -45,11 +45,13 @@ _DROPPED_ELEMENTS = re.compile(
 )
 #: ``<nowiki>`` content is literal: its markup characters become entities until the end.
 _NOWIKI = re.compile(r"<nowiki\s*>(.*?)</nowiki\s*>", re.IGNORECASE | re.DOTALL)
-_MARKUP_AS_ENTITIES = str.maketrans({c: f"&#{ord(c)};" for c in "[]{}'<>|=*#:;-_"})
-#: An HTML list item or definition term opens a list line (it may be left unclosed).
+_MARKUP_AS_ENTITIES = str.maketrans({c: f"&#{ord(c)};" for c in "[]{}'<>|=_"})  # not "&#;": entities stay entities
+#: An HTML list item or definition term opens a list line (it may be left unclosed); its end, the
+#: list's end or a definition starts a new line.
 _LIST_ITEM = re.compile(r"<(?:li|dt)\b[^>]*>", re.IGNORECASE)
+_LIST_BREAK = re.compile(r"</(?:li|dt|ul|ol|dl)\s*>|<dd\b[^>]*>", re.IGNORECASE)
 #: "\n" rather than "^" (MULTILINE): a literal first character is five times faster to scan for.
-_BLOCK_TOKEN = re.compile(r"\{\{|\}\}|\n[ \t]*\{\||\n[ \t]*\|\}(?!\})")  # "\n|}}" closes a template
+_BLOCK_TOKEN = re.compile(r"\{\{|\}\}|\n[ \t]*\{\||\n[ \t]*\|\}")
 
 
 def strip_blocks(text: str) -> str:
@@ -68,6 +70,10 @@ def strip_blocks(text: str) -> str:
             if not stack:
                 out.append(text[last : match.start() + (token == "{|")])  # a table keeps the newline before it
             stack.append(token)
+        elif token == "|}" and stack and stack[-1] == "{{" and text.startswith("}", match.end()):
+            stack.pop()  # "\n|}}" inside a template: an empty last parameter, then the template's "}}"
+            if not stack:
+                last = match.end() + 1
         elif stack and stack[-1] == ("{{" if token == "}}" else "{|"):
             stack.pop()
             if not stack:
@@ -136,7 +142,7 @@ def render(wikitext: str) -> str:
     if "://" in text:
         text = _BARE_URL.sub("", text)
     if "<" in text:
-        text = _TAG.sub("", _LIST_ITEM.sub("\n*", _BREAK.sub(" ", text)))
+        text = _TAG.sub("", _LIST_BREAK.sub("\n", _LIST_ITEM.sub("\n*", _BREAK.sub(" ", text))))
     if "&" in text:
         text = html.unescape(text)
     return _tidy(text)

@@ -46,13 +46,13 @@ def estimate_peak(passages: int, chunk_docs: int) -> int:
 
 def plan_chunks(passages: int, budget: int, source: str, chunk_docs: int = DEFAULT_CHUNK_DOCS) -> int:
     """The chunk size that keeps the estimated peak within ``budget``; an error if none does."""
-    from ifqa.memory import gib
+    from ifqa.memory import size_text
 
     while estimate_peak(passages, chunk_docs) > budget and chunk_docs > MIN_CHUNK_DOCS:
         chunk_docs = max(MIN_CHUNK_DOCS, chunk_docs // 2)
     needed = estimate_peak(passages, chunk_docs)
     if needed > budget:
-        raise IfqaError(f"indexing about {passages:,} passages with BM25 needs about {gib(needed)} "
+        raise IfqaError(f"indexing about {passages:,} passages with BM25 needs about {size_text(needed)} "
                         f"(even {chunk_docs:,} passages at a time), over {source}; split the collection or raise the limit")
     return chunk_docs
 

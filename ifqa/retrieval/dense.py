@@ -196,30 +196,39 @@ def index_memory(index_type: str, passages: int, dim: int) -> int:
     return passages * per_passage + centroids + (min(passages, SAMPLE) + min(passages, CHUNK)) * vector
 
 
-def check_memory(index_type: str, passages: int, dim: int, max_memory: str | None, about: bool = False) -> None:
-    """Stop before the work when the index cannot fit ``--max-memory`` (default: this machine);
-    ``about``: ``passages`` is an estimate."""
-    budget, source = memory.limit(max_memory)
+def check_memory(index_type: str, passages: int, dim: int, budget: tuple[int, str], about: bool = False) -> None:
+    """Stop before the work when the index cannot fit ``budget`` (bytes and where the limit comes
+    from, ``memory.limit``); ``about``: ``passages`` is an estimate."""
+    limit, source = budget
     needed = index_memory(index_type, passages, dim)
-    if needed <= budget:
+    if needed <= limit:
         return
     hint = ""
-    if index_type != "ivfpq" and (compressed := index_memory("ivfpq", passages, dim)) <= budget:
-        hint = f"; --index-type ivfpq (compressed) needs about {memory.gib(compressed)}"
-    raise IfqaError(f"a {index_type} index of {'about ' if about else ''}{passages:,} passages x {dim} dimensions needs about "
-                    f"{memory.gib(needed)} of memory to build and to search, over {source}{hint}")
+    if index_type != "ivfpq" and (compressed := index_memory("ivfpq", passages, dim)) <= limit:
+        hint = f"; --index-type ivfpq (compressed) needs about {memory.size_text(compressed)}"
+    raise IfqaError(f"a {index_type} index of {'about ' if about else ''}{passages:,} passages x {dim} dimensions needs "
+                    f"about {memory.size_text(needed)} of memory to build and to search, over {source}{hint}")
 
 
-def _config_dim(encoder_name: str) -> int | None:
-    """The embedding size from the model's config, without loading its weights (None if unreadable:
-    the merge checks again with the real size)."""
+def embedding_size(encoder_name: str) -> int | None:
+    """The embedding size, read from the model's files without loading its weights: a
+    sentence-transformers folder's last Dense or Pooling module, else the transformer config.
+    None when they are not on this machine (nothing is downloaded for it; the merge checks again
+    with the real size)."""
+    folder = Path(resolve(encoder_name))
     try:
+        if (folder / "modules.json").is_file():
+            for module in reversed(json.loads((folder / "modules.json").read_text())):
+                config = folder / module.get("path", "") / "config.json"
+                if module.get("type", "").endswith(("Dense", "Pooling")) and config.is_file():
+                    values = json.loads(config.read_text())
+                    return int(values.get("out_features") or values["word_embedding_dimension"])
         from transformers import AutoConfig
 
-        config = AutoConfig.from_pretrained(resolve(encoder_name))
-    except (OSError, ValueError, KeyError):
+        config = AutoConfig.from_pretrained(str(folder) if folder.is_dir() else encoder_name, local_files_only=True)
+        return int(getattr(config, "projection_dim", 0) or config.hidden_size)
+    except (OSError, ValueError, KeyError, TypeError):
         return None
-    return int(getattr(config, "projection_dim", 0) or config.hidden_size)
 
 
 def merge(corpus: str | Path, index_dir: str | Path, index_type: str = "flat", seed: int = 0,
@@ -242,7 +251,7 @@ def merge(corpus: str | Path, index_dir: str | Path, index_type: str = "flat", s
     arrays = [np.load(_chunk_path(folder, j), mmap_mode="r") for j in range(chunks)]
     dim = int(arrays[0].shape[1])
     total = len(offsets)
-    check_memory(index_type, total, dim, max_memory)
+    check_memory(index_type, total, dim, memory.limit(max_memory))
     rng = np.random.default_rng(seed)
     picks = np.sort(rng.choice(total, size=min(total, SAMPLE), replace=False))
     sample = np.ascontiguousarray(np.concatenate([arrays[p // chunk][p % chunk][None] for p in picks]))
@@ -272,10 +281,11 @@ def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT
     shard, build the index. Whether the index will fit ``max_memory`` is checked before encoding."""
     if index_type not in INDEX_TYPES:
         raise IfqaError(f"unknown index type {index_type!r}; choose from {', '.join(INDEX_TYPES)}")
-    if shard is None and (dim := _config_dim(encoder_name)):
+    budget = memory.limit(max_memory)  # a bad --max-memory is an error even for a --shard run
+    if shard is None and (dim := embedding_size(encoder_name)):
         from ifqa.retrieval.bm25_build import count_passages
 
-        check_memory(index_type, count_passages(Path(corpus)), dim, max_memory, about=True)
+        check_memory(index_type, count_passages(Path(corpus)), dim, budget, about=True)
     folder = Path(index_dir)
     if force and folder.exists():  # a finished index, or the chunks of an unfinished one
         import shutil
@@ -303,8 +313,8 @@ class DenseRetriever:
         path = Path(index_dir) / FAISS_FILE
         machine = memory.physical_memory()
         if machine and path.stat().st_size > machine:  # FAISS reads the whole index into memory
-            raise IfqaError(f"searching this index needs about {memory.gib(path.stat().st_size)} of memory, more than "
-                            f"this machine's {memory.gib(machine)}; rebuild it with --index-type ivfpq", path)
+            raise IfqaError(f"searching this index needs about {memory.size_text(path.stat().st_size)} of memory, more "
+                            f"than this machine's {memory.size_text(machine)}; rebuild it with --index-type ivfpq", path)
         index = faiss.read_index(str(path))
         params = manifest["params"]
         if params["index_type"] == "hnsw":

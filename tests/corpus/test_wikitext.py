@@ -75,15 +75,17 @@ def test_quotes_pair_before_links_are_reduced():
     assert wikitext.clean("The '''''Iliad''''' and ''[[Odyssey]]'''s end") == '''The "Iliad" and "Odyssey"'s end'''
 
 
-def test_unclosed_list_items_take_only_their_line():
+def test_list_items_take_only_their_line_closed_or_not():
     text = wikitext.clean("Intro.\n<ul>\n<li>one\n<li>two\n</ul>\nProse that must survive.\n<dl><dt>term<dd>def</dl>\nMore.")
-    assert text == "Intro.\nProse that must survive.\nMore."
+    assert text == "Intro.\nProse that must survive.\ndef\nMore."
+    assert wikitext.clean("Colors:<ul><li>red</li></ul> are primary.") == "Colors:\nare primary."
 
 
 def test_rules_urls_nowiki_and_extension_tags():
     assert wikitext.clean("A\n----\nB") == "A\nB"
     assert wikitext.clean("More (see http://example.org/a), then. End at http://a.b/c.") == "More (see ), then. End at."
     assert wikitext.clean("Write <nowiki>[[x]] {{y}} ''z''</nowiki> literally.") == "Write [[x]] {{y}} ''z'' literally."
+    assert wikitext.clean("Use <nowiki>&lt;br&gt; &amp; &ndash;</nowiki> tags.") == "Use <br> & – tags."
     assert wikitext.clean('Map <maplink zoom=5>{"a": 1}</maplink> here <tr><td>cell</td></tr>.') == "Map here cell."
 
 
@@ -91,3 +93,4 @@ def test_template_closing_on_a_line_of_its_own_after_a_bar():
     assert wikitext.clean("{{Infobox\n|a=b\n|}}\nBody. [[Ali: Fear Eats the Soul]] and [[de:Foo]].") == (
         "Body. Ali: Fear Eats the Soul and."
     )
+    assert wikitext.clean("Before.{{Infobox|data=\n{|\n|a\n|}}} After.") == "Before. After."  # a table closing in a template

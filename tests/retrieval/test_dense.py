@@ -79,8 +79,8 @@ def test_an_index_that_cannot_fit_stops_before_encoding(corpus, tmp_path):
     assert flat == 8 * 384 * 4 * 3  # vectors + training sample + the chunk being added
     assert dense.index_memory("ivfpq", 8, 384) < flat < dense.index_memory("hnsw", 8, 384)
     budget = f"{flat - 1000}"  # the estimate counts 8 or 9 passages: either fails flat, fits ivfpq
-    with pytest.raises(IfqaError, match=r"a flat index of about \d passages x 384 dimensions needs about 0.0 GB of memory "
-                                        r"to build and to search, over --max-memory 0.0 GB; --index-type ivfpq \(compressed\)"):
+    with pytest.raises(IfqaError, match=r"a flat index of about \d passages x 384 dimensions needs about [\d.]+ kB of memory "
+                                        r"to build and to search, over --max-memory 35.0 kB; --index-type ivfpq \(compressed\)"):
         dense.build(corpus, tmp_path / "idx", max_memory=budget, progress=False)
     assert not (tmp_path / "idx").exists()  # nothing encoded, nothing left behind
     assert dense.build(corpus, tmp_path / "idx", index_type="ivfpq", max_memory=budget, progress=False)["passages"] == 8
@@ -106,3 +106,22 @@ def test_cli_max_memory_is_one_line(cli, corpus, tmp_path):
     assert result.returncode == 1
     assert result.stderr.strip().startswith("ifqa: error: a flat index of about 9 passages x 384 dimensions needs about")
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "idx").exists()
+
+
+def test_embedding_size_is_read_without_loading_weights(tmp_path):
+    import json
+
+    assert dense.embedding_size("sentence-transformers/all-MiniLM-L6-v2") == 384
+    model = tmp_path / "st-with-dense"
+    (model / "1_Pooling").mkdir(parents=True)
+    (model / "2_Dense").mkdir()
+    (model / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+        {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+    ]))
+    (model / "config.json").write_text(json.dumps({"model_type": "bert", "hidden_size": 384}))
+    (model / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 384}))
+    (model / "2_Dense" / "config.json").write_text(json.dumps({"in_features": 384, "out_features": 128}))
+    assert dense.embedding_size(str(model)) == 128  # the Dense layer's output, not the transformer's width
+    assert dense.embedding_size("nobody/not-downloaded-model") is None  # nothing fetched to find out
