@@ -32,9 +32,26 @@ def has_answer(answers: Sequence[str], text: str, needles: Sequence[str] | None 
 
     Both sides are joined with single spaces, so a contiguous token match is a substring match
     of the framed needle (``answer_needles``, computed once per question by ``flag_contexts``).
+    A needle one of whose tokens is not even a substring of the lowercased text cannot match, so
+    most passages are settled without tokenizing them.
     """
+    folded = _folded(text)
+    needles = answer_needles(answers) if needles is None else needles
+    if folded is not None:
+        needles = [needle for needle in needles if all(token in folded for token in needle.split())]
+        if not needles:
+            return False
     haystack = _haystack(text)
-    return any(needle in haystack for needle in (answer_needles(answers) if needles is None else needles))
+    return any(needle in haystack for needle in needles)
+
+
+@functools.lru_cache(maxsize=32768)
+def _folded(text: str) -> str | None:
+    """The text as tokens are lowercased (NFD, lowercase): every token is a substring of it. None
+    where that fails: the only context-dependent lowercasing, Greek final sigma, can make a token
+    lowercase differently from the same letters inside the whole text."""
+    normalized = unicodedata.normalize("NFD", text)
+    return None if "\u03a3" in normalized else normalized.lower()
 
 
 @functools.lru_cache(maxsize=32768)

@@ -8,6 +8,7 @@ reranker is any object with ``rerank(question, hits, passages) -> hits``.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -98,6 +99,8 @@ class RetrievalPipeline:
         self.formulate = (formulation.for_config(config) if hasattr(formulation, "for_config")
                           else lambda questions: [formulation(question) for question in questions])
         self.rerankers = list(rerankers)
+        # a run reads the same passage for many questions (half of them recur): parse each once
+        self._passage = functools.lru_cache(maxsize=65536)(self.passages.__getitem__)
         if config.rerank and not rerankers:
             from ifqa.retrieval.rerank import load_reranker
 
@@ -137,7 +140,7 @@ class RetrievalPipeline:
     def record(self, example: Example, hits: Hits) -> RunRecord:
         ctxs: list[Context] = []
         for position, score in hits:
-            passage = self.passages[position]
+            passage = self._passage(position)
             ctxs.append({"id": passage["id"], "title": passage["title"], "text": passage["text"], "score": round(score, 6)})
         return run_record(example, ctxs)
 

@@ -91,6 +91,27 @@ def test_has_answer_is_whole_token_and_case_insensitive():
     assert not passage_rules.has_answer([""], "anything")
 
 
+def test_has_answer_shortcut_agrees_with_tokenizing_everything():
+    """DPR's rule written out (tokenize both sides, look for the answer's tokens in a row) against
+    has_answer, whose shortcut skips tokenizing texts that lack an answer token as a substring."""
+
+    def by_tokens(answers, text):
+        tokens = passage_rules._dpr_tokens(text)
+        for answer in map(passage_rules._dpr_tokens, answers):
+            if answer and any(tokens[i : i + len(answer)] == answer for i in range(len(tokens) - len(answer) + 1)):
+                return True
+        return False
+
+    texts = ["He lived in PARIS.", "ΟΔΟΣ.", "x.Σ y", "ὈΔΥΣΣΕΎΣ ἦλθε", "İstanbul's İZMİR", "café CAFÉ cafe\u0301",
+             "straße STRASSE", "ﬁnance ﬁ", "１２３ 123", "a—b", "New\u00a0York", "Ǆ ǅ ǆ", "ΣΑΣ σας"]
+    answers = [["paris"], ["οδος"], ["οδοσ"], ["σ"], ["ς"], ["y"], ["οδυσσευσ"], ["οδυσσεύς"], ["istanbul"], ["i̇stanbul"],
+               ["izmir"], ["café"], ["cafe"], ["straße"], ["strasse"], ["finance"], ["ﬁ"], ["123"], ["b"], ["new york"],
+               ["ǆ"], ["σας"], ["ςας"]]
+    for text in texts:
+        for answer in answers:
+            assert passage_rules.has_answer(answer, text) == by_tokens(answer, text), (answer, text)
+
+
 def _demo_passages():
     return [record for _, record in read_jsonl(passages_path())]
 
