@@ -8,6 +8,7 @@ built by ``ifqa.retrieval.specs`` for the ``demo:`` index spec).
 from __future__ import annotations
 
 import gzip
+import hashlib
 import logging
 import shutil
 from dataclasses import dataclass
@@ -34,12 +35,13 @@ def corpus_path() -> Path:
     """The demo collection unpacked into the cache (done once; atomic)."""
     target = cache_dir() / "demo" / "passages.jsonl"
     source = packaged_passages()
-    stamp = target.with_suffix(".source-size")
-    if not target.exists() or not stamp.exists() or stamp.read_text() != str(source.stat().st_size):
+    stamp = target.with_suffix(".source-sha256")  # a newer ifqa may ship other passages of the same size
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()
+    if not target.exists() or not stamp.exists() or stamp.read_text() != digest:
         log.info("unpacking the demo collection to %s", target)
         with gzip.open(source, "rb") as packed, atomic_write(target, "wb") as out:
             shutil.copyfileobj(packed, out)
-        stamp.write_text(str(source.stat().st_size))
+        stamp.write_text(digest)
     return target
 
 
