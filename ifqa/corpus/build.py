@@ -98,7 +98,7 @@ def build(
         with _sigterm_as_interrupt():
             _run_batches(sources, parts, words, tsv, workers, batch_size, progress)
             joining = _cpu_seconds()
-            summary, checksum = _join_parts(parts, output, tsv, len(sources))
+            summary, checksum = _join_parts(parts, output, tsv)
     except IfqaError:
         shutil.rmtree(parts, ignore_errors=True)  # bad input: leave nothing behind
         raise
@@ -233,7 +233,7 @@ def process_batch(format: str, words: int, tsv: bool, batch: list[bytes] | Segme
     return "".join(lines), stats, id_hashes.tobytes()
 
 
-def _join_parts(parts: Path, output: Path, tsv: bool, n_sources: int) -> tuple[BuildSummary, str]:
+def _join_parts(parts: Path, output: Path, tsv: bool) -> tuple[BuildSummary, str]:
     """Concatenate the parts in order into ``output``; fail on a repeated passage id."""
     summary = BuildSummary()
     digest = hashlib.sha256()

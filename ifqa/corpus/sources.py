@@ -2,7 +2,8 @@
 
 Each format streams *raw* records (bytes) in bounded memory from the reading process; turning a
 raw record into passages (``to_passages``) happens in the worker processes. Multistream bz2
-dumps are not even decompressed by the reading process (see ``multistream``). A broken record is reported with a skip reason; a broken file raises IfqaError.
+dumps are not even decompressed by the reading process (see ``multistream``). A broken record
+is reported with a skip reason; a broken file raises IfqaError.
 """
 
 from __future__ import annotations

@@ -169,14 +169,17 @@ def _make_index(index_type: str, dim: int, n: int, sample: np.ndarray):
         index = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = 80
         return index, {"hnsw_m": HNSW_M, "ef_construction": 80}
-    if index_type == "ivfpq":
-        nlist, pq_m = _nlist(n), _pq_m(dim)
-        bits = max(1, min(8, int(math.log2(max(2, len(sample))))))  # 8-bit codebooks need >= 256 points
-        quantizer = faiss.IndexFlatIP(dim)
-        index = faiss.IndexIVFPQ(quantizer, dim, nlist, pq_m, bits, faiss.METRIC_INNER_PRODUCT)
-        index.train(sample)
-        return index, {"nlist": nlist, "pq_m": pq_m, "pq_bits": bits}
-    raise IfqaError(f"unknown index type {index_type!r}; choose from {', '.join(INDEX_TYPES)}")
+    nlist, pq_m = _nlist(n), _pq_m(dim)  # ivfpq: check_memory has refused any other type
+    bits = max(1, min(8, int(math.log2(max(2, len(sample))))))  # 8-bit codebooks need >= 256 points
+    quantizer = faiss.IndexFlatIP(dim)
+    index = faiss.IndexIVFPQ(quantizer, dim, nlist, pq_m, bits, faiss.METRIC_INNER_PRODUCT)
+    index.train(sample)
+    return index, {"nlist": nlist, "pq_m": pq_m, "pq_bits": bits}
+
+
+def _check_index_type(index_type: str) -> None:
+    if index_type not in INDEX_TYPES:
+        raise IfqaError(f"unknown index type {index_type!r}; choose from {', '.join(INDEX_TYPES)}")
 
 
 def _nlist(passages: int) -> int:
@@ -190,6 +193,7 @@ def _pq_m(dim: int) -> int:
 def index_memory(index_type: str, passages: int, dim: int) -> int:
     """Bytes at the merge's peak: the FAISS index, built whole in memory (and loaded whole to search
     it), plus the training sample and the chunk being added."""
+    _check_index_type(index_type)
     vector = dim * 4
     per_passage = {"flat": vector, "hnsw": vector + 2 * HNSW_M * 4 + 16, "ivfpq": _pq_m(dim) + 8}[index_type]
     centroids = _nlist(passages) * vector if index_type == "ivfpq" else 0
@@ -279,8 +283,7 @@ def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT
           ray: str | None = None, ray_workers: int | None = None, max_memory: str | None = None) -> dict | None:
     """Encode (one shard, or everything missing; on Ray when ``ray`` names a cluster) and, without a
     shard, build the index. Whether the index will fit ``max_memory`` is checked before encoding."""
-    if index_type not in INDEX_TYPES:
-        raise IfqaError(f"unknown index type {index_type!r}; choose from {', '.join(INDEX_TYPES)}")
+    _check_index_type(index_type)  # before encoding, even where the memory pre-check cannot run
     budget = memory.limit(max_memory)  # a bad --max-memory is an error even for a --shard run
     if shard is None and (dim := embedding_size(encoder_name)):
         from ifqa.retrieval.bm25_build import count_passages
@@ -311,9 +314,9 @@ class DenseRetriever:
         import faiss
 
         path = Path(index_dir) / FAISS_FILE
-        machine = memory.physical_memory()
-        if machine and path.stat().st_size > machine:  # FAISS reads the whole index into memory
-            raise IfqaError(f"searching this index needs about {memory.size_text(path.stat().st_size)} of memory, more "
+        size, machine = path.stat().st_size, memory.physical_memory()
+        if machine and size > machine:  # FAISS reads the whole index into memory
+            raise IfqaError(f"searching this index needs about {memory.size_text(size)} of memory, more "
                             f"than this machine's {memory.size_text(machine)}; rebuild it with --index-type ivfpq", path)
         index = faiss.read_index(str(path))
         params = manifest["params"]

@@ -91,6 +91,8 @@ def test_the_merge_checks_memory_with_the_real_dimension(corpus, tmp_path):
     with pytest.raises(IfqaError, match="needs about .* over --max-memory"):
         dense.merge(corpus, tmp_path / "idx", max_memory="1K")
     assert not (tmp_path / "idx" / dense.FAISS_FILE).exists()
+    with pytest.raises(IfqaError, match="unknown index type 'bad'; choose from flat, hnsw, ivfpq"):
+        dense.merge(corpus, tmp_path / "idx", index_type="bad")
     assert dense.merge(corpus, tmp_path / "idx")["passages"] == 8  # the chunks stay: a bigger budget just merges
 
 
