@@ -190,25 +190,26 @@ def _pq_m(dim: int) -> int:
     return next(m for m in (96, 64, 48, 32, 24, 16, 12, 8, 4, 2, 1) if dim % m == 0 and m <= dim // 4)
 
 
-def index_memory(index_type: str, passages: int, dim: int) -> int:
+def index_memory(index_type: str, passages: int, dim: int, chunk: int = CHUNK) -> int:
     """Bytes at the merge's peak: the FAISS index, built whole in memory (and loaded whole to search
-    it), plus the training sample and the chunk being added."""
+    it), plus the training sample and the chunk of ``chunk`` passages being added."""
     _check_index_type(index_type)
     vector = dim * 4
     per_passage = {"flat": vector, "hnsw": vector + 2 * HNSW_M * 4 + 16, "ivfpq": _pq_m(dim) + 8}[index_type]
     centroids = _nlist(passages) * vector if index_type == "ivfpq" else 0
-    return passages * per_passage + centroids + (min(passages, SAMPLE) + min(passages, CHUNK)) * vector
+    return passages * per_passage + centroids + (min(passages, SAMPLE) + min(passages, chunk)) * vector
 
 
-def check_memory(index_type: str, passages: int, dim: int, budget: tuple[int, str], about: bool = False) -> None:
+def check_memory(index_type: str, passages: int, dim: int, budget: tuple[int, str], about: bool = False,
+                 chunk: int = CHUNK) -> None:
     """Stop before the work when the index cannot fit ``budget`` (bytes and where the limit comes
     from, ``memory.limit``); ``about``: ``passages`` is an estimate."""
     limit, source = budget
-    needed = index_memory(index_type, passages, dim)
+    needed = index_memory(index_type, passages, dim, chunk)
     if needed <= limit:
         return
     hint = ""
-    if index_type != "ivfpq" and (compressed := index_memory("ivfpq", passages, dim)) <= limit:
+    if index_type != "ivfpq" and (compressed := index_memory("ivfpq", passages, dim, chunk)) <= limit:
         hint = f"; --index-type ivfpq (compressed) needs about {memory.size_text(compressed)}"
     raise IfqaError(f"a {index_type} index of {'about ' if about else ''}{passages:,} passages x {dim} dimensions needs "
                     f"about {memory.size_text(needed)} of memory to build and to search, over {source}{hint}")
@@ -255,7 +256,7 @@ def merge(corpus: str | Path, index_dir: str | Path, index_type: str = "flat", s
     arrays = [np.load(_chunk_path(folder, j), mmap_mode="r") for j in range(chunks)]
     dim = int(arrays[0].shape[1])
     total = len(offsets)
-    check_memory(index_type, total, dim, memory.limit(max_memory))
+    check_memory(index_type, total, dim, memory.limit(max_memory), chunk=chunk)
     rng = np.random.default_rng(seed)
     picks = np.sort(rng.choice(total, size=min(total, SAMPLE), replace=False))
     sample = np.ascontiguousarray(np.concatenate([arrays[p // chunk][p % chunk][None] for p in picks]))
@@ -288,7 +289,7 @@ def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT
     if shard is None and (dim := embedding_size(encoder_name)):
         from ifqa.retrieval.bm25_build import count_passages
 
-        check_memory(index_type, count_passages(Path(corpus)), dim, budget, about=True)
+        check_memory(index_type, count_passages(Path(corpus)), dim, budget, about=True, chunk=chunk)
     folder = Path(index_dir)
     if force and folder.exists():  # a finished index, or the chunks of an unfinished one
         import shutil

@@ -78,6 +78,7 @@ def test_an_index_that_cannot_fit_stops_before_encoding(corpus, tmp_path):
     flat = dense.index_memory("flat", 8, 384)
     assert flat == 8 * 384 * 4 * 3  # vectors + training sample + the chunk being added
     assert dense.index_memory("ivfpq", 8, 384) < flat < dense.index_memory("hnsw", 8, 384)
+    assert dense.index_memory("flat", 8, 384, chunk=2) == flat - 6 * 384 * 4  # the build's --chunk-size counts
     budget = f"{flat - 1000}"  # the estimate counts 8 or 9 passages: either fails flat, fits ivfpq
     with pytest.raises(IfqaError, match=r"a flat index of about \d passages x 384 dimensions needs about [\d.]+ kB of memory "
                                         r"to build and to search, over --max-memory 35.0 kB; --index-type ivfpq \(compressed\)"):
