@@ -19,6 +19,11 @@ from ifqa.errors import IfqaError
 T = TypeVar("T")
 
 
+def option(default: Any, help: str, **meta: Any) -> Any:
+    """A dataclass field that is also a command-line option: ``help`` and the metadata above."""
+    return dataclasses.field(default=default, metadata={"help": help, **meta})
+
+
 def _kind(cls: type, name: str) -> type:
     hint = typing.get_type_hints(cls)[name]
     args = [a for a in typing.get_args(hint) if a is not type(None)]
@@ -100,7 +105,7 @@ def click_options(cls: type, defaults: Mapping[str, Any] | None = None):
         for field in reversed(option_fields(cls)):
             kind, meta = _kind(cls, field.name), field.metadata
             default = defaults.get(field.name, _default(field))
-            shown = "" if default in (None, False) else f" [default: {default}]"
+            shown = "" if default is None or default is False else f" [default: {default}]"
             help_text = meta.get("help", "") + shown
             if kind is bool:
                 function = click.option(flag(field), field.name, is_flag=True, default=False, help=help_text)(function)

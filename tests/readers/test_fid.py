@@ -6,6 +6,7 @@ import torch
 from transformers import AutoTokenizer, T5ForConditionalGeneration
 from transformers.modeling_outputs import BaseModelOutput
 
+from ifqa.readers.fid import FiDTrainConfig
 from ifqa.readers.fid import data as fid_data
 from ifqa.readers.fid import model as fid_model
 from ifqa.readers.fid import predict as fid_predict
@@ -98,14 +99,18 @@ def test_cli_training_overfits_and_the_checkpoint_reproduces_predictions(cli, t5
 
 
 def test_resume_gives_the_same_next_losses(t5_dir, toy_run, tmp_path):
-    config = fid_train.TrainConfig(model=str(t5_dir), steps=6, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
-                             text_maxlength=32, answer_maxlength=6)
+    config = FiDTrainConfig(model=str(t5_dir), steps=6, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
+                            text_maxlength=32, answer_maxlength=6)
     straight = fid_train.train(toy_run, None, tmp_path / "a", config, "cpu", progress=False)
     first = fid_train.train(toy_run, None, tmp_path / "b", config, "cpu", progress=False, stop_after=3)
     assert first["step"] == 3 and not (tmp_path / "b" / "best").exists()
+    saved = tmp_path / "b" / "train_config.json"  # as written before the setting was named fp32
+    legacy = json.loads(saved.read_text())
+    legacy["bf16"] = not legacy.pop("fp32")
+    saved.write_text(json.dumps(legacy))
     resumed = fid_train.train(toy_run, None, tmp_path / "b", config, "cpu", progress=False)
     assert [e["loss"] for e in resumed["log"]] == pytest.approx([e["loss"] for e in straight["log"]], abs=1e-6)
-    other = fid_train.TrainConfig(**{**config.__dict__, "lr": 5e-4})
+    other = FiDTrainConfig(**{**config.__dict__, "lr": 5e-4})
     with pytest.raises(Exception, match="other settings"):
         fid_train.train(toy_run, None, tmp_path / "b", other, "cpu", progress=False)
 
@@ -134,8 +139,8 @@ def test_loads_an_original_fid_checkpoint(t5_dir, tmp_path):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_bf16_training_step_on_gpu(t5_dir, toy_run, tmp_path):
-    config = fid_train.TrainConfig(model=str(t5_dir), steps=2, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
-                             text_maxlength=32, answer_maxlength=6, gradient_checkpointing=True)
+    config = FiDTrainConfig(model=str(t5_dir), steps=2, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
+                            text_maxlength=32, answer_maxlength=6, gradient_checkpointing=True)
     state = fid_train.train(toy_run, None, tmp_path / "gpu", config, "cuda", progress=False)
     assert state["step"] == 2 and all(e["loss"] == e["loss"] for e in state["log"])
 

@@ -1,31 +1,51 @@
 """Fusion-in-Decoder: ``model`` (FiDT5), ``data`` (inputs), ``train`` and ``predict``.
 
 This module stays light (no torch import) because the command line builds ``ifqa read fid``'s
-options from ``FiDReaderConfig``.
+and ``ifqa train fid``'s options from ``FiDReaderConfig`` and ``FiDTrainConfig``.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
+from ifqa.configs import option
 from ifqa.errors import IfqaError
-
-
-def _o(default, help: str, **meta):
-    return field(default=default, metadata={"help": help, **meta})
 
 
 @dataclass(frozen=True)
 class FiDReaderConfig:
-    checkpoint: str | None = _o(None, "Training folder (its best/ checkpoint) or a checkpoint folder.")
-    beams: int = _o(1, "Beam size (1 = greedy).", min=1)
-    batch_size: int = _o(8, "Questions per generation batch.", min=1)
-    n_context: int | None = _o(None, "Passages per question (default: the checkpoint's).", min=1)
-    device: str | None = _o(None, "cpu, cuda ... (default: GPU when present).")
+    checkpoint: str | None = option(None, "Training folder (its best/ checkpoint) or a checkpoint folder.")
+    beams: int = option(1, "Beam size (1 = greedy).", min=1)
+    batch_size: int = option(8, "Questions per generation batch.", min=1)
+    n_context: int | None = option(None, "Passages per question (default: the checkpoint's).", min=1)
+    device: str | None = option(None, "cpu, cuda ... (default: GPU when present).")
 
     def output_name(self, label: str) -> str:
         name = (self.checkpoint or "fid").rstrip("/").replace("/", "_")
         return f"{label}-fid-{name}.jsonl"
+
+
+@dataclass(frozen=True)
+class FiDTrainConfig:
+    """What a FiD training run is; saved beside its checkpoints, so a resume with other settings is refused."""
+
+    model: str = option("t5-base", "T5 hub id or local folder (t5-base, google/flan-t5-large, ...).")
+    steps: int = option(15000, "Optimizer steps in all (the paper trains 15k).", min=1)
+    lr: float = option(1e-4, "Peak learning rate (AdamW, linear warm-up and decay).")
+    batch_size: int = option(1, "Questions per step (each with --n-context passages).", min=1)
+    accumulation: int = option(1, "Gradient accumulation steps.", min=1)
+    warmup_steps: int = option(1000, "Steps of linear warm-up.", min=0)
+    weight_decay: float = option(0.01, "AdamW weight decay.")
+    max_grad_norm: float = option(1.0, "Gradients are clipped to this norm.")
+    eval_every: int = option(500, "Dev EM every N steps (with --dev-run).", min=1)
+    eval_batch_size: int = option(8, "Questions per generation batch when scoring dev.", min=1)
+    save_every: int | None = option(None, "Also save the resumable state every N steps.", min=1)
+    seed: int = option(0, "Seed for initialization and data order.")
+    gradient_checkpointing: bool = option(False, "Recompute activations to save GPU memory.")
+    fp32: bool = option(False, "Train in fp32 on GPU (default: bf16 autocast).", flag="--no-bf16")
+    n_context: int = option(20, "Passages per question fed to the encoder.", min=1)
+    text_maxlength: int = option(250, "Tokens per question+passage input.", min=1)
+    answer_maxlength: int = option(20, "Tokens per target answer.", min=1)
 
 
 class FiDReaderEntry:

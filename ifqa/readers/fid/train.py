@@ -8,7 +8,7 @@ import json
 import logging
 import random
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -18,32 +18,12 @@ from transformers import AutoTokenizer
 from ifqa.devices import pick_device
 from ifqa.eval.answers import best_over_answers, exact_match
 from ifqa.errors import IfqaError
+from ifqa.readers.fid import FiDTrainConfig
 from ifqa.readers.fid.data import FID_CONFIG, Collator, FiDSettings
 from ifqa.readers.fid.model import load_model
 from ifqa.readers.fid.predict import predict
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class TrainConfig:
-    model: str = "t5-base"
-    steps: int = 15000
-    lr: float = 1e-4
-    batch_size: int = 1
-    accumulation: int = 1
-    warmup_steps: int = 1000
-    weight_decay: float = 0.01
-    max_grad_norm: float = 1.0
-    eval_every: int = 500
-    eval_batch_size: int = 8
-    save_every: int | None = None
-    seed: int = 0
-    gradient_checkpointing: bool = False
-    bf16: bool = True
-    n_context: int = 20
-    text_maxlength: int = 250
-    answer_maxlength: int = 20
 
 
 def _save_model(model, tokenizer, settings: FiDSettings, target: Path, extra: dict | None = None) -> None:
@@ -90,7 +70,7 @@ def evaluate_em(model, tokenizer, records: Sequence[dict], settings: FiDSettings
     return 100.0 * sum(best_over_answers(exact_match, p, r["answers"]) for p, r in zip(predictions, records)) / max(1, len(records))
 
 
-def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path, config: TrainConfig,
+def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path, config: FiDTrainConfig,
           device: str | None = None, progress: bool = True, stop_after: int | None = None) -> dict:
     """Train FiD; resumes from ``output/last`` when it exists. Returns the training state.
 
@@ -112,6 +92,8 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
     resuming = (last / "trainer_state.pt").exists()
     if resuming:
         saved = json.loads((output / "train_config.json").read_text())
+        if "bf16" in saved:  # written before the setting was named fp32
+            saved["fp32"] = not saved.pop("bf16")
         if saved != asdict(config):
             raise IfqaError("this folder holds a run with other settings; use the same options or a new --output", output)
     else:
@@ -137,7 +119,7 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
         state = saved_state["state"]
         log.info("resuming at step %d", state["step"])
     collator = Collator(tokenizer, settings)
-    use_bf16 = config.bf16 and device.startswith("cuda")
+    use_bf16 = not config.fp32 and device.startswith("cuda")
     bar = tqdm(total=config.steps, initial=state["step"], desc="train fid", disable=not progress)
 
     def checkpoint_state() -> dict:
