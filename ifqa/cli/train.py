@@ -47,9 +47,9 @@ def train() -> None:
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def train_fid(run_path, dev_run, output, stop_after, device, no_progress, **options) -> None:
     """Train a Fusion-in-Decoder reader on a run file; rerun the same command to resume."""
+    config = from_options(FiDTrainConfig, options)  # checked before torch loads
     from ifqa.readers.fid import train as fid
 
-    config = from_options(FiDTrainConfig, options)
     state = fid.train(run_path, dev_run, output, config, device, progress=not no_progress, stop_after=stop_after)
     last = state["log"][-1] if state["log"] else {}
     click.echo(f"{output}: step {state['step']}, last loss {last.get('loss')}, best dev EM {state['best_em']:.2f}")
