@@ -1,11 +1,14 @@
-"""SIGKILL in the middle of each long job, then the same command again: it must finish with the
-output an uninterrupted run writes (byte for byte, or the same weights), nothing half-written at
-the final name. Corpus building has its own test (tests/corpus/test_kill.py)."""
+"""SIGKILL (or SIGTERM) in the middle of each long job, then the same command again: it must finish
+with the output an uninterrupted run writes (byte for byte, or the same weights), nothing
+half-written at the final name. Corpus building has its own tests (tests/corpus/test_kill.py,
+test_build.py)."""
 
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -88,6 +91,40 @@ def test_reranker_training_killed_and_resumed(tmp_path, env, tiny_model):
     out = tmp_path / "out"
     _kill_when(command + ["-o", out], env, lambda: (out / "state" / "trainer.pt").exists())  # saved at step 200
     assert not (out / "model" / "config.json").exists() or (out / "model" / "ifqa_card.json").exists()
+    assert subprocess.run(command + ["-o", out], env=env).returncode == 0
+    a, b = load_file(reference / "model" / "model.safetensors"), load_file(out / "model" / "model.safetensors")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
+def test_reranker_training_terminated_saves_the_step_it_reached(tmp_path, env, tiny_model):
+    import torch
+    from safetensors.torch import load_file
+
+    command = _ifqa("train", "--reranker", "--index", "demo:bm25", "--setting", "demo", "--model", tiny_model,
+                    "--epochs", "15", "--questions-per-step", "1", "--group-size", "4", "--max-length", "48",
+                    "--no-progress")
+    reference = tmp_path / "reference"
+    _timed(command + ["-o", reference], env)
+    out = tmp_path / "out"
+    shown = [c for c in command if c != "--no-progress"]  # the progress bar says how far training is
+    process = subprocess.Popen(shown + ["-o", out], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    stderr_seen: list[str] = []
+    reader = threading.Thread(target=lambda: stderr_seen.extend(iter(lambda: process.stderr.read(1), "")), daemon=True)
+    reader.start()
+    deadline = time.time() + 300
+    while not re.search(r"train: .*\| ([3-9]|\d\d+)/\d+", "".join(stderr_seen)) and process.poll() is None \
+            and time.time() < deadline:
+        time.sleep(0.05)
+    assert process.poll() is None, "finished before it could be stopped"
+    process.send_signal(signal.SIGTERM)
+    process.wait(timeout=120)
+    reader.join(timeout=10)
+    stderr = "".join(stderr_seen)
+    assert process.returncode == 143, stderr
+    assert stderr.strip().splitlines()[-1] == "ifqa: terminated; rerun the same command to resume"
+    saved = torch.load(out / "state" / "trainer.pt", weights_only=True)
+    assert 3 <= saved["step"] < 180  # 180 steps in all, fewer than the 200 between periodic saves
+    assert f"stopped at step {saved['step']} of" in stderr
     assert subprocess.run(command + ["-o", out], env=env).returncode == 0
     a, b = load_file(reference / "model" / "model.safetensors"), load_file(out / "model" / "model.safetensors")
     assert all(torch.equal(a[k], b[k]) for k in a)

@@ -58,16 +58,20 @@ def hoist_global_flags(argv: list[str]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: one-line errors, exit 1 for bad input, 130 when interrupted."""
+    """Console entry point: one-line errors, exit 1 for bad input, 130 after Ctrl-C, 143 after SIGTERM."""
+    from ifqa.interrupts import Terminated, sigterm_as_interrupt
+
     try:
-        cli.main(args=hoist_global_flags(list(sys.argv[1:] if argv is None else argv)), prog_name="ifqa",
-                 standalone_mode=False)
+        with sigterm_as_interrupt():
+            cli.main(args=hoist_global_flags(list(sys.argv[1:] if argv is None else argv)), prog_name="ifqa",
+                     standalone_mode=False)
     except IfqaError as exc:
         click.echo(f"ifqa: error: {exc}", err=True)
         sys.exit(1)
-    except (click.exceptions.Abort, KeyboardInterrupt):  # click turns Ctrl-C into Abort
-        click.echo("ifqa: interrupted; rerun the same command to resume", err=True)
-        sys.exit(130)
+    except (click.exceptions.Abort, KeyboardInterrupt) as exc:  # click turns Ctrl-C into Abort
+        terminated = isinstance(exc, Terminated) or isinstance(exc.__cause__, Terminated)
+        click.echo(f"ifqa: {'terminated' if terminated else 'interrupted'}; rerun the same command to resume", err=True)
+        sys.exit(143 if terminated else 130)
     except click.UsageError as exc:  # one line, naming the option, instead of usage + hint + error
         command = f" {exc.ctx.command_path.split(' ', 1)[1]}" if exc.ctx and " " in exc.ctx.command_path else ""
         click.echo(f"ifqa{command}: error: {exc.format_message()} (see --help)", err=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import array
 import collections
 import concurrent.futures
-import contextlib
 import hashlib
 import json
 import logging
@@ -95,10 +94,9 @@ def build(
     _prepare_parts(parts, settings)
     started, cpu_started = time.time(), _cpu_seconds()
     try:
-        with _sigterm_as_interrupt():
-            _run_batches(sources, parts, words, tsv, workers, batch_size, progress)
-            joining = _cpu_seconds()
-            summary, checksum = _join_parts(parts, output, tsv)
+        _run_batches(sources, parts, words, tsv, workers, batch_size, progress)
+        joining = _cpu_seconds()
+        summary, checksum = _join_parts(parts, output, tsv)
     except IfqaError:
         shutil.rmtree(parts, ignore_errors=True)  # bad input: leave nothing behind
         raise
@@ -306,19 +304,3 @@ def _worker_setup(parent: int) -> None:
             os._exit(1)
 
 
-@contextlib.contextmanager
-def _sigterm_as_interrupt():
-    """`kill` (SIGTERM) stops a build the same way as Ctrl-C: finished batches are kept for resuming."""
-
-    def handler(signum, frame):
-        raise KeyboardInterrupt
-
-    try:
-        previous = signal.signal(signal.SIGTERM, handler)
-    except ValueError:  # not the main thread
-        yield
-        return
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ifqa.devices import bf16_supported
-from ifqa.errors import IfqaError
 
 log = logging.getLogger(__name__)
 
@@ -90,10 +89,10 @@ def run_loop(model, parameters, batches: Sequence, loss_of: Callable, output: Pa
                 bar.update(1)
                 if step % settings.save_every == 0 and step < settings.steps:
                     save()
-        except KeyboardInterrupt:
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM under the command line: no step is lost
             save()
-            raise IfqaError(f"interrupted at step {step} of {settings.steps}; state saved, rerun the same command to resume",
-                            output) from None
+            log.warning("%s: stopped at step %d of %d, state saved", output, step, settings.steps)
+            raise
     if step < settings.steps:
         save()
         return {"step": step, "steps": settings.steps, "history": history, "finished": False, "device": device}

@@ -133,7 +133,7 @@ def test_interrupted_build_resumes_to_the_same_output(tmp_path):
         time.sleep(0.01)
     process.send_signal(signal.SIGTERM)
     _, stderr = process.communicate(timeout=60)
-    assert process.returncode == 130, stderr
+    assert process.returncode == 143, stderr
     assert "rerun the same command to resume" in stderr
     assert not out.exists()
     finished_before = len(list(parts.glob("*.part")))
