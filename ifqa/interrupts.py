@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from typing import Iterator
+from typing import Callable, Iterator
 
 
 class Terminated(KeyboardInterrupt):
@@ -30,3 +30,31 @@ def sigterm_as_interrupt() -> Iterator[None]:
         yield
     finally:
         signal.signal(signal.SIGTERM, previous)
+
+
+@contextlib.contextmanager
+def held_interrupts() -> Iterator[Callable[[], None]]:
+    """Ctrl-C and SIGTERM (where they would interrupt) wait for the job's next ``check()``, which
+    raises them: a job calls it between units of work (a training step), so the state it saves on
+    the way out is a whole unit, never one half applied."""
+    held: list[type[KeyboardInterrupt]] = []
+    previous: dict[int, object] = {}
+
+    def hold(signum, frame) -> None:
+        held.append(Terminated if signum == signal.SIGTERM else KeyboardInterrupt)
+
+    def check() -> None:
+        if held:
+            raise held[0]
+
+    try:
+        for signum, interrupting in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, _raise_terminated)):
+            if signal.getsignal(signum) is interrupting:  # an ignored or custom handler is left alone
+                previous[signum] = signal.signal(signum, hold)
+    except ValueError:  # not the main thread
+        pass
+    try:
+        yield check
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)

@@ -1,6 +1,6 @@
 """The training loop both learned retrievers share: seeded plan of steps, bf16 autocast where the
-hardware has it, warm-up then linear decay, resumable state saved atomically every N steps and on
-Ctrl-C, progress with the running loss.
+hardware has it, warm-up then linear decay, resumable state saved atomically every N steps and
+after the step a Ctrl-C or SIGTERM arrived in, progress with the running loss.
 
 The step plan is a pure function of the seed, so a resumed run skips the steps already taken and
 continues exactly as an uninterrupted one would.
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ifqa.devices import bf16_supported
+from ifqa.interrupts import held_interrupts
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +71,8 @@ def run_loop(model, parameters, batches: Sequence, loss_of: Callable, output: Pa
         os.replace(tmp, state_dir)
 
     started, running = time.time(), None
-    with tqdm(total=settings.steps, initial=step, desc="train", unit="step", disable=not progress) as bar:
+    with tqdm(total=settings.steps, initial=step, desc="train", unit="step", disable=not progress) as bar, \
+            held_interrupts() as check_interrupts:
         try:
             while step < end:
                 with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=autocast):
@@ -89,7 +91,8 @@ def run_loop(model, parameters, batches: Sequence, loss_of: Callable, output: Pa
                 bar.update(1)
                 if step % settings.save_every == 0 and step < settings.steps:
                     save()
-        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM under the command line: no step is lost
+                check_interrupts()  # Ctrl-C or SIGTERM during the step stop here, with the step whole
+        except KeyboardInterrupt:  # no step is lost
             save()
             log.warning("%s: stopped at step %d of %d, state saved", output, step, settings.steps)
             raise

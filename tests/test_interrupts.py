@@ -1,0 +1,40 @@
+import os
+import signal
+
+import pytest
+
+from ifqa.interrupts import Terminated, held_interrupts, sigterm_as_interrupt
+
+
+def test_sigterm_raises_terminated_only_inside_the_block():
+    before = signal.getsignal(signal.SIGTERM)
+    with pytest.raises(Terminated):
+        with sigterm_as_interrupt():
+            os.kill(os.getpid(), signal.SIGTERM)
+            sum(range(1000))  # the handler runs at the next bytecode boundaries
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+@pytest.mark.parametrize("signum, raised", [(signal.SIGTERM, Terminated), (signal.SIGINT, KeyboardInterrupt)])
+def test_held_interrupts_wait_for_the_check(signum, raised):
+    with sigterm_as_interrupt():
+        with held_interrupts() as check:
+            os.kill(os.getpid(), signum)
+            done = 0
+            for _ in range(1000):  # the unit of work goes on to its end
+                done += 1
+            assert done == 1000
+            with pytest.raises(raised):
+                check()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored
+
+
+def test_an_ignored_ctrl_c_stays_ignored():
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as in a background job of a script
+    try:
+        with held_interrupts() as check:
+            os.kill(os.getpid(), signal.SIGINT)
+            check()  # nothing held
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
