@@ -3,6 +3,7 @@ with the output an uninterrupted run writes (byte for byte, or the same weights)
 half-written at the final name. Corpus building has its own tests (tests/corpus/test_kill.py,
 test_build.py)."""
 
+import json
 import os
 import re
 import signal
@@ -128,3 +129,6 @@ def test_reranker_training_terminated_saves_the_step_it_reached(tmp_path, env, t
     assert subprocess.run(command + ["-o", out], env=env).returncode == 0
     a, b = load_file(reference / "model" / "model.safetensors"), load_file(out / "model" / "model.safetensors")
     assert all(torch.equal(a[k], b[k]) for k in a)
+    losses = [[entry["loss"] for entry in json.loads((folder / "model" / "ifqa_card.json").read_text())["loss"]]
+              for folder in (reference, out)]
+    assert losses[0] == losses[1]  # the running loss average resumes too

@@ -47,13 +47,13 @@ def run_loop(model, parameters, batches: Sequence, loss_of: Callable, output: Pa
     warmup = max(1, int(settings.warmup * settings.steps))
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min((s + 1) / warmup, max(0.0, (settings.steps - s) / max(1, settings.steps - warmup))))
     state_dir = output / STATE
-    step, history = 0, []
+    step, history, running = 0, [], None  # running: the loss average the progress bar and history show
     if (state_dir / "trainer.pt").exists():
         saved = torch.load(state_dir / "trainer.pt", map_location="cpu", weights_only=True)
         model.load_state_dict(torch.load(state_dir / "model.pt", map_location="cpu", weights_only=True))
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
-        step, history = int(saved["step"]), json.loads(saved["history"])
+        step, history, running = int(saved["step"]), json.loads(saved["history"]), saved.get("running_loss")
         torch.set_rng_state(saved["rng"])  # dropout continues as in an uninterrupted run
         log.info("resuming %s at step %d of %d", output, step, settings.steps)
     autocast = settings.bf16 and bf16_supported(device)
@@ -66,11 +66,12 @@ def run_loop(model, parameters, batches: Sequence, loss_of: Callable, output: Pa
         tmp.mkdir(parents=True)
         torch.save(model.state_dict(), tmp / "model.pt")
         torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "step": step,
-                    "history": json.dumps(history), "rng": torch.get_rng_state()}, tmp / "trainer.pt")
+                    "history": json.dumps(history), "running_loss": running, "rng": torch.get_rng_state()},
+                   tmp / "trainer.pt")
         shutil.rmtree(state_dir, ignore_errors=True)
         os.replace(tmp, state_dir)
 
-    started, running = time.time(), None
+    started = time.time()
     with tqdm(total=settings.steps, initial=step, desc="train", unit="step", disable=not progress) as bar, \
             held_interrupts() as check_interrupts:
         try:
