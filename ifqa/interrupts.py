@@ -1,6 +1,7 @@
 """SIGTERM stops a command the way Ctrl-C does, so each long job's interrupt path (finished work
 kept for resuming, nothing half-written at the final name) also serves `kill` and job schedulers
-that preempt with SIGTERM."""
+that preempt with SIGTERM; a job whose unit of work must not be cut (a training step) holds both
+until the unit ends."""
 
 from __future__ import annotations
 
@@ -18,18 +19,27 @@ def _raise_terminated(signum, frame) -> None:
 
 
 @contextlib.contextmanager
-def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises ``Terminated`` (a ``KeyboardInterrupt``); outside a main
+def _handlers(replacements: dict[int, Callable]) -> Iterator[None]:
+    """Set these signal handlers for the block, then restore the previous ones; outside a main
     thread, where no handler can be set, nothing changes."""
+    previous: dict[int, object] = {}
     try:
-        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+        for signum, handler in replacements.items():
+            previous[signum] = signal.signal(signum, handler)
     except ValueError:  # not the main thread
-        yield
-        return
+        pass
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises ``Terminated`` (a ``KeyboardInterrupt``)."""
+    with _handlers({signal.SIGTERM: _raise_terminated}):
+        yield
 
 
 @contextlib.contextmanager
@@ -38,7 +48,6 @@ def held_interrupts() -> Iterator[Callable[[], None]]:
     raises them: a job calls it between units of work (a training step), so the state it saves on
     the way out is a whole unit, never one half applied."""
     held: list[type[KeyboardInterrupt]] = []
-    previous: dict[int, object] = {}
 
     def hold(signum, frame) -> None:
         held.append(Terminated if signum == signal.SIGTERM else KeyboardInterrupt)
@@ -47,14 +56,7 @@ def held_interrupts() -> Iterator[Callable[[], None]]:
         if held:
             raise held[0]
 
-    try:
-        for signum, interrupting in ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, _raise_terminated)):
-            if signal.getsignal(signum) is interrupting:  # an ignored or custom handler is left alone
-                previous[signum] = signal.signal(signum, hold)
-    except ValueError:  # not the main thread
-        pass
-    try:
+    interrupting = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: _raise_terminated}
+    # an ignored or custom handler is left alone
+    with _handlers({signum: hold for signum, handler in interrupting.items() if signal.getsignal(signum) is handler}):
         yield check
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
