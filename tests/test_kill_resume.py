@@ -80,30 +80,37 @@ def test_reranking_killed_and_resumed(tmp_path, env, tiny_model):
     assert out.read_bytes() == reference.read_bytes()
 
 
-def test_reranker_training_killed_and_resumed(tmp_path, env, tiny_model):
+def _reranker_training(tiny_model, epochs: int) -> list[str]:
+    """A reranker training on the demo set, one question a step: epochs x 12 steps."""
+    return _ifqa("train", "--reranker", "--index", "demo:bm25", "--setting", "demo", "--model", tiny_model,
+                 "--epochs", epochs, "--questions-per-step", "1", "--group-size", "4", "--max-length", "48",
+                 "--no-progress")
+
+
+def _same_weights(a, b) -> bool:
+    """Whether two training folders hold bit-identical models."""
     import torch
     from safetensors.torch import load_file
 
-    command = _ifqa("train", "--reranker", "--index", "demo:bm25", "--setting", "demo", "--model", tiny_model,
-                    "--epochs", "25", "--questions-per-step", "1", "--group-size", "4", "--max-length", "48",
-                    "--no-progress")
+    first, second = load_file(a / "model" / "model.safetensors"), load_file(b / "model" / "model.safetensors")
+    return first.keys() == second.keys() and all(torch.equal(first[k], second[k]) for k in first)
+
+
+def test_reranker_training_killed_and_resumed(tmp_path, env, tiny_model):
+    command = _reranker_training(tiny_model, epochs=25)
     reference = tmp_path / "reference"
     _timed(command + ["-o", reference], env)
     out = tmp_path / "out"
     _kill_when(command + ["-o", out], env, lambda: (out / "state" / "trainer.pt").exists())  # saved at step 200
     assert not (out / "model" / "config.json").exists() or (out / "model" / "ifqa_card.json").exists()
     assert subprocess.run(command + ["-o", out], env=env).returncode == 0
-    a, b = load_file(reference / "model" / "model.safetensors"), load_file(out / "model" / "model.safetensors")
-    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert _same_weights(reference, out)
 
 
 def test_reranker_training_terminated_saves_the_step_it_reached(tmp_path, env, tiny_model):
     import torch
-    from safetensors.torch import load_file
 
-    command = _ifqa("train", "--reranker", "--index", "demo:bm25", "--setting", "demo", "--model", tiny_model,
-                    "--epochs", "15", "--questions-per-step", "1", "--group-size", "4", "--max-length", "48",
-                    "--no-progress")
+    command = _reranker_training(tiny_model, epochs=15)
     reference = tmp_path / "reference"
     _timed(command + ["-o", reference], env)
     out = tmp_path / "out"
@@ -127,8 +134,7 @@ def test_reranker_training_terminated_saves_the_step_it_reached(tmp_path, env, t
     assert 3 <= saved["step"] < 180  # 180 steps in all, fewer than the 200 between periodic saves
     assert f"stopped at step {saved['step']} of" in stderr
     assert subprocess.run(command + ["-o", out], env=env).returncode == 0
-    a, b = load_file(reference / "model" / "model.safetensors"), load_file(out / "model" / "model.safetensors")
-    assert all(torch.equal(a[k], b[k]) for k in a)
+    assert _same_weights(reference, out)
     losses = [[entry["loss"] for entry in json.loads((folder / "model" / "ifqa_card.json").read_text())["loss"]]
               for folder in (reference, out)]
     assert losses[0] == losses[1]  # the running loss average resumes too
