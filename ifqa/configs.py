@@ -69,6 +69,9 @@ def from_options(cls: type[T], options: Mapping[str, Any], where: str | None = N
             low = field.metadata.get("min")
             if low is not None and value < low:
                 raise IfqaError(f"{label} must be at least {low}, got {value}", where)
+            high = field.metadata.get("max")
+            if high is not None and value > high:
+                raise IfqaError(f"{label} must be at most {high}, got {value}", where)
         else:
             value = str(value)
         choices = field.metadata.get("choices")

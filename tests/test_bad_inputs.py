@@ -126,6 +126,8 @@ CASES = [
     ("group of one", ["train", "--reranker", *TRAIN, "--group-size", "1", "-o", f"{B}/m7"], "--group-size", "m7"),
     ("learning rate not a number", ["train", "--reranker", *TRAIN, "--lr", "fast", "-o", f"{B}/m8"], "--lr", "m8"),
     ("negative learning rate", ["train", "--reranker", *TRAIN, "--lr", "-1e-4", "-o", f"{B}/m10"], "--lr must be at least 0.0", "m10"),
+    ("attention dropout of 1", ["train", "--reranker", *TRAIN, "--attention-dropout", "1", "-o", f"{B}/m13"], "--attention-dropout must be at most 0.9", "m13"),
+    ("unknown source of other gold passages", ["train", "--reranker", *TRAIN, "--other-gold-from", "nearest", "-o", f"{B}/m14"], "--other-gold-from", "m14"),
     ("zero temperature", ["train", "--retriever", *TRAIN, "--temperature", "0", "-o", f"{B}/m11"], "--temperature", "m11"),
     ("FiD gradient norm below zero", ["train", "fid", "--run", f"{B}/demo-run.jsonl", "--max-grad-norm", "-1", "-o", f"{B}/m12"], "--max-grad-norm", "m12"),
     ("one question per step", ["train", "--retriever", *TRAIN, "--questions-per-step", "1", "-o", f"{B}/m9"], "--questions-per-step", "m9"),

@@ -97,6 +97,31 @@ def build(corpus: str | Path, index_dir: str | Path, k1: float = BM25_K1, b: flo
     return manifest
 
 
+class MemoryBM25:
+    """BM25 over a few thousand texts held in memory (demonstration pools, training gold passages),
+    with the same analyzer and parameters as the on-disk indexes."""
+
+    def __init__(self, texts: Sequence[str]):
+        import bm25s
+        from bm25s.tokenization import Tokenized
+
+        self.size = len(texts)
+        self.tokenizer = analyzer(DEFAULT_PARAMS)
+        ids = self.tokenizer.tokenize(list(texts), update_vocab=True, return_as="ids", show_progress=False)
+        self.model = bm25s.BM25(k1=DEFAULT_PARAMS["k1"], b=DEFAULT_PARAMS["b"], method=DEFAULT_PARAMS["method"])
+        self.model.index(Tokenized(ids=ids, vocab=self.tokenizer.get_vocab_dict()), show_progress=False)
+
+    def top(self, query: str, k: int) -> list[int]:
+        """Positions of the ``k`` best-scoring texts, best first (ties and zero scores in bm25s's order;
+        none when no query word is known)."""
+        words = [w for w in self.tokenizer.tokenize([query], update_vocab=False, return_as="string",
+                                                    show_progress=False)[0] if w]
+        if not words or not self.size or k < 1:
+            return []
+        documents, _ = self.model.retrieve([words], k=min(k, self.size), show_progress=False)
+        return [int(d) for d in documents[0]]
+
+
 class BM25Retriever:
     """A loaded bm25s index (memory-mapped) with its tokenizer and passage store."""
 

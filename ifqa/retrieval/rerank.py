@@ -21,8 +21,10 @@ from ifqa.retrieval.index import Hits
 log = logging.getLogger(__name__)
 
 
-def load_cross_encoder(name: str, device: str | None = None, max_length: int | None = None, num_labels: int | None = None):
-    """A ``CrossEncoder`` from a folder or hub id; a folder that holds no model is one clear error."""
+def load_cross_encoder(name: str, device: str | None = None, max_length: int | None = None, num_labels: int | None = None,
+                       config: dict | None = None):
+    """A ``CrossEncoder`` from a folder or hub id (``config``: model-config values to override); a folder
+    that holds no model is one clear error."""
     from sentence_transformers import CrossEncoder
     from transformers.utils import logging as hf_logging
 
@@ -37,7 +39,7 @@ def load_cross_encoder(name: str, device: str | None = None, max_length: int | N
         raise IfqaError("not a model folder (no config.json); train one with `ifqa train --reranker` or give a hub id", path)
     try:
         return CrossEncoder(str(path) if path.exists() else name, device=pick_device(device), max_length=max_length,
-                            num_labels=num_labels)
+                            num_labels=num_labels, config_kwargs=config)
     except (OSError, ValueError, KeyError) as exc:
         raise IfqaError(f"cannot load a cross-encoder from {name!r} ({str(exc).splitlines()[0]})") from None
 

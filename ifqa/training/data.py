@@ -2,7 +2,9 @@
 
 Negatives are the first-stage retriever's top passages that the gold rule (``GoldMatcher``) does
 not match, so an earlier revision of a gold passage is never taught as wrong, plus gold passages
-of other questions, so that "looks like an IfQA gold passage" is not a usable cue.
+of other questions, so that "looks like an IfQA gold passage" is not a usable cue: random ones by
+default, or (``closest``) the ones nearest the question by BM25 over the training gold passages.
+Random ones are off topic and rejected on topic alone; close ones make the style cue cost loss.
 """
 
 from __future__ import annotations
@@ -46,20 +48,28 @@ def check_has_gold(examples: Sequence[Example], where: str) -> None:
 
 
 def mine_groups(examples: Sequence[Example], pipeline, depth: int = 30, other_gold: int = 1,
-                seed: int = 0, progress: bool = True) -> list[TrainingGroup]:
-    """For each question, up to ``depth`` retrieved non-gold passages plus ``other_gold`` gold passages
-    of other questions (in the retriever's order; sampling happens at training time)."""
+                seed: int = 0, progress: bool = True, closest: bool = False) -> list[TrainingGroup]:
+    """For each question, up to ``depth`` retrieved non-gold passages (in the retriever's order) and
+    ``other_gold`` random gold passages of other questions, or with ``closest`` the ``depth`` nearest
+    the question, best first (sampling from both lists happens at training time)."""
     from tqdm import tqdm
 
     check_has_gold(examples, "training data")
     rng = random.Random(seed)
     pool = sorted({text for e in examples for text in e.context if text.strip()})
+    nearest = None
+    if closest:
+        from ifqa.retrieval.bm25 import MemoryBM25
+
+        nearest = MemoryBM25(pool)
     groups: list[TrainingGroup] = []
     size = 64
     with tqdm(total=len(examples), desc="mine negatives", unit="q", disable=not progress) as bar:
         for start in range(0, len(examples), size):
             batch = examples[start : start + size]
-            for example, hits in zip(batch, pipeline.search([e.question for e in batch])):
+            questions = [e.question for e in batch]
+            subqueries = pipeline.formulate(questions)  # once: an LLM query mode is not asked twice
+            for example, queries, hits in zip(batch, subqueries, pipeline.search(questions, subqueries=subqueries)):
                 matcher = GoldMatcher(example.context)
                 negatives = []
                 for position, _ in hits[:depth]:
@@ -67,7 +77,10 @@ def mine_groups(examples: Sequence[Example], pipeline, depth: int = 30, other_go
                     if not matcher.matches(text):
                         negatives.append(text)
                 others = []
-                while len(others) < other_gold and len(pool) > len(example.context):
+                if nearest is not None:
+                    others = [pool[i] for i in nearest.top(" ".join(queries), depth + len(example.context))
+                              if not matcher.matches(pool[i])][:depth]
+                while nearest is None and len(others) < other_gold and len(pool) > len(example.context):
                     text = rng.choice(pool)
                     if not matcher.matches(text) and text not in others:
                         others.append(text)
@@ -99,7 +112,9 @@ def read_groups(path: str | Path) -> list[TrainingGroup]:
 def plan_steps(groups: Sequence[TrainingGroup], epochs: int, questions_per_step: int, seed: int, group_size: int,
                hard_depth: int, other_gold: int = 0) -> list[list[tuple[str, list[str]]]]:
     """Every step's (question, [gold, other gold..., mined negative...]) groups, fixed by the seed:
-    ``group_size`` passages per question, mined negatives sampled from the first ``hard_depth``."""
+    ``group_size`` passages per question, ``other_gold`` of them other questions' gold passages;
+    mined negatives, and other gold passages mined as a longer ranked list, are sampled from the first
+    ``hard_depth`` of their lists."""
     rng = random.Random(seed)
     steps = []
     for _ in range(epochs):
@@ -108,7 +123,9 @@ def plan_steps(groups: Sequence[TrainingGroup], epochs: int, questions_per_step:
         for start in range(0, len(order) - questions_per_step + 1, questions_per_step):
             batch = []
             for group in order[start : start + questions_per_step]:
-                others = group.other_gold[:other_gold]
+                others = group.other_gold
+                if len(others) > other_gold:  # a ranked list (mined with ``closest``): sample from its head
+                    others = rng.sample(others[: max(hard_depth, other_gold)], other_gold)
                 pool = group.negatives[:hard_depth]
                 hard = rng.sample(pool, min(group_size - 1 - len(others), len(pool)))
                 batch.append((group.question, [rng.choice(group.positives)] + others + hard))

@@ -37,12 +37,15 @@ def _groups(recipe, questions, output: Path, corpus: str | None, progress: bool)
     identity = {"questions": questions.describe(), "index": index_manifest(recipe.index).get("corpus"),
                 "query_mode": recipe.query_mode, "hard_depth": recipe.hard_depth, "other_gold": recipe.other_gold,
                 "seed": recipe.seed}
+    if recipe.other_gold_from != "random":
+        identity["other_gold_from"] = recipe.other_gold_from
     path, meta = output / "groups.jsonl", output / "groups.json"
     if path.exists() and meta.exists() and read_json(meta) == identity:
         return read_groups(path), identity
     pipeline = RetrievalPipeline(RetrievalConfig(indexes=[recipe.index], k=recipe.hard_depth,
                                                  query_mode=recipe.query_mode, corpus=corpus))
-    groups = mine_groups(questions.examples, pipeline, recipe.hard_depth, recipe.other_gold, recipe.seed, progress)
+    groups = mine_groups(questions.examples, pipeline, recipe.hard_depth, recipe.other_gold, recipe.seed, progress,
+                         closest=recipe.other_gold_from == "closest")
     write_groups(groups, path)
     write_json(meta, identity)
     return groups, identity
@@ -77,7 +80,7 @@ def train_job(kind: str, recipe, source, output: Path, corpus: str | None = None
             "training_data": {"questions": questions.describe(), "groups": len(groups), "mining": mined},
             "passages_read_as": "text without title (IfQA gold passages have none; every other passage has one)",
             "negatives": f"top-{recipe.hard_depth} of the first stage minus gold matches, plus "
-                         f"{recipe.other_gold} other questions' gold passage(s)",
+                         f"{recipe.other_gold} other questions' gold passage(s), {recipe.other_gold_from}",
             "seed": recipe.seed, "steps": result["steps"], "train_seconds": round(time.time() - started, 1),
             "device": result["device"], "loss": result["history"][-3:], "extra": result.get("extra", {})}
     model_dir = output / "model"

@@ -37,8 +37,11 @@ def train_reranker(groups: Sequence[TrainingGroup], output: str | Path, recipe: 
         raise IfqaError("no training group has both a gold passage and a negative")
     torch.manual_seed(recipe.seed)
     device = pick_device(device)
-    encoder = load_cross_encoder(recipe.model, "cpu", recipe.max_length, num_labels=1)
+    encoder = load_cross_encoder(recipe.model, "cpu", recipe.max_length, num_labels=1,
+                                 config={"attention_probs_dropout_prob": recipe.attention_dropout})
     model, tokenizer = encoder.model, encoder.tokenizer
+    if not hasattr(type(model.config)(), "attention_probs_dropout_prob"):  # an override only adds the key
+        log.warning("%s has no attention_probs_dropout_prob; --attention-dropout has no effect", recipe.model)
     steps = plan_steps(groups, recipe.epochs, recipe.questions_per_step, recipe.seed, recipe.group_size,
                        recipe.hard_depth, recipe.other_gold)
     if not steps:

@@ -57,6 +57,20 @@ def test_same_seed_same_model(tmp_path, trained, tiny_model, cli):
     assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
 
 
+def test_attention_dropout_reaches_the_model(tmp_path, trained, tiny_model, cli):
+    from safetensors.torch import load_file
+
+    out = tmp_path / "rr"
+    result = cli("train", "reranker", *TRAIN, "--model", tiny_model, "--attention-dropout", "0.3", "-o", out)
+    assert result.returncode == 0, result.stderr
+    assert json.loads((out / "model" / "config.json").read_text())["attention_probs_dropout_prob"] == 0.3
+    assert json.loads((out / "model" / "ifqa_card.json").read_text())["recipe"]["attention_dropout"] == 0.3
+    default = json.loads((trained / "model" / "ifqa_card.json").read_text())["recipe"]["attention_dropout"]
+    assert default != 0.3
+    a, b = load_file(trained / "model" / "model.safetensors"), load_file(out / "model" / "model.safetensors")
+    assert any(not a[k].equal(b[k]) for k in a)  # trained differently, not just labelled differently
+
+
 def test_refuses_to_train_on_dev_or_without_gold(tmp_path, tiny_model, cli):
     result = cli("train", "--reranker", *TRAIN, "--split", "dev", "--model", tiny_model, "-o", tmp_path / "x")
     assert result.returncode == 1 and "refusing to train on the dev split" in result.stderr

@@ -147,17 +147,9 @@ class DemoSelector:
             log.warning("asked for %d demonstrations, only %d available", k, len(demos))
         self._index = None
         if strategy == "similar" and demos and k:
-            import bm25s
+            from ifqa.retrieval.bm25 import MemoryBM25
 
-            from ifqa.retrieval.bm25 import DEFAULT_PARAMS, analyzer
-
-            self._tokenizer = analyzer(DEFAULT_PARAMS)
-            tokens = self._tokenizer.tokenize([d.question for d in demos], update_vocab=True, return_as="ids",
-                                              show_progress=False)
-            from bm25s.tokenization import Tokenized
-
-            self._index = bm25s.BM25(k1=DEFAULT_PARAMS["k1"], b=DEFAULT_PARAMS["b"])
-            self._index.index(Tokenized(ids=tokens, vocab=self._tokenizer.get_vocab_dict()), show_progress=False)
+            self._index = MemoryBM25([d.question for d in demos])
 
     def select(self, qid: str, question: str) -> list[Demo]:
         """K demonstrations for this question; the question itself is never one of them."""
@@ -167,12 +159,9 @@ class DemoSelector:
         if k == 0:
             return []
         if self._index is not None:
-            words = [w for w in self._tokenizer.tokenize([question], update_vocab=False, return_as="string",
-                                                         show_progress=False)[0] if w]
-            if words:
-                found = min(len(self.demos), k + len(self.demos) - len(candidates))
-                documents, _ = self._index.retrieve([words], k=found, show_progress=False)
-                chosen = [self.demos[int(i)] for i in documents[0] if self.demos[int(i)].question.strip() != asked][:k]
+            found = self._index.top(question, k + len(self.demos) - len(candidates))
+            if found:
+                chosen = [self.demos[i] for i in found if self.demos[i].question.strip() != asked][:k]
                 return chosen[::-1]  # most similar last, nearest to the query
         rng = random.Random(f"{self.seed}:{qid}")
         return rng.sample(candidates, k)

@@ -1,0 +1,66 @@
+"""Training groups: mined negatives and other questions' gold passages (random or closest), and the
+seeded step plan."""
+
+from ifqa.artifacts import Example
+from ifqa.training.data import mine_groups, plan_steps
+
+GOLD = {
+    "tsunami": "A tsunami crosses the deep ocean at hundreds of metres per second, its speed set by the depth.",
+    "sprinter": "The sprinter ran 100 metres in 9.8 seconds, a speed of about ten metres per second.",
+    "bread": "Bread is baked from flour, water and yeast in an oven.",
+    "opera": "The opera premiered in Vienna with a soprano in the title role.",
+}
+QUESTIONS = {
+    "tsunami": "If the ocean were 5000 metres deep, what would a tsunami's speed in metres per second be?",
+    "sprinter": "If the sprinter had run 200 metres, what would his time in seconds have been?",
+    "bread": "If the bread had no yeast, what would it be?",
+    "opera": "If the opera had premiered in Paris, who would have sung the title role?",
+}
+COLLECTION = [
+    {"id": "1", "title": "Ocean", "text": "The ocean floor lies thousands of metres deep in the Pacific."},
+    {"id": "2", "title": "Tsunami", "text": GOLD["tsunami"]},  # a copy of the gold passage: never a negative
+    {"id": "3", "title": "Yeast", "text": "Yeast makes bread rise."},
+]
+
+
+class Pipeline:
+    """What mining uses of a retrieval pipeline: query formulation, search and the passages."""
+
+    passages = COLLECTION
+
+    def formulate(self, questions):
+        return [[q.replace("If ", "")] for q in questions]
+
+    def search(self, questions, subqueries=None):
+        return [[(0, 3.0), (1, 2.0), (2, 1.0)] for _ in questions]
+
+
+def examples():
+    return [Example(key, QUESTIONS[key], ["x"], [GOLD[key]]) for key in GOLD]
+
+
+def test_random_other_gold_passages_are_never_the_question_own():
+    for seed in range(5):
+        for group in mine_groups(examples(), Pipeline(), depth=3, other_gold=2, seed=seed, progress=False):
+            assert len(group.other_gold) == 2 and GOLD[group.qid] not in group.other_gold
+
+
+def test_closest_other_gold_passages_come_first_and_never_the_question_own():
+    groups = {g.qid: g for g in mine_groups(examples(), Pipeline(), depth=3, progress=False, closest=True)}
+    tsunami = groups["tsunami"]
+    assert tsunami.other_gold[0] == GOLD["sprinter"]  # shares "metres per second"; bread and opera do not
+    assert GOLD["tsunami"] not in tsunami.other_gold and len(tsunami.other_gold) == 3
+    assert groups["bread"].negatives == [p["text"] for p in COLLECTION]
+    assert tsunami.negatives == [COLLECTION[0]["text"], COLLECTION[2]["text"]]  # the copy of its gold is left out
+
+
+def test_step_plan_samples_both_kinds_of_negative_from_the_first_hard_depth():
+    groups = mine_groups(examples(), Pipeline(), depth=3, progress=False, closest=True)
+    steps = plan_steps(groups, epochs=2, questions_per_step=2, seed=1, group_size=3, hard_depth=2, other_gold=1)
+    assert len(steps) == 4 and steps == plan_steps(groups, 2, 2, 1, 3, 2, 1)
+    by_question = {g.question: g for g in groups}
+    for step in steps:
+        for question, passages in step:
+            group = by_question[question]
+            assert passages[0] in group.positives and len(passages) == 3
+            assert passages[1] in group.other_gold[:2] and passages[2] in group.negatives[:2]
