@@ -21,8 +21,9 @@ class MiningRecipe:
     query_mode: str = option("clean", "Query formulation used for mining.")
     hard_depth: int = option(30, "Mine negatives from this many top passages.", min=1)
     other_gold: int = option(2, "Gold passages of other questions added to each group as negatives.", min=0)
-    other_gold_from: str = option("random", "Which: random, or sampled from the --hard-depth closest to the "
-                                  "question (BM25), which lowers the gold-style preference (README).",
+    other_gold_from: str = option("random", "Other questions' gold passages: random, or sampled from the "
+                                  "--hard-depth closest to the question by BM25 (lowers the gold-style "
+                                  "preference; see the README).",
                                   choices=("random", "closest"))
 
 
