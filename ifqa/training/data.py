@@ -76,14 +76,15 @@ def mine_groups(examples: Sequence[Example], pipeline, depth: int = 30, other_go
                     text = passage_text(pipeline.passages[position])
                     if not matcher.matches(text):
                         negatives.append(text)
-                others = []
                 if nearest is not None:
                     others = [pool[i] for i in nearest.top(" ".join(queries), depth + len(example.context))
                               if not matcher.matches(pool[i])][:depth]
-                while nearest is None and len(others) < other_gold and len(pool) > len(example.context):
-                    text = rng.choice(pool)
-                    if not matcher.matches(text) and text not in others:
-                        others.append(text)
+                else:
+                    others = []
+                    while len(others) < other_gold and len(pool) > len(example.context):
+                        text = rng.choice(pool)
+                        if not matcher.matches(text) and text not in others:
+                            others.append(text)
                 positives = [text for text in example.context if text.strip()]
                 groups.append(TrainingGroup(example.qid, example.question, positives, negatives, others))
             bar.update(len(batch))
