@@ -18,7 +18,7 @@ import torch
 from transformers import T5Config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from ifqa.readers.fid import FiDT5  # noqa: E402
+from ifqa.readers.fid.model import FiDT5  # noqa: E402
 
 T5_BASE = dict(vocab_size=32128, d_model=768, d_kv=64, d_ff=3072, num_layers=12, num_decoder_layers=12, num_heads=12,
                dropout_rate=0.1, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)

@@ -8,6 +8,7 @@ encoding on 2 CPU cores; build it first (the command is printed if it is missing
 
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 import statistics
@@ -127,6 +128,7 @@ def table(rows: list[dict]) -> str:
 
 
 def main() -> None:
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     print(f"machine: {machine()}\n")
     build_corpus()
