@@ -31,3 +31,27 @@ def bf16_supported(device: str) -> bool:
     except OSError:
         return False
     return "amx_bf16" in flags or "avx512_bf16" in flags
+
+
+PRECISIONS = ("auto", "fp32", "fp16", "bf16")
+
+
+def pick_precision(requested: str | None, device: str) -> str:
+    """The inference precision: ``auto`` is fp16 on CUDA (half the memory traffic of fp32, embeddings
+    within 1e-3 cosine) and fp32 on a CPU; a precision the device cannot run is one line, before any work."""
+    requested = requested or "auto"
+    if requested not in PRECISIONS:
+        raise IfqaError(f"--precision {requested!r}: choose from {', '.join(PRECISIONS)}")
+    if requested == "auto":
+        return "fp16" if device.startswith("cuda") else "fp32"
+    if requested == "fp16" and not device.startswith("cuda"):
+        raise IfqaError("--precision fp16 needs a CUDA device (a CPU runs fp16 slower than fp32); use fp32 or auto")
+    if requested == "bf16" and not bf16_supported(device):
+        raise IfqaError(f"--precision bf16: {device} has no bf16 support (a CPU needs AMX or AVX-512 BF16); use fp32 or auto")
+    return requested
+
+
+def torch_dtype(precision: str):
+    import torch
+
+    return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]

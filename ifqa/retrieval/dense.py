@@ -15,7 +15,7 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -84,38 +84,72 @@ def _check_settings(folder: Path, settings: dict) -> None:
 
 
 class ChunkEncoder:
-    """Encodes chunk j of a collection into ``embeddings/chunk-j.npy`` (written whole or not at all).
+    """Encodes chunks of a collection into ``embeddings/chunk-j.npy`` (each written whole or not at all).
 
     One per process: the local loop, each Ray actor (``dense_ray``) and each ``--shard`` run use it,
-    so every path writes the same files.
+    so every path writes the same files. A chunk's batches are planned by the passages' byte lengths
+    (``batching.plan``), so a chunk holds the same vectors whichever path encoded it; tokenization
+    runs ahead across chunk boundaries (``encode_many``).
     """
 
     def __init__(self, corpus: str | Path, folder: str | Path, encoder_name: str, query_encoder: str | None,
-                 device: str | None, max_length: int | None, titles: bool, batch_size: int, chunk: int,
-                 threads: int | None = None):
+                 device: str | None, max_length: int | None, titles: bool, batch_size: int | None, chunk: int,
+                 threads: int | None = None, precision: str = "auto"):
         if threads:
             import torch
 
             torch.set_num_threads(threads)
-        self.folder, self.titles, self.batch_size, self.chunk = Path(folder), titles, batch_size, chunk
+        from ifqa.retrieval.batching import default_batch_size
+
+        self.folder, self.titles, self.chunk = Path(folder), titles, chunk
         offsets = np.load(self.folder / OFFSETS, mmap_mode="r")
         self.total, self.store = len(offsets), PassageStore(corpus, offsets)
-        self.encoder = load_encoder(encoder_name, query_encoder, device, max_length)
+        self.encoder = load_encoder(encoder_name, query_encoder, device, max_length, precision)
+        self.batch_size = batch_size or default_batch_size(self.encoder.device)
 
-    def encode(self, j: int) -> int:
-        passages = [self.store[p] for p in range(j * self.chunk, min((j + 1) * self.chunk, self.total))]
+    def _inputs(self, positions: list[int]) -> dict:
+        passages = [self.store[p] for p in positions]
         if not self.titles:
             passages = [{**passage, "title": ""} for passage in passages]
-        vectors = self.encoder.encode_passages(passages, self.batch_size)
-        with atomic_write(_chunk_path(self.folder, j), "wb") as handle:
-            np.save(handle, vectors)
-        return len(passages)
+        return self.encoder.passage_inputs(passages)
+
+    def encode_many(self, chunks: Sequence[int]) -> Iterator[int]:
+        """Encode and write each chunk in turn; yields the passages of each chunk written."""
+        import torch
+
+        from ifqa.retrieval.batching import feed, out_of_memory_hint, plan, to_device
+
+        work, owner = [], []
+        for j in chunks:
+            start = j * self.chunk
+            for batch in plan(self.store.byte_lengths(start, min(start + self.chunk, self.total)), self.batch_size):
+                work.append([start + i for i in batch])
+                owner.append(j)
+        outputs, first = [], 0
+        device = self.encoder.device
+        with out_of_memory_hint(f"a batch of {self.batch_size} passages", kept=" (finished chunks are kept; the "
+                                "same command resumes)"):
+            for n, features in enumerate(feed(work, self._inputs, device)):
+                outputs.append(self.encoder.passage_vectors(to_device(features, device)))
+                if n + 1 < len(work) and owner[n + 1] == owner[n]:
+                    continue
+                j, positions = owner[n], np.concatenate(work[first : n + 1])
+                vectors = np.empty((len(positions), self.encoder.dim), np.float32)
+                vectors[positions - j * self.chunk] = torch.cat(outputs).float().cpu().numpy()
+                with atomic_write(_chunk_path(self.folder, j), "wb") as handle:
+                    np.save(handle, vectors)
+                outputs, first = [], n + 1
+                yield len(positions)
+
+    def encode(self, j: int) -> int:
+        return sum(self.encode_many([j]))
 
 
 def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT_ENCODER,
-           query_encoder: str | None = None, shard: tuple[int, int] | None = None, batch_size: int = 64,
+           query_encoder: str | None = None, shard: tuple[int, int] | None = None, batch_size: int | None = None,
            device: str | None = None, progress: bool = True, chunk: int = CHUNK, max_length: int | None = None,
-           titles: bool = True, threads: int | None = None, ray: str | None = None, ray_workers: int | None = None) -> int:
+           titles: bool = True, threads: int | None = None, ray: str | None = None, ray_workers: int | None = None,
+           precision: str = "auto") -> int:
     """Encode the chunks of one shard (or all) that are not on disk yet; returns how many were encoded.
 
     ``titles=False`` encodes passage text alone: the form trained retrievers read (IfQA's gold
@@ -146,16 +180,16 @@ def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAUL
     if not todo:
         return 0
     args = (corpus, folder, encoder_name, query_encoder, device, max_length, titles, batch_size, chunk)
+    kwargs = {"precision": precision} if precision != "auto" else {}
     bar = tqdm(total=sum(min(chunk, len(offsets) - j * chunk) for j in todo), unit="psg", desc="encode",
                disable=not progress)
     if ray:
         from ifqa.retrieval.dense_ray import encode_on_ray
 
-        encode_on_ray(ray, args, todo, bar.update, ray_workers, threads)
+        encode_on_ray(ray, args, todo, bar.update, ray_workers, threads, kwargs)
     else:
-        encoder = ChunkEncoder(*args, threads=threads)
-        for j in todo:
-            bar.update(encoder.encode(j))
+        for count in ChunkEncoder(*args, threads=threads, **kwargs).encode_many(todo):
+            bar.update(count)
     bar.close()
     return len(todo)
 
@@ -279,12 +313,18 @@ def merge(corpus: str | Path, index_dir: str | Path, index_type: str = "flat", s
 
 def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT_ENCODER,
           query_encoder: str | None = None, index_type: str = "flat", shard: tuple[int, int] | None = None,
-          batch_size: int = 64, device: str | None = None, force: bool = False, progress: bool = True,
+          batch_size: int | None = None, device: str | None = None, force: bool = False, progress: bool = True,
           chunk: int = CHUNK, max_length: int | None = None, titles: bool = True, threads: int | None = None,
-          ray: str | None = None, ray_workers: int | None = None, max_memory: str | None = None) -> dict | None:
+          ray: str | None = None, ray_workers: int | None = None, max_memory: str | None = None,
+          precision: str = "auto") -> dict | None:
     """Encode (one shard, or everything missing; on Ray when ``ray`` names a cluster) and, without a
-    shard, build the index. Whether the index will fit ``max_memory`` is checked before encoding."""
+    shard, build the index. Whether the index will fit ``max_memory`` is checked before encoding.
+    ``batch_size`` None: ``batching.default_batch_size`` (512 on a GPU, 64 on a CPU)."""
     _check_index_type(index_type)  # before encoding, even where the memory pre-check cannot run
+    if precision != "auto" or device:  # a device or precision this machine lacks: one line before any work
+        from ifqa.devices import pick_device, pick_precision
+
+        pick_precision(precision, pick_device(device))
     budget = memory.limit(max_memory)  # a bad --max-memory is an error even for a --shard run
     if shard is None and (dim := embedding_size(encoder_name)):
         from ifqa.retrieval.bm25_build import count_passages
@@ -297,7 +337,7 @@ def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT
         shutil.rmtree(folder)
     started = time.time()
     encode(corpus, folder, encoder_name, query_encoder, shard, batch_size, device, progress, chunk, max_length, titles,
-           threads, ray, ray_workers)
+           threads, ray, ray_workers, precision)
     if shard is not None:
         return None
     return merge(corpus, folder, index_type, started=started, max_memory=max_memory)

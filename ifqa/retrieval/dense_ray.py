@@ -29,7 +29,7 @@ def _pool_size(ray, workers: int | None) -> tuple[int, dict]:
 
 
 def encode_on_ray(address: str, args: tuple, todo: Sequence[int], advance: Callable[[int], None],
-                  workers: int | None = None, threads: int | None = None) -> None:
+                  workers: int | None = None, threads: int | None = None, options: dict | None = None) -> None:
     """Encode chunks ``todo`` with a Ray actor pool (``address``: ``local`` starts Ray here)."""
     import ray
     from ray.util import ActorPool
@@ -52,7 +52,7 @@ def encode_on_ray(address: str, args: tuple, todo: Sequence[int], advance: Calla
         log.info("encoding %d chunks on %d Ray actors (%s)", len(todo), size, resources)
         actor = ray.remote(**resources)(ChunkEncoder)
         # one thread per actor unless told: a local run with the same --threads writes the same bytes
-        pool = ActorPool([actor.remote(*args, threads=threads or resources["num_cpus"]) for _ in range(min(size, len(todo)))])
+        pool = ActorPool([actor.remote(*args, threads=threads or resources["num_cpus"], **(options or {})) for _ in range(min(size, len(todo)))])
         try:
             for count in pool.map_unordered(lambda a, j: a.encode.remote(j), list(todo)):
                 advance(count)

@@ -39,16 +39,55 @@ def is_dpr(name: str) -> bool:
     return config.exists() and '"model_type": "dpr"' in config.read_text()
 
 
-class SentenceEncoder:
+def passage_text(passage: dict) -> str:
+    """What a sentence-transformers encoder reads of a passage: ``title. text``, or the text alone."""
+    return f"{passage['title']}. {passage['text']}" if passage["title"] else passage["text"]
+
+
+class _BatchedEncoder:
+    """Encoding split in two halves so that a GPU never waits on Python: ``*_inputs`` tokenizes on the
+    CPU (in worker processes on CUDA, ``batching.feed``) and ``*_vectors`` runs the model on the device.
+    Batches are planned by length over the whole call (``batching.run_planned``)."""
+
+    device: str
+    dim: int
+
+    def _run(self, items: Sequence, lengths: Sequence[int], prepare, model, batch_size: int | None) -> np.ndarray:
+        from ifqa.retrieval.batching import default_batch_size, run_planned
+
+        vectors = run_planned(items, lengths, batch_size or default_batch_size(self.device), prepare, model, self.device)
+        if vectors is None:
+            return np.zeros((0, self.dim), np.float32)
+        return vectors.float().cpu().numpy()
+
+    def encode_passages(self, passages: Sequence[dict], batch_size: int | None = None) -> np.ndarray:
+        lengths = [len(p["title"]) + len(p["text"]) for p in passages]
+        return self._run(passages, lengths, self.passage_inputs, self.passage_vectors, batch_size)
+
+    def encode_queries(self, queries: Sequence[str], batch_size: int | None = None) -> np.ndarray:
+        return self._run(list(queries), [len(q) for q in queries], self.query_inputs, self.query_vectors, batch_size)
+
+
+def _inference(model, precision: str):
+    """The model in eval mode, in ``precision`` (weights cast: faster than autocast for inference)."""
+    from ifqa.devices import torch_dtype
+
+    model.eval()
+    return model.to(torch_dtype(precision)) if precision != "fp32" else model
+
+
+class SentenceEncoder(_BatchedEncoder):
     """Any sentence-transformers model; embeddings L2-normalized so inner product is cosine."""
 
-    def __init__(self, name: str, device: str | None = None, max_length: int | None = None):
+    def __init__(self, name: str, device: str | None = None, max_length: int | None = None, precision: str = "auto"):
         from sentence_transformers import SentenceTransformer
 
-        from ifqa.devices import pick_device
+        from ifqa.devices import pick_device, pick_precision
 
+        self.device = pick_device(device)
+        self.precision = pick_precision(precision, self.device)
         try:
-            self.model = SentenceTransformer(resolve(name), device=pick_device(device))
+            self.model = _inference(SentenceTransformer(resolve(name), device=self.device), self.precision)
         except OSError as exc:
             raise IfqaError(f"cannot load encoder {name!r} ({exc}); pass a local folder with --encoder") from None
         if max_length:
@@ -56,71 +95,87 @@ class SentenceEncoder:
         self.name = name
         self.dim = int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension")
                        else self.model.get_sentence_embedding_dimension())
+        prompts, default = getattr(self.model, "prompts", {}) or {}, getattr(self.model, "default_prompt_name", None)
+        self._prompt = prompts.get(default) if default else None
 
-    def _encode(self, texts: Sequence[str], batch_size: int) -> np.ndarray:
-        vectors = self.model.encode(list(texts), batch_size=batch_size, normalize_embeddings=True,
-                                    convert_to_numpy=True, show_progress_bar=False)
-        return np.asarray(vectors, dtype=np.float32)
+    def _inputs(self, texts: list[str]) -> dict:
+        if self._prompt:  # what encode() does with a model's default prompt
+            return self.model.preprocess(texts, prompt=self._prompt)
+        return self.model.preprocess(texts) if hasattr(self.model, "preprocess") else self.model.tokenize(texts)
 
-    def encode_passages(self, passages: Sequence[dict], batch_size: int = 64) -> np.ndarray:
-        return self._encode([f"{p['title']}. {p['text']}" if p["title"] else p["text"] for p in passages], batch_size)
+    def passage_inputs(self, passages: Sequence[dict]) -> dict:
+        return self._inputs([passage_text(p) for p in passages])
 
-    def encode_queries(self, queries: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        return self._encode(queries, batch_size)
+    def query_inputs(self, queries: Sequence[str]) -> dict:
+        return self._inputs(list(queries))
+
+    def _vectors(self, features: dict):
+        import torch
+
+        with torch.inference_mode():
+            return torch.nn.functional.normalize(self.model(features)["sentence_embedding"].float(), p=2, dim=1)
+
+    passage_vectors = query_vectors = _vectors
 
 
-class DPREncoder:
+class DPREncoder(_BatchedEncoder):
     """DPR's two BERT encoders (pooler output, inner product), as in Karpukhin et al. (2020)."""
 
     def __init__(self, context_name: str, question_name: str | None = None, device: str | None = None,
-                 max_length: int | None = None):
+                 max_length: int | None = None, precision: str = "auto"):
         from transformers import AutoTokenizer, DPRContextEncoder, DPRQuestionEncoder
 
-        question_name = question_name or context_name.replace("ctx_encoder", "question_encoder")
-        from ifqa.devices import pick_device
+        from ifqa.devices import pick_device, pick_precision
 
+        question_name = question_name or context_name.replace("ctx_encoder", "question_encoder")
         self.device = pick_device(device)
+        self.precision = pick_precision(precision, self.device)
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(context_name)
-            self.context = DPRContextEncoder.from_pretrained(context_name).to(self.device).eval()
-            self.question = DPRQuestionEncoder.from_pretrained(question_name).to(self.device).eval()
+            self.context = _inference(DPRContextEncoder.from_pretrained(context_name).to(self.device), self.precision)
+            self.question = _inference(DPRQuestionEncoder.from_pretrained(question_name).to(self.device), self.precision)
         except OSError as exc:
             raise IfqaError(f"cannot load DPR encoders ({exc}); pass local folders with --encoder/--query-encoder") from None
         self.name, self.question_name, self.max_length = context_name, question_name, max_length or 256
         self.dim = int(self.context.config.hidden_size if self.context.config.projection_dim == 0
                        else self.context.config.projection_dim)
 
-    def _run(self, model, first: list[str], second: list[str] | None, batch_size: int) -> np.ndarray:
+    def _tokenize(self, first: list[str], second: list[str] | None = None) -> dict:
+        return dict(self.tokenizer(first, second, padding=True, truncation=True, max_length=self.max_length,
+                                   return_tensors="pt"))
+
+    def passage_inputs(self, passages: Sequence[dict]) -> dict:
+        return self._tokenize([p["title"] for p in passages], [p["text"] for p in passages])
+
+    def query_inputs(self, queries: Sequence[str]) -> dict:
+        return self._tokenize(list(queries))
+
+    def passage_vectors(self, features: dict):
         import torch
 
-        out = []
-        for start in range(0, len(first), batch_size):
-            pair = second[start : start + batch_size] if second is not None else None
-            batch = self.tokenizer(first[start : start + batch_size], pair, padding=True, truncation=True,
-                                   max_length=self.max_length, return_tensors="pt").to(self.device)
-            with torch.inference_mode():
-                out.append(model(**batch).pooler_output.float().cpu().numpy())
-        return np.concatenate(out).astype(np.float32) if out else np.zeros((0, self.dim), np.float32)
+        with torch.inference_mode():
+            return self.context(**features).pooler_output.float()
 
-    def encode_passages(self, passages: Sequence[dict], batch_size: int = 64) -> np.ndarray:
-        return self._run(self.context, [p["title"] for p in passages], [p["text"] for p in passages], batch_size)
+    def query_vectors(self, features: dict):
+        import torch
 
-    def encode_queries(self, queries: Sequence[str], batch_size: int = 64) -> np.ndarray:
-        return self._run(self.question, list(queries), None, batch_size)
+        with torch.inference_mode():
+            return self.question(**features).pooler_output.float()
 
 
 def load_encoder(name: str = DEFAULT_ENCODER, question_name: str | None = None, device: str | None = None,
-                 max_length: int | None = None):
+                 max_length: int | None = None, precision: str = "auto"):
     """The encoder pair for ``name``: DPR when the name or config says so, else sentence-transformers.
 
-    ``max_length`` truncates inputs (in tokens); None keeps the model's own limit.
+    ``max_length`` truncates inputs (in tokens); None keeps the model's own limit. ``precision``:
+    ``devices.pick_precision`` (fp16 on CUDA, fp32 on a CPU by default).
     """
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     if is_dpr(name):
-        return DPREncoder(name, question_name, device, max_length)
-    return SentenceEncoder(name, device, max_length)
+        return DPREncoder(name, question_name, device, max_length, precision)
+    return SentenceEncoder(name, device, max_length, precision)
 
 
 def use_query_encoder(retriever, name: str, device: str | None = None) -> None:

@@ -128,3 +128,68 @@ def test_embedding_size_is_read_without_loading_weights(tmp_path):
     (model / "2_Dense" / "config.json").write_text(json.dumps({"in_features": 384, "out_features": 128}))
     assert dense.embedding_size(str(model)) == 128  # the Dense layer's output, not the transformer's width
     assert dense.embedding_size("nobody/not-downloaded-model") is None  # nothing fetched to find out
+
+
+def _reference_vectors(corpus, titles=True):
+    """What ifqa wrote before the batched pipeline: sentence-transformers' own encode, as ifqa called it."""
+    import json
+
+    from sentence_transformers import SentenceTransformer
+
+    from ifqa.retrieval.encoders import resolve
+
+    passages = [json.loads(line) for line in corpus.read_text().splitlines()]
+    texts = [f"{p['title']}. {p['text']}" if titles else p["text"] for p in passages]
+    model = SentenceTransformer(resolve("all-MiniLM-L6-v2"), device="cpu")
+    return model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+
+
+def _chunks(folder):
+    return np.concatenate([np.load(path) for path in sorted((folder / "embeddings").glob("chunk-*.npy"))])
+
+
+@pytest.mark.parametrize("titles", [True, False])
+def test_embeddings_equal_sentence_transformers_encode(corpus, tmp_path, titles):
+    dense.build(corpus, tmp_path / "idx", chunk=3, batch_size=2, progress=False, titles=titles, max_length=256)
+    ours, reference = _chunks(tmp_path / "idx"), _reference_vectors(corpus, titles)
+    assert ours.shape == reference.shape and ours.dtype == np.float32
+    assert np.min(np.sum(ours * reference, axis=1)) > 1 - 1e-3
+    assert np.allclose(ours, reference, atol=1e-5)  # fp32 on a CPU: the same numbers
+
+
+def test_tokenizing_workers_write_the_same_chunks(corpus, tmp_path, monkeypatch):
+    """The CUDA path (DataLoader worker processes tokenizing ahead, across chunk boundaries) runs on a
+    CPU too when asked: the chunk files equal the inline path's."""
+    from ifqa.retrieval import batching
+
+    dense.build(corpus, tmp_path / "inline", chunk=3, batch_size=2, progress=False)
+    monkeypatch.setattr(batching, "default_workers", lambda device: 2)
+    dense.build(corpus, tmp_path / "workers", chunk=3, batch_size=2, progress=False)
+    for j in range(3):
+        name = f"chunk-{j:07d}.npy"
+        assert np.array_equal(np.load(tmp_path / "inline" / "embeddings" / name),
+                              np.load(tmp_path / "workers" / "embeddings" / name))
+
+
+def test_queries_are_encoded_in_their_order():
+    from ifqa.retrieval.encoders import load_encoder
+
+    encoder = load_encoder(device="cpu")
+    queries = ["a much longer question about the river Lune and its bridges", "copper?", "falcons hunting"]
+    together = encoder.encode_queries(queries, batch_size=2)
+    alone = np.concatenate([encoder.encode_queries([q]) for q in queries])
+    assert np.allclose(together, alone, atol=1e-5)
+    assert encoder.encode_queries([]).shape == (0, 384)
+
+
+def test_a_precision_the_machine_lacks_is_one_line_before_any_work(corpus, tmp_path, cli):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    result = cli("index", "dense", "--corpus", corpus, "--index", tmp_path / "idx", "--precision", "fp16")
+    assert result.returncode == 1 and "--precision fp16 needs a CUDA device" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "idx").exists()
+    result = cli("index", "dense", "--corpus", corpus, "--index", tmp_path / "idx", "--device", "cuda")
+    assert result.returncode == 1 and "no CUDA device" in result.stderr and "encode" not in result.stderr
+    assert not (tmp_path / "idx").exists()

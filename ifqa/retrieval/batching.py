@@ -1,0 +1,105 @@
+"""Length-sorted batches fed by background workers: the CPU side of neural inference on a GPU.
+
+A model on a GPU waits for its inputs when tokenizing, padding and Python run on the thread that
+calls it (sentence-transformers' ``encode``; one question's 100 pairs at a time): on an H100 that
+left all-MiniLM-L6-v2 at a sixth of what the card does. Here the batches are planned up front,
+longest first so padding stays small, tokenized ahead by DataLoader worker processes on CUDA
+(inline on a CPU, where the model itself is the cost), pinned, and copied without blocking; the
+results stay on the device until the whole call is done, so there is one synchronisation per call,
+not one per batch.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any, Callable, Iterator, Sequence
+
+import numpy as np
+
+from ifqa.errors import IfqaError
+
+
+def plan(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
+    """Positions in batches of ``batch_size``, longest first (ties keep their order)."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+
+
+def default_workers(device: str) -> int:
+    """Tokenizing processes: none on a CPU (they would take the cores the model uses), several on
+    CUDA, where one tokenizing thread fed the H100 half of what it could take. Only where ``fork``
+    exists: the work and its tokenizer reach the workers without pickling."""
+    if not device.startswith("cuda") or sys.platform != "linux":
+        return 0
+    return max(1, min(8, (os.cpu_count() or 2) - 2))
+
+
+def default_batch_size(device: str, cpu: int = 64, gpu: int = 512) -> int:
+    return gpu if device.startswith("cuda") else cpu
+
+
+class _Prepared:
+    """A map-style dataset: item i is ``prepare(work[i])``."""
+
+    def __init__(self, work: Sequence, prepare: Callable[[Any], Any]):
+        self.work, self.prepare = work, prepare
+
+    def __len__(self) -> int:
+        return len(self.work)
+
+    def __getitem__(self, i: int):
+        return self.prepare(self.work[i])
+
+
+def feed(work: Sequence, prepare: Callable[[Any], Any], device: str, workers: int | None = None) -> Iterator:
+    """``prepare(item)`` for each item of ``work`` in order, computed ahead by worker processes on CUDA."""
+    workers = default_workers(device) if workers is None else workers
+    if workers == 0 or len(work) < 2:
+        yield from map(prepare, work)
+        return
+    from torch.utils.data import DataLoader
+
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the workers are the parallelism; a forked Rust pool can deadlock
+    yield from DataLoader(_Prepared(work, prepare), batch_size=None, num_workers=min(workers, len(work)),
+                          pin_memory=device.startswith("cuda"), prefetch_factor=4, multiprocessing_context="fork")
+
+
+def to_device(features: dict, device: str) -> dict:
+    return {key: value.to(device, non_blocking=True) if hasattr(value, "to") else value for key, value in features.items()}
+
+
+def run_planned(items: Sequence, lengths: Sequence[int], batch_size: int, prepare: Callable[[list], dict],
+                model: Callable[[dict], Any], device: str) -> "Any":
+    """``model(prepare(batch))`` over length-planned batches of ``items``, rows back in the items' order
+    (one tensor on ``device``, or None for no items)."""
+    import torch
+
+    batches = plan(lengths, batch_size)
+    outputs = []
+    with out_of_memory_hint(f"a batch of {batch_size}"):
+        for features in feed([[items[i] for i in batch] for batch in batches], prepare, device):
+            outputs.append(model(to_device(features, device)))
+    if not outputs:
+        return None
+    flat = torch.cat(outputs)
+    order = torch.as_tensor(np.argsort(np.concatenate(batches), kind="stable"), device=flat.device)
+    return flat[order]
+
+
+class out_of_memory_hint:
+    """A GPU out of memory becomes one line that names the batch size to lower."""
+
+    def __init__(self, what: str, option: str = "--batch-size", kept: str = ""):
+        self.what, self.option, self.kept = what, option, kept
+
+    def __enter__(self) -> "out_of_memory_hint":
+        return self
+
+    def __exit__(self, kind, exc, tb) -> bool:
+        if kind is not None and kind.__name__ == "OutOfMemoryError":
+            import torch
+
+            torch.cuda.empty_cache()
+            raise IfqaError(f"the GPU ran out of memory on {self.what}; lower {self.option}{self.kept}") from None
+        return False
