@@ -50,6 +50,11 @@ class PassagePriorReranker:
 
         return rerank_hits(self, question, hits, passages)
 
+    def rerank_many(self, questions: Sequence[str], hits_lists, passages):
+        from ifqa.retrieval.rerank import rerank_many
+
+        return rerank_many(self, questions, hits_lists, passages)
+
     def prior(self, texts: Sequence[str]) -> np.ndarray:
         return vectorizer().transform(list(texts)) @ self.weights + self.info["intercept"]
 

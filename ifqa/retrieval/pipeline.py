@@ -65,6 +65,9 @@ class RetrievalConfig:
 
 
 class Reranker(Protocol):
+    """``rerank`` one question's hits; a reranker may also offer ``rerank_many(questions, hits_lists,
+    passages)`` to score several questions' pairs together."""
+
     def rerank(self, question: str, hits: Hits, passages) -> Hits: ...
 
 
@@ -128,14 +131,14 @@ class RetrievalPipeline:
         weights = config.weights or [1.0] * len(self.retrievers)
         combine = FUSIONS[config.fusion]
         results, start = [], 0
-        for question, queries in zip(questions, subqueries):
+        for queries in subqueries:
             lists = [(weight, hits[start + j]) for weight, hits in zip(weights, per_index) for j in range(len(queries))]
             start += len(queries)
-            hits = lists[0][1] if not several else combine([h for _, h in lists], wanted, [w for w, _ in lists])
-            for reranker in self.rerankers:
-                hits = reranker.rerank(question, hits, self.passages)
-            results.append(hits[:k])
-        return results
+            results.append(lists[0][1] if not several else combine([h for _, h in lists], wanted, [w for w, _ in lists]))
+        for reranker in self.rerankers:  # the questions' pairs together: a GPU scores them in full batches
+            results = (reranker.rerank_many(questions, results, self.passages) if hasattr(reranker, "rerank_many")
+                       else [reranker.rerank(question, hits, self.passages) for question, hits in zip(questions, results)])
+        return [hits[:k] for hits in results]
 
     def record(self, example: Example, hits: Hits) -> RunRecord:
         ctxs: list[Context] = []

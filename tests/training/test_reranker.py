@@ -154,3 +154,26 @@ def test_rerank_refuses_a_run_without_passage_text(tmp_path, trained, cli):
     result = cli("rerank", run, "--model", trained / "model", "-o", tmp_path / "out.jsonl")
     assert result.returncode == 1 and "run.jsonl:2: passage" in result.stderr and "has no text" in result.stderr
     assert not (tmp_path / "out.jsonl").exists() and not (tmp_path / "out.jsonl.partial").exists()
+
+
+def test_pairs_scored_across_questions_equal_one_question_at_a_time(tmp_path, trained, monkeypatch):
+    """Batching many questions' pairs together (and tokenizing them in worker processes, the CUDA
+    path) gives the ranks of scoring each question alone, and in fp32 the same scores."""
+    from ifqa.datasets.demo import load_demo
+    from ifqa.retrieval import batching
+    from ifqa.retrieval.rerank import load_reranker
+    from ifqa.retrieval.specs import open_index
+
+    index = open_index("demo:bm25")
+    questions = [e.question for e in load_demo("dev")][:12]
+    hits = index.search(questions, 20)
+    reranker = load_reranker(str(trained / "model"), depth=15, batch_size=16, device="cpu")
+    alone = [reranker.rerank(q, h, index.passages) for q, h in zip(questions, hits)]
+    together = reranker.rerank_many(questions, hits, index.passages)
+    monkeypatch.setattr(batching, "default_workers", lambda device: 2)
+    with_workers = reranker.rerank_many(questions, hits, index.passages)
+    for a, b, c in zip(alone, together, with_workers):
+        assert [p for p, _ in a] == [p for p, _ in b] == [p for p, _ in c]
+        assert max(abs(x - y) for (_, x), (_, y) in zip(a, b)) < 1e-5
+        assert [s for _, s in b] == [s for _, s in c]
+    assert reranker.score_many([]) == [] and reranker.score("q", []) == []
