@@ -55,3 +55,19 @@ def torch_dtype(precision: str):
     import torch
 
     return {"fp32": torch.float32, "fp16": torch.float16, "bf16": torch.bfloat16}[precision]
+
+
+def compile_unavailable(device: str) -> str | None:
+    """Why ``torch.compile`` cannot run on ``device`` here (its inductor backend needs Triton on CUDA
+    and a C++ compiler on a CPU), or None when it can."""
+    import shutil
+
+    if device.startswith("cuda"):
+        try:
+            from torch.utils._triton import has_triton
+        except ImportError:
+            return "this torch has no Triton support"
+        return None if has_triton() else "Triton is not installed"
+    if device != "cpu":
+        return f"ifqa compiles on CUDA and CPUs only, not {device}"
+    return None if any(shutil.which(name) for name in ("g++", "c++", "clang++")) else "no C++ compiler (g++) found"

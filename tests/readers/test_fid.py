@@ -145,6 +145,74 @@ def test_bf16_training_step_on_gpu(t5_dir, toy_run, tmp_path):
     assert state["step"] == 2 and all(e["loss"] == e["loss"] for e in state["log"])
 
 
+@pytest.mark.slow
+def test_compiled_training_equals_eager_and_resumes(t5_dir, toy_run, tmp_path, monkeypatch):
+    """torch.compile (the default on CUDA) changes the speed, not the losses; a compiled run resumes
+    an eager one (compiling is not a setting of the run). Compiled dropout draws its masks from its
+    own generator, so the comparison runs without dropout."""
+    from ifqa.devices import compile_unavailable
+
+    if compile_unavailable("cpu"):
+        pytest.skip(compile_unavailable("cpu"))
+    model = fid_model.FiDT5.from_pretrained(str(t5_dir))
+    model.config.dropout_rate = 0.0
+    model.save_pretrained(tmp_path / "t5")
+    AutoTokenizer.from_pretrained(str(t5_dir)).save_pretrained(tmp_path / "t5")
+    config = FiDTrainConfig(model=str(tmp_path / "t5"), steps=4, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
+                            text_maxlength=32, answer_maxlength=6)
+    eager = fid_train.train(toy_run, None, tmp_path / "eager", config, "cpu", progress=False)
+    compiled_config = FiDTrainConfig(**{**config.__dict__, "compile": True})
+    first = fid_train.train(toy_run, None, tmp_path / "compiled", config, "cpu", progress=False, stop_after=2)
+    assert first["step"] == 2
+    compiled = fid_train.train(toy_run, None, tmp_path / "compiled", compiled_config, "cpu", progress=False)
+    assert [e["loss"] for e in compiled["log"]] == pytest.approx([e["loss"] for e in eager["log"]], rel=1e-4, abs=1e-5)
+
+
+def test_compile_settings_are_checked_before_any_work(t5_dir, toy_run, tmp_path, monkeypatch):
+    from ifqa import devices
+    from ifqa.errors import IfqaError
+
+    both = FiDTrainConfig(model=str(t5_dir), steps=1, compile=True, no_compile=True)
+    with pytest.raises(IfqaError, match="--compile and --no-compile"):
+        fid_train.train(toy_run, None, tmp_path / "a", both, "cpu", progress=False)
+    monkeypatch.setattr(devices, "compile_unavailable", lambda device: "no C++ compiler (g++) found")
+    asked = FiDTrainConfig(model=str(t5_dir), steps=1, compile=True)
+    with pytest.raises(IfqaError, match="--compile: no C\\+\\+ compiler"):
+        fid_train.train(toy_run, None, tmp_path / "b", asked, "cpu", progress=False)
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_a_missing_model_folder_leaves_nothing(cli, toy_run, tmp_path):
+    out = tmp_path / "fid"
+    result = cli("train", "fid", "--run", toy_run, "--model", tmp_path / "no-such-model", "-o", out, "--steps", "1")
+    assert result.returncode == 1 and "no such model folder" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
+
+
+def test_interrupted_training_keeps_whole_steps(t5_dir, toy_run, tmp_path, monkeypatch):
+    """A stop inside a step (Ctrl-C, SIGTERM, a GPU out of memory) saves the steps before it; the same
+    command resumes as if nothing happened."""
+    config = FiDTrainConfig(model=str(t5_dir), steps=4, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
+                            text_maxlength=32, answer_maxlength=6)
+    straight = fid_train.train(toy_run, None, tmp_path / "a", config, "cpu", progress=False)
+    real_step, calls = torch.optim.AdamW.step, []
+
+    def failing_step(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        return real_step(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.optim.AdamW, "step", failing_step)
+    with pytest.raises(KeyboardInterrupt):
+        fid_train.train(toy_run, None, tmp_path / "b", config, "cpu", progress=False)
+    monkeypatch.setattr(torch.optim.AdamW, "step", real_step)
+    saved = fid_train.load_trainer_state(tmp_path / "b" / "last" / "trainer_state.pt")
+    assert saved["state"]["step"] == 2
+    resumed = fid_train.train(toy_run, None, tmp_path / "b", config, "cpu", progress=False)
+    assert [e["loss"] for e in resumed["log"]] == pytest.approx([e["loss"] for e in straight["log"]], abs=1e-6)
+
+
 class _Planted:
     """Unpickling this runs code: what a crafted trainer_state.pt would do."""
 

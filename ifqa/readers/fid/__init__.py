@@ -27,7 +27,10 @@ class FiDReaderConfig:
 
 @dataclass(frozen=True)
 class FiDTrainConfig:
-    """What a FiD training run is; saved beside its checkpoints, so a resume with other settings is refused."""
+    """What a FiD training run is; saved beside its checkpoints, so a resume with other settings is
+    refused, except for those in ``HOW_NOT_WHAT``: they change speed and memory, not the result."""
+
+    HOW_NOT_WHAT = ("compile", "no_compile", "gradient_checkpointing", "eval_batch_size", "save_every")
 
     model: str = option("t5-base", "T5 hub id or local folder (t5-base, google/flan-t5-large, ...).")
     steps: int = option(15000, "Optimizer steps in all (the paper trains 15k).", min=1)
@@ -43,6 +46,9 @@ class FiDTrainConfig:
     seed: int = option(0, "Seed for initialization and data order.")
     gradient_checkpointing: bool = option(False, "Recompute activations to save GPU memory.")
     fp32: bool = option(False, "Train in fp32 on GPU (default: bf16 autocast).", flag="--no-bf16")
+    compile: bool = option(False, "Compile the model with torch.compile (the default on CUDA, where it trains about "
+                                  "2x faster; on a CPU only when asked).")
+    no_compile: bool = option(False, "Run the model eagerly, also on CUDA.")
     n_context: int = option(20, "Passages per question fed to the encoder.", min=1)
     text_maxlength: int = option(250, "Tokens per question+passage input.", min=1)
     answer_maxlength: int = option(20, "Tokens per target answer.", min=1)

@@ -60,6 +60,9 @@ def rename_original_fid_keys(state_dict: dict[str, torch.Tensor]) -> dict[str, t
 
 def load_model(path: str | Path, device: str | None = None) -> FiDT5:
     """A FiD model from our checkpoint, a T5 hub id or folder, or an original FiD checkpoint."""
+    from ifqa.paths import check_model_location
+
+    check_model_location(path)
     try:
         model = FiDT5.from_pretrained(str(path))
     except OSError as exc:

@@ -70,19 +70,69 @@ def evaluate_em(model, tokenizer, records: Sequence[dict], settings: FiDSettings
     return 100.0 * sum(best_over_answers(exact_match, p, r["answers"]) for p, r in zip(predictions, records)) / max(1, len(records))
 
 
+def _use_compile(config: FiDTrainConfig, device: str) -> bool:
+    """``--compile`` where it can run (else one line, before any work); by default on CUDA when it can."""
+    from ifqa.devices import compile_unavailable
+
+    if config.compile and config.no_compile:
+        raise IfqaError("--compile and --no-compile contradict each other; give one")
+    if config.no_compile or not (config.compile or device.startswith("cuda")):
+        return False
+    reason = compile_unavailable(device)
+    if reason and config.compile:
+        raise IfqaError(f"--compile: {reason} (leave it out to train eagerly)")
+    if reason:
+        log.info("training eagerly: torch.compile cannot run here (%s)", reason)
+    return reason is None
+
+
+def _rng_state(device: str) -> dict:
+    return {"rng": torch.get_rng_state(), "cuda_rng": torch.cuda.get_rng_state() if device.startswith("cuda") else None}
+
+
+def _restore_rng(saved: dict, device: str) -> None:
+    torch.set_rng_state(saved["rng"])
+    if device.startswith("cuda") and saved.get("cuda_rng") is not None:
+        torch.cuda.set_rng_state(saved["cuda_rng"])
+
+
+class _Batches:
+    """The tensors of micro-step ``g`` (inputs, labels), a pure function of the seed: worker processes
+    prepare them ahead of the GPU (``batching.feed``) and a resumed run sees the same data. With a
+    compiled model labels are padded to ``answer_maxlength`` (loss unchanged: padded positions are
+    ignored and the decoder is causal), so every step has one shape and nothing recompiles."""
+
+    def __init__(self, records: Sequence[dict], collator: Collator, config: FiDTrainConfig, fixed_shape: bool):
+        self.records, self.collator, self.config, self.fixed_shape = records, collator, config, fixed_shape
+
+    def __call__(self, g: int) -> dict:
+        config = self.config
+        step, micro = divmod(g, config.accumulation)
+        batch = [self.records[i] for i in _batch_order(len(self.records), config.batch_size, config.seed, g)]
+        choice = random.Random(f"{config.seed}:{step}:{micro}")
+        labels = self.collator.labels([choice.choice(r["answers"]) for r in batch])
+        if self.fixed_shape and labels.shape[1] < config.answer_maxlength:
+            labels = torch.nn.functional.pad(labels, (0, config.answer_maxlength - labels.shape[1]), value=-100)
+        return {**self.collator.inputs(batch), "labels": labels}
+
+
 def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path, config: FiDTrainConfig,
           device: str | None = None, progress: bool = True, stop_after: int | None = None) -> dict:
     """Train FiD; resumes from ``output/last`` when it exists. Returns the training state.
 
     ``stop_after`` ends this invocation after that many steps (state saved), for time-limited jobs.
+    Ctrl-C, SIGTERM and a GPU out of memory stop it after the last whole step, state saved.
     """
     from tqdm import tqdm
     from transformers import get_linear_schedule_with_warmup
 
     from ifqa.artifacts import read_run
+    from ifqa.interrupts import held_interrupts
+    from ifqa.retrieval.batching import feed, out_of_memory_hint, to_device
 
     output = Path(output)
     device = pick_device(device)
+    compiled = _use_compile(config, device)
     settings = FiDSettings(config.n_context, config.text_maxlength, config.answer_maxlength)
     train_records = read_run(train_run)
     dev_records = read_run(dev_run) if dev_run else []
@@ -90,77 +140,90 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
         raise IfqaError("no training questions", train_run)
     last = output / "last"
     resuming = (last / "trainer_state.pt").exists()
+    what = {k: v for k, v in asdict(config).items() if k not in FiDTrainConfig.HOW_NOT_WHAT}
     if resuming:
         saved = json.loads((output / "train_config.json").read_text())
         if "bf16" in saved:  # written before the setting was named fp32
             saved["fp32"] = not saved.pop("bf16")
-        if saved != asdict(config):
+        if {k: v for k, v in saved.items() if k not in FiDTrainConfig.HOW_NOT_WHAT} != what:
             raise IfqaError("this folder holds a run with other settings; use the same options or a new --output", output)
-    else:
-        output.mkdir(parents=True, exist_ok=True)
-        (output / "train_config.json").write_text(json.dumps(asdict(config), indent=2))
     torch.manual_seed(config.seed)
     source = last if resuming else config.model
     model = load_model(source, device)
     tokenizer = AutoTokenizer.from_pretrained(str(source))
+    if not resuming:  # written once the model loads, so a model that cannot leaves nothing behind
+        output.mkdir(parents=True, exist_ok=True)
+        (output / "train_config.json").write_text(json.dumps(asdict(config), indent=2))
     if config.gradient_checkpointing:
         model.gradient_checkpointing_enable()
         model.config.use_cache = False
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay,
+                                  fused=device.startswith("cuda"))  # one kernel for all parameters
     scheduler = get_linear_schedule_with_warmup(optimizer, config.warmup_steps, config.steps)
     state = {"step": 0, "best_em": -1.0, "log": []}
     if resuming:
         saved_state = load_trainer_state(last / "trainer_state.pt")
         optimizer.load_state_dict(saved_state["optimizer"])
         scheduler.load_state_dict(saved_state["scheduler"])
-        torch.set_rng_state(saved_state["rng"])
-        if device.startswith("cuda") and saved_state.get("cuda_rng") is not None:
-            torch.cuda.set_rng_state(saved_state["cuda_rng"])
+        _restore_rng(saved_state, device)
         state = saved_state["state"]
         log.info("resuming at step %d", state["step"])
-    collator = Collator(tokenizer, settings)
     use_bf16 = not config.fp32 and device.startswith("cuda")
+    forward = torch.compile(model) if compiled else model  # generation and saving use the model itself
     bar = tqdm(total=config.steps, initial=state["step"], desc="train fid", disable=not progress)
 
     def checkpoint_state() -> dict:
-        return {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "rng": torch.get_rng_state(),
-                "cuda_rng": torch.cuda.get_rng_state() if device.startswith("cuda") else None, "state": state}
+        return {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), **_rng_state(device), "state": state}
 
     model.train()
     goal = min(config.steps, state["step"] + stop_after) if stop_after else config.steps
-    while state["step"] < goal:
-        step = state["step"]
-        loss_total = 0.0
-        for micro in range(config.accumulation):
-            indices = _batch_order(len(train_records), config.batch_size, config.seed, step * config.accumulation + micro)
-            batch = [train_records[i] for i in indices]
-            choice = random.Random(f"{config.seed}:{step}:{micro}")
-            inputs = collator.inputs(batch)
-            labels = collator.labels([choice.choice(r["answers"]) for r in batch])
-            with torch.autocast("cuda", dtype=torch.bfloat16) if use_bf16 else contextlib.nullcontext():
-                loss = model(input_ids=inputs["input_ids"].to(device), attention_mask=inputs["attention_mask"].to(device),
-                             labels=labels.to(device)).loss / config.accumulation
-            loss.backward()
-            loss_total += float(loss.detach())
-        torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
-        optimizer.step()
-        scheduler.step()
+    micro_steps = range(state["step"] * config.accumulation, goal * config.accumulation)
+    batches = feed(micro_steps, _Batches(train_records, Collator(tokenizer, settings), config, compiled), device)
+    hint = out_of_memory_hint(f"a batch of {config.batch_size} questions x {config.n_context} passages",
+                              "memory: the same command with --gradient-checkpointing resumes from the last whole step "
+                              "(saved), or train into a new --output with a smaller --batch-size and --accumulation")
+    step, rng = state["step"], None
+    try:
+        with held_interrupts() as check_interrupts, hint:
+            while state["step"] < goal:
+                step = state["step"]
+                rng = _rng_state(device)  # what a step cut short restores: its dropout masks come again
+                loss_total = 0.0
+                for _ in range(config.accumulation):
+                    batch = to_device(next(batches), device)
+                    with torch.autocast("cuda", dtype=torch.bfloat16) if use_bf16 else contextlib.nullcontext():
+                        loss = forward(**batch).loss / config.accumulation
+                    loss.backward()
+                    loss_total += float(loss.detach())
+                torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad(set_to_none=True)
+                state["step"] = step + 1
+                entry: dict[str, Any] = {"step": state["step"], "loss": round(loss_total, 6)}
+                done = state["step"] == config.steps
+                if dev_records and (state["step"] % config.eval_every == 0 or done):
+                    entry["dev_em"] = evaluate_em(model, tokenizer, dev_records, settings, config.eval_batch_size)
+                    model.train()
+                    if entry["dev_em"] > state["best_em"]:
+                        state["best_em"] = entry["dev_em"]
+                        _save_model(model, tokenizer, settings, output / "best")
+                state["log"].append(entry)
+                bar.update(1)
+                bar.set_postfix(loss=entry["loss"], em=entry.get("dev_em", state["best_em"]), refresh=False)
+                if done or state["step"] == goal or (config.save_every and state["step"] % config.save_every == 0) or "dev_em" in entry:
+                    _save_model(model, tokenizer, settings, last, checkpoint_state())
+                check_interrupts()  # Ctrl-C or SIGTERM during the step stop here, with the step whole
+    except (KeyboardInterrupt, IfqaError):  # interrupted, or out of memory within a step: keep the whole steps
         optimizer.zero_grad(set_to_none=True)
-        state["step"] = step + 1
-        entry: dict[str, Any] = {"step": state["step"], "loss": round(loss_total, 6)}
-        done = state["step"] == config.steps
-        if dev_records and (state["step"] % config.eval_every == 0 or done):
-            entry["dev_em"] = evaluate_em(model, tokenizer, dev_records, settings, config.eval_batch_size)
-            model.train()
-            if entry["dev_em"] > state["best_em"]:
-                state["best_em"] = entry["dev_em"]
-                _save_model(model, tokenizer, settings, output / "best")
-        state["log"].append(entry)
-        bar.update(1)
-        bar.set_postfix(loss=entry["loss"], em=entry.get("dev_em", state["best_em"]), refresh=False)
-        if done or state["step"] == goal or (config.save_every and state["step"] % config.save_every == 0) or "dev_em" in entry:
+        if state["step"] > 0:
+            if rng is not None and state["step"] == step:  # cut inside a step
+                _restore_rng(rng, device)
             _save_model(model, tokenizer, settings, last, checkpoint_state())
-    bar.close()
+            log.warning("%s: stopped at step %d of %d, state saved", output, state["step"], config.steps)
+        raise
+    finally:
+        bar.close()
     if state["step"] < config.steps:
         log.info("stopped at step %d of %d; rerun the same command to continue", state["step"], config.steps)
         return state
