@@ -1,5 +1,5 @@
 """FiD training throughput and peak GPU memory: t5-base, 20 passages of 250 tokens, bf16,
-with and without gradient checkpointing. The model is built from t5-base's configuration with
+with and without gradient checkpointing (benchmarks/gpu_suite.py also runs it compiled). The model is built from t5-base's configuration with
 random weights (same cost as the pretrained one), so no download is needed.
 
     python benchmarks/fid_throughput.py [--batch-size 1] [--steps 20]
@@ -24,32 +24,42 @@ T5_BASE = dict(vocab_size=32128, d_model=768, d_kv=64, d_ff=3072, num_layers=12,
                dropout_rate=0.1, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
 
 
-def measure(checkpointing: bool, batch: int, steps: int, passages: int, length: int) -> dict:
+def measure(checkpointing: bool, batch: int, steps: int, passages: int, length: int, device: str = "cuda",
+            folder: Path | None = None, compiled: bool = False) -> dict:
+    """Training examples/s of the model alone, as `ifqa train fid` steps it: bf16 autocast and fused
+    AdamW on CUDA, ``compiled`` under torch.compile (labels of one shape, as ifqa pads them)."""
     torch.manual_seed(0)
-    model = FiDT5(T5Config(**T5_BASE)).cuda().train()
+    model = (FiDT5.from_pretrained(str(folder)) if folder else FiDT5(T5Config(**T5_BASE))).to(device).train()
     if checkpointing:
         model.gradient_checkpointing_enable()
         model.config.use_cache = False
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
-    ids = torch.randint(2, 32000, (batch, passages, length), device="cuda")
+    cuda = device.startswith("cuda")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=cuda)
+    forward = torch.compile(model) if compiled else model
+    vocab = model.config.vocab_size
+    ids = torch.randint(2, vocab - 100, (batch, passages, length), device=device)
     mask = torch.ones_like(ids)
-    labels = torch.randint(2, 32000, (batch, 20), device="cuda")
-    torch.cuda.reset_peak_memory_stats()
+    labels = torch.randint(2, vocab - 100, (batch, 20), device=device)
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
     for step in range(steps + 3):
         if step == 3:
-            torch.cuda.synchronize()
+            if cuda:
+                torch.cuda.synchronize()
             started = time.time()
-        with torch.autocast("cuda", dtype=torch.bfloat16):
-            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=cuda):
+            loss = forward(input_ids=ids, attention_mask=mask, labels=labels).loss
         loss.backward()
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
-    torch.cuda.synchronize()
+    if cuda:
+        torch.cuda.synchronize()
     seconds = time.time() - started
     result = {"checkpointing": checkpointing, "batch": batch, "examples/s": batch * steps / seconds,
-              "peak GiB": torch.cuda.max_memory_allocated() / 2**30}
-    del model, optimizer
-    torch.cuda.empty_cache()
+              "peak GiB": torch.cuda.max_memory_allocated() / 2**30 if cuda else 0.0}
+    del model, optimizer, forward
+    if cuda:
+        torch.cuda.empty_cache()
     return result
 
 

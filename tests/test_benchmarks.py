@@ -23,3 +23,26 @@ def test_help(script):
                             cwd=BENCHMARKS)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "usage:" in result.stdout
+
+
+def test_gpu_suite_without_cuda_says_so_in_one_line():
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has CUDA")
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "gpu_suite.py")], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0 and result.stdout.strip() == "gpu_suite: no CUDA device here; nothing measured"
+
+
+@pytest.mark.slow
+def test_gpu_suite_measures_every_path_at_smoke_sizes(tmp_path):
+    """The suite's own plumbing, on the CPU at toy sizes: every row measured, none 'not measured'."""
+    out = tmp_path / "suite.md"
+    result = subprocess.run([sys.executable, str(BENCHMARKS / "gpu_suite.py"), "--smoke", "--out", str(out)],
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = out.read_text()
+    assert "not measured" not in table, table
+    for path in ("FiD training", "`ifqa train fid`", "FiD reading", "`ifqa index dense`", "`ifqa rerank`",
+                 "reranker training", "`ifqa serve --rerank`"):
+        assert path in table

@@ -16,7 +16,7 @@ from ifqa.cli.options import question_options, question_source
 @click.option("--depth", default=100, show_default=True, type=click.IntRange(min=1), help="Passages re-scored per question.")
 @click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="The reranked run (+ manifest).")
 @question_options
-@click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1), help="Pairs scored together.")
+@click.option("--batch-size", type=click.IntRange(min=1), help="Pairs scored together (default: 512 on a GPU, 64 on a CPU).")
 @click.option("--max-length", type=click.IntRange(min=16), help="Tokens per pair (default: the model's).")
 @click.option("--device", help="cpu, cuda ... (default: GPU when present).")
 @click.option("--json", "as_json", is_flag=True, help="Print the recall report as JSON.")
