@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ifqa.cli.options import backend_label, backend_options
 from ifqa.retrieval import BM25_B, BM25_K1, check_bm25
 
 
@@ -55,6 +56,7 @@ def index_bm25(corpus, index_dir, backend, k1, b, threads, chunk_docs, max_memor
 @click.option("--batch-size", type=click.IntRange(min=1), help="Passages encoded together (default: 512 on a GPU, 64 on a CPU).")
 @click.option("--precision", type=click.Choice(["auto", "fp32", "fp16", "bf16"]), default="auto", show_default=True,
               help="Model precision: auto is fp16 on a GPU (within 1e-3 cosine of fp32) and fp32 on a CPU.")
+@backend_options("Encoding")
 @click.option("--chunk-size", default=4096, show_default=True, type=click.IntRange(min=1), help="Passages per embedding file (the unit of resuming).")
 @click.option("--max-length", type=click.IntRange(min=1), default=128, show_default=True,
               help="Truncate inputs to this many tokens (all-MiniLM-L6-v2 was trained at 128; the demo index and the README's figures use it).")
@@ -68,8 +70,9 @@ def index_bm25(corpus, index_dir, backend, k1, b, threads, chunk_docs, max_memor
 @click.option("--max-memory", help="Most memory the FAISS index may take, e.g. 64G; checked before encoding (default: the machine's).")
 @click.option("--force", is_flag=True, help="Rebuild an existing index.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def index_dense(corpus, index_dir, encoder, query_encoder, index_type, shard, batch_size, precision, chunk_size, max_length,
-                no_titles, device, threads, ray_address, ray_workers, max_memory, force, no_progress) -> None:
+def index_dense(corpus, index_dir, encoder, query_encoder, index_type, shard, batch_size, precision, backend, quantize,
+                chunk_size, max_length, no_titles, device, threads, ray_address, ray_workers, max_memory, force,
+                no_progress) -> None:
     """Dense index: bi-encoder embeddings (resumable, shardable, or on Ray) + FAISS."""
     from ifqa.errors import IfqaError
     from ifqa.retrieval import dense
@@ -79,7 +82,8 @@ def index_dense(corpus, index_dir, encoder, query_encoder, index_type, shard, ba
     manifest = dense.build(corpus, index_dir, encoder, query_encoder, index_type, dense.parse_shard(shard),
                            batch_size, device, force, progress=not no_progress, chunk=chunk_size,
                            max_length=max_length, titles=not no_titles, threads=threads, ray=ray_address,
-                           ray_workers=ray_workers, max_memory=max_memory, precision=precision)
+                           ray_workers=ray_workers, max_memory=max_memory, precision=precision,
+                           backend=backend_label(backend, quantize))
     if manifest is None:
         click.echo(f"{index_dir}: shard {shard} encoded")
     else:

@@ -38,3 +38,25 @@ def question_options(function):
 
 def question_source(setting, split, questions, data_dir) -> QuestionSource:
     return QuestionSource(setting, split, questions, data_dir)
+
+
+def backend_options(what: str, prefix: str = ""):
+    """``--backend torch|onnx|openvino`` and ``--quantize int8`` (``prefix``: ``rerank-`` on retrieve and serve)."""
+
+    def decorate(function):
+        function = click.option(f"--{prefix}quantize", f"{prefix.replace('-', '_')}quantize", type=click.Choice(["int8"]),
+                                help=f"{what} with int8 weights (needs --{prefix}backend onnx or openvino; checked "
+                                "against the fp32 model on a probe batch).")(function)
+        return click.option(f"--{prefix}backend", f"{prefix.replace('-', '_')}backend",
+                            type=click.Choice(["torch", "onnx", "openvino"]), default="torch", show_default=True,
+                            help=f"{what} on PyTorch (any device), or exported once to ONNX Runtime or OpenVINO for "
+                            "the CPU (cached; pip install 'ifqa[onnx]' or 'ifqa[openvino]').")(function)
+
+    return decorate
+
+
+def backend_label(backend: str, quantize: str | None) -> str:
+    """What ``exported.Backend.parse`` reads, checked here so a bad pair is one line before any work."""
+    from ifqa.retrieval.exported import Backend
+
+    return Backend(backend, quantize).label

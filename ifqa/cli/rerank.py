@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ifqa.cli.options import question_options, question_source
+from ifqa.cli.options import backend_label, backend_options, question_options, question_source
 
 
 @click.command()
@@ -19,10 +19,11 @@ from ifqa.cli.options import question_options, question_source
 @click.option("--batch-size", type=click.IntRange(min=1), help="Pairs scored together (default: 512 on a GPU, 64 on a CPU).")
 @click.option("--max-length", type=click.IntRange(min=16), help="Tokens per pair (default: the model's).")
 @click.option("--device", help="cpu, cuda ... (default: GPU when present).")
+@backend_options("Scoring")
 @click.option("--json", "as_json", is_flag=True, help="Print the recall report as JSON.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def rerank(run, model, depth, output, setting, split, questions, data_dir, batch_size, max_length, device, as_json,
-           no_progress) -> None:
+def rerank(run, model, depth, output, setting, split, questions, data_dir, batch_size, max_length, device, backend,
+           quantize, as_json, no_progress) -> None:
     """Rerank a run file (resumable: rerun the same command after an interruption)."""
     from ifqa.artifacts import read_run
     from ifqa.cli.evaluate import questions_for
@@ -35,7 +36,7 @@ def rerank(run, model, depth, output, setting, split, questions, data_dir, batch
         raise IfqaError("--output must differ from the input run", output)
     question_set = questions_for(run, question_source(setting, split, questions, data_dir))
     records = read_rerankable(run, depth)  # a run that cannot be reranked fails before the model loads
-    reranker = load_reranker(model, depth, batch_size, device, max_length)
+    reranker = load_reranker(model, depth, batch_size, device, max_length, backend_label(backend, quantize))
     rerank_run(run, reranker, output, question_set, progress=not no_progress, records=records)
     result = summarize_run(read_run(output), question_set.examples)
     click.echo(json.dumps(result) if as_json else f"run: {output}\n\n" + report.format_run_report(result))

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ifqa.cli.options import RegistryChoice, question_options, question_source
+from ifqa.cli.options import RegistryChoice, backend_label, backend_options, question_options, question_source
 from ifqa.errors import IfqaError
 from ifqa.registry import QUERY_MODES
 
@@ -49,6 +49,7 @@ def default_run_name(label: str, indexes: list[str], k: int, query_mode: str, re
 @click.option("--query-encoder", help="Question-side encoder from `ifqa train --retriever --question-side-only` for dense indexes.")
 @click.option("--rerank", "rerank_model", help="Rerank the first stage's top passages with this cross-encoder (folder or hub id).")
 @click.option("--rerank-depth", default=100, show_default=True, type=click.IntRange(min=1), help="First-stage passages the reranker re-scores.")
+@backend_options("Reranking", prefix="rerank-")
 @click.option("--corpus", type=click.Path(dir_okay=False), help="The collection file, if it moved since indexing.")
 @click.option("--verify-corpus", is_flag=True, help="Also check the collection's full sha256 against the index (size and sampled passages are always checked).")
 @click.option("--batch-size", default=64, show_default=True, type=click.IntRange(min=1), help="Questions searched together.")
@@ -58,7 +59,7 @@ def default_run_name(label: str, indexes: list[str], k: int, query_mode: str, re
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def retrieve(indexes, k, query_mode, setting, split, questions, data_dir, query, output, fusion, weights, rewrite_model,
              rewrite_base_url, rewrite_backend, query_encoder, rerank_model,
-             rerank_depth, corpus, verify_corpus, batch_size, threads, device, as_json, no_progress) -> None:
+             rerank_depth, rerank_backend, rerank_quantize, corpus, verify_corpus, batch_size, threads, device, as_json, no_progress) -> None:
     """Retrieve passages for a question set, write the run file and print recall@K."""
     from ifqa.eval import report
     from ifqa.eval.summary import summarize_run
@@ -68,6 +69,7 @@ def retrieve(indexes, k, query_mode, setting, split, questions, data_dir, query,
     config = RetrievalConfig(indexes=list(indexes) or [DEMO_INDEX], k=k, query_mode=query_mode, fusion=fusion,
                              weights=_weights(weights), corpus=corpus, device=device, threads=threads,
                              batch_size=batch_size, rerank=rerank_model, rerank_depth=rerank_depth,
+                             rerank_backend=backend_label(rerank_backend, rerank_quantize),
                              rewrite_model=rewrite_model, rewrite_base_url=rewrite_base_url,
                              rewrite_backend=rewrite_backend, query_encoder=query_encoder, verify_corpus=verify_corpus)
     pipeline = RetrievalPipeline(config)

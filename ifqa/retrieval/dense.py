@@ -94,7 +94,7 @@ class ChunkEncoder:
 
     def __init__(self, corpus: str | Path, folder: str | Path, encoder_name: str, query_encoder: str | None,
                  device: str | None, max_length: int | None, titles: bool, batch_size: int | None, chunk: int,
-                 threads: int | None = None, precision: str = "auto"):
+                 threads: int | None = None, precision: str = "auto", backend: str = "torch"):
         if threads:
             import torch
 
@@ -104,7 +104,7 @@ class ChunkEncoder:
         self.folder, self.titles, self.chunk = Path(folder), titles, chunk
         offsets = np.load(self.folder / OFFSETS, mmap_mode="r")
         self.total, self.store = len(offsets), PassageStore(corpus, offsets)
-        self.encoder = load_encoder(encoder_name, query_encoder, device, max_length, precision)
+        self.encoder = load_encoder(encoder_name, query_encoder, device, max_length, precision, backend)
         self.batch_size = batch_size or default_batch_size(self.encoder.device)
 
     def _inputs(self, positions: list[int]) -> dict:
@@ -149,7 +149,7 @@ def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAUL
            query_encoder: str | None = None, shard: tuple[int, int] | None = None, batch_size: int | None = None,
            device: str | None = None, progress: bool = True, chunk: int = CHUNK, max_length: int | None = None,
            titles: bool = True, threads: int | None = None, ray: str | None = None, ray_workers: int | None = None,
-           precision: str = "auto") -> int:
+           precision: str = "auto", backend: str = "torch") -> int:
     """Encode the chunks of one shard (or all) that are not on disk yet; returns how many were encoded.
 
     ``titles=False`` encodes passage text alone: the form trained retrievers read (IfQA's gold
@@ -172,6 +172,8 @@ def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAUL
                 "corpus_sha256": record["sha256"]}
     if not titles:
         settings["titles"] = False
+    if backend != "torch":  # vectors of another backend never mix into a chunk set
+        settings["backend"] = backend
     _check_settings(folder, settings)
     offsets = _offsets(corpus, folder)
     chunks = math.ceil(len(offsets) / chunk)
@@ -180,7 +182,7 @@ def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAUL
     if not todo:
         return 0
     args = (corpus, folder, encoder_name, query_encoder, device, max_length, titles, batch_size, chunk)
-    kwargs = {"precision": precision} if precision != "auto" else {}
+    kwargs = {**({"precision": precision} if precision != "auto" else {}), **({"backend": backend} if backend != "torch" else {})}
     bar = tqdm(total=sum(min(chunk, len(offsets) - j * chunk) for j in todo), unit="psg", desc="encode",
                disable=not progress)
     if ray:
@@ -306,6 +308,8 @@ def merge(corpus: str | Path, index_dir: str | Path, index_type: str = "flat", s
               "max_length": settings.get("max_length"), "titles": settings.get("titles", True),
               "index_type": index_type, "dim": dim,
               "metric": "inner_product", **extra}
+    if settings.get("backend"):
+        params["backend"] = settings["backend"]
     return finish_manifest(folder, "faiss", params, corpus_record(Path(corpus)), total, started,
                            index_bytes=(folder / FAISS_FILE).stat().st_size,
                            embeddings_bytes=sum(a.nbytes for a in arrays))
@@ -316,11 +320,16 @@ def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT
           batch_size: int | None = None, device: str | None = None, force: bool = False, progress: bool = True,
           chunk: int = CHUNK, max_length: int | None = None, titles: bool = True, threads: int | None = None,
           ray: str | None = None, ray_workers: int | None = None, max_memory: str | None = None,
-          precision: str = "auto") -> dict | None:
+          precision: str = "auto", backend: str = "torch") -> dict | None:
     """Encode (one shard, or everything missing; on Ray when ``ray`` names a cluster) and, without a
     shard, build the index. Whether the index will fit ``max_memory`` is checked before encoding.
-    ``batch_size`` None: ``batching.default_batch_size`` (512 on a GPU, 64 on a CPU)."""
+    ``batch_size`` None: ``batching.default_batch_size`` (512 on a GPU, 64 on a CPU). ``backend``:
+    ``exported.Backend``'s label (torch, onnx, openvino, onnx-int8, openvino-int8); queries are
+    encoded by the same backend."""
+    from ifqa.retrieval.exported import Backend
+
     _check_index_type(index_type)  # before encoding, even where the memory pre-check cannot run
+    Backend.parse(backend).check(device)
     if precision != "auto" or device:  # a device or precision this machine lacks: one line before any work
         from ifqa.devices import pick_device, pick_precision
 
@@ -337,7 +346,7 @@ def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT
         shutil.rmtree(folder)
     started = time.time()
     encode(corpus, folder, encoder_name, query_encoder, shard, batch_size, device, progress, chunk, max_length, titles,
-           threads, ray, ray_workers, precision)
+           threads, ray, ray_workers, precision, backend)
     if shard is not None:
         return None
     return merge(corpus, folder, index_type, started=started, max_memory=max_memory)
@@ -367,7 +376,9 @@ class DenseRetriever:
             index.nprobe = min(32, params["nlist"])
         if device and device.startswith("cuda") and hasattr(faiss, "StandardGpuResources"):
             index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
-        encoder = load_encoder(params["encoder"], params.get("query_encoder"), device, params.get("max_length"))
+        # queries are encoded by the backend that encoded the passages
+        encoder = load_encoder(params["encoder"], params.get("query_encoder"), device, params.get("max_length"),
+                               backend=params.get("backend", "torch"))
         return cls(index, encoder, manifest, passage_store(Path(index_dir), manifest, corpus), f"dense:{Path(index_dir).name}")
 
     def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Hits]:

@@ -76,15 +76,31 @@ def _inference(model, precision: str):
     return model.to(torch_dtype(precision)) if precision != "fp32" else model
 
 
-class SentenceEncoder(_BatchedEncoder):
-    """Any sentence-transformers model; embeddings L2-normalized so inner product is cosine."""
+def demo_texts() -> list[str]:
+    """Real Wikipedia passages shipped with ifqa: the probe and int8 calibration set of every export."""
+    import gzip
+    import json
 
-    def __init__(self, name: str, device: str | None = None, max_length: int | None = None, precision: str = "auto"):
+    from ifqa.datasets.demo import packaged_passages
+
+    with gzip.open(packaged_passages(), "rt", encoding="utf-8") as handle:
+        return [passage_text(json.loads(line)) for _, line in zip(range(400), handle)]
+
+
+class SentenceEncoder(_BatchedEncoder):
+    """Any sentence-transformers model; embeddings L2-normalized so inner product is cosine.
+    ``backend``: ``exported.Backend`` or its label (torch, onnx, openvino, onnx-int8, openvino-int8)."""
+
+    def __init__(self, name: str, device: str | None = None, max_length: int | None = None, precision: str = "auto",
+                 backend="torch"):
         from sentence_transformers import SentenceTransformer
 
         from ifqa.devices import pick_device, pick_precision
+        from ifqa.retrieval.exported import Backend
 
-        self.device = pick_device(device)
+        self.backend = backend if isinstance(backend, Backend) else Backend.parse(backend)
+        self.backend.check(device)  # a missing package or a GPU: one line before the model loads
+        self.device = pick_device(device or ("cpu" if self.backend.exported else None))
         self.precision = pick_precision(precision, self.device)
         try:
             self.model = _inference(SentenceTransformer(resolve(name), device=self.device), self.precision)
@@ -97,6 +113,13 @@ class SentenceEncoder(_BatchedEncoder):
                        else self.model.get_sentence_embedding_dimension())
         prompts, default = getattr(self.model, "prompts", {}) or {}, getattr(self.model, "default_prompt_name", None)
         self._prompt = prompts.get(default) if default else None
+        self._exported = None
+        if self.backend.exported:
+            from ifqa.retrieval.exported import embedding_module, load_exported
+
+            texts = demo_texts()
+            self._exported = load_exported(embedding_module(self.model), self._inputs, "embedding", self.backend,
+                                           probe=texts[:64], calibration=texts[64:320])
 
     def _inputs(self, texts: list[str]) -> dict:
         if self._prompt:  # what encode() does with a model's default prompt
@@ -113,7 +136,8 @@ class SentenceEncoder(_BatchedEncoder):
         import torch
 
         with torch.inference_mode():
-            return torch.nn.functional.normalize(self.model(features)["sentence_embedding"].float(), p=2, dim=1)
+            vectors = self._exported(features) if self._exported else self.model(features)["sentence_embedding"]
+            return torch.nn.functional.normalize(vectors.float(), p=2, dim=1)
 
     passage_vectors = query_vectors = _vectors
 
@@ -164,18 +188,21 @@ class DPREncoder(_BatchedEncoder):
 
 
 def load_encoder(name: str = DEFAULT_ENCODER, question_name: str | None = None, device: str | None = None,
-                 max_length: int | None = None, precision: str = "auto"):
+                 max_length: int | None = None, precision: str = "auto", backend: str = "torch"):
     """The encoder pair for ``name``: DPR when the name or config says so, else sentence-transformers.
 
     ``max_length`` truncates inputs (in tokens); None keeps the model's own limit. ``precision``:
-    ``devices.pick_precision`` (fp16 on CUDA, fp32 on a CPU by default).
+    ``devices.pick_precision`` (fp16 on CUDA, fp32 on a CPU by default). ``backend``: see
+    ``exported.Backend`` (DPR encoders run on torch).
     """
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
     if is_dpr(name):
+        if backend != "torch":
+            raise IfqaError(f"--backend {backend}: DPR encoders run on torch; exported backends take sentence-transformers models")
         return DPREncoder(name, question_name, device, max_length, precision)
-    return SentenceEncoder(name, device, max_length, precision)
+    return SentenceEncoder(name, device, max_length, precision, backend)
 
 
 def use_query_encoder(retriever, name: str, device: str | None = None) -> None:
@@ -199,4 +226,4 @@ def use_query_encoder(retriever, name: str, device: str | None = None) -> None:
     if params.get("titles", True):
         raise IfqaError(f"{retriever.name}: encodes titles, which trained retrievers never see; build the index "
                         "with --no-titles")
-    retriever.encoder = load_encoder(name, None, device, params.get("max_length"))
+    retriever.encoder = load_encoder(name, None, device, params.get("max_length"), backend=params.get("backend", "torch"))

@@ -51,6 +51,7 @@ class RetrievalConfig:
     verify_corpus: bool = False  # check the collection's full sha256 (size and sampled offsets always are)
     rerank: str | None = None  # a cross-encoder folder or hub id
     rerank_depth: int = 100  # first-stage passages the reranker re-scores
+    rerank_backend: str = "torch"  # torch, or an exported CPU backend: onnx, openvino, onnx-int8, openvino-int8
 
     def __post_init__(self) -> None:
         if self.k < 1:
@@ -107,7 +108,8 @@ class RetrievalPipeline:
         if config.rerank and not rerankers:
             from ifqa.retrieval.rerank import load_reranker
 
-            self.rerankers = [load_reranker(config.rerank, config.rerank_depth, device=config.device)]
+            self.rerankers = [load_reranker(config.rerank, config.rerank_depth, device=config.device,
+                                            backend=config.rerank_backend)]
 
     @property
     def passages(self):

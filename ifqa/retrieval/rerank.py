@@ -67,22 +67,33 @@ class CrossEncoderReranker:
     CUDA), under bf16 autocast where the device supports it."""
 
     def __init__(self, model: str, depth: int = 100, batch_size: int | None = None, device: str | None = None,
-                 max_length: int | None = None, bf16: bool = True):
+                 max_length: int | None = None, bf16: bool = True, backend: str = "torch"):
         from ifqa.devices import bf16_supported, pick_device
         from ifqa.retrieval.batching import default_batch_size
+        from ifqa.retrieval.exported import Backend
 
         if depth < 1:
             raise IfqaError(f"rerank depth must be at least 1, got {depth}")
-        self.device = pick_device(device)
+        self.backend = Backend.parse(backend)
+        self.backend.check(device)
+        self.device = pick_device(device or ("cpu" if self.backend.exported else None))
         check_scoring_head(model)
         self.encoder = load_cross_encoder(model, self.device, max_length)
         self.encoder.model.eval()
         self.name, self.depth = model, depth
         self.batch_size = batch_size or default_batch_size(self.device)
-        self.autocast = bf16 and bf16_supported(self.device)
+        self.autocast = bf16 and bf16_supported(self.device) and not self.backend.exported
+        self._exported = None
+        if self.backend.exported:
+            from ifqa.retrieval.exported import load_exported, score_module
+
+            pairs = _probe_pairs()
+            self._exported = load_exported(score_module(self.encoder.model), self._inputs, "score", self.backend,
+                                           probe=pairs[:64], calibration=pairs[64:256])
 
     def describe(self) -> dict:
-        return {"model": self.name, "depth": self.depth, "max_length": self.encoder.max_seq_length}
+        described = {"model": self.name, "depth": self.depth, "max_length": self.encoder.max_seq_length}
+        return {**described, "backend": self.backend.label} if self.backend.exported else described
 
     def _inputs(self, pairs: list[tuple[str, str]]) -> dict:
         questions, texts = zip(*pairs)
@@ -92,6 +103,8 @@ class CrossEncoderReranker:
     def _logits(self, features: dict):
         import torch
 
+        if self._exported:
+            return self._exported(features)
         with torch.inference_mode(), torch.autocast(self.device.split(":")[0], dtype=torch.bfloat16, enabled=self.autocast):
             return self.encoder.model(**features).logits.float()[:, -1]
 
@@ -119,6 +132,22 @@ class CrossEncoderReranker:
         return rerank_many(self, questions, hits_lists, passages)
 
 
+def _probe_pairs() -> list[tuple[str, str]]:
+    """(question, passage) pairs from the packaged demo set: each question with its gold passages and
+    others, so the probe and int8 calibration see relevant and irrelevant pairs."""
+    from ifqa.datasets.demo import load_demo
+    from ifqa.retrieval.encoders import demo_texts
+
+    texts = demo_texts()
+    examples = load_demo("dev") + load_demo("train")
+    pairs = []
+    for i in range(8):
+        for n, example in enumerate(examples):
+            pairs.append((example.question, example.context[i % len(example.context)] if i % 2 == 0 and example.context
+                          else texts[(7 * n + 13 * i) % len(texts)]))
+    return pairs
+
+
 def score_many(reranker, items: Sequence[tuple[str, Sequence[str], Sequence[float]]]) -> list[list[float]]:
     """Scores for several questions at once where the reranker can batch them, else one by one."""
     if hasattr(reranker, "score_many"):
@@ -144,7 +173,7 @@ def rerank_many(reranker, questions: Sequence[str], hits_lists: Sequence[Hits], 
 
 
 def load_reranker(model: str, depth: int = 100, batch_size: int | None = None, device: str | None = None,
-                  max_length: int | None = None):
+                  max_length: int | None = None, backend: str = "torch"):
     """A cross-encoder, or the question-agnostic control when ``model`` is a folder holding one."""
     from ifqa.retrieval.control import PassagePriorReranker, is_control
 
@@ -152,7 +181,7 @@ def load_reranker(model: str, depth: int = 100, batch_size: int | None = None, d
         raise IfqaError(f"rerank depth must be at least 1, got {depth}")
     if is_control(model):
         return PassagePriorReranker(model, depth)
-    return CrossEncoderReranker(model, depth, batch_size, device, max_length)
+    return CrossEncoderReranker(model, depth, batch_size, device, max_length, backend=backend)
 
 
 def read_rerankable(run_path: str | Path, depth: int) -> list:

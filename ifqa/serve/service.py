@@ -67,7 +67,8 @@ class QAService:
 
         self.config, self.limits = retrieval, limits
         self.pipeline = RetrievalPipeline(replace(retrieval, rerank=None))  # the reranker runs here, to show ranks
-        self.reranker = (load_reranker(retrieval.rerank, retrieval.rerank_depth, device=retrieval.device)
+        self.reranker = (load_reranker(retrieval.rerank, retrieval.rerank_depth, device=retrieval.device,
+                                       backend=retrieval.rerank_backend)
                          if retrieval.rerank else None)
         self.reranker_info = self.reranker.describe() if self.reranker else None
         question_sets = [source.load() for source in known]

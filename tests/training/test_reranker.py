@@ -177,3 +177,20 @@ def test_pairs_scored_across_questions_equal_one_question_at_a_time(tmp_path, tr
         assert max(abs(x - y) for (_, x), (_, y) in zip(a, b)) < 1e-5
         assert [s for _, s in b] == [s for _, s in c]
     assert reranker.score_many([]) == [] and reranker.score("q", []) == []
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("openvino") is None, reason="pip install 'ifqa[openvino]'")
+def test_rerank_on_an_exported_backend_keeps_the_ranking(tmp_path, trained, cli, monkeypatch):
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
+    run = tmp_path / "run.jsonl"
+    assert cli("retrieve", "--k", "8", "-o", run, "--no-progress").returncode == 0
+    outputs = {}
+    for backend in ("torch", "openvino"):
+        outputs[backend] = tmp_path / f"{backend}.jsonl"
+        result = cli("rerank", run, "--model", trained / "model", "--depth", "8", "--backend", backend, "-o",
+                     outputs[backend], "--no-progress", "--device", "cpu", env={**__import__("os").environ,
+                                                                                  "IFQA_CACHE_DIR": str(tmp_path / "cache")})
+        assert result.returncode == 0, result.stderr
+    for a, b in zip(read_run(outputs["torch"]), read_run(outputs["openvino"])):
+        assert [c["score"] for c in a["ctxs"]] == pytest.approx([c["score"] for c in b["ctxs"]], abs=0.05)
+    assert read_manifest(outputs["openvino"])["rerankers"][-1]["backend"] == "openvino"

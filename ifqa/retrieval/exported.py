@@ -1,0 +1,277 @@
+"""Encoders and cross-encoders exported for CPU inference: ONNX Runtime or OpenVINO, fp32 or int8.
+
+Measured by benchmarks/cpu_backends.py (README): on 2 cores of an AMD EPYC with AVX-512, OpenVINO
+int8 (NNCF post-training quantization, the rest in f32) encodes about 3x the passages/s of fp32
+PyTorch, ONNX Runtime's dynamic int8 (per-channel weights) about 2x, OpenVINO fp32 about 1.3x.
+PyTorch's own dynamic int8 is not offered: it moved MiniLM's embeddings to a cosine of 0.85.
+
+An export is a derived artifact: made on first use, cached under
+``<cache>/exported/<checksum>-<backend>/`` with a manifest of its settings and the checksum of the
+source (its configuration and every weight), so a changed model gets a new export and is never
+served a stale one. Before it is cached, the export's outputs on a probe batch are compared with
+the PyTorch model's; beyond tolerance it is refused and nothing is written. int8 calibration and
+the probe use the packaged demo passages and questions (real Wikipedia text), so an export is the
+same whichever command made it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from ifqa.errors import IfqaError
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("torch", "onnx", "openvino")
+QUANTIZATIONS = ("int8",)
+# lowest cosine (embeddings) or rank correlation (scores) to the PyTorch model on the probe batch
+TOLERANCE = {None: 0.999, "int8": 0.97}
+INPUTS = ("input_ids", "attention_mask", "token_type_ids")
+
+
+@dataclass(frozen=True)
+class Backend:
+    """Where a model runs: ``torch`` (any device), or exported to ``onnx``/``openvino`` (CPU), optionally int8."""
+
+    name: str = "torch"
+    quantize: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.name not in BACKENDS:
+            raise IfqaError(f"--backend {self.name!r}: choose from {', '.join(BACKENDS)}")
+        if self.quantize not in (None, *QUANTIZATIONS):
+            raise IfqaError(f"--quantize {self.quantize!r}: choose from {', '.join(QUANTIZATIONS)}")
+        if self.quantize and self.name == "torch":
+            raise IfqaError("--quantize int8 needs --backend onnx or openvino (PyTorch's dynamic int8 moved "
+                            "MiniLM's embeddings to a cosine of 0.85)")
+
+    @classmethod
+    def parse(cls, label: str | None) -> "Backend":
+        """``torch``, ``onnx``, ``openvino``, ``onnx-int8``, ``openvino-int8`` (as manifests write it)."""
+        name, _, quantize = (label or "torch").partition("-")
+        return cls(name, quantize or None)
+
+    @property
+    def label(self) -> str:
+        return self.name + (f"-{self.quantize}" if self.quantize else "")
+
+    @property
+    def exported(self) -> bool:
+        return self.name != "torch"
+
+    def check(self, device: str | None = None) -> None:
+        """The packages this backend needs, and a CPU: one line with the install command otherwise."""
+        if not self.exported:
+            return
+        if device and device != "cpu":
+            raise IfqaError(f"--backend {self.name} runs on the CPU; use --backend torch on {device}")
+        needed = {"onnx": ["onnxruntime", "onnx"], "openvino": ["openvino"] + (["nncf"] if self.quantize else [])}
+        import importlib.util
+
+        missing = [module for module in needed[self.name] if importlib.util.find_spec(module) is None]
+        if missing:
+            raise IfqaError(f"--backend {self.label} needs {', '.join(missing)}: pip install 'ifqa[{self.name}]'")
+
+
+def checksum(module) -> str:
+    """SHA-256 of a model's structure (its repr: modules, pooling, lengths), configuration, and every
+    parameter and buffer, in order."""
+    digest = hashlib.sha256(repr(module).encode())
+    config = getattr(getattr(module, "inner", module), "config", None)
+    if config is not None and hasattr(config, "to_json_string"):
+        digest.update(config.to_json_string().encode())
+    for name, tensor in module.state_dict().items():
+        digest.update(name.encode())
+        digest.update(tensor.detach().cpu().contiguous().float().numpy().tobytes())
+    return digest.hexdigest()
+
+
+class Exported:
+    """An exported model called like the PyTorch one: tokenized features in, a float tensor out."""
+
+    def __init__(self, folder: Path, backend: Backend, threads: int | None = None):
+        import torch
+
+        self.folder, self.backend = folder, backend
+        threads = threads or torch.get_num_threads()
+        if backend.name == "onnx":
+            import onnxruntime as ort
+
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+            self._session = ort.InferenceSession(str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"])
+            self._names = [i.name for i in self._session.get_inputs()]
+            self._run = lambda feed: self._session.run(None, feed)[0]
+            self.precision = "int8" if backend.quantize else "f32"
+        else:
+            import openvino as ov
+
+            # f32 for what is not int8: OpenVINO's default on CPUs with AVX-512 BF16 or AMX is bf16, 10-70%
+            # faster, but it reorders a cross-encoder's close scores (rank correlation 0.55 on a small model)
+            compiled = ov.Core().compile_model(str(folder / "model.xml"), "CPU", {
+                "PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32"})
+            self.precision = str(compiled.get_property("INFERENCE_PRECISION_HINT"))
+            self._names = [i.get_any_name() for i in compiled.inputs]
+            self._run = lambda feed: compiled(feed)[0]
+
+    def __call__(self, features: dict):
+        import torch
+
+        feed = {name: np.asarray(features[name].cpu() if hasattr(features[name], "cpu") else features[name], dtype=np.int64)
+                for name in self._names}
+        return torch.from_numpy(np.ascontiguousarray(self._run(feed), dtype=np.float32))
+
+
+def load_exported(module, tokenize: Callable[[list], dict], kind: str, backend: Backend, probe: list,
+                  calibration: list, threads: int | None = None) -> Exported:
+    """The export of ``module`` (a ``features -> tensor`` PyTorch module) for ``backend``: from the
+    cache when its manifest matches, else exported, checked on ``probe`` and cached."""
+    from ifqa import __version__
+    from ifqa.paths import cache_dir
+
+    backend.check("cpu")
+    source = checksum(module)
+    folder = cache_dir() / "exported" / f"{source[:20]}-{kind}-{backend.label}"
+    manifest = {"kind": kind, "backend": backend.name, "quantize": backend.quantize, "source_sha256": source,
+                "inputs": list(tokenize(probe[:2]))}
+    if (folder / "manifest.json").exists():
+        try:
+            saved = json.loads((folder / "manifest.json").read_text())
+        except ValueError:
+            saved = {}
+        if {key: saved.get(key) for key in manifest} == manifest:
+            return Exported(folder, backend, threads)
+        log.info("%s: made from another model or with other settings; exporting again", folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = folder.with_name(f".{folder.name}.tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    log.info("exporting %s to %s (once; cached in %s)", kind, backend.label, folder)
+    try:
+        _export(module, tokenize, backend, tmp, calibration)
+        agreement = _agreement(module, Exported(tmp, backend, threads), tokenize(probe), kind)
+        if agreement < TOLERANCE[backend.quantize]:
+            raise IfqaError(f"the {backend.label} export of this model differs from it on a probe batch "
+                            f"({'lowest cosine' if kind == 'embedding' else 'rank correlation'} {agreement:.4f}, "
+                            f"needs {TOLERANCE[backend.quantize]}); use --backend torch")
+        (tmp / "manifest.json").write_text(json.dumps({**manifest, "ifqa": __version__, "probe_agreement": round(agreement, 6)},
+                                                      indent=2))
+        shutil.rmtree(folder, ignore_errors=True)
+        tmp.rename(folder)
+    except IfqaError:
+        raise
+    except Exception as exc:  # an exporter's own failure: one line, nothing cached
+        raise IfqaError(f"exporting to {backend.label} failed ({type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}); use --backend torch") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return Exported(folder, backend, threads)
+
+
+def _modules():
+    """The PyTorch modules exports are traced from (defined lazily: torch is imported on use)."""
+    import torch
+
+    class Embedding(torch.nn.Module):
+        """A sentence-transformers model's sentence embedding."""
+
+        def __init__(self, model):
+            super().__init__()
+            self.inner = model
+
+        def forward(self, features: dict):
+            return self.inner(features)["sentence_embedding"]
+
+    class Score(torch.nn.Module):
+        """A cross-encoder's last logit."""
+
+        def __init__(self, model):
+            super().__init__()
+            self.inner = model
+
+        def forward(self, features: dict):
+            return self.inner(**features).logits[:, -1]
+
+    class Positional(torch.nn.Module):
+        """Positional tensors in, as ``torch.onnx.export`` passes them."""
+
+        def __init__(self, model, names: list[str]):
+            super().__init__()
+            self.inner, self.names = model, names
+
+        def forward(self, *tensors):
+            return self.inner(dict(zip(self.names, tensors)))
+
+    return Embedding, Score, Positional
+
+
+def embedding_module(sentence_transformer):
+    return _modules()[0](sentence_transformer).eval()
+
+
+def score_module(sequence_classifier):
+    return _modules()[1](sequence_classifier).eval()
+
+
+def _export(module, tokenize, backend: Backend, folder: Path, calibration: list) -> None:
+    import warnings
+
+    import torch
+
+    example = tokenize(calibration[:4])
+    names = [name for name in INPUTS if name in example]
+    axes = {name: {0: "batch", 1: "tokens"} for name in names}
+    onnx_path = folder / "model.fp32.onnx"
+    with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(_modules()[2](module, names).eval(), tuple(example[name] for name in names), str(onnx_path),
+                          input_names=names, output_names=["output"], dynamic_axes={**axes, "output": {0: "batch"}},
+                          opset_version=17, dynamo=False)
+    batches = [{name: np.asarray(value, dtype=np.int64) for name, value in tokenize(calibration[i : i + 16]).items()
+                if name in names} for i in range(0, len(calibration), 16)]
+    if backend.name == "onnx":
+        target = folder / "model.onnx"
+        if backend.quantize:
+            import onnx
+            from onnxruntime.quantization import QuantType, quantize_dynamic
+
+            # per-channel int8 weights: lowest cosine 0.985 on MiniLM (per-tensor: 0.91)
+            quantize_dynamic(str(onnx_path), str(target), weight_type=QuantType.QInt8, per_channel=True,
+                             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+        else:
+            onnx_path.rename(target)
+    else:
+        import openvino as ov
+
+        model = ov.convert_model(str(onnx_path))
+        if backend.quantize:
+            import nncf
+
+            model = nncf.quantize(model, nncf.Dataset(batches), model_type=nncf.ModelType.TRANSFORMER,
+                                  subset_size=sum(len(b["input_ids"]) for b in batches))
+        ov.save_model(model, str(folder / "model.xml"), compress_to_fp16=False)
+    onnx_path.unlink(missing_ok=True)
+    for leftover in folder.glob("*.data"):
+        leftover.unlink()
+
+
+def _agreement(module, exported: Exported, features: dict, kind: str) -> float:
+    import torch
+
+    with torch.inference_mode():
+        expected = module(features).float().numpy()
+    got = exported(features).numpy()
+    if kind == "embedding":
+        a = expected / np.linalg.norm(expected, axis=1, keepdims=True)
+        b = got / np.linalg.norm(got, axis=1, keepdims=True)
+        return float(np.min(np.sum(a * b, axis=1)))
+    ranks = lambda values: np.argsort(np.argsort(values.ravel())).astype(np.float64)  # noqa: E731
+    return float(np.corrcoef(ranks(expected), ranks(got))[0, 1]) if expected.size > 1 else float(np.isclose(expected, got, atol=1e-3).all())

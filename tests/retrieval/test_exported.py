@@ -1,0 +1,137 @@
+"""Exported CPU backends (ONNX Runtime, OpenVINO; fp32 or int8): the same vectors and ranks within
+tolerance, a cache that is never stale, one line for every refusal, nothing half-written."""
+
+import importlib.util
+import json
+
+import numpy as np
+import pytest
+
+from ifqa.errors import IfqaError
+from ifqa.retrieval import dense, exported
+from ifqa.retrieval.exported import Backend
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+HAVE = {"onnx": all(importlib.util.find_spec(m) for m in ("onnx", "onnxruntime")),
+        "openvino": importlib.util.find_spec("openvino") is not None,
+        "nncf": importlib.util.find_spec("nncf") is not None}
+needs_onnx = pytest.mark.skipif(not HAVE["onnx"], reason="pip install 'ifqa[onnx]'")
+needs_openvino = pytest.mark.skipif(not HAVE["openvino"], reason="pip install 'ifqa[openvino]'")
+
+
+@pytest.fixture(autouse=True)
+def cache(tmp_path_factory, monkeypatch):
+    folder = tmp_path_factory.getbasetemp() / "export-cache"
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(folder))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return folder / "exported"
+
+
+def passages(corpus):
+    return [json.loads(line) for line in corpus.read_text().splitlines()]
+
+
+def test_backend_labels_and_refusals():
+    assert Backend.parse("openvino-int8") == Backend("openvino", "int8") and Backend.parse(None).label == "torch"
+    with pytest.raises(IfqaError, match="--quantize int8 needs --backend onnx or openvino"):
+        Backend("torch", "int8")
+    with pytest.raises(IfqaError, match="--backend 'tensorrt'"):
+        Backend("tensorrt")
+    with pytest.raises(IfqaError, match="runs on the CPU"):
+        Backend("onnx").check("cuda")
+
+
+def test_a_missing_package_names_the_extra(monkeypatch):
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(IfqaError, match=r"needs openvino, nncf: pip install 'ifqa\[openvino\]'"):
+        Backend("openvino", "int8").check()
+
+
+@pytest.mark.parametrize("label", [pytest.param("onnx", marks=needs_onnx), pytest.param("onnx-int8", marks=needs_onnx),
+                                   pytest.param("openvino", marks=needs_openvino),
+                                   pytest.param("openvino-int8", marks=[needs_openvino, pytest.mark.slow, pytest.mark.skipif(
+                                       not HAVE["nncf"], reason="pip install 'ifqa[openvino]'")])])
+def test_exported_encoders_match_pytorch(corpus, label, cache):
+    from ifqa.retrieval.encoders import load_encoder
+
+    texts = passages(corpus)
+    reference = load_encoder(device="cpu").encode_passages(texts)
+    encoder = load_encoder(device="cpu", backend=label)
+    vectors = encoder.encode_passages(texts, batch_size=3)
+    assert vectors.shape == reference.shape
+    assert np.min(np.sum(vectors * reference, axis=1)) > (0.97 if "int8" in label else 0.999)
+    [folder] = [f for f in cache.iterdir() if f.name.endswith(f"-embedding-{label}")]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["backend"] == label.split("-")[0] and manifest["probe_agreement"] > 0.97
+    stamp = (folder / "manifest.json").stat().st_mtime_ns
+    load_encoder(device="cpu", backend=label)  # from the cache
+    assert (folder / "manifest.json").stat().st_mtime_ns == stamp
+
+
+@needs_onnx
+def test_a_stale_export_is_rebuilt_and_another_model_gets_its_own(cache, tmp_path):
+    from sentence_transformers import SentenceTransformer
+
+    from ifqa.retrieval.encoders import load_encoder, resolve
+
+    load_encoder(device="cpu", backend="onnx")
+    [folder] = [f for f in cache.iterdir() if f.name.endswith("-embedding-onnx")]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps({**manifest, "source_sha256": "0" * 64}))
+    load_encoder(device="cpu", backend="onnx")
+    assert json.loads((folder / "manifest.json").read_text())["source_sha256"] == manifest["source_sha256"]
+    changed = SentenceTransformer(resolve("all-MiniLM-L6-v2"), device="cpu")
+    with __import__("torch").no_grad():
+        next(changed.parameters()).add_(0.01)
+    changed.save(str(tmp_path / "changed"))
+    load_encoder(str(tmp_path / "changed"), device="cpu", backend="onnx")
+    assert len([f for f in cache.iterdir() if f.name.endswith("-embedding-onnx")]) == 2
+
+
+@needs_onnx
+def test_a_failed_or_disagreeing_export_caches_nothing(tmp_path, monkeypatch):
+    from ifqa.retrieval.encoders import load_encoder
+
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path))
+    cache = tmp_path / "exported"
+    monkeypatch.setattr(exported, "TOLERANCE", {None: 1.01, "int8": 1.01})
+    with pytest.raises(IfqaError, match="differs from it on a probe batch"):
+        load_encoder(device="cpu", backend="onnx-int8")
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("exporter crashed\nsecond line")
+
+    monkeypatch.setattr(exported, "_export", broken)
+    with pytest.raises(IfqaError, match=r"exporting to onnx failed \(RuntimeError: exporter crashed\)"):
+        load_encoder(device="cpu", backend="onnx")
+    assert not cache.exists() or not list(cache.iterdir())
+
+
+@needs_openvino
+def test_an_index_built_with_a_backend_encodes_queries_with_it(corpus, tmp_path, cli):
+    result = cli("index", "dense", "--corpus", corpus, "--index", tmp_path / "idx", "--backend", "openvino",
+                 "--chunk-size", "3", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    assert manifest["params"]["backend"] == "openvino"
+    from ifqa.retrieval.specs import open_index
+
+    index = open_index(str(tmp_path / "idx"))
+    assert index.encoder.backend.label == "openvino"
+    [hits] = index.search(["Which metal conducts heat well?"], 1)
+    assert index.passages[hits[0][0]]["id"] == "p2"
+    torch_build = tmp_path / "torch"
+    dense.build(corpus, torch_build, chunk=3, progress=False, max_length=128)
+    ours = np.concatenate([np.load(p) for p in sorted((tmp_path / "idx" / "embeddings").glob("chunk-*.npy"))])
+    theirs = np.concatenate([np.load(p) for p in sorted((torch_build / "embeddings").glob("chunk-*.npy"))])
+    assert np.min(np.sum(ours * theirs, axis=1)) > 0.999
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--quantize", "int8"], "--quantize int8 needs --backend onnx or openvino"),
+    (["--backend", "onnx", "--device", "cuda"], "--backend onnx runs on the CPU"),
+])
+def test_index_dense_backend_refusals_are_one_line(corpus, tmp_path, cli, args, message):
+    result = cli("index", "dense", "--corpus", corpus, "--index", tmp_path / "idx", *args)
+    assert result.returncode == 1 and message in result.stderr, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "idx").exists()
