@@ -1,8 +1,38 @@
 """ifqa: retrieve-then-read question answering under counterfactual presuppositions (IfQA).
 
-Stages (one subpackage or module each): ``data`` (IfQA splits), ``corpus`` (Wikipedia passages),
-``retrieval`` (BM25, dense, fusion), ``readers`` (FiD, LLMs), ``evaluation`` (the scorer).
-Importing ``ifqa`` is cheap on purpose: heavy libraries load only inside the stage that needs them.
+From Python, the public names are importable from here and loaded on first use, so ``import ifqa``
+stays cheap (the command line imports it too)::
+
+    import ifqa
+    questions = ifqa.load_questions("demo", "dev")
+    hits = ifqa.open_index("demo:bm25").search(questions[0].question, k=5)
+    records = ifqa.Pipeline(k=20, query_mode="clean").run(questions)
+    print(ifqa.evaluate_run(records, questions)["recall"]["gold"])
+
+``ifqa.api`` documents each name (docs/api.md); the stages live in ``datasets``, ``corpus``,
+``retrieval``, ``training``, ``readers``, ``eval``, ``experiments`` and ``serve``.
 """
 
+from __future__ import annotations
+
 __version__ = "0.1.0"
+
+_API = ("Hit", "Searcher", "Pipeline", "Reranker", "load_questions", "open_index", "read", "evaluate_run",
+        "evaluate_predictions", "exact_match", "f1", "IfqaError", "QuestionSet", "Example", "RunRecord")
+_ELSEWHERE = {"RetrievalConfig": "ifqa.retrieval.pipeline", "Experiment": "ifqa.experiments.experiment",
+              "run_experiment": "ifqa.experiments"}
+__all__ = [*_API, *_ELSEWHERE, "__version__"]
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name in _API:
+        return getattr(importlib.import_module("ifqa.api"), name)
+    if name in _ELSEWHERE:
+        return getattr(importlib.import_module(_ELSEWHERE[name]), name)
+    raise AttributeError(f"module 'ifqa' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -34,3 +34,39 @@ def test_notebook_runs(notebook_env, name):
     else:
         assert "Not run here (no model configured)" in text  # and no invented numbers
         assert "EM 95% CI" not in text
+
+
+PUBLIC_MODULES = {"ifqa", "ifqa.api", "ifqa.experiments", "ifqa.tables"}
+
+
+def private_uses(source: str) -> list[str]:
+    """Imports from ifqa beyond its public modules, and any private name (``_x``) imported, read as an
+    attribute or used as a string key (``config["_stages"]``)."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "ifqa":
+            if node.module not in PUBLIC_MODULES:
+                found.append(f"from {node.module} import ...")
+            found += [f"import {alias.name}" for alias in node.names if alias.name.startswith("_")]
+        elif isinstance(node, ast.Import):
+            found += [f"import {a.name}" for a in node.names if a.name.startswith("ifqa") and a.name not in PUBLIC_MODULES]
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            found.append(f".{node.attr}")
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and str(node.slice.value).startswith("_"):
+            found.append(f"[{node.slice.value!r}]")
+    return found
+
+
+def test_the_private_name_check_catches_what_it_should():
+    assert private_uses('from ifqa.experiments.runner import question_source\nx = config["_stages"]\ny = a._root') == [
+        "from ifqa.experiments.runner import ...", "['_stages']", "._root"]
+    assert private_uses("import ifqa\nfrom ifqa.experiments import premise_effect\nifqa.open_index('demo:bm25')") == []
+
+
+@pytest.mark.parametrize("name", ["retrieval.ipynb", "readers.ipynb"])
+def test_notebooks_use_only_public_names(name):
+    book = nbformat.read(EXPERIMENTS / name, as_version=4)
+    source = "\n".join(cell.source for cell in book.cells if cell.cell_type == "code")
+    assert private_uses(source) == []

@@ -63,7 +63,8 @@ def retrieve(indexes, k, query_mode, setting, split, questions, data_dir, query,
     """Retrieve passages for a question set, write the run file and print recall@K."""
     from ifqa.eval import report
     from ifqa.eval.summary import summarize_run
-    from ifqa.retrieval.pipeline import DEMO_INDEX, RetrievalConfig, RetrievalPipeline
+    from ifqa.api import Pipeline
+    from ifqa.retrieval.pipeline import DEMO_INDEX, RetrievalConfig
     from ifqa.tables import table
 
     config = RetrievalConfig(indexes=list(indexes) or [DEMO_INDEX], k=k, query_mode=query_mode, fusion=fusion,
@@ -72,12 +73,9 @@ def retrieve(indexes, k, query_mode, setting, split, questions, data_dir, query,
                              rerank_backend=backend_label(rerank_backend, rerank_quantize),
                              rewrite_model=rewrite_model, rewrite_base_url=rewrite_base_url,
                              rewrite_backend=rewrite_backend, query_encoder=query_encoder, verify_corpus=verify_corpus)
-    pipeline = RetrievalPipeline(config)
+    pipeline = Pipeline(config)  # the public API's pipeline: one wiring for the CLI and Python
     if query:
-        rows = []
-        for rank, (position, score) in enumerate(pipeline.search([query])[0], start=1):
-            passage = pipeline.passages[position]
-            rows.append([rank, f"{score:.3f}", passage["id"], passage["title"], passage["text"][:90] + "..."])
+        rows = [[hit.rank, f"{hit.score:.3f}", hit.id, hit.title, hit.text[:90] + "..."] for hit in pipeline.search(query)]
         click.echo(table(["rank", "score", "id", "title", "text"], rows))
         return
     source = question_source(setting, split, questions, data_dir)

@@ -44,8 +44,10 @@ def premise_effect(retriever, examples: list, k: int = 5) -> dict[str, Any]:
     """Does the counterfactual premise help or mislead retrieval? Gold-passage hits in the top k for
     the whole question, the main clause alone and the premise alone (the ``question``,
     ``main-clause`` and ``premise`` query modes), with the questions where the premise turned a hit
-    into a miss."""
+    into a miss. ``retriever``: an ``ifqa.open_index`` searcher or an engine."""
     from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline
+
+    retriever = getattr(retriever, "engine", retriever)
 
     def hits(mode: str) -> tuple[list[bool], list]:
         pipeline = RetrievalPipeline(RetrievalConfig(indexes=[], k=k, query_mode=mode), retrievers=[retriever])

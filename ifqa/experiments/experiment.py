@@ -1,0 +1,57 @@
+"""An experiment config as an object: what the notebooks (and anyone scripting an experiment) use
+instead of the loaded dictionary's internals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ifqa.artifacts import QuestionSet
+from ifqa.experiments.config import load_config
+
+
+class Experiment:
+    """A loaded experiment YAML: its stages, its questions, where its stages write.
+
+    >>> experiment = Experiment("experiments/demo.yaml")  # doctest: +SKIP
+    >>> results = experiment.run(progress=False)           # doctest: +SKIP
+    >>> experiment.run_file("bm25")                        # doctest: +SKIP
+    PosixPath('experiments/results/demo/runs/bm25-k20.jsonl')
+    """
+
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self._config = load_config(self.path)
+        self.name: str = self._config["name"]
+        self.k: int = self._config["k"]
+        self.root = Path(self._config["_root"])
+        self.output = self.root / self._config.get("output", f"results/{self.name}")
+
+    def stages(self, kind: str | None = None) -> list[dict]:
+        """The stage entries in order (copies), of one kind (``retrieve``, ``read`` ...) when given."""
+        return [dict(stage) for stage in self._config["_stages"] if kind is None or stage["stage"] == kind]
+
+    def questions(self) -> QuestionSet:
+        from ifqa.experiments.runner import question_source
+
+        return question_source(self._config, self._config["questions"]).load()
+
+    def run(self, force: bool = False, progress: bool = True) -> dict:
+        """Every stage that is not up to date (``ifqa experiment run``); returns the results."""
+        from ifqa.experiments.runner import run_experiment
+
+        return run_experiment(self.path, force, progress)
+
+    def index(self, spec: str) -> str:
+        """An index a stage names: one the experiment built, a folder beside the config, or a spec."""
+        if ":" in spec.split("/")[0]:
+            return spec
+        built = self.output / "indexes" / spec
+        return str(built if built.exists() else self.root / spec)
+
+    def run_file(self, stage: str) -> Path:
+        """The run file a retrieve stage writes."""
+        spec = next(s for s in self.stages("retrieve") if s["name"] == stage)
+        return self.output / "runs" / f"{stage}-k{spec.get('k', self.k)}.jsonl"
+
+    def predictions_file(self, stage: str) -> Path:
+        return self.output / "predictions" / f"{stage}.jsonl"

@@ -1,0 +1,66 @@
+"""The public Python API (``ifqa.api``, importable from ``ifqa``): its docstring examples run here,
+and the objects give what the command line writes."""
+
+import doctest
+import json
+import subprocess
+import sys
+
+import pytest
+
+import ifqa
+from ifqa import api
+
+
+def test_docstring_examples_run():
+    failures, tried = doctest.testmod(api, optionflags=doctest.ELLIPSIS)
+    assert tried >= 15 and failures == 0
+
+
+def test_import_ifqa_is_cheap_and_lists_its_names():
+    code = "import sys, ifqa; print(sorted(m for m in ('torch', 'numpy', 'ifqa.api', 'click') if m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "[]"
+    assert {"Pipeline", "open_index", "load_questions", "evaluate_run", "RetrievalConfig"} <= set(dir(ifqa))
+    assert ifqa.Pipeline is api.Pipeline
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        ifqa.nope
+
+
+def test_pipeline_writes_what_ifqa_retrieve_writes(tmp_path, cli):
+    assert cli("retrieve", "--k", "5", "--query-mode", "clean", "-o", tmp_path / "cli.jsonl", "--no-progress").returncode == 0
+    records = ifqa.Pipeline(ifqa.RetrievalConfig(k=5, query_mode="clean")).run_to_file(ifqa.load_questions(), tmp_path / "api.jsonl")
+    assert (tmp_path / "api.jsonl").read_bytes() == (tmp_path / "cli.jsonl").read_bytes()
+    assert ifqa.evaluate_run(tmp_path / "api.jsonl") == ifqa.evaluate_run(records)
+
+
+def test_searcher_hits_are_passages_in_rank_order():
+    searcher = ifqa.open_index("demo:bm25")
+    hits = searcher.search("Which river flows past the town?", k=4)
+    assert [h.rank for h in hits] == [1, 2, 3, 4] and hits[0].score >= hits[-1].score
+    assert searcher.passage(0)["id"] and len(searcher) > 4000
+    assert hits[0].as_context()["id"] == hits[0].id and searcher.batch_search([], 3) == []
+
+
+def test_reranking_through_the_api_reorders_the_head_only(tmp_path):
+    """The question-agnostic control is a reranker like a cross-encoder (no torch model needed)."""
+    import numpy as np
+
+    from ifqa.retrieval import control
+
+    folder = tmp_path / "control"
+    folder.mkdir()
+    np.save(folder / control.WEIGHTS, np.zeros(control.N_FEATURES))
+    (folder / control.SETTINGS).write_text(json.dumps({"n_features": control.N_FEATURES, "intercept": 0.0, "weight": 0.5}))
+    hits = ifqa.open_index("demo:bm25").search("bridge", k=6)
+    reranked = ifqa.Reranker(folder, depth=3).rerank("bridge", hits)
+    assert [h.id for h in reranked[3:]] == [h.id for h in hits[3:]] and [h.rank for h in reranked] == list(range(1, 7))
+    assert sorted(h.id for h in reranked[:3]) == sorted(h.id for h in hits[:3])
+
+
+def test_evaluate_predictions_accepts_files_mappings_and_records(tmp_path):
+    dev = ifqa.load_questions("demo", "dev")
+    records = [{"qid": e.qid, "prediction": "wrong"} for e in dev]
+    path = tmp_path / "p.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    assert ifqa.evaluate_predictions(path, dev)["em"] == ifqa.evaluate_predictions(records, dev)["em"] == 0.0
+    assert ifqa.evaluate_predictions({e.qid: e.answers[0] for e in dev}, dev)["f1"] == 100.0
