@@ -59,7 +59,7 @@ def index_bm25(corpus, index_dir, backend, k1, b, threads, chunk_docs, max_memor
 @backend_options("Encoding")
 @click.option("--chunk-size", default=4096, show_default=True, type=click.IntRange(min=1), help="Passages per embedding file (the unit of resuming).")
 @click.option("--max-length", type=click.IntRange(min=1), default=128, show_default=True,
-              help="Truncate inputs to this many tokens (all-MiniLM-L6-v2 was trained at 128; the demo index and the README's figures use it).")
+              help="Truncate inputs to this many tokens (all-MiniLM-L6-v2 was trained at 128; the demo index and the figures in docs/ use it).")
 @click.option("--no-titles", is_flag=True, help="Encode passage text without titles (the form trained retrievers read).")
 @click.option("--device", help="cpu, cuda, cuda:1 ... (default: GPU when present)")
 @click.option("--threads", type=click.IntRange(min=1), help="CPU threads per encoding process (default: torch's).")

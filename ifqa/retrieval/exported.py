@@ -1,6 +1,6 @@
 """Encoders and cross-encoders exported for CPU inference: ONNX Runtime or OpenVINO, fp32 or int8.
 
-Measured by benchmarks/cpu_backends.py (README): on 2 cores of an AMD EPYC with AVX-512, OpenVINO
+Measured by benchmarks/cpu_backends.py (docs/benchmarks.md): on 2 cores of an AMD EPYC with AVX-512, OpenVINO
 int8 (NNCF post-training quantization, the rest in f32) encodes about 3x the passages/s of fp32
 PyTorch, ONNX Runtime's dynamic int8 (per-channel weights) about 2x, OpenVINO fp32 about 1.3x.
 PyTorch's own dynamic int8 is not offered: it moved MiniLM's embeddings to a cosine of 0.85.

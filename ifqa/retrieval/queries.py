@@ -66,7 +66,7 @@ def premise_and_main(question: str) -> list[str]:
     """The cleaned question, premise and main clause, searched apart and fused (one query without a premise).
 
     The cleaned question stays among the lists: fused alone, the main clause (which names no entity
-    in most IfQA questions) outvotes the premise at rank 1 (measured in the README).
+    in most IfQA questions) outvotes the premise at rank 1 (measured in docs/results.md).
     """
     premise, main = split_premise(question)
     if not premise:

@@ -1,7 +1,7 @@
 """Training recipes for learned retrieval components, as configuration dataclasses (no heavy
 imports: the command line builds ``ifqa train reranker|retriever`` options from them).
 
-The defaults are the recipe reported in the README; they were chosen on IfQA dev only.
+The defaults are the recipe reported in docs/results.md; they were chosen on IfQA dev only.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ class MiningRecipe:
     other_gold: int = option(2, "Gold passages of other questions added to each group as negatives.", min=0)
     other_gold_from: str = option("random", "Other questions' gold passages: random, or sampled from the "
                                   "--hard-depth closest to the question by BM25 (lowers the gold-style "
-                                  "preference; see the README).",
+                                  "preference; see docs/results.md).",
                                   choices=("random", "closest"))
 
 
