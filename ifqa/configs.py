@@ -10,6 +10,7 @@ drift apart; ``to_args`` writes only the fields that differ from their defaults.
 from __future__ import annotations
 
 import dataclasses
+import math
 import shlex
 import typing
 from typing import Any, Mapping, TypeVar
@@ -66,6 +67,8 @@ def from_options(cls: type[T], options: Mapping[str, Any], where: str | None = N
             if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not float(value).is_integer()):
                 raise IfqaError(f"{label} must be {'an integer' if kind is int else 'a number'}, got {value!r}", where)
             value = kind(value)
+            if kind is float and not math.isfinite(value):
+                raise IfqaError(f"{label} must be a finite number, got {value!r}", where)
             low = field.metadata.get("min")
             if low is not None and value < low:
                 raise IfqaError(f"{label} must be at least {low}, got {value}", where)

@@ -67,7 +67,7 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=staging_prefix(path), suffix=".tmp", dir=path.parent)
     try:
         binary = "b" in mode
         with os.fdopen(fd, mode, **({} if binary else {"encoding": "utf-8"})) as handle:
@@ -89,7 +89,7 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent))
+    tmp = Path(tempfile.mkdtemp(prefix=staging_prefix(path), suffix=".tmp", dir=path.parent))
     try:
         yield tmp
         os.chmod(tmp, 0o777 & ~_umask())
@@ -97,6 +97,42 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def staging_prefix(path: str | Path) -> str:
+    """``.<name>.<pid>.``: the prefix of a staging file or folder beside ``path``. Staging left by a
+    process that no longer runs (killed with SIGKILL, a machine that went down) is removed first, so
+    the next run of the same command leaves nothing a user could mistake for output."""
+    import re
+    import shutil
+
+    path = Path(path)
+    pattern = re.compile(re.escape(f".{path.name}.") + r"(\d+)\..*\.tmp$")
+    for leftover in path.parent.glob(f".{glob_escape(path.name)}.*.tmp"):
+        match = pattern.match(leftover.name)
+        if match and not _alive(int(match.group(1))):
+            if leftover.is_dir():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    leftover.unlink()
+    return f".{path.name}.{os.getpid()}."
+
+
+def glob_escape(name: str) -> str:
+    import glob
+
+    return glob.escape(name)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _umask() -> int:

@@ -61,7 +61,50 @@ def work(tmp_path_factory):
     }
     for name, stages in yaml_cases.items():
         (base / f"{name}.yaml").write_text("name: x\nquestions: {setting: demo}\n" + stages)
+    damaged_indexes(base)
+    more_inputs(base)
     return base, env
+
+
+def damaged_indexes(base: Path) -> None:
+    """Copies of a good BM25 index, each damaged in one way a crash, a disk or a hand edit can."""
+    import shutil
+
+    good = base / "idx"
+    manifest = json.loads((good / "manifest.json").read_text())
+
+    def copy(name: str) -> Path:
+        shutil.copytree(good, base / name)
+        return base / name
+
+    for array in ("offsets.npy", "data.csc.index.npy", "indptr.csc.index.npy"):
+        folder = copy(f"trunc-{array.split('.')[0]}")
+        (folder / array).write_bytes((folder / array).read_bytes()[:90])
+    (copy("trunc-vocab") / "vocab.index.json").write_text('{"rivers": 0, "pass')
+    (copy("manifest-list") / "manifest.json").write_text("[1, 2]")
+    (copy("manifest-null-corpus") / "manifest.json").write_text(json.dumps({**manifest, "corpus": None}))
+    (copy("manifest-string-params") / "manifest.json").write_text(json.dumps({**manifest, "params": "k1=0.9"}))
+    (copy("manifest-zero") / "manifest.json").write_text(json.dumps({**manifest, "passages": 0}))
+    (copy("manifest-more") / "manifest.json").write_text(json.dumps({**manifest, "passages": 7}))
+    (copy("manifest-no-engine") / "manifest.json").write_text(json.dumps({k: v for k, v in manifest.items() if k != "engine"}))
+
+
+def more_inputs(base: Path) -> None:
+    (base / "no-passages.jsonl").write_text("\n\n")
+    (base / "object-ids.jsonl").write_text(json.dumps({"id": {"a": 1}, "title": "T", "text": "words"}) + "\n")
+    (base / "list-title.jsonl").write_text(json.dumps({"id": "a", "title": ["T"], "text": "words"}) + "\n")
+    (base / "no-questions.json").write_text("[]")
+    (base / "no-questions.jsonl").write_text("\n")
+    (base / "cache-folder").mkdir()
+    (base / "not-sqlite.db").write_text("this is not a database" * 100)
+    (base / "escape.yaml").write_text("name: x\nquestions: {setting: demo}\nstages:\n  - {stage: retrieve, name: ../../outside, indexes: [demo:bm25]}\n")
+    (base / "slash.yaml").write_text("name: x\nquestions: {setting: demo}\nstages:\n  - {stage: retrieve, name: a/b, indexes: [demo:bm25]}\n")
+    bomb = "name: x\nquestions: {setting: demo}\na: &a [x, x, x, x, x, x, x, x, x, x]\n"
+    for level in "bcdefg":
+        previous = chr(ord(level) - 1)
+        bomb += f"{level}: &{level} [*{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}]\n"
+    (base / "bomb.yaml").write_text(bomb)
+    (base / "huge.yaml").write_text("name: x\nquestions: {setting: demo}\n# " + "x" * (1 << 20) + "\n")
 
 
 B = "{base}"
@@ -140,6 +183,55 @@ CASES = [
     ("YAML unknown collection preset", ["experiment", "run", f"{B}/bad-preset.yaml"], "unknown preset 'tiny-wiki'", None),
     ("YAML train stage without its index", ["experiment", "run", f"{B}/train-no-index.yaml"], "'index' must name an earlier index stage", None),
     ("YAML unknown index engine", ["experiment", "run", f"{B}/bad-engine.yaml"], "engine must be bm25 or dense", None),
+    # family: damaged index folders (every file an index opens is checked; one line naming it)
+    ("truncated offsets", ["retrieve", "--index", f"{B}/trunc-offsets", "-o", f"{B}/x1.jsonl"], "trunc-offsets", "x1.jsonl"),
+    ("truncated BM25 scores", ["retrieve", "--index", f"{B}/trunc-data", "-o", f"{B}/x2.jsonl"], "trunc-data: damaged index", "x2.jsonl"),
+    ("truncated BM25 pointers", ["retrieve", "--index", f"{B}/trunc-indptr", "-o", f"{B}/x3.jsonl"], "trunc-indptr: damaged index", "x3.jsonl"),
+    ("truncated vocabulary", ["retrieve", "--index", f"{B}/trunc-vocab", "-o", f"{B}/x4.jsonl"], "trunc-vocab: damaged index", "x4.jsonl"),
+    ("manifest that is a list", ["retrieve", "--index", f"{B}/manifest-list", "-o", f"{B}/x5.jsonl"], "damaged manifest: a JSON object is needed, not a list", "x5.jsonl"),
+    ("manifest with a null corpus", ["retrieve", "--index", f"{B}/manifest-null-corpus", "-o", f"{B}/x6.jsonl"], "manifest names no collection; pass --corpus", "x6.jsonl"),
+    ("manifest with string parameters", ["retrieve", "--index", f"{B}/manifest-string-params", "-o", f"{B}/x7.jsonl"], "'params' must be an object", "x7.jsonl"),
+    ("manifest of 0 passages", ["retrieve", "--index", f"{B}/manifest-zero", "-o", f"{B}/x8.jsonl"], "'passages' must be a positive integer", "x8.jsonl"),
+    ("manifest counting other passages", ["retrieve", "--index", f"{B}/manifest-more", "-o", f"{B}/x9.jsonl"], "holds 5 offsets, the manifest 7 passages", "x9.jsonl"),
+    ("manifest without an engine", ["retrieve", "--index", f"{B}/manifest-no-engine", "-o", f"{B}/x10.jsonl"], "'engine' must be a string", "x10.jsonl"),
+    ("damaged index reranked into", ["train", "--control", "--index", f"{B}/manifest-list", "--setting", "demo", "-o", f"{B}/x11"], "damaged manifest", "x11/model"),
+    # family: inputs that must never be accepted
+    ("collection of 0 passages (bm25)", ["index", "bm25", "--corpus", f"{B}/no-passages.jsonl", "--index", f"{B}/y1", "--no-progress"], "holds no passages", "y1"),
+    ("collection of 0 passages (dense)", ["index", "dense", "--corpus", f"{B}/no-passages.jsonl", "--index", f"{B}/y2", "--no-progress"], "holds no passages", "y2"),
+    ("passage ids that are objects", ["index", "bm25", "--corpus", f"{B}/object-ids.jsonl", "--index", f"{B}/y3", "--no-progress"], "'id' must be a non-empty string or an integer", "y3"),
+    ("passage titles that are lists", ["index", "bm25", "--corpus", f"{B}/list-title.jsonl", "--index", f"{B}/y4", "--no-progress"], "'title' must be a string", "y4"),
+    ("weights that are not numbers", ["retrieve", "--index", "demo:bm25", "--index", "demo:bm25", "--weights", "nan,1", "-o", f"{B}/y5.jsonl"], "--weights must be finite", "y5.jsonl"),
+    ("infinite weights", ["retrieve", "--index", "demo:bm25", "--index", "demo:bm25", "--weights", "inf,1", "-o", f"{B}/y6.jsonl"], "--weights must be finite", "y6.jsonl"),
+    ("negative weights", ["retrieve", "--index", "demo:bm25", "--index", "demo:bm25", "--weights", "-1,1", "-o", f"{B}/y7.jsonl"], "not negative", "y7.jsonl"),
+    ("empty query", ["retrieve", "--query", ""], "--query is empty", None),
+    ("blank query", ["retrieve", "--query", "   "], "--query is empty", None),
+    ("query encoder on a BM25 index", ["retrieve", "--query-encoder", f"{B}/empty-model", "-o", f"{B}/y8.jsonl"], "encodes questions for a dense index", "y8.jsonl"),
+    ("empty question list", ["retrieve", "--questions", f"{B}/no-questions.json", "-o", f"{B}/y9.jsonl"], "no-questions.json: holds no questions", "y9.jsonl"),
+    ("empty question lines", ["retrieve", "--questions", f"{B}/no-questions.jsonl", "-o", f"{B}/y10.jsonl"], "holds no questions", "y10.jsonl"),
+    ("convert onto its input", ["convert", f"{B}/demo-run.jsonl", "--to", "run", "-o", f"{B}/demo-run.jsonl"], "--output must differ from the input", None),
+    ("learning rate nan", ["train", "--reranker", *TRAIN, "--lr", "nan", "-o", f"{B}/y11"], "--lr must be a finite number", "y11"),
+    ("learning rate inf", ["train", "fid", "--run", f"{B}/demo-run.jsonl", "--lr", "inf", "-o", f"{B}/y12"], "--lr must be a finite number", "y12"),
+    ("temperature nan", ["read", "llm", "--model", "m", "--temperature", "nan", "-o", f"{B}/y13.jsonl"], "--temperature must be a finite number", "y13.jsonl"),
+    ("cache that is a folder", ["read", "llm", "--model", "m", "--demos", "0", "--cache", f"{B}/cache-folder", "--base-url", "http://127.0.0.1:9/v1", "-o", f"{B}/y14.jsonl"], "is a folder; --cache names", "y14.jsonl"),
+    ("cache that is not SQLite", ["read", "llm", "--model", "m", "--demos", "0", "--cache", f"{B}/not-sqlite.db", "--base-url", "http://127.0.0.1:9/v1", "-o", f"{B}/y15.jsonl"], "not a response cache", "y15.jsonl"),
+    # family: experiment configs validated whole before any stage runs
+    ("stage name climbing out", ["experiment", "run", f"{B}/escape.yaml"], "stage name '../../outside'", None),
+    ("stage name with a slash", ["experiment", "run", f"{B}/slash.yaml"], "stage name 'a/b'", None),
+    ("YAML alias bomb", ["experiment", "run", f"{B}/bomb.yaml"], "expands to more than 100,000 values", None),
+    ("YAML config over 1 MB", ["experiment", "run", f"{B}/huge.yaml"], "at most 1,048,576", None),
+    # family: refused starts leave nothing
+    ("dense index with a missing encoder", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "--index", f"{B}/z1", "--encoder", f"{B}/no-such-encoder"], "no such model folder", "z1"),
+    ("dense index with a folder that is no model", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "--index", f"{B}/z2", "--encoder", f"{B}/empty-model"], "not a model folder", "z2"),
+    ("FiD from a missing model", ["train", "fid", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/no-such-t5", "-o", f"{B}/z3"], "no such model folder", "z3"),
+    ("dense index on a GPU that is not there", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "--index", f"{B}/z4", "--device", "cuda"], "no CUDA device", "z4"),
+    ("fp16 on a CPU", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "--index", f"{B}/z5", "--precision", "fp16", "--device", "cpu"], "--precision fp16 needs a CUDA device", "z5"),
+    ("int8 without an exported backend", ["rerank", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "--quantize", "int8", "-o", f"{B}/z6.jsonl"], "--quantize int8 needs --backend onnx or openvino", "z6.jsonl"),
+    ("an exported backend on a GPU", ["retrieve", "--rerank", f"{B}/empty-model", "--rerank-backend", "openvino", "--device", "cuda", "-o", f"{B}/z7.jsonl"], "runs on the CPU", "z7.jsonl"),
+    # family: credentials never printed
+    ("key in a download URL's user part", ["-q", "data", "download", "--setting", "supervised", "--split", "dev", "--data-dir", f"{B}/dl1", "--base-url", "http://user:SECRETKEY123@127.0.0.1:9/x"], "***@127.0.0.1:9", None),
+    ("key in a download URL's query", ["-q", "data", "download", "--setting", "supervised", "--split", "dev", "--data-dir", f"{B}/dl2", "--base-url", "http://127.0.0.1:9/x?api-key=SECRETKEY123"], "x?api-key=***: download failed", None),
+    ("key in an LLM endpoint's user part", ["read", "llm", "--model", "m", "--demos", "0", "--no-cache", "--base-url", "http://u:SECRETKEY123@127.0.0.1:9/v1", "--no-progress", "-o", f"{B}/c1.jsonl"], "***@127.0.0.1:9", "c1.jsonl"),
+    ("key in an LLM endpoint's query", ["read", "llm", "--model", "m", "--demos", "0", "--no-cache", "--base-url", "http://127.0.0.1:9/v1?api-key=SECRETKEY123", "--no-progress", "-o", f"{B}/c2.jsonl"], "cannot connect", "c2.jsonl"),
 ]
 
 
@@ -157,5 +249,6 @@ def test_bad_input_is_one_line_and_leaves_nothing(work, name, args, expected, ou
     assert "Traceback" not in result.stderr
     assert len(lines) == 1, result.stderr
     assert expected.replace(B, str(base)) in lines[0], lines[0]
+    assert "SECRETKEY123" not in result.stderr + result.stdout
     if output:
         assert not (base / output).exists()

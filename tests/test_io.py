@@ -19,3 +19,37 @@ def test_atomic_write_leaves_nothing_on_failure_and_normal_permissions(tmp_path)
     mask = os.umask(0)
     os.umask(mask)
     assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~mask
+
+
+def test_staging_left_by_a_killed_run_is_removed_by_the_next(tmp_path):
+    """A SIGKILLed writer leaves its staging file or folder; the next write of the same output removes
+    it (its process is gone), while a live process's staging is left alone."""
+    import os
+
+    from ifqa.io import atomic_dir, atomic_write
+
+    dead = 2**22 + 12345  # above Linux's default pid_max: no such process
+    stale_file = tmp_path / f".run.jsonl.{dead}.abc123.tmp"
+    stale_file.write_text("half a run")
+    stale_dir = tmp_path / f".model.{dead}.xyz.tmp"
+    stale_dir.mkdir()
+    alive = tmp_path / f".run.jsonl.{os.getpid()}.keep.tmp"
+    alive.write_text("someone is writing this")
+    with atomic_write(tmp_path / "run.jsonl") as handle:
+        handle.write("done\n")
+    with atomic_dir(tmp_path / "model") as folder:
+        (folder / "weights").write_text("w")
+    assert not stale_file.exists() and not stale_dir.exists() and alive.exists()
+    assert (tmp_path / "run.jsonl").read_text() == "done\n" and (tmp_path / "model" / "weights").exists()
+
+
+def test_a_bom_at_the_start_of_a_wikiextractor_file_keeps_the_first_article(tmp_path, cli):
+    import json
+
+    source = tmp_path / "wiki.jsonl"
+    articles = [{"id": str(i), "title": f"Article {i}", "text": f"Article {i} is about rivers and towns. " * 5} for i in range(3)]
+    source.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(a) + "\n" for a in articles).encode())
+    result = cli("corpus", "build", source, "-o", tmp_path / "passages.jsonl", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    titles = {json.loads(line)["title"] for line in (tmp_path / "passages.jsonl").read_text().splitlines()}
+    assert titles == {"Article 0", "Article 1", "Article 2"}

@@ -31,6 +31,10 @@ def cli(verbose: int, quiet: bool) -> None:
     """ifqa: retrieve-then-read QA under counterfactual presuppositions (IfQA)."""
     level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
+    from ifqa.redact import RedactingFilter
+
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactingFilter())
     for noisy in NOISY_LOGGERS:
         logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
 
@@ -57,35 +61,46 @@ def hoist_global_flags(argv: list[str]) -> list[str]:
     return flags + [a for a in argv[:end] if a not in GLOBAL_FLAGS] + argv[end:]
 
 
+def _say(message: str) -> None:
+    """One line on stderr, secrets redacted (every error path of every command comes through here)."""
+    from ifqa.redact import redact
+
+    click.echo(redact(" ".join(str(message).split("\n")).strip()), err=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one-line errors, exit 1 for bad input, 130 after Ctrl-C, 143 after SIGTERM."""
     from ifqa.interrupts import Terminated, sigterm_as_interrupt
+    from ifqa.redact import add_secret
 
+    argv = list(sys.argv[1:] if argv is None else argv)
+    for flag, value in zip(argv, argv[1:]):
+        if flag in ("--api-key", "--base-url", "--rewrite-base-url"):
+            add_secret(value if flag == "--api-key" else None)
     try:
         with sigterm_as_interrupt():
-            cli.main(args=hoist_global_flags(list(sys.argv[1:] if argv is None else argv)), prog_name="ifqa",
-                     standalone_mode=False)
+            cli.main(args=hoist_global_flags(argv), prog_name="ifqa", standalone_mode=False)
     except IfqaError as exc:
-        click.echo(f"ifqa: error: {exc}", err=True)
+        _say(f"ifqa: error: {exc}")
         sys.exit(1)
     except (click.exceptions.Abort, KeyboardInterrupt) as exc:  # click turns Ctrl-C into Abort
         terminated = isinstance(exc, Terminated) or isinstance(exc.__cause__, Terminated)
-        click.echo(f"ifqa: {'terminated' if terminated else 'interrupted'}; rerun the same command to resume", err=True)
+        _say(f"ifqa: {'terminated' if terminated else 'interrupted'}; rerun the same command to resume")
         sys.exit(143 if terminated else 130)
     except click.UsageError as exc:  # one line, naming the option, instead of usage + hint + error
         command = f" {exc.ctx.command_path.split(' ', 1)[1]}" if exc.ctx and " " in exc.ctx.command_path else ""
-        click.echo(f"ifqa{command}: error: {exc.format_message()} (see --help)", err=True)
+        _say(f"ifqa{command}: error: {exc.format_message()} (see --help)")
         sys.exit(exc.exit_code)
     except click.ClickException as exc:
-        exc.show()
+        _say(f"ifqa: error: {exc.format_message()}")
         sys.exit(exc.exit_code)
     except ModuleNotFoundError as exc:
         root = (exc.name or "").split(".")[0]
         if root not in EXTRAS:
             raise
-        click.echo(f"ifqa: error: this needs {root}, which is not installed: pip install 'ifqa[{EXTRAS[root]}]'", err=True)
+        _say(f"ifqa: error: this needs {root}, which is not installed: pip install 'ifqa[{EXTRAS[root]}]'")
         sys.exit(1)
     except OSError as exc:  # unwritable output, a folder where a file should be, a full disk ...
         where = f"{exc.filename}: " if exc.filename else ""
-        click.echo(f"ifqa: error: {where}{exc.strerror or exc}", err=True)
+        _say(f"ifqa: error: {where}{exc.strerror or exc}")
         sys.exit(1)

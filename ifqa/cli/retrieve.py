@@ -15,10 +15,15 @@ from ifqa.registry import QUERY_MODES
 def _weights(value: str | None) -> list[float] | None:
     if not value:
         return None
+    import math
+
     try:
-        return [float(part) for part in value.split(",")]
+        weights = [float(part) for part in value.split(",")]
     except ValueError:
         raise IfqaError(f"--weights must be numbers separated by commas, got {value!r}") from None
+    if not all(math.isfinite(w) and w >= 0 for w in weights) or not any(weights):
+        raise IfqaError(f"--weights must be finite, not negative and not all 0, got {value!r}")
+    return weights
 
 
 def default_run_name(label: str, indexes: list[str], k: int, query_mode: str, rerank: str | None = None) -> str:
@@ -73,6 +78,8 @@ def retrieve(indexes, k, query_mode, setting, split, questions, data_dir, query,
                              rerank_backend=backend_label(rerank_backend, rerank_quantize),
                              rewrite_model=rewrite_model, rewrite_base_url=rewrite_base_url,
                              rewrite_backend=rewrite_backend, query_encoder=query_encoder, verify_corpus=verify_corpus)
+    if query is not None and not query.strip():
+        raise IfqaError("--query is empty; give a question, or leave --query out to retrieve for a question set")
     pipeline = Pipeline(config)  # the public API's pipeline: one wiring for the CLI and Python
     if query:
         rows = [[hit.rank, f"{hit.score:.3f}", hit.id, hit.title, hit.text[:90] + "..."] for hit in pipeline.search(query)]
@@ -96,6 +103,8 @@ def retrieve(indexes, k, query_mode, setting, split, questions, data_dir, query,
 @click.option("--tag", default="ifqa", show_default=True, help="Run tag for TREC output.")
 def convert(source, from_, to, output, setting, split, questions, data_dir, corpus, tag) -> None:
     """Convert runs between ifqa's JSONL, TREC run files and DPR's retrieval JSON."""
+    if Path(output).resolve() == Path(source).resolve():
+        raise IfqaError("--output must differ from the input (converting in place would destroy it)", output)
     from ifqa.artifacts import read_run
     from ifqa.cli.evaluate import questions_for
     from ifqa.retrieval import convert as conv

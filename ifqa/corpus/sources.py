@@ -145,9 +145,13 @@ def stream_records(source: Source, progress: Callable[[int], None] | None = None
 
 
 def _chunks(handle: BinaryIO, raw: BinaryIO, source: Source, progress) -> Iterator[bytes]:
+    first = True
     while True:
         try:
             chunk = handle.read(_CHUNK)
+            if first and chunk.startswith(b"\xef\xbb\xbf"):  # a UTF-8 byte-order mark is not part of the first record
+                chunk = chunk[3:]
+            first = False
         except (OSError, EOFError, zlib.error) as exc:
             raise _read_error(exc, source) from None
         if progress is not None:

@@ -102,8 +102,12 @@ def load_examples(path: str | Path) -> list[Example]:
     """
     path = Path(path)
     if path.suffix == ".jsonl" or path.name.endswith(".jsonl.gz"):
-        return parse_examples(read_jsonl(path), str(path), unit="line")
-    return parse_examples(read_json(path), str(path))
+        examples = parse_examples(read_jsonl(path), str(path), unit="line")
+    else:
+        examples = parse_examples(read_json(path), str(path))
+    if not examples:
+        raise IfqaError("holds no questions", path)
+    return examples
 
 
 def parse_examples(data: Any, name: str, unit: str = "example") -> list[Example]:

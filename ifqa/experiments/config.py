@@ -31,6 +31,25 @@ def _expand(value: Any) -> Any:
     return value
 
 
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+MAX_BYTES = 1 << 20
+MAX_NODES = 100_000  # values after YAML aliases are expanded: a "billion laughs" file stops here
+
+
+def _check_size(config: Any, path: Path) -> None:
+    count, stack = 0, [config]
+    while stack:
+        value = stack.pop()
+        count += 1
+        if count > MAX_NODES:
+            raise IfqaError(f"expands to more than {MAX_NODES:,} values (YAML aliases?); refusing it", path)
+        if isinstance(value, dict):
+            stack.extend(value.values())
+            stack.extend(value.keys())
+        elif isinstance(value, list):
+            stack.extend(value)
+
+
 def _mapping(value: Any, what: str, path: Path) -> dict:
     if not isinstance(value, dict):
         raise IfqaError(f"{what} must be a mapping, found {type(value).__name__}", path)
@@ -54,6 +73,9 @@ def stage_list(config: dict, path: Path) -> list[dict]:
     for stage in stages:
         if "name" not in stage:
             raise IfqaError(f"a {stage.get('stage', '?')} stage needs a 'name'", path)
+        if not isinstance(stage["name"], str) or not SAFE_NAME.fullmatch(stage["name"]):
+            raise IfqaError(f"stage name {stage['name']!r}: use letters, digits, '.', '_' and '-' (it names files "
+                            "under the output folder)", path)
         if stage["name"] in names:
             raise IfqaError(f"two stages are named {stage['name']!r}", path)
         names.add(stage["name"])
@@ -70,11 +92,14 @@ def load_config(path: str | Path) -> dict:
     path = Path(path)
     if not path.exists():
         raise IfqaError("no such file", path)
+    if path.stat().st_size > MAX_BYTES:
+        raise IfqaError(f"an experiment config of {path.stat().st_size:,} bytes; at most {MAX_BYTES:,}", path)
     try:
         config = yaml.safe_load(path.read_text())
     except yaml.YAMLError as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         raise IfqaError(f"invalid YAML ({getattr(exc, 'problem', exc)})", path, line + 1 if line is not None else None) from None
+    _check_size(config, path)
     if not isinstance(config, dict) or "name" not in config or "questions" not in config:
         raise IfqaError("an experiment needs at least 'name' and 'questions'", path)
     config = _expand(config)

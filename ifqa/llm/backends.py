@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from ifqa.errors import IfqaError
+from ifqa.redact import redact, redact_url  # noqa: F401 (redact_url: imported from here elsewhere)
 
 log = logging.getLogger(__name__)
 
@@ -39,21 +40,6 @@ class GenerationParams:
                 "stop": list(self.stop), "seed": self.seed}
 
 
-def redact_url(url: str | None) -> str | None:
-    """The URL without secrets: user and password (``http://user:KEY@host``) and query values
-    (``?api-key=...``) become ``***``, so it can be logged and written into manifests."""
-    if not url:
-        return url
-    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
-
-    parts = urlsplit(url)
-    netloc = parts.netloc
-    if "@" in netloc:
-        netloc = "***@" + netloc.rsplit("@", 1)[1]
-    query = urlencode([(k, "***") for k, _ in parse_qsl(parts.query, keep_blank_values=True)], safe="*")
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
 class TransientError(Exception):
     """A failure worth retrying (rate limit, server error, timeout, malformed response)."""
 
@@ -73,7 +59,14 @@ class OpenAIBackend:
             raise IfqaError("no API key: pass --api-key or set OPENAI_API_KEY (or --base-url for a local server)")
         self._url = base_url or "https://api.openai.com/v1"
         self.base_url = redact_url(self._url)  # what logs, errors and manifests show
-        self._client = openai.OpenAI(base_url=self._url, api_key=key, timeout=timeout, max_retries=0)
+        from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+        from ifqa.redact import add_secret
+
+        add_secret(key if key != "EMPTY" else None)
+        parts = urlsplit(self._url)  # a query (?api-version=..., ?api-key=...) goes on every request, not into the path
+        self._client = openai.OpenAI(base_url=urlunsplit(parts._replace(query="")), api_key=key, timeout=timeout,
+                                     max_retries=0, default_query=dict(parse_qsl(parts.query)) or None)
         self._openai = openai
 
     def describe(self) -> dict:
@@ -145,8 +138,9 @@ def _unreachable(exc: BaseException) -> BaseException | None:
 
 
 def _safe_message(exc: Exception) -> str:
+    """A server's error text, first line, redacted (a 401 may quote the key it refused)."""
     message = str(getattr(exc, "message", "") or exc)
-    return message.splitlines()[0][:200]
+    return redact(message.splitlines()[0][:200] if message.strip() else type(exc).__name__)
 
 
 def chat_text(tokenizer, prompt: str) -> str:

@@ -13,6 +13,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from ifqa.errors import IfqaError
 from ifqa.paths import cache_dir
 
 
@@ -29,9 +30,14 @@ class ResponseCache:
         self.path = Path(path) if path else default_path()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        if self.path.is_dir():
+            raise IfqaError("is a folder; --cache names the response cache file", self.path)
+        try:
+            self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        except sqlite3.DatabaseError as exc:
+            raise IfqaError(f"not a response cache (an SQLite file): {exc}", self.path) from None
 
     def get(self, cache_key: str) -> dict | None:
         with self._lock:

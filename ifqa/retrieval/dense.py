@@ -22,7 +22,7 @@ import numpy as np
 from ifqa import memory
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write, write_json
-from ifqa.retrieval.encoders import DEFAULT_ENCODER, load_encoder, resolve
+from ifqa.retrieval.encoders import DEFAULT_ENCODER, check_encoder_location, load_encoder, resolve
 from ifqa.retrieval.index import MANIFEST, OFFSETS, Hits, corpus_record, finish_manifest, passage_store
 from ifqa.retrieval.store import PassageStore, iter_corpus
 
@@ -300,7 +300,9 @@ def merge(corpus: str | Path, index_dir: str | Path, index_type: str = "flat", s
     index, extra = _make_index(index_type, dim, total, sample)
     for array in arrays:
         index.add(np.ascontiguousarray(array, dtype=np.float32))
-    tmp = folder / f".{FAISS_FILE}.{os.getpid()}.tmp"
+    from ifqa.io import staging_prefix
+
+    tmp = folder / f"{staging_prefix(folder / FAISS_FILE)}faiss.tmp"  # a killed merge's leftover goes next time
     faiss.write_index(index, str(tmp))
     os.replace(tmp, folder / FAISS_FILE)
     settings = json.loads((folder / "embeddings" / "settings.json").read_text())
@@ -339,14 +341,20 @@ def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT
         from ifqa.retrieval.bm25_build import count_passages
 
         check_memory(index_type, count_passages(Path(corpus)), dim, budget, about=True, chunk=chunk)
+    check_encoder_location(encoder_name)
     folder = Path(index_dir)
-    if force and folder.exists():  # a finished index, or the chunks of an unfinished one
-        import shutil
+    import shutil
 
+    if force and folder.exists():  # a finished index, or the chunks of an unfinished one
         shutil.rmtree(folder)
-    started = time.time()
-    encode(corpus, folder, encoder_name, query_encoder, shard, batch_size, device, progress, chunk, max_length, titles,
-           threads, ray, ray_workers, precision, backend)
+    started, created = time.time(), not folder.exists()
+    try:
+        encode(corpus, folder, encoder_name, query_encoder, shard, batch_size, device, progress, chunk, max_length,
+               titles, threads, ray, ray_workers, precision, backend)
+    except IfqaError:  # refused before a chunk was written: leave nothing behind
+        if created and not any((folder / "embeddings").glob("chunk-*.npy")):
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
     if shard is not None:
         return None
     return merge(corpus, folder, index_type, started=started, max_memory=max_memory)

@@ -32,6 +32,16 @@ def resolve(name: str) -> str:
     return name
 
 
+def check_encoder_location(name: str) -> None:
+    """A local encoder that is not there, or a folder that holds no model, is refused before any work."""
+    from ifqa.paths import check_model_location
+
+    check_model_location(resolve(name))
+    folder = Path(resolve(name))
+    if folder.is_dir() and not any((folder / f).exists() for f in ("config.json", "modules.json")):
+        raise IfqaError("not a model folder (no config.json); --encoder takes a sentence-transformers or DPR model", folder)
+
+
 def is_dpr(name: str) -> bool:
     if "dpr" in Path(name).name.lower() or "dpr-" in name.lower():
         return True
@@ -214,7 +224,8 @@ def use_query_encoder(retriever, name: str, device: str | None = None) -> None:
     from ifqa.cards import read_card
 
     if retriever.manifest.get("engine") != "faiss":
-        return  # BM25 indexes have no query encoder
+        raise IfqaError(f"--query-encoder encodes questions for a dense index; {retriever.name} is a "
+                        f"{retriever.manifest.get('engine')} index")
     params = retriever.manifest["params"]
     extra = read_card(name).get("extra", {})
     if not extra.get("question_side_only"):

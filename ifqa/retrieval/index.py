@@ -51,7 +51,12 @@ def file_sha256(path: Path) -> str:
 
 
 def corpus_record(corpus: Path) -> dict[str, Any]:
-    """Identify a collection: its manifest's checksum when the builder left one, else computed."""
+    """Identify a collection: its manifest's checksum when the builder left one, else computed. A
+    collection without a single passage is refused (every builder comes here first)."""
+    from ifqa.retrieval.store import iter_corpus
+
+    if next(iter_corpus(corpus), None) is None:
+        raise IfqaError("holds no passages; an index needs at least one", corpus)
     corpus = Path(corpus).resolve()
     built = Path(f"{corpus}.manifest.json")
     sha = None
@@ -72,7 +77,9 @@ def staging(index_dir: str | Path, force: bool = False) -> Iterator[Path]:
     if index_dir.exists() and not force:
         raise IfqaError("index folder already exists (use --force to replace it)", index_dir)
     index_dir.parent.mkdir(parents=True, exist_ok=True)
-    temporary = Path(tempfile.mkdtemp(prefix=f".{index_dir.name}.", suffix=".tmp", dir=index_dir.parent))
+    from ifqa.io import staging_prefix
+
+    temporary = Path(tempfile.mkdtemp(prefix=staging_prefix(index_dir), suffix=".tmp", dir=index_dir.parent))
     lock_path = index_dir.parent / f".{index_dir.name}.lock"
     lock_file = open(lock_path, "w")
     try:  # released by the OS if this process dies, so a killed build never blocks the next one
@@ -112,13 +119,34 @@ def finish_manifest(folder: Path, engine: str, params: dict, corpus: dict, passa
 
 
 def read_manifest(index_dir: str | Path) -> dict:
+    """An index's manifest, its shape checked: a damaged or hand-edited one is one line naming it."""
     path = Path(index_dir) / MANIFEST
     if not path.exists():
         raise IfqaError("not an ifqa index (no manifest.json)", index_dir)
     try:
-        return json.loads(path.read_text())
-    except ValueError as exc:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
         raise IfqaError(f"unreadable manifest ({exc})", path) from None
+    problem = _manifest_problem(manifest)
+    if problem:
+        raise IfqaError(f"damaged manifest: {problem}", path)
+    return manifest
+
+
+def _manifest_problem(manifest: Any) -> str | None:
+    if not isinstance(manifest, dict):
+        return f"a JSON object is needed, not a {type(manifest).__name__}"
+    if not isinstance(manifest.get("engine"), str):
+        return "'engine' must be a string"
+    corpus = manifest.get("corpus")
+    if corpus is not None and not (isinstance(corpus, dict) and isinstance(corpus.get("path"), str)):
+        return "'corpus' must be an object with a 'path'"
+    if "params" in manifest and not isinstance(manifest["params"], dict):
+        return "'params' must be an object"
+    passages = manifest.get("passages")
+    if passages is not None and (isinstance(passages, bool) or not isinstance(passages, int) or passages < 1):
+        return f"'passages' must be a positive integer, got {passages!r}"
+    return None
 
 
 def passage_store(index_dir: Path, manifest: dict, corpus: str | Path | None = None) -> PassageStore:
@@ -132,7 +160,12 @@ def passage_store(index_dir: Path, manifest: dict, corpus: str | Path | None = N
         offsets = np.load(path, mmap_mode="r")
     except (ValueError, OSError) as exc:
         raise IfqaError(f"damaged index: unreadable {OFFSETS} ({exc})", index_dir) from None
-    recorded = manifest.get("corpus", {})
+    recorded = manifest.get("corpus") or {}
+    if manifest.get("passages") is not None and len(offsets) != manifest["passages"]:
+        raise IfqaError(f"damaged index: {OFFSETS} holds {len(offsets)} offsets, the manifest {manifest['passages']} "
+                        "passages (rebuild it)", index_dir)
+    if not (corpus or recorded.get("path")):
+        raise IfqaError("the manifest names no collection; pass --corpus", Path(index_dir) / MANIFEST)
     store = PassageStore(corpus or recorded["path"], offsets)
     size = store.corpus.stat().st_size
     if recorded.get("bytes") is not None and size != recorded["bytes"]:

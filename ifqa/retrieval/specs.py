@@ -53,7 +53,14 @@ def open_index(spec: str | Path, corpus: str | Path | None = None, device: str |
     engine = manifest.get("engine")
     if engine not in ENGINES:
         raise IfqaError(f"unknown engine {engine!r} in manifest", Path(folder) / MANIFEST)
-    return ENGINES.get(engine).load(folder, manifest, corpus, device)
+    try:
+        return ENGINES.get(engine).load(folder, manifest, corpus, device)
+    except IfqaError:
+        raise
+    except (ValueError, KeyError, TypeError, IndexError, EOFError, RuntimeError, OSError) as exc:
+        # a truncated array, vocabulary or FAISS file, a manifest missing a key its engine needs
+        detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
+        raise IfqaError(f"damaged index ({type(exc).__name__}: {detail}); rebuild it with --force", folder) from None
 
 
 class DemoIndexes:

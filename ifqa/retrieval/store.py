@@ -42,6 +42,10 @@ def _parse(line: bytes, tsv: bool, path: Path, number: int) -> dict:
         record = json.loads(line)
         if not isinstance(record, dict) or "id" not in record or not isinstance(record.get("text"), str):
             raise ValueError("needs 'id' and a string 'text'")
+        if isinstance(record["id"], bool) or not isinstance(record["id"], (str, int)) or str(record["id"]).strip() == "":
+            raise ValueError(f"'id' must be a non-empty string or an integer, got {record['id']!r}"[:160])
+        if record.get("title") is not None and not isinstance(record["title"], str):
+            raise ValueError("'title' must be a string")
         if not record["text"].strip():
             raise ValueError("'text' is empty")
         return {"id": str(record["id"]), "title": str(record.get("title") or ""), "text": record["text"]}

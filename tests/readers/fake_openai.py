@@ -1,7 +1,7 @@
 """A small server speaking the OpenAI chat and completions protocol, for the reader tests.
 
 It answers from a table of known questions, and can be told to fail: a list of planned
-failures ("429", "500", "malformed", "slow") is consumed by the next requests.
+failures ("401", "429", "500", "malformed", "slow") is consumed by the next requests.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ class FakeOpenAI:
         self.answers = answers  # question -> answer
         self.sampled = sampled or {}  # seed -> answer, used when temperature > 0
         self.failures: list[str] = []
+        self.paths: list[str] = []
         self.fail_always = False
         self.latency, self.failure_rate, self.random = latency, failure_rate, random.Random(seed)
         self.requests: list[dict] = []
@@ -62,19 +63,24 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 with fake.lock:
                     fake.requests.append(body)
+                    fake.paths.append(self.path)
                     fake.headers.append({k.lower(): v for k, v in self.headers.items()})
                     failure = "500" if fake.fail_always else (fake.failures.pop(0) if fake.failures else None)
                     if failure is None and fake.random.random() < fake.failure_rate:
                         failure = fake.random.choice(["429", "500", "malformed"])
                 if fake.latency:
                     time.sleep(fake.latency)
+                if failure == "401":  # as some servers do: the refused key quoted back
+                    key = self.headers.get("Authorization", "").removeprefix("Bearer ")
+                    return self._send(401, {"error": {"message": f"Incorrect API key provided: {key}. See the docs.",
+                                                      "type": "invalid_request_error"}})
                 if failure in ("429", "500"):
                     return self._send(int(failure), {"error": {"message": "try later", "type": "server_error"}})
                 if failure == "slow":
                     time.sleep(2)
                 if failure == "malformed":
                     return self._send(200, {"unexpected": True})
-                chat = self.path.endswith("/chat/completions")
+                chat = self.path.split("?")[0].endswith("/chat/completions")
                 prompt = body["messages"][-1]["content"] if chat else body["prompt"]
                 text = fake.reply(prompt, body)
                 choice = {"index": 0, "finish_reason": "stop",

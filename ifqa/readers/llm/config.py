@@ -61,7 +61,7 @@ class LLMReaderConfig:
         """This configuration as it may be written down: credentials in the endpoint URL redacted."""
         from dataclasses import replace
 
-        from ifqa.llm.backends import redact_url
+        from ifqa.redact import redact_url
 
         return replace(self, base_url=redact_url(self.base_url))
 
