@@ -160,17 +160,21 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=1000, help="(question, passage) pairs scored per backend")
     parser.add_argument("--reranker", help="a trained reranker folder (default: MiniLM with a fresh head)")
     parser.add_argument("--recall", type=int, default=0, help="also index gold + N mini-wiki passages per backend")
+    parser.add_argument("--backends", nargs="+", default=BACKENDS, choices=BACKENDS, help="torch first: the others are compared with it")
+    parser.add_argument("--skip-speed", action="store_true", help="only the recall part")
     args = parser.parse_args()
+    BACKENDS[:] = args.backends
     os.environ.setdefault("IFQA_DATA_DIR", str(SHARED / "ifqa"))
     WORK.mkdir(parents=True, exist_ok=True)
     import torch
 
     print(f"machine: {machine()}; torch threads {torch.get_num_threads()}\n")
-    texts = passages(max(args.passages, args.pairs))
-    print("## Dense encoding (all-MiniLM-L6-v2, 128 tokens, batch 64)\n")
-    print(markdown_table(encoding(texts[: args.passages]), digits=1))
-    print("\n## Cross-encoder scoring (192 tokens, 100 passages a question)\n")
-    print(markdown_table(reranking(texts[: args.pairs], cross_encoder(args.reranker)), digits=1))
+    if not args.skip_speed:
+        texts = passages(max(args.passages, args.pairs))
+        print("## Dense encoding (all-MiniLM-L6-v2, 128 tokens, batch 64)\n")
+        print(markdown_table(encoding(texts[: args.passages]), digits=1))
+        print("\n## Cross-encoder scoring (192 tokens, 100 passages a question)\n")
+        print(markdown_table(reranking(texts[: args.pairs], cross_encoder(args.reranker)), digits=1))
     if args.recall:
         print(f"\n## Dense retrieval, IfQA dev, gold passages + {args.recall:,} others\n")
         print(markdown_table(recall(args.recall), digits=2))

@@ -26,14 +26,23 @@ class RegistryChoice(click.Choice):
         pass
 
 
-def question_options(function):
-    """--setting/--split/--questions/--data-dir: how every command that needs questions names them."""
-    function = click.option("--data-dir", type=click.Path(file_okay=False), help="IfQA cache (default $IFQA_DATA_DIR or ~/.cache/ifqa/data).")(function)
-    function = click.option("--questions", type=click.Path(dir_okay=False), help="Any file in the IfQA format (JSON list or JSONL); overrides --setting/--split.")(function)
-    function = click.option("--split", type=SPLIT_CHOICES, default=None, help="Split (default dev).")(function)
-    function = click.option("--setting", type=RegistryChoice(DATASETS), default=None,
-                            help="IfQA supervised (full_split), few-shot (few_split), the embedded demo set (default); wiqa, causalqa[-random] and their -demo sets. With --questions: the file's format.")(function)
-    return function
+def question_options_for(setting: str = "demo", split: str = "dev"):
+    """--setting/--split/--questions/--data-dir: how every command that needs questions names them;
+    the help states the command's own defaults (training commands: supervised train)."""
+
+    def decorate(function):
+        function = click.option("--data-dir", type=click.Path(file_okay=False), help="IfQA cache (default $IFQA_DATA_DIR or ~/.cache/ifqa/data).")(function)
+        function = click.option("--questions", type=click.Path(dir_okay=False), help="Any file in the IfQA format (JSON list or JSONL); overrides --setting/--split.")(function)
+        function = click.option("--split", type=SPLIT_CHOICES, default=None, help=f"Split (default {split}).")(function)
+        return click.option("--setting", type=RegistryChoice(DATASETS), default=None,
+                            help="IfQA supervised (full_split), few-shot (few_split), the embedded demo set; wiqa, "
+                            f"causalqa[-random] and their -demo sets (default {setting}). With --questions: the "
+                            "file's format.")(function)
+
+    return decorate
+
+
+question_options = question_options_for()
 
 
 def question_source(setting, split, questions, data_dir) -> QuestionSource:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ifqa.cli.options import question_options, question_source
+from ifqa.cli.options import question_options_for, question_source
 from ifqa.configs import click_options, from_options
 from ifqa.readers.fid import FiDTrainConfig
 from ifqa.training.recipes import ControlRecipe, RerankerRecipe, RetrieverRecipe
@@ -63,7 +63,7 @@ def _learning_options(function):
     function = click.option("--dev-run", type=click.Path(dir_okay=False), help="A first-stage run of dev questions: its recall before and after goes into the model card.")(function)
     function = click.option("--corpus", type=click.Path(dir_okay=False), help="The collection file, if it moved since indexing.")(function)
     function = click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Training folder (model/, model_card.json).")(function)
-    return question_options(function)
+    return question_options_for("supervised", "train")(function)
 
 
 def _learning_command(kind: str, recipe_class: type, help: str, summary) -> None:

@@ -31,7 +31,7 @@ def _expand(value: Any) -> Any:
     return value
 
 
-SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")  # a file name, never a path
 MAX_BYTES = 1 << 20
 MAX_NODES = 100_000  # values after YAML aliases are expanded: a "billion laughs" file stops here
 
@@ -74,7 +74,7 @@ def stage_list(config: dict, path: Path) -> list[dict]:
         if "name" not in stage:
             raise IfqaError(f"a {stage.get('stage', '?')} stage needs a 'name'", path)
         if not isinstance(stage["name"], str) or not SAFE_NAME.fullmatch(stage["name"]):
-            raise IfqaError(f"stage name {stage['name']!r}: use letters, digits, '.', '_' and '-' (it names files "
+            raise IfqaError(f"stage name {stage['name']!r}: use letters, digits, '.', '_', '+' and '-' (it names files "
                             "under the output folder)", path)
         if stage["name"] in names:
             raise IfqaError(f"two stages are named {stage['name']!r}", path)

@@ -114,8 +114,9 @@ class SentenceEncoder(_BatchedEncoder):
         self.precision = pick_precision(precision, self.device)
         try:
             self.model = _inference(SentenceTransformer(resolve(name), device=self.device), self.precision)
-        except OSError as exc:
-            raise IfqaError(f"cannot load encoder {name!r} ({exc}); pass a local folder with --encoder") from None
+        except (OSError, ValueError, KeyError) as exc:  # missing files, a config without a model type ...
+            raise IfqaError(f"cannot load encoder {name!r} ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}); "
+                            "pass a local folder with --encoder") from None
         if max_length:
             self.model.max_seq_length = max_length
         self.name = name
@@ -168,8 +169,9 @@ class DPREncoder(_BatchedEncoder):
             self.tokenizer = AutoTokenizer.from_pretrained(context_name)
             self.context = _inference(DPRContextEncoder.from_pretrained(context_name).to(self.device), self.precision)
             self.question = _inference(DPRQuestionEncoder.from_pretrained(question_name).to(self.device), self.precision)
-        except OSError as exc:
-            raise IfqaError(f"cannot load DPR encoders ({exc}); pass local folders with --encoder/--query-encoder") from None
+        except (OSError, ValueError, KeyError) as exc:
+            raise IfqaError(f"cannot load DPR encoders ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}); "
+                            "pass local folders with --encoder/--query-encoder") from None
         self.name, self.question_name, self.max_length = context_name, question_name, max_length or 256
         self.dim = int(self.context.config.hidden_size if self.context.config.projection_dim == 0
                        else self.context.config.projection_dim)

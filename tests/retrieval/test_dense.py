@@ -51,9 +51,17 @@ def test_other_encoder_settings_are_refused_unless_forced(corpus, tmp_path):
 def test_a_failed_start_never_blocks_the_corrected_command(corpus, tmp_path):
     with pytest.raises(IfqaError):
         dense.build(corpus, tmp_path / "idx", "no-such-encoder-folder/", progress=False)
-    assert (tmp_path / "idx" / "embeddings" / "settings.json").exists() and not (tmp_path / "idx" / "manifest.json").exists()
+    assert not (tmp_path / "idx").exists()  # refused before any work: nothing left behind
+    # a start that fails after its settings were written (the encoder cannot load) leaves no folder either
+    (tmp_path / "not-a-model").mkdir()
+    (tmp_path / "not-a-model" / "config.json").write_text("{}")
+    with pytest.raises(IfqaError):
+        dense.build(corpus, tmp_path / "idx", str(tmp_path / "not-a-model"), progress=False)
+    assert not (tmp_path / "idx").exists()
+    unfinished = tmp_path / "unfinished"
+    dense.build(corpus, unfinished, shard=(0, 2), chunk=3, progress=False)
     with pytest.raises(IfqaError, match="no manifest|not an index|manifest"):
-        open_index(tmp_path / "idx")  # an unfinished folder is never used as an index
+        open_index(unfinished)  # an unfinished folder is never used as an index
     assert dense.build(corpus, tmp_path / "idx", progress=False)["passages"] == 8
 
 
