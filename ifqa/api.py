@@ -156,7 +156,7 @@ class Reranker:
 
     def rerank_many(self, questions: Sequence[str], hits_lists: Sequence[Sequence[Hit]]) -> list[list[Hit]]:
         """Several questions at once: their pairs are scored together (full batches on a GPU)."""
-        from ifqa.retrieval.rerank import score_many
+        from ifqa.retrieval.reordering import score_many
 
         depth = self.model.depth
         scores = score_many(self.model, [(q, [h.text for h in hits[:depth]], [h.score for h in hits[:depth]])

@@ -124,6 +124,12 @@ def flag_contexts(ctxs: list[dict[str, Any]], answers: Sequence[str], gold: Gold
             ctx["gold"] = gold.matches(text)
 
 
+def run_record(example: Any, ctxs: list[dict[str, Any]]) -> dict[str, Any]:
+    """A run line for a question (an ``Example``): its passages flagged with ``has_answer`` and ``gold``."""
+    flag_contexts(ctxs, example.answers, GoldMatcher(example.context))
+    return {"qid": example.qid, "question": example.question, "answers": example.answers, "ctxs": ctxs}
+
+
 def recall_at(hits: Sequence[Sequence[bool]], depths: Iterable[int]) -> dict[str, float]:
     """Share of questions (percent) with at least one hit in the top K, for each K."""
     return {str(k): round(percent([float(any(flags[:k])) for flags in hits]), 2) for k in depths}

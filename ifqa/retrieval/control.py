@@ -10,6 +10,7 @@ from typing import Sequence
 import numpy as np
 
 from ifqa.errors import IfqaError
+from ifqa.retrieval.reordering import Reorders
 
 SETTINGS = "passage_prior.json"
 WEIGHTS = "passage_prior.npy"
@@ -28,7 +29,7 @@ def is_control(folder: str | Path) -> bool:
     return (Path(folder) / SETTINGS).exists()
 
 
-class PassagePriorReranker:
+class PassagePriorReranker(Reorders):
     """First-stage score + weight x the classifier's logit for the same passage."""
 
     def __init__(self, folder: str | Path, depth: int = 100):
@@ -44,16 +45,6 @@ class PassagePriorReranker:
 
     def describe(self) -> dict:
         return {"model": self.name, "kind": "passage-prior (question-agnostic control)", "depth": self.depth}
-
-    def rerank(self, question: str, hits, passages):
-        from ifqa.retrieval.rerank import rerank_hits
-
-        return rerank_hits(self, question, hits, passages)
-
-    def rerank_many(self, questions: Sequence[str], hits_lists, passages):
-        from ifqa.retrieval.rerank import rerank_many
-
-        return rerank_many(self, questions, hits_lists, passages)
 
     def prior(self, texts: Sequence[str]) -> np.ndarray:
         return vectorizer().transform(list(texts)) @ self.weights + self.info["intercept"]

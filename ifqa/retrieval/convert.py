@@ -14,7 +14,7 @@ from typing import Sequence
 from ifqa.errors import IfqaError
 from ifqa.artifacts import QuestionSet, write_manifest, write_run
 from ifqa.io import atomic_write, read_json
-from ifqa.retrieval.pipeline import run_record
+from ifqa.eval.passages import run_record
 from ifqa.retrieval.store import iter_corpus
 
 

@@ -188,7 +188,7 @@ def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAUL
     if ray:
         from ifqa.retrieval.dense_ray import encode_on_ray
 
-        encode_on_ray(ray, args, todo, bar.update, ray_workers, threads, kwargs)
+        encode_on_ray(ray, ChunkEncoder, args, todo, bar.update, ray_workers, threads, kwargs)
     else:
         for count in ChunkEncoder(*args, threads=threads, **kwargs).encode_many(todo):
             bar.update(count)

@@ -1,6 +1,7 @@
 """Dense encoding on Ray: chunks of the collection go to a pool of actors, one per GPU of the cluster
 (or per CPU without GPUs), each holding the encoder once and writing ``embeddings/chunk-j.npy``
-exactly as the single-process loop does (``dense.ChunkEncoder``).
+exactly as the single-process loop does (the ``dense.ChunkEncoder`` class the caller passes in,
+so this module never imports ``dense``).
 
 The chunk files are the unit of work and of resuming: a chunk is written whole or not at all, so a
 job interrupted anywhere resumes by skipping the chunks on disk, and the FAISS merge is the same
@@ -28,15 +29,15 @@ def _pool_size(ray, workers: int | None) -> tuple[int, dict]:
     return (min(workers, cpus) if workers else cpus), {"num_cpus": 1}
 
 
-def encode_on_ray(address: str, args: tuple, todo: Sequence[int], advance: Callable[[int], None],
+def encode_on_ray(address: str, worker: type, args: tuple, todo: Sequence[int], advance: Callable[[int], None],
                   workers: int | None = None, threads: int | None = None, options: dict | None = None) -> None:
-    """Encode chunks ``todo`` with a Ray actor pool (``address``: ``local`` starts Ray here)."""
+    """Encode chunks ``todo`` with a pool of Ray actors of class ``worker`` (``worker(*args, threads=,
+    **options).encode(j)`` writes chunk j and returns its passage count; ``address``: ``local`` starts
+    Ray here)."""
     import ray
     from ray.util import ActorPool
 
     from pathlib import Path
-
-    from ifqa.retrieval.dense import ChunkEncoder
 
     args = (Path(args[0]).resolve(), Path(args[1]).resolve(), *args[2:])  # actors run elsewhere on a cluster
 
@@ -50,7 +51,7 @@ def encode_on_ray(address: str, args: tuple, todo: Sequence[int], advance: Calla
     try:
         size, resources = _pool_size(ray, workers)
         log.info("encoding %d chunks on %d Ray actors (%s)", len(todo), size, resources)
-        actor = ray.remote(**resources)(ChunkEncoder)
+        actor = ray.remote(**resources)(worker)
         # one thread per actor unless told: a local run with the same --threads writes the same bytes
         pool = ActorPool([actor.remote(*args, threads=threads or resources["num_cpus"], **(options or {})) for _ in range(min(size, len(todo)))])
         try:

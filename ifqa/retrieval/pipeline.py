@@ -18,7 +18,7 @@ from typing import Iterator, Protocol, Sequence
 
 from ifqa.artifacts import Context, Example, QuestionSet, RunRecord, write_manifest
 from ifqa.errors import IfqaError
-from ifqa.eval.passages import GoldMatcher, flag_contexts
+from ifqa.eval.passages import run_record
 from ifqa.io import atomic_write
 from ifqa.registry import QUERY_MODES
 from ifqa.retrieval.fusion import FUSIONS
@@ -176,9 +176,3 @@ class RetrievalPipeline:
             rerankers=[r.describe() if hasattr(r, "describe") else type(r).__name__ for r in self.rerankers],
             seconds=round(time.time() - started, 2))
         return records
-
-
-def run_record(example: Example, ctxs: list[Context]) -> RunRecord:
-    """A run line for a question: its passages flagged with ``has_answer`` and ``gold``."""
-    flag_contexts(ctxs, example.answers, GoldMatcher(example.context))
-    return {"qid": example.qid, "question": example.question, "answers": example.answers, "ctxs": ctxs}

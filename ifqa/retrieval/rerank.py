@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ifqa.errors import IfqaError
-from ifqa.retrieval.index import Hits
+from ifqa.retrieval.reordering import Reorders, score_many
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +61,7 @@ def check_scoring_head(model: str) -> None:
                         "`ifqa train --reranker --model ...`", model)
 
 
-class CrossEncoderReranker:
+class CrossEncoderReranker(Reorders):
     """A cross-encoder scoring (question, passage) pairs. Pairs of many questions are scored together
     in length-planned batches (``batching.run_planned``: tokenized ahead by worker processes on
     CUDA), under bf16 autocast where the device supports it."""
@@ -125,12 +125,6 @@ class CrossEncoderReranker:
     def score(self, question: str, texts: Sequence[str], first_scores: Sequence[float] = ()) -> list[float]:
         return self.score_many([(question, texts, first_scores)])[0]
 
-    def rerank(self, question: str, hits: Hits, passages) -> Hits:
-        return rerank_hits(self, question, hits, passages)
-
-    def rerank_many(self, questions: Sequence[str], hits_lists: Sequence[Hits], passages) -> list[Hits]:
-        return rerank_many(self, questions, hits_lists, passages)
-
 
 def _probe_pairs() -> list[tuple[str, str]]:
     """(question, passage) pairs from the packaged demo set: each question with its gold passages and
@@ -146,30 +140,6 @@ def _probe_pairs() -> list[tuple[str, str]]:
             pairs.append((example.question, example.context[i % len(example.context)] if i % 2 == 0 and example.context
                           else texts[(7 * n + 13 * i) % len(texts)]))
     return pairs
-
-
-def score_many(reranker, items: Sequence[tuple[str, Sequence[str], Sequence[float]]]) -> list[list[float]]:
-    """Scores for several questions at once where the reranker can batch them, else one by one."""
-    if hasattr(reranker, "score_many"):
-        return reranker.score_many(items)
-    return [reranker.score(question, texts, first) for question, texts, first in items]
-
-
-def rerank_hits(reranker, question: str, hits: Hits, passages) -> Hits:
-    """The top ``depth`` hits in the reranker's order, then the rest in their first-stage order."""
-    return rerank_many(reranker, [question], [hits], passages)[0]
-
-
-def rerank_many(reranker, questions: Sequence[str], hits_lists: Sequence[Hits], passages) -> list[Hits]:
-    """``rerank_hits`` for several questions, their pairs scored together."""
-    heads = [hits[: reranker.depth] for hits in hits_lists]
-    scores = score_many(reranker, [(question, [passages[position]["text"] for position, _ in head], [s for _, s in head])
-                                   for question, head in zip(questions, heads)])
-    out = []
-    for hits, head, values in zip(hits_lists, heads, scores):
-        ranked = sorted(zip(head, values), key=lambda pair: -pair[1])
-        out.append([(position, score) for (position, _), score in ranked] + list(hits[reranker.depth :]))
-    return out
 
 
 def load_reranker(model: str, depth: int = 100, batch_size: int | None = None, device: str | None = None,
@@ -207,7 +177,7 @@ def rerank_run(run_path: str | Path, reranker, output: str | Path, questions,
     from tqdm import tqdm
 
     from ifqa.artifacts import read_manifest, write_manifest
-    from ifqa.retrieval.pipeline import run_record
+    from ifqa.eval.passages import run_record
 
     records = records if records is not None else read_rerankable(run_path, reranker.depth)
     examples = {e.qid: e for e in questions.examples}

@@ -22,7 +22,8 @@ from typing import Any, Sequence
 
 from ifqa.artifacts import Example
 from ifqa.errors import IfqaError
-from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline, run_record
+from ifqa.eval.passages import run_record
+from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline
 
 
 @dataclass(frozen=True)
