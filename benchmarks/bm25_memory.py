@@ -88,7 +88,7 @@ def main() -> None:
     for name, corpus in corpora.items():
         passages = sum(1 for _ in corpus.open())
         ours = WORK / f"bm25-stream-{passages}"
-        seconds, peak, _ = timed(ifqa("index", "bm25", "--corpus", corpus, "--index", ours, "--force", "--no-progress"))
+        seconds, peak, _ = timed(ifqa("index", "bm25", "--corpus", corpus, "-o", ours, "--force", "--no-progress"))
         row = {"collection": name, "passages": passages, "builder": "ifqa (streaming)", "seconds": seconds, "peak MB": peak,
                "identical arrays": ""}
         rows.append(row)

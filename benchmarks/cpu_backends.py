@@ -142,7 +142,7 @@ def recall(others: int) -> list[dict]:
         index = WORK / f"idx-dense-{subset.stem}-{backend}"
         extra = ["--backend", name] + (["--quantize", quantize] if quantize else [])
         if not (index / "manifest.json").exists():
-            seconds, _, _ = timed(ifqa("index", "dense", "--corpus", subset, "--index", index, "--force", "--no-progress",
+            seconds, _, _ = timed(ifqa("index", "dense", "--corpus", subset, "-o", index, "--force", "--no-progress",
                                        "--device", "cpu", *extra))
         else:
             seconds = json.loads((index / "manifest.json").read_text())["build_seconds"]

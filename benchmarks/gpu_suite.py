@@ -207,7 +207,7 @@ def dense_encoding(folders: dict, size: dict, device: str, work: Path) -> dict:
     passages = write_collection(corpus, size["passages"])
     index = work / "dense"
     started = time.time()
-    subprocess.run(ifqa("index", "dense", "--corpus", corpus, "--index", index, "--encoder", folders["encoder"],
+    subprocess.run(ifqa("index", "dense", "--corpus", corpus, "-o", index, "--encoder", folders["encoder"],
                         "--shard", "0/1", "--force", "--no-progress", "--device", device), check=True, capture_output=True)
     ours = len(passages) / (time.time() - started)
     texts = [f"{p['title']}. {p['text']}" if p["title"] else p["text"] for p in passages]
@@ -261,7 +261,7 @@ def reranking(folders: dict, size: dict, device: str, work: Path) -> dict:
         {**passages[(i * depth + j) % len(passages)], "score": float(depth - j)} for j in range(depth)]}) + "\n"
         for i in range(n)))
     started = time.time()
-    subprocess.run(ifqa("rerank", run, "--model", folders["reranker"], "--depth", depth, "--questions",
+    subprocess.run(ifqa("rerank", "--run", run, "--model", folders["reranker"], "--depth", depth, "--questions",
                         work / "questions.json", "-o", work / "reranked.jsonl", "--no-progress", "--device", device),
                    check=True, capture_output=True)
     ours = n * depth / (time.time() - started)

@@ -37,7 +37,7 @@ def main() -> None:
         timed(ifqa("corpus", "build", *[SHARED / "wiki" / f for f in COLLECTIONS[args.collection]], "-o", corpus,
                    "--workers", "2", "--no-progress"))
     if not (index / "manifest.json").exists():
-        timed(ifqa("index", "bm25", "--corpus", corpus, "--index", index, "--no-progress"))
+        timed(ifqa("index", "bm25", "--corpus", corpus, "-o", index, "--no-progress"))
     rows = []
     model = Path(args.model) if args.model else work / "reranker" / "model"
     if not args.model and not (model / "config.json").exists():
@@ -49,7 +49,7 @@ def main() -> None:
     rows.append({"step": "BM25 (clean queries), top 100, 700 dev questions", "seconds": seconds, "peak MB": peak})
     reranked = work / f"dev-reranked-{args.depth}.jsonl"
     reranked.unlink(missing_ok=True)
-    seconds, peak, result = timed(ifqa("rerank", run, "--model", model, "--depth", args.depth, "-o", reranked,
+    seconds, peak, result = timed(ifqa("rerank", "--run", run, "--model", model, "--depth", args.depth, "-o", reranked,
                                        "--no-progress", "--json"))
     rows.append({"step": f"rerank top {args.depth}, 700 dev questions", "seconds": seconds, "peak MB": peak})
     before = json.loads(timed(ifqa("evaluate", "--run", run, "--json"))[2].stdout)["recall"]["gold"]

@@ -31,7 +31,7 @@ def build_corpus() -> None:
 
 def build_bm25(backend: str) -> dict:
     folder = WORK / f"idx-{backend}"
-    seconds, peak, _ = timed(ifqa("index", "bm25", "--corpus", CORPUS, "--index", folder, "--backend", backend,
+    seconds, peak, _ = timed(ifqa("index", "bm25", "--corpus", CORPUS, "-o", folder, "--backend", backend,
                                   "--threads", "2", "--force", "--no-progress"))
     manifest = json.loads((folder / "manifest.json").read_text())
     return {"engine": backend, "index s": seconds, "index peak MB": peak, "index MB": manifest["bytes"] / 1e6}
@@ -152,7 +152,7 @@ def main() -> None:
 
     rows = [recall([WORK / "idx-bm25s"], "BM25 (bm25s)"), recall([WORK / "idx-pyserini"], "BM25 (pyserini)")]
     if not (DENSE / "manifest.json").exists():
-        print(f"dense index missing; build it with:\n  ifqa index dense --corpus {CORPUS} --index {DENSE}\n")
+        print(f"dense index missing; build it with:\n  ifqa index dense --corpus {CORPUS} -o {DENSE}\n")
     else:
         rows.append(recall([DENSE], "dense (MiniLM, flat)"))
         rows.append(recall([WORK / "idx-bm25s", DENSE], "hybrid RRF (bm25s + MiniLM)"))

@@ -59,10 +59,10 @@ def main() -> None:
                    SHARED / "wiki" / "ifqa_contexts.jsonl", "-o", corpus, "--workers", "2", "--no-progress"))
     index = args.index or WORK / "mini-bm25s"
     if not (index / "manifest.json").exists():
-        timed(ifqa("index", "bm25", "--corpus", corpus, "--index", index, "--no-progress"))
+        timed(ifqa("index", "bm25", "--corpus", corpus, "-o", index, "--no-progress"))
     lucene = args.lucene or WORK / "mini-lucene"
     if not args.lucene and not (lucene / "manifest.json").exists():
-        timed(ifqa("index", "bm25", "--backend", "pyserini", "--corpus", corpus, "--index", lucene, "--no-progress"))
+        timed(ifqa("index", "bm25", "--backend", "pyserini", "--corpus", corpus, "-o", lucene, "--no-progress"))
     lucene_dir = lucene / "lucene" if (lucene / "lucene").is_dir() else lucene
     rows = []
     for k in (20, 100):

@@ -84,7 +84,7 @@ def main() -> None:
         if not corpus.exists():
             timed(ifqa("corpus", "build", SHARED / "wiki" / "enwiki2015_sample_articles.jsonl.gz",
                        SHARED / "wiki" / "ifqa_contexts.jsonl", "-o", corpus, "--workers", "2", "--no-progress"))
-        timed(ifqa("index", "bm25", "--corpus", corpus, "--index", mini_index, "--no-progress"))
+        timed(ifqa("index", "bm25", "--corpus", corpus, "-o", mini_index, "--no-progress"))
     collections = [("demo", [], ("demo", "dev")), ("mini-wiki", ["--index", str(mini_index), "--setting", "supervised"],
                                                      ("supervised", "dev"))]
     rows = []

@@ -200,37 +200,71 @@ def read(reader: str, questions: QuestionSet | QuestionSource | None = None, run
         return [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def evaluate_run(run: str | Path | Iterable[Mapping[str, Any]], questions: QuestionSet | Sequence[Example] | None = None) -> dict:
-    """Recall@K (gold passage and answer string) of a run file or of run records, as ``ifqa evaluate --run``.
+def evaluate_run(run: str | Path | Iterable[Mapping[str, Any]], questions: QuestionSet | Sequence[Example] | None = None,
+                 compare: str | Path | Iterable[Mapping[str, Any]] | None = None) -> dict:
+    """Recall@K (gold passage and answer string) of a run file or of run records, as ``ifqa evaluate
+    --run``: the run's own flags, or flags recomputed from ``questions``; with ``compare`` (a baseline
+    run), gold recall@1/5/20 with 95% intervals and the paired permutation test under ``"compare"``.
 
     >>> report = evaluate_run(Pipeline(k=20).run(load_questions()), load_questions())
     >>> report["n"], sorted(report["recall"])
     (24, ['answer', 'gold'])
     """
-    from ifqa.artifacts import read_run
-    from ifqa.eval.summary import summarize_run
+    from ifqa.eval.summary import compare_runs, summarize_run
 
-    records = read_run(run) if isinstance(run, (str, Path)) else list(run)
-    return summarize_run(records, as_question_set(questions).examples if questions is not None else None)
+    examples = as_question_set(questions).examples if questions is not None else None
+    records = _run_records(run)
+    report = summarize_run(records, examples)
+    if compare is not None:
+        baseline = _run_records(compare)
+        if examples is not None:
+            summarize_run(baseline, examples)  # the baseline's flags recomputed from the same questions
+        report["compare"] = {"baseline": str(compare) if isinstance(compare, (str, Path)) else "records",
+                             **compare_runs(records, baseline)}
+    return report
+
+
+def _run_records(run: str | Path | Iterable[Mapping[str, Any]]) -> list:
+    from ifqa.artifacts import read_run
+
+    return read_run(run) if isinstance(run, (str, Path)) else list(run)
 
 
 def evaluate_predictions(predictions: str | Path | Mapping[str, str] | Iterable[Mapping[str, Any]],
-                         questions: QuestionSet | Sequence[Example]) -> dict:
-    """EM/F1 with 95% intervals and breakdowns, as ``ifqa evaluate --predictions``; ``predictions`` is a
-    file, a ``{qid: answer}`` mapping or prediction records.
+                         questions: QuestionSet | Sequence[Example],
+                         compare: str | Path | Mapping[str, str] | Iterable[Mapping[str, Any]] | None = None) -> dict:
+    """The ``ifqa evaluate --predictions`` report, its metric chosen by the questions' dataset (IfQA:
+    EM/F1 with 95% intervals and breakdowns; WIQA: accuracy by question type and path length;
+    CausalQA: ROUGE-L, EM/F1 by source). ``predictions`` (and ``compare``, for the paired test) is a
+    file, a ``{qid: answer}`` mapping or prediction records; objects are read by the same rules as files.
 
     >>> dev = load_questions()
     >>> evaluate_predictions({e.qid: e.answers[0] for e in dev}, dev)["em"]
     100.0
     """
-    from ifqa.artifacts import read_predictions
-    from ifqa.eval.summary import summarize_predictions
+    from ifqa.eval.tasks import task_for
 
+    question_set = as_question_set(questions)
+    task = task_for(question_set)
+    other = _task_predictions(task, compare) if compare is not None else None
+    return task.summarize(question_set.examples, _task_predictions(task, predictions), other)
+
+
+def _task_predictions(task, predictions) -> Mapping[str, str]:
+    """``qid -> answer`` as the task reads a predictions file (WIQA: labels checked and normalized)."""
     if isinstance(predictions, (str, Path)):
-        predictions = read_predictions(predictions)
-    elif not isinstance(predictions, Mapping):
-        predictions = {str(p["qid"]): str(p.get("prediction") or "") for p in predictions}
-    return summarize_predictions(as_question_set(questions).examples, predictions)
+        return task.read(predictions)
+    import json
+
+    records = ([{"qid": qid, "prediction": answer} for qid, answer in predictions.items()]
+               if isinstance(predictions, Mapping) else list(predictions))
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "predictions.jsonl"
+        path.write_text("".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records), encoding="utf-8")
+        try:
+            return task.read(path)
+        except IfqaError as exc:  # name the record, not the temporary file
+            raise IfqaError(str(exc).replace(f"{path}:", "predictions, record ", 1)) from None
 
 
 def exact_match(prediction: str, answers: Sequence[str]) -> float:

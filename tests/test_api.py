@@ -64,3 +64,20 @@ def test_evaluate_predictions_accepts_files_mappings_and_records(tmp_path):
     path.write_text("".join(json.dumps(r) + "\n" for r in records))
     assert ifqa.evaluate_predictions(path, dev)["em"] == ifqa.evaluate_predictions(records, dev)["em"] == 0.0
     assert ifqa.evaluate_predictions({e.qid: e.answers[0] for e in dev}, dev)["f1"] == 100.0
+
+
+def test_evaluate_predictions_scores_each_dataset_by_its_own_task(tmp_path, cli):
+    """WIQA is scored by accuracy per question type, as `ifqa evaluate` does, on objects as on files."""
+    wiqa = ifqa.load_questions("wiqa-demo", "dev")
+    labels = {e.qid: (e.answers[0] if i % 2 else "no effect") for i, e in enumerate(wiqa)}
+    report = ifqa.evaluate_predictions(labels, wiqa)
+    path = tmp_path / "wiqa.jsonl"
+    path.write_text("".join(json.dumps({"qid": q, "prediction": a}) + "\n" for q, a in labels.items()))
+    result = cli("evaluate", "--predictions", path, "--setting", "wiqa-demo", "--split", "dev", "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["accuracy"] == report["accuracy"] and "by_question_type" in report
+    assert report["accuracy"] == round(100 * sum(labels[e.qid].replace(" ", "_") == e.answers[0] for e in wiqa) / len(wiqa), 2)
+    with pytest.raises(ifqa.IfqaError, match="label"):
+        ifqa.evaluate_predictions({wiqa[0].qid: "maybe"}, wiqa)
+    same = ifqa.evaluate_predictions(labels, wiqa, compare=labels)
+    assert same["compare"]["accuracy"] == report["accuracy"]

@@ -36,8 +36,8 @@ def work(tmp_path_factory):
     (base / "wrong-readers.yaml").write_text("name: x\nquestions: {setting: demo}\nreaders: closed\n")
     (base / "wrong-k.yaml").write_text("name: x\nquestions: {setting: demo}\nk: twenty\n")
     (base / "wrong-stage.yaml").write_text("name: x\nquestions: {setting: demo}\nstages:\n  - {stage: retrieve, name: r}\n")
-    assert run_cli("index", "bm25", "--corpus", base / "passages.jsonl", "--index", base / "idx", "--no-progress", env=env).returncode == 0
-    assert run_cli("index", "bm25", "--corpus", base / "passages.jsonl", "--index", base / "broken", "--no-progress", env=env).returncode == 0
+    assert run_cli("index", "bm25", "--corpus", base / "passages.jsonl", "-o", base / "idx", "--no-progress", env=env).returncode == 0
+    assert run_cli("index", "bm25", "--corpus", base / "passages.jsonl", "-o", base / "broken", "--no-progress", env=env).returncode == 0
     (base / "broken" / "offsets.npy").unlink()
     run = base / "demo-run.jsonl"
     assert run_cli("retrieve", "--k", "3", "-o", run, "--no-progress", env=env).returncode == 0
@@ -115,16 +115,16 @@ CASES = [
     ("zero batch", ["retrieve", "--batch-size", "0", "-o", f"{B}/o2.jsonl"], "--batch-size", "o2.jsonl"),
     ("zero samples", ["read", "llm", "--model", "m", "--samples", "0", "-o", f"{B}/o3.jsonl"], "--samples must be at least 1", "o3.jsonl"),
     ("negative demos", ["read", "llm", "--model", "m", "--demos", "-1", "-o", f"{B}/o4.jsonl"], "--demos must be at least 0", "o4.jsonl"),
-    ("zero chunk", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "--index", f"{B}/d0", "--chunk-size", "0"], "--chunk-size", "d0"),
+    ("zero chunk", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/d0", "--chunk-size", "0"], "--chunk-size", "d0"),
     ("zero workers", ["corpus", "build", f"{B}/passages.jsonl", "-o", f"{B}/o5.jsonl", "--workers", "0"], "--workers", "o5.jsonl"),
     ("zero steps", ["train", "--run", f"{B}/demo-run.jsonl", "-o", f"{B}/t0", "--steps", "0"], "--steps", "t0"),
-    ("k1 out of range", ["index", "bm25", "--corpus", f"{B}/passages.jsonl", "--index", f"{B}/i1", "--k1", "-1"], "--k1", "i1"),
-    ("b out of range", ["index", "bm25", "--corpus", f"{B}/passages.jsonl", "--index", f"{B}/i2", "--b", "2"], "--b must be between 0 and 1", "i2"),
-    ("missing corpus", ["index", "bm25", "--corpus", f"{B}/nope.jsonl", "--index", f"{B}/i3"], "nope.jsonl: No such file", "i3"),
+    ("k1 out of range", ["index", "bm25", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/i1", "--k1", "-1"], "--k1", "i1"),
+    ("b out of range", ["index", "bm25", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/i2", "--b", "2"], "--b must be between 0 and 1", "i2"),
+    ("missing corpus", ["index", "bm25", "--corpus", f"{B}/nope.jsonl", "-o", f"{B}/i3"], "nope.jsonl: No such file", "i3"),
     ("missing build input", ["corpus", "build", f"{B}/nope.xml", "-o", f"{B}/o6.jsonl"], "nope.xml", "o6.jsonl"),
-    ("duplicate passage ids", ["index", "bm25", "--corpus", f"{B}/dup.jsonl", "--index", f"{B}/i4", "--no-progress"], "occurs more than once", "i4"),
-    ("passage without text", ["index", "bm25", "--corpus", f"{B}/empty-text.jsonl", "--index", f"{B}/i5", "--no-progress"], "'text' is empty", "i5"),
-    ("existing index folder", ["index", "bm25", "--corpus", f"{B}/passages.jsonl", "--index", f"{B}/idx"], "already exists", None),
+    ("duplicate passage ids", ["index", "bm25", "--corpus", f"{B}/dup.jsonl", "-o", f"{B}/i4", "--no-progress"], "occurs more than once", "i4"),
+    ("passage without text", ["index", "bm25", "--corpus", f"{B}/empty-text.jsonl", "-o", f"{B}/i5", "--no-progress"], "'text' is empty", "i5"),
+    ("existing index folder", ["index", "bm25", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/idx"], "already exists", None),
     ("another collection", ["retrieve", "--index", f"{B}/idx", "--corpus", f"{B}/other.jsonl", "-o", f"{B}/o7.jsonl"], "not the collection this index was built from", "o7.jsonl"),
     ("same size, other text", ["retrieve", "--index", f"{B}/idx", "--corpus", f"{B}/same-size.jsonl", "--verify-corpus", "-o", f"{B}/o20.jsonl"], "sha256 differs", "o20.jsonl"),
     ("damaged index", ["retrieve", "--index", f"{B}/broken", "-o", f"{B}/o8.jsonl"], "offsets.npy is missing", "o8.jsonl"),
@@ -136,7 +136,7 @@ CASES = [
     ("truncated gzip", ["evaluate", "--predictions", f"{B}/truncated.jsonl.gz"], "truncated.jsonl.gz: compressed data ends early", None),
     ("answers as a string", ["data", "stats", "--questions", f"{B}/string-answers.json"], "'answers' must be a non-empty list", None),
     ("run for other questions", ["evaluate", "--run", f"{B}/demo-run.jsonl", "--questions", f"{B}/questions.json"], "made for the question set 'demo:dev'", None),
-    ("convert for other questions", ["convert", f"{B}/demo-run.jsonl", "--to", "trec", "--setting", "demo", "--split", "train", "-o", f"{B}/o10.trec"], "made for the question set 'demo:dev'", "o10.trec"),
+    ("convert for other questions", ["convert", "--run", f"{B}/demo-run.jsonl", "--to", "trec", "--setting", "demo", "--split", "train", "-o", f"{B}/o10.trec"], "made for the question set 'demo:dev'", "o10.trec"),
     ("read with another run", ["read", "llm", "--model", "m", "--mode", "open", "--run", f"{B}/demo-run.jsonl", "--setting", "demo", "--split", "train", "--base-url", "http://127.0.0.1:9/v1", "-o", f"{B}/o11.jsonl"], "made for the question set 'demo:dev'", "o11.jsonl"),
     ("unnamed demonstration pool", ["read", "llm", "--model", "m", "--questions", f"{B}/questions.json", "--base-url", "http://127.0.0.1:9/v1", "-o", f"{B}/o12.jsonl"], "name the demonstration pool", "o12.jsonl"),
     ("refused endpoint", ["read", "llm", "--model", "m", "--demos", "0", "--base-url", "http://127.0.0.1:9/v1", "--no-cache", "--no-progress", "-o", f"{B}/o13.jsonl"], "cannot connect", "o13.jsonl"),
@@ -151,12 +151,12 @@ CASES = [
     ("zero k", ["retrieve", "--k", "0", "-o", f"{B}/o18.jsonl"], "--k", "o18.jsonl"),
     ("zero words", ["corpus", "build", f"{B}/passages.jsonl", "-o", f"{B}/o19.jsonl", "--words", "0"], "--words", "o19.jsonl"),
     # counterfactual retrieval: reranking, query modes, training
-    ("rerank depth 0", ["rerank", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "--depth", "0", "-o", f"{B}/r1.jsonl"], "--depth", "r1.jsonl"),
-    ("rerank with a folder that is not a model", ["rerank", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/r2.jsonl"], "not a model folder", "r2.jsonl"),
-    ("rerank a run without passage text", ["rerank", f"{B}/notext-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/r3.jsonl"], "notext-run.jsonl:1: passage", "r3.jsonl"),
-    ("rerank onto its input", ["rerank", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/demo-run.jsonl"], "--output must differ", None),
-    ("rerank a missing run", ["rerank", f"{B}/nope-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/r4.jsonl"], "nope-run.jsonl", "r4.jsonl"),
-    ("rerank with an encoder that has no scoring head", ["rerank", f"{B}/demo-run.jsonl", "--model", f"{B}/bare-encoder", "-o", f"{B}/r8.jsonl"], "without a trained scoring head", "r8.jsonl"),
+    ("rerank depth 0", ["rerank", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "--depth", "0", "-o", f"{B}/r1.jsonl"], "--depth", "r1.jsonl"),
+    ("rerank with a folder that is not a model", ["rerank", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/r2.jsonl"], "not a model folder", "r2.jsonl"),
+    ("rerank a run without passage text", ["rerank", "--run", f"{B}/notext-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/r3.jsonl"], "notext-run.jsonl:1: passage", "r3.jsonl"),
+    ("rerank onto its input", ["rerank", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/demo-run.jsonl"], "--output must differ", None),
+    ("rerank a missing run", ["rerank", "--run", f"{B}/nope-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/r4.jsonl"], "nope-run.jsonl", "r4.jsonl"),
+    ("rerank with an encoder that has no scoring head", ["rerank", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/bare-encoder", "-o", f"{B}/r8.jsonl"], "without a trained scoring head", "r8.jsonl"),
     ("retrieve with rerank depth 0", ["retrieve", "--rerank", f"{B}/empty-model", "--rerank-depth", "0", "-o", f"{B}/r5.jsonl"], "--rerank-depth", "r5.jsonl"),
     ("retrieve with a reranker that is not a model", ["retrieve", "--rerank", f"{B}/empty-model", "-o", f"{B}/r6.jsonl"], "not a model folder", "r6.jsonl"),
     ("LLM query mode without a model", ["retrieve", "--query-mode", "hyde", "-o", f"{B}/r7.jsonl"], "needs a model: --rewrite-model", "r7.jsonl"),
@@ -196,10 +196,10 @@ CASES = [
     ("manifest without an engine", ["retrieve", "--index", f"{B}/manifest-no-engine", "-o", f"{B}/x10.jsonl"], "'engine' must be a string", "x10.jsonl"),
     ("damaged index reranked into", ["train", "--control", "--index", f"{B}/manifest-list", "--setting", "demo", "-o", f"{B}/x11"], "damaged manifest", "x11/model"),
     # family: inputs that must never be accepted
-    ("collection of 0 passages (bm25)", ["index", "bm25", "--corpus", f"{B}/no-passages.jsonl", "--index", f"{B}/y1", "--no-progress"], "holds no passages", "y1"),
-    ("collection of 0 passages (dense)", ["index", "dense", "--corpus", f"{B}/no-passages.jsonl", "--index", f"{B}/y2", "--no-progress"], "holds no passages", "y2"),
-    ("passage ids that are objects", ["index", "bm25", "--corpus", f"{B}/object-ids.jsonl", "--index", f"{B}/y3", "--no-progress"], "'id' must be a non-empty string or an integer", "y3"),
-    ("passage titles that are lists", ["index", "bm25", "--corpus", f"{B}/list-title.jsonl", "--index", f"{B}/y4", "--no-progress"], "'title' must be a string", "y4"),
+    ("collection of 0 passages (bm25)", ["index", "bm25", "--corpus", f"{B}/no-passages.jsonl", "-o", f"{B}/y1", "--no-progress"], "holds no passages", "y1"),
+    ("collection of 0 passages (dense)", ["index", "dense", "--corpus", f"{B}/no-passages.jsonl", "-o", f"{B}/y2", "--no-progress"], "holds no passages", "y2"),
+    ("passage ids that are objects", ["index", "bm25", "--corpus", f"{B}/object-ids.jsonl", "-o", f"{B}/y3", "--no-progress"], "'id' must be a non-empty string or an integer", "y3"),
+    ("passage titles that are lists", ["index", "bm25", "--corpus", f"{B}/list-title.jsonl", "-o", f"{B}/y4", "--no-progress"], "'title' must be a string", "y4"),
     ("weights that are not numbers", ["retrieve", "--index", "demo:bm25", "--index", "demo:bm25", "--weights", "nan,1", "-o", f"{B}/y5.jsonl"], "--weights must be finite", "y5.jsonl"),
     ("infinite weights", ["retrieve", "--index", "demo:bm25", "--index", "demo:bm25", "--weights", "inf,1", "-o", f"{B}/y6.jsonl"], "--weights must be finite", "y6.jsonl"),
     ("negative weights", ["retrieve", "--index", "demo:bm25", "--index", "demo:bm25", "--weights", "-1,1", "-o", f"{B}/y7.jsonl"], "not negative", "y7.jsonl"),
@@ -208,7 +208,7 @@ CASES = [
     ("query encoder on a BM25 index", ["retrieve", "--query-encoder", f"{B}/empty-model", "-o", f"{B}/y8.jsonl"], "encodes questions for a dense index", "y8.jsonl"),
     ("empty question list", ["retrieve", "--questions", f"{B}/no-questions.json", "-o", f"{B}/y9.jsonl"], "no-questions.json: holds no questions", "y9.jsonl"),
     ("empty question lines", ["retrieve", "--questions", f"{B}/no-questions.jsonl", "-o", f"{B}/y10.jsonl"], "holds no questions", "y10.jsonl"),
-    ("convert onto its input", ["convert", f"{B}/demo-run.jsonl", "--to", "run", "-o", f"{B}/demo-run.jsonl"], "--output must differ from the input", None),
+    ("convert onto its input", ["convert", "--run", f"{B}/demo-run.jsonl", "--to", "run", "-o", f"{B}/demo-run.jsonl"], "--output must differ from the input", None),
     ("learning rate nan", ["train", "--reranker", *TRAIN, "--lr", "nan", "-o", f"{B}/y11"], "--lr must be a finite number", "y11"),
     ("learning rate inf", ["train", "fid", "--run", f"{B}/demo-run.jsonl", "--lr", "inf", "-o", f"{B}/y12"], "--lr must be a finite number", "y12"),
     ("temperature nan", ["read", "llm", "--model", "m", "--temperature", "nan", "-o", f"{B}/y13.jsonl"], "--temperature must be a finite number", "y13.jsonl"),
@@ -220,12 +220,12 @@ CASES = [
     ("YAML alias bomb", ["experiment", "run", f"{B}/bomb.yaml"], "expands to more than 100,000 values", None),
     ("YAML config over 1 MB", ["experiment", "run", f"{B}/huge.yaml"], "at most 1,048,576", None),
     # family: refused starts leave nothing
-    ("dense index with a missing encoder", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "--index", f"{B}/z1", "--encoder", f"{B}/no-such-encoder"], "no such model folder", "z1"),
-    ("dense index with a folder that is no model", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "--index", f"{B}/z2", "--encoder", f"{B}/empty-model"], "not a model folder", "z2"),
+    ("dense index with a missing encoder", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/z1", "--encoder", f"{B}/no-such-encoder"], "no such model folder", "z1"),
+    ("dense index with a folder that is no model", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/z2", "--encoder", f"{B}/empty-model"], "not a model folder", "z2"),
     ("FiD from a missing model", ["train", "fid", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/no-such-t5", "-o", f"{B}/z3"], "no such model folder", "z3"),
-    ("dense index on a GPU that is not there", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "--index", f"{B}/z4", "--device", "cuda"], "no CUDA device", "z4"),
-    ("fp16 on a CPU", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "--index", f"{B}/z5", "--precision", "fp16", "--device", "cpu"], "--precision fp16 needs a CUDA device", "z5"),
-    ("int8 without an exported backend", ["rerank", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "--quantize", "int8", "-o", f"{B}/z6.jsonl"], "--quantize int8 needs --backend onnx or openvino", "z6.jsonl"),
+    ("dense index on a GPU that is not there", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/z4", "--device", "cuda"], "no CUDA device", "z4"),
+    ("fp16 on a CPU", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/z5", "--precision", "fp16", "--device", "cpu"], "--precision fp16 needs a CUDA device", "z5"),
+    ("int8 without an exported backend", ["rerank", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "--quantize", "int8", "-o", f"{B}/z6.jsonl"], "--quantize int8 needs --backend onnx or openvino", "z6.jsonl"),
     ("an exported backend on a GPU", ["retrieve", "--rerank", f"{B}/empty-model", "--rerank-backend", "openvino", "--device", "cuda", "-o", f"{B}/z7.jsonl"], "runs on the CPU", "z7.jsonl"),
     # family: credentials never printed
     ("key in a download URL's user part", ["-q", "data", "download", "--setting", "supervised", "--split", "dev", "--data-dir", f"{B}/dl1", "--base-url", "http://user:SECRETKEY123@127.0.0.1:9/x"], "***@127.0.0.1:9", None),

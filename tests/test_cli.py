@@ -101,3 +101,45 @@ def test_every_option_says_what_it_does():
 
     walk(group, ["ifqa"])
     assert missing == []
+
+
+def test_inputs_and_outputs_are_spelled_the_same_on_every_command():
+    """What a command writes is -o/--output; the run it reads is --run; earlier spellings parse but are not shown."""
+    import click
+
+    from ifqa.cli import cli as group
+
+    outputs, runs = {}, {}
+
+    def walk(command, path):
+        for name, sub in getattr(command, "commands", {}).items():
+            walk(sub, path + [name])
+        with click.Context(command) as ctx:
+            for p in command.params:
+                if isinstance(p, click.Option) and p.name in ("output", "index_dir"):
+                    outputs[" ".join(path)] = p.get_help_record(ctx)[0]
+                if isinstance(p, click.Option) and "--run" in p.opts:
+                    runs[" ".join(path)] = p.get_help_record(ctx)[0]
+
+    walk(group, ["ifqa"])
+    assert {"ifqa index bm25", "ifqa index dense", "ifqa evaluate", "ifqa rerank", "ifqa convert", "ifqa retrieve"} <= set(outputs)
+    assert all(shown.startswith("-o, --output ") for shown in outputs.values()), outputs
+    assert {"ifqa rerank", "ifqa convert", "ifqa evaluate", "ifqa read llm", "ifqa train fid"} <= set(runs)
+    assert all(shown.startswith("--run FILE") for shown in runs.values()), runs
+
+
+def test_earlier_spellings_still_work(cli, tmp_path):
+    corpus = tmp_path / "passages.jsonl"
+    corpus.write_text("".join(json.dumps({"id": f"p{i}", "title": "T", "text": f"river number {i}"}) + "\n" for i in range(4)))
+    assert cli("index", "bm25", "--corpus", corpus, "--index", tmp_path / "old", "--no-progress").returncode == 0
+    assert cli("index", "bm25", "--corpus", corpus, "-o", tmp_path / "new", "--no-progress").returncode == 0
+    assert (tmp_path / "old" / "offsets.npy").read_bytes() == (tmp_path / "new" / "offsets.npy").read_bytes()
+    run = tmp_path / "run.jsonl"
+    assert cli("retrieve", "--k", "2", "-o", run, "--no-progress").returncode == 0
+    assert cli("convert", run, "--to", "trec", "-o", tmp_path / "old.trec").returncode == 0
+    assert cli("convert", "--run", run, "--to", "trec", "-o", tmp_path / "new.trec").returncode == 0
+    assert (tmp_path / "old.trec").read_text() == (tmp_path / "new.trec").read_text()
+    result = cli("convert", "--run", run, tmp_path / "other.jsonl", "--to", "trec", "-o", tmp_path / "x.trec")
+    assert result.returncode != 0 and "two runs given" in result.stderr
+    result = cli("rerank", "--model", "m", "-o", tmp_path / "x.jsonl")
+    assert result.returncode != 0 and "Missing option '--run'" in result.stderr and len(result.stderr.strip().splitlines()) == 1

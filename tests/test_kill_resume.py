@@ -69,7 +69,7 @@ def test_reranking_killed_and_resumed(tmp_path, env, tiny_model):
                         "-o", model), env)
     run = tmp_path / "run.jsonl"
     assert subprocess.run(_ifqa("retrieve", "--k", "100", "-o", run, "--no-progress"), env=env).returncode == 0
-    command = _ifqa("rerank", run, "--model", model / "model", "--depth", "100", "--batch-size", "8", "--no-progress")
+    command = _ifqa("rerank", "--run", run, "--model", model / "model", "--depth", "100", "--batch-size", "8", "--no-progress")
     reference = tmp_path / "reference.jsonl"
     _timed(command + ["-o", reference], env)
     out = tmp_path / "out.jsonl"

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ifqa.cli.options import question_options, question_source
+from ifqa.cli.options import output_option, question_source, recorded_question_options
 from ifqa.errors import IfqaError
 
 
@@ -28,18 +28,18 @@ def questions_for(path: str, source) -> "object":
 @click.option("--predictions", type=click.Path(dir_okay=False), help="Predictions JSONL {qid, prediction, ...}.")
 @click.option("--run", "run_path", type=click.Path(dir_okay=False), help="Retrieval run JSONL {qid, question, answers, ctxs}.")
 @click.option("--compare", type=click.Path(dir_okay=False), help="A second predictions file (or, with --run, a baseline run): paired difference and p-value.")
-@question_options
+@recorded_question_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
-@click.option("--output", type=click.Path(dir_okay=False), help="Also write the report as JSON (metrics.json).")
+@output_option("Also write the report as JSON (metrics.json).", required=False)
 def evaluate(predictions, run_path, compare, setting, split, questions, data_dir, as_json, output) -> None:
     """Score predictions or a retrieval run (recall@K).
 
     The metric comes from the questions' dataset: EM/F1 (SQuAD v1.1 rules) for IfQA, accuracy by
     question type and path length for WIQA, ROUGE-L with EM/F1 per source for CausalQA.
     """
-    from ifqa.artifacts import check_questions, read_run
+    from ifqa import api
+    from ifqa.artifacts import check_questions
     from ifqa.eval import report
-    from ifqa.eval.summary import summarize_run
     from ifqa.io import write_json
 
     if bool(predictions) == bool(run_path):
@@ -49,28 +49,19 @@ def evaluate(predictions, run_path, compare, setting, split, questions, data_dir
         from ifqa.eval.tasks import task_for
 
         question_set = questions_for(predictions, source)
-        task = task_for(question_set)  # the dataset decides the metric: EM/F1, WIQA accuracy, ROUGE-L
         if compare:
             check_questions(compare, question_set)
-        other = task.read(compare) if compare else None
-        result = task.summarize(question_set.examples, task.read(predictions), other)
-        text = task.format(result)
+        result = api.evaluate_predictions(predictions, question_set, compare)
+        text = task_for(question_set).format(result)  # the dataset decides the metric: EM/F1, WIQA accuracy, ROUGE-L
     else:
-        if source.given:  # named questions: checked against the run, and its flags recomputed from them
-            examples = questions_for(run_path, source).examples
-        else:  # the run's own flags were computed from the set its manifest records
-            examples = None
-        records = read_run(run_path)
-        result = summarize_run(records, examples)
+        # named questions: checked against the run (and the baseline), flags recomputed from them;
+        # else the run's own flags, computed from the set its manifest records
+        question_set = questions_for(run_path, source) if source.given else None
+        if compare and question_set is not None:
+            check_questions(compare, question_set)
+        result = api.evaluate_run(run_path, question_set, compare)
         text = report.format_run_report(result)
         if compare:
-            from ifqa.eval.summary import compare_runs
-
-            baseline = read_run(compare)
-            if examples is not None:
-                check_questions(compare, questions_for(run_path, source))
-                summarize_run(baseline, examples)  # flags recomputed from the same questions
-            result["compare"] = {"baseline": compare, **compare_runs(records, baseline)}
             text += "\n\n" + report.format_run_comparison(result["compare"], result["recall"].get("gold", {}))
     if output:
         write_json(output, result)

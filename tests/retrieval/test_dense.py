@@ -113,7 +113,7 @@ def test_an_index_larger_than_the_machine_is_refused_before_loading(corpus, tmp_
 
 
 def test_cli_max_memory_is_one_line(cli, corpus, tmp_path):
-    result = cli("index", "dense", "--corpus", corpus, "--index", tmp_path / "idx", "--max-memory", "1K", "--no-progress")
+    result = cli("index", "dense", "--corpus", corpus, "-o", tmp_path / "idx", "--max-memory", "1K", "--no-progress")
     assert result.returncode == 1
     assert result.stderr.strip().startswith("ifqa: error: a flat index of about 9 passages x 384 dimensions needs about")
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "idx").exists()
@@ -195,9 +195,9 @@ def test_a_precision_the_machine_lacks_is_one_line_before_any_work(corpus, tmp_p
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    result = cli("index", "dense", "--corpus", corpus, "--index", tmp_path / "idx", "--precision", "fp16")
+    result = cli("index", "dense", "--corpus", corpus, "-o", tmp_path / "idx", "--precision", "fp16")
     assert result.returncode == 1 and "--precision fp16 needs a CUDA device" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "idx").exists()
-    result = cli("index", "dense", "--corpus", corpus, "--index", tmp_path / "idx", "--device", "cuda")
+    result = cli("index", "dense", "--corpus", corpus, "-o", tmp_path / "idx", "--device", "cuda")
     assert result.returncode == 1 and "no CUDA device" in result.stderr and "encode" not in result.stderr
     assert not (tmp_path / "idx").exists()

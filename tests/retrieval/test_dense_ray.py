@@ -38,5 +38,5 @@ def test_ray_writes_the_same_chunks_as_one_process_and_resumes(local_ray, corpus
 
 
 def test_ray_and_shard_together_are_refused(cli, corpus, tmp_path):
-    result = cli("index", "dense", "--corpus", corpus, "--index", tmp_path / "idx", "--ray", "--shard", "0/2")
+    result = cli("index", "dense", "--corpus", corpus, "-o", tmp_path / "idx", "--ray", "--shard", "0/2")
     assert result.returncode == 1 and "--ray spreads the chunks itself; leave out --shard" in result.stderr

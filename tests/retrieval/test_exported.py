@@ -109,7 +109,7 @@ def test_a_failed_or_disagreeing_export_caches_nothing(tmp_path, monkeypatch):
 
 @needs_openvino
 def test_an_index_built_with_a_backend_encodes_queries_with_it(corpus, tmp_path, cli):
-    result = cli("index", "dense", "--corpus", corpus, "--index", tmp_path / "idx", "--backend", "openvino",
+    result = cli("index", "dense", "--corpus", corpus, "-o", tmp_path / "idx", "--backend", "openvino",
                  "--chunk-size", "3", "--no-progress")
     assert result.returncode == 0, result.stderr
     manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
@@ -132,6 +132,6 @@ def test_an_index_built_with_a_backend_encodes_queries_with_it(corpus, tmp_path,
     (["--backend", "onnx", "--device", "cuda"], "--backend onnx runs on the CPU"),
 ])
 def test_index_dense_backend_refusals_are_one_line(corpus, tmp_path, cli, args, message):
-    result = cli("index", "dense", "--corpus", corpus, "--index", tmp_path / "idx", *args)
+    result = cli("index", "dense", "--corpus", corpus, "-o", tmp_path / "idx", *args)
     assert result.returncode == 1 and message in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "idx").exists()

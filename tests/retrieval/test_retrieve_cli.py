@@ -47,21 +47,21 @@ def test_hybrid_and_conversions(cli, corpus, questions, tmp_path, env):
     assert json.loads(result.stdout)["recall"]["gold"]["1"] == 100.0
     assert json.loads((tmp_path / "hybrid.jsonl.manifest.json").read_text())["fusion"] == "rrf"
     trec = tmp_path / "run.trec"
-    assert cli("convert", run, "--to", "trec", "-o", trec, env=env).returncode == 0
+    assert cli("convert", "--run", run, "--to", "trec", "-o", trec, env=env).returncode == 0
     first = trec.read_text().splitlines()[0].split()
     assert first[:2] == ["1", "Q0"] and first[3] == "1" and first[5] == "ifqa"
     qrels = tmp_path / "gold.qrels"
-    assert cli("convert", run, "--to", "qrels", "-o", qrels, env=env).returncode == 0
+    assert cli("convert", "--run", run, "--to", "qrels", "-o", qrels, env=env).returncode == 0
     gold = sorted(line.split() for line in qrels.read_text().splitlines())
     assert gold == [["1", "0", "p0", "1"], ["2", "0", "p2", "1"], ["3", "0", "p3", "1"]]  # each question's gold passage
     back = tmp_path / "back.jsonl"
-    result = cli("convert", trec, "--from", "trec", "--to", "run", "--questions", questions, "--corpus", corpus, "-o", back, env=env)
+    result = cli("convert", "--run", trec, "--from", "trec", "--to", "run", "--questions", questions, "--corpus", corpus, "-o", back, env=env)
     assert result.returncode == 0, result.stderr
     original = [json.loads(line) for line in run.read_text().splitlines()]
     restored = [json.loads(line) for line in back.read_text().splitlines()]
     assert [[c["id"] for c in r["ctxs"]] for r in restored] == [[c["id"] for c in r["ctxs"]] for r in original]
     dpr = tmp_path / "dpr.json"
-    assert cli("convert", run, "--to", "dpr", "-o", dpr, env=env).returncode == 0
+    assert cli("convert", "--run", run, "--to", "dpr", "-o", dpr, env=env).returncode == 0
     assert json.loads(dpr.read_text())[0]["id"] == "1"
 
 

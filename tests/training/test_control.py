@@ -22,7 +22,7 @@ def test_control_trains_without_pickle_and_ignores_the_question(tmp_path, cli):
     first = [c["score"] for c in records[0]["ctxs"]]
     assert control.score("one question", texts, first) == control.score("another entirely", texts, first)
     reranked = tmp_path / "reranked.jsonl"
-    result = cli("rerank", run, "--model", out / "model", "--depth", "10", "-o", reranked, "--no-progress")
+    result = cli("rerank", "--run", run, "--model", out / "model", "--depth", "10", "-o", reranked, "--no-progress")
     assert result.returncode == 0, result.stderr
     assert json.loads((out / "model" / "ifqa_card.json").read_text())["kind"] == "control"
     assert [len(r["ctxs"]) for r in read_run(reranked)] == [len(r["ctxs"]) for r in records]

@@ -86,7 +86,7 @@ def test_rerank_reorders_the_top_and_keeps_the_rest(tmp_path, trained, cli):
     run = tmp_path / "run.jsonl"
     assert cli("retrieve", "--k", "8", "-o", run, "--no-progress").returncode == 0
     out = tmp_path / "reranked.jsonl"
-    result = cli("rerank", run, "--model", trained / "model", "--depth", "5", "-o", out, "--no-progress")
+    result = cli("rerank", "--run", run, "--model", trained / "model", "--depth", "5", "-o", out, "--no-progress")
     assert result.returncode == 0, result.stderr
     before, after = read_run(run), read_run(out)
     assert [r["qid"] for r in before] == [r["qid"] for r in after]
@@ -106,7 +106,7 @@ def test_rerank_resumes_from_a_partial_file(tmp_path, trained, cli):
     run = tmp_path / "run.jsonl"
     assert cli("retrieve", "--k", "6", "-o", run, "--no-progress").returncode == 0
     out = tmp_path / "r.jsonl"
-    assert cli("rerank", run, "--model", trained / "model", "--depth", "6", "-o", out, "--no-progress").returncode == 0
+    assert cli("rerank", "--run", run, "--model", trained / "model", "--depth", "6", "-o", out, "--no-progress").returncode == 0
     complete = read_run(out)
     out.unlink()
     header = {"partial_of": str(run), "run_bytes": run.stat().st_size,
@@ -114,7 +114,7 @@ def test_rerank_resumes_from_a_partial_file(tmp_path, trained, cli):
     partial = tmp_path / "r.jsonl.partial"
     torn = json.dumps(complete[1])[:40]  # a line cut by a kill
     partial.write_text(json.dumps(header) + "\n" + json.dumps(complete[0]) + "\n" + torn)
-    result = cli("-v", "rerank", run, "--model", trained / "model", "--depth", "6", "-o", out, "--no-progress")
+    result = cli("-v", "rerank", "--run", run, "--model", trained / "model", "--depth", "6", "-o", out, "--no-progress")
     assert result.returncode == 0, result.stderr
     assert "resuming after 1 reranked questions" in result.stderr
     assert read_run(out) == complete and not partial.exists()
@@ -140,7 +140,7 @@ def test_rerank_bad_input(tmp_path, trained, cli, args, message):
     args = [a.replace("NOT_A_MODEL_DIR", str(tmp_path / "NOT_A_MODEL_DIR")) for a in args]
     if "--model" not in args:
         args += ["--model", str(trained / "model")]
-    result = cli("rerank", run, *args, "-o", tmp_path / "out.jsonl")
+    result = cli("rerank", "--run", run, *args, "-o", tmp_path / "out.jsonl")
     assert result.returncode != 0 and message in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "out.jsonl").exists()
 
@@ -151,7 +151,7 @@ def test_rerank_refuses_a_run_without_passage_text(tmp_path, trained, cli):
     records = read_run(run)
     records[1]["ctxs"][0]["text"] = ""
     run.write_text("".join(json.dumps(r) + "\n" for r in records))
-    result = cli("rerank", run, "--model", trained / "model", "-o", tmp_path / "out.jsonl")
+    result = cli("rerank", "--run", run, "--model", trained / "model", "-o", tmp_path / "out.jsonl")
     assert result.returncode == 1 and "run.jsonl:2: passage" in result.stderr and "has no text" in result.stderr
     assert not (tmp_path / "out.jsonl").exists() and not (tmp_path / "out.jsonl.partial").exists()
 
@@ -187,7 +187,7 @@ def test_rerank_on_an_exported_backend_keeps_the_ranking(tmp_path, trained, cli,
     outputs = {}
     for backend in ("torch", "openvino"):
         outputs[backend] = tmp_path / f"{backend}.jsonl"
-        result = cli("rerank", run, "--model", trained / "model", "--depth", "8", "--backend", backend, "-o",
+        result = cli("rerank", "--run", run, "--model", trained / "model", "--depth", "8", "--backend", backend, "-o",
                      outputs[backend], "--no-progress", "--device", "cpu", env={**__import__("os").environ,
                                                                                   "IFQA_CACHE_DIR": str(tmp_path / "cache")})
         assert result.returncode == 0, result.stderr

@@ -65,7 +65,7 @@ def test_full_fine_tuning_makes_a_model_that_must_encode_without_titles(tmp_path
     result = cli("train", "retriever", *TRAIN, "--model", tiny_model, "-o", out)
     assert result.returncode == 0, result.stderr
     assert json.loads((out / "model" / "ifqa_card.json").read_text())["extra"]["question_side_only"] is False
-    refused = cli("index", "dense", "--corpus", corpus_file, "--index", tmp_path / "idx", "--encoder", out / "model")
+    refused = cli("index", "dense", "--corpus", corpus_file, "-o", tmp_path / "idx", "--encoder", out / "model")
     assert refused.returncode == 1 and "encode with --no-titles" in refused.stderr
     assert not (tmp_path / "idx" / "manifest.json").exists()
 
