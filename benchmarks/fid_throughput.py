@@ -35,6 +35,8 @@ def measure(checkpointing: bool, batch: int, steps: int, passages: int, length: 
         model.config.use_cache = False
     cuda = device.startswith("cuda")
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=cuda)
+    if compiled:  # a fresh start: graphs of an earlier batch size would turn this one's shapes dynamic
+        torch._dynamo.reset()
     forward = torch.compile(model) if compiled else model
     vocab = model.config.vocab_size
     ids = torch.randint(2, vocab - 100, (batch, passages, length), device=device)

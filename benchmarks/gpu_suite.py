@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import shutil
 import statistics
 import subprocess
 import sys
@@ -36,7 +37,7 @@ MINILM = dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, inte
 TINY_BERT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=512)
 SIZES = {
     "full": dict(passages=76_710, questions=300, depth=100, reads=200, fid_batches=(1, 4, 8), fid_steps=20,
-                 train_steps=100, serve_requests=50, bert=MINILM, t5="t5-base"),
+                 train_steps=100, serve_requests=50, bert=MINILM, t5="t5-base", bert_name="all-MiniLM-L6-v2 shape"),
     "smoke": dict(passages=300, questions=4, depth=10, reads=4, fid_batches=(1,), fid_steps=2, train_steps=2,
                   serve_requests=3, bert=TINY_BERT, t5="tiny T5", bert_name="tiny BERT"),
 }
@@ -152,25 +153,38 @@ def fid_run(path: Path, passages: list[dict], n: int) -> None:
 
 
 def fid_command(folders: dict, size: dict, device: str, work: Path) -> dict:
-    """`ifqa train fid` (batch 8 on a GPU; compiled, fused AdamW, data path included): the steady
-    rate from two runs of different lengths, so start-up and compiling cancel out."""
-    from ifqa.readers.fid import FiDTrainConfig
-    from ifqa.readers.fid.train import train
+    """`ifqa train fid` (batch 8 on a GPU; compiled, fused AdamW, data path included), from a fresh
+    folder: the steady rate over the last two thirds of its steps, timed as the loop takes each
+    batch (the loop reads the loss once a step, so it cannot run ahead of the GPU)."""
+    import torch
 
-    batch = max(size["fid_batches"])
+    from ifqa.readers.fid import FiDTrainConfig
+    from ifqa.readers.fid import train as fid_train
+
+    batch, steps = max(size["fid_batches"]), 3 * size["fid_steps"]
     run = work / "fid-train.jsonl"
     fid_run(run, demo_passages(), 400)
-    seconds = {}
-    for steps in (size["fid_steps"], 3 * size["fid_steps"]):
-        config = FiDTrainConfig(model=str(folders["t5"]), steps=steps, batch_size=batch, warmup_steps=1,
-                                compile=device.startswith("cuda"))
-        started = time.time()
-        train(run, None, work / f"fid-{steps}", config, device, progress=False)
-        seconds[steps] = time.time() - started
-    (short, t_short), (long, t_long) = sorted(seconds.items())
-    rate = batch * (long - short) / max(1e-9, t_long - t_short)
-    return row(f"`ifqa train fid` batch {batch} (steady rate; data path included)", rate, None, "ex/s",
-               note=f"{t_long:.0f} s for {long} steps")
+    stamps: list[float] = []
+    feed = fid_train.feed
+
+    def timed_feed(*args, **kwargs):
+        for item in feed(*args, **kwargs):
+            stamps.append(time.time())
+            yield item
+
+    torch._dynamo.reset()
+    config = FiDTrainConfig(model=str(folders["t5"]), steps=steps, batch_size=batch, warmup_steps=1, save_every=0,
+                            compile=device.startswith("cuda"))
+    fid_train.feed = timed_feed
+    started = time.time()
+    try:
+        fid_train.train(run, None, work / "fid-train", config, device, progress=False)
+    finally:
+        fid_train.feed = feed
+    first = steps // 3
+    rate = batch * (len(stamps) - 1 - first) / max(1e-9, stamps[-1] - stamps[first])
+    return row(f"`ifqa train fid` batch {batch} (steady rate over steps {first + 1}-{steps}; data path included)", rate,
+               None, "ex/s", note=f"{time.time() - started:.0f} s for {steps} steps, compiling and saving included")
 
 
 def fid_reading(folders: dict, size: dict, device: str, work: Path) -> dict:
@@ -199,16 +213,29 @@ def synchronize(device: str) -> None:
 
 
 def dense_encoding(folders: dict, size: dict, device: str, work: Path) -> dict:
-    """`ifqa index dense --shard 0/1` (start-up included) beside encode() as ifqa called it and the model alone."""
+    """ifqa's chunk encoder (what `ifqa index dense` runs) beside encode() as ifqa called it before and
+    the model alone, each warmed and timed in this process; the command's wall time, start-up
+    included, is noted beside them."""
     import torch
     from sentence_transformers import SentenceTransformer
 
+    from ifqa.retrieval import dense
+
     corpus = work / "passages.jsonl"
     passages = write_collection(corpus, size["passages"])
-    index = work / "dense"
     started = time.time()
-    subprocess.run(ifqa("index", "dense", "--corpus", corpus, "-o", index, "--encoder", folders["encoder"],
-                        "--shard", "0/1", "--force", "--no-progress", "--device", device), check=True, capture_output=True)
+    subprocess.run(ifqa("index", "dense", "--corpus", corpus, "-o", work / "dense-cmd", "--encoder", folders["encoder"],
+                        "--shard", "0/1", "--no-progress", "--device", device), check=True, capture_output=True)
+    command = time.time() - started
+    # the command left the collection's offsets and its chunks: the same encoder rewrites the same files
+    encoder = dense.ChunkEncoder(corpus, work / "dense-cmd", str(folders["encoder"]), None, device, 128, True, None,
+                                 dense.CHUNK)
+    chunks = list(range(-(-len(passages) // dense.CHUNK)))
+    encoder.encode(chunks[:1])
+    synchronize(device)
+    started = time.time()
+    encoder.encode(chunks)
+    synchronize(device)
     ours = len(passages) / (time.time() - started)
     texts = [f"{p['title']}. {p['text']}" if p["title"] else p["text"] for p in passages]
     model = SentenceTransformer(str(folders["encoder"]), device=device)
@@ -219,8 +246,10 @@ def dense_encoding(folders: dict, size: dict, device: str, work: Path) -> dict:
     reference = len(texts) / (time.time() - started)
     ceiling = model_alone(lambda batch: model(batch)["sentence_embedding"], model.tokenizer, texts, None, 1024, 128,
                           device, torch.float16, model)
-    return row(f"`ifqa index dense` {len(texts):,} passages, {size['bert_name']} (start-up included) vs "
-               "sentence-transformers encode", ours, reference, "psg/s", ceiling)
+    return row(f"`ifqa index dense` encoding, {len(texts):,} passages, {size['bert_name']}, 128 tokens, vs "
+               "sentence-transformers encode (batch 64, fp32)", ours, reference, "psg/s", ceiling,
+               note=f"command {command:.1f} s: {len(texts) / command:,.0f} psg/s start-up included, "
+                    f"{len(texts) / command / reference:.2f}x encode")
 
 
 def model_alone(call, tokenizer, first: list[str], second: list[str] | None, batch: int, max_length: int, device: str,
@@ -248,8 +277,12 @@ def model_alone(call, tokenizer, first: list[str], second: list[str] | None, bat
 
 
 def reranking(folders: dict, size: dict, device: str, work: Path) -> dict:
+    """ifqa's reranker (what `ifqa rerank` runs) beside CrossEncoder.predict and the model alone, each
+    warmed and timed in this process; the command's wall time, start-up included, noted beside."""
     import torch
     from sentence_transformers import CrossEncoder
+
+    from ifqa.retrieval.rerank import CrossEncoderReranker
 
     passages = demo_passages()
     n, depth = size["questions"], size["depth"]
@@ -264,9 +297,16 @@ def reranking(folders: dict, size: dict, device: str, work: Path) -> dict:
     subprocess.run(ifqa("rerank", "--run", run, "--model", folders["reranker"], "--depth", depth, "--questions",
                         work / "questions.json", "-o", work / "reranked.jsonl", "--no-progress", "--device", device),
                    check=True, capture_output=True)
-    ours = n * depth / (time.time() - started)
-    (work / "reranked.jsonl").unlink()
+    command = time.time() - started
     pairs = [(examples[i]["question"], passages[(i * depth + j) % len(passages)]["text"]) for i in range(n) for j in range(depth)]
+    reranker = CrossEncoderReranker(str(folders["reranker"]), depth, device=device)
+    items = [(q, [t for _, t in pairs[i : i + depth]], [0.0] * depth) for i, (q, _) in enumerate(pairs) if i % depth == 0]
+    reranker.score_many(items[:2])
+    synchronize(device)
+    started = time.time()
+    reranker.score_many(items)
+    synchronize(device)
+    ours = len(pairs) / (time.time() - started)
     model = CrossEncoder(str(folders["reranker"]), device=device)
     model.predict(pairs[:64], batch_size=64)
     started = time.time()
@@ -275,8 +315,10 @@ def reranking(folders: dict, size: dict, device: str, work: Path) -> dict:
     ceiling = model_alone(lambda batch: model.model(**batch).logits, model.tokenizer, [q for q, _ in pairs],
                           [t for _, t in pairs], 512, getattr(model, "max_seq_length", None) or 512, device, torch.float16,
                           model.model)
-    return row(f"`ifqa rerank` {n} questions x top {depth} (start-up included) vs CrossEncoder.predict",
-               ours, reference, "pairs/s", ceiling)
+    return row(f"`ifqa rerank` scoring, {n} questions x top {depth} vs CrossEncoder.predict (batch 64)",
+               ours, reference, "pairs/s", ceiling,
+               note=f"command {command:.1f} s: {len(pairs) / command:,.0f} pairs/s start-up included, "
+                    f"{len(pairs) / command / reference:.2f}x predict")
 
 
 def reranker_training(folders: dict, size: dict, device: str, work: Path) -> dict:
@@ -315,14 +357,19 @@ def serve_latency(folders: dict, size: dict, device: str, work: Path) -> dict:
 
 
 def attempt(name: str, function, *args) -> list[dict]:
-    """A measurement that cannot run here (a package missing on the GPU machine, say) becomes a row saying why."""
+    """A measurement that fails (a package missing on the GPU machine, a bug) becomes a row saying why,
+    so one failure never costs the others; each row notes its section's seconds."""
+    started = time.time()
     try:
         result = function(*args)
-    except (ImportError, subprocess.CalledProcessError, SystemExit, OSError, RuntimeError) as exc:
-        detail = getattr(exc, "stderr", None) or str(exc)
-        return [{"path": name, "ifqa": f"not measured: {str(detail).strip().splitlines()[-1][:160]}", "reference": "",
-                 "ratio": "", "ceiling": "", "seconds": ""}]
-    return result if isinstance(result, list) else [result]
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure is reported in the table
+        detail = (getattr(exc, "stderr", None) or str(exc) or type(exc).__name__).strip().splitlines() or [type(exc).__name__]
+        return [{"path": name, "ifqa": f"not measured: {type(exc).__name__}: {detail[-1][:160]}", "reference": "",
+                 "ratio": "", "ceiling": "", "seconds": f"{time.time() - started:.0f}"}]
+    rows = result if isinstance(result, list) else [result]
+    for entry in rows:
+        entry["seconds"] = "; ".join(filter(None, [entry.get("seconds"), f"section {time.time() - started:.0f} s"]))
+    return rows
 
 
 def main() -> None:
@@ -331,6 +378,7 @@ def main() -> None:
     parser.add_argument("--tokenizer", help="a BERT tokenizer folder (default: one trained here on the demo passages)")
     parser.add_argument("--skip-tests", action="store_true", help="leave out `pytest -m gpu`")
     parser.add_argument("--smoke", action="store_true", help="toy sizes on the CPU: checks the suite itself")
+    parser.add_argument("--work", type=Path, help="scratch folder, emptied first (default benchmarks/.work/gpu[-smoke])")
     args = parser.parse_args()
     import torch
 
@@ -338,21 +386,22 @@ def main() -> None:
         print("gpu_suite: no CUDA device here; nothing measured")
         return
     size, device = SIZES["smoke" if args.smoke else "full"], "cpu" if args.smoke else "cuda"
-    work = WORK / ("gpu-smoke" if args.smoke else "gpu")
-    work.mkdir(parents=True, exist_ok=True)
+    work = args.work or WORK / ("gpu-smoke" if args.smoke else "gpu")
+    shutil.rmtree(work, ignore_errors=True)  # every run from scratch: a training folder left over would resume
+    work.mkdir(parents=True)
     started = time.time()
     folders = build_models(work, size, args.tokenizer, [p["text"] for p in demo_passages()])
     rows = [] if args.skip_tests or args.smoke else [gpu_tests()]
-    for name, function in [("FiD training", fid_training), ("FiD reading", fid_reading),
-                           ("dense encoding", dense_encoding), ("reranking", reranking),
-                           ("reranker training", reranker_training), ("serve --rerank", serve_latency)]:
-        rows += attempt(name, function, folders, size, device, work)
-        print(json.dumps(rows[-1]), flush=True)
     name = torch.cuda.get_device_name(0) if device == "cuda" else "CPU (smoke sizes)"
-    table = (f"{name}; torch {torch.__version__}; random weights of the real shapes; "
-             f"{time.time() - started:.0f} s in all\n\n" + markdown_table(rows))
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(table + "\n")
+    for section, function in [("FiD training", fid_training), ("FiD reading", fid_reading),
+                              ("dense encoding", dense_encoding), ("reranking", reranking),
+                              ("reranker training", reranker_training), ("serve --rerank", serve_latency)]:
+        rows += attempt(section, function, folders, size, device, work)
+        print(json.dumps(rows[-1]), flush=True)
+        table = (f"{name}; torch {torch.__version__}; random weights of the real shapes; "
+                 f"{time.time() - started:.0f} s in all\n\n" + markdown_table(rows))
+        args.out.write_text(table + "\n")  # after every section: a run cut short keeps what it measured
     print("\n" + table)
 
 

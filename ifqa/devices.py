@@ -58,8 +58,9 @@ def torch_dtype(precision: str):
 
 
 def compile_unavailable(device: str) -> str | None:
-    """Why ``torch.compile`` cannot run on ``device`` here (its inductor backend needs Triton on CUDA
-    and a C++ compiler on a CPU), or None when it can."""
+    """Why ``torch.compile`` cannot run on ``device`` here (its inductor backend needs Triton and a C
+    compiler, for Triton's launcher, on CUDA, and a C++ compiler on a CPU), or None when it can."""
+    import os
     import shutil
 
     if device.startswith("cuda"):
@@ -67,7 +68,10 @@ def compile_unavailable(device: str) -> str | None:
             from torch.utils._triton import has_triton
         except ImportError:
             return "this torch has no Triton support"
-        return None if has_triton() else "Triton is not installed"
+        if not has_triton():
+            return "Triton is not installed"
+        compilers = [os.environ.get("CC") or "", "cc", "gcc", "clang"]
+        return None if any(name and shutil.which(name) for name in compilers) else "no C compiler (cc, gcc; or $CC) for Triton"
     if device != "cpu":
         return f"ifqa compiles on CUDA and CPUs only, not {device}"
     return None if any(shutil.which(name) for name in ("g++", "c++", "clang++")) else "no C++ compiler (g++) found"

@@ -60,9 +60,30 @@ def feed(work: Sequence, prepare: Callable[[Any], Any], device: str, workers: in
         return
     from torch.utils.data import DataLoader
 
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"  # the workers are the parallelism; a forked Rust pool can deadlock
-    yield from DataLoader(_Prepared(work, prepare), batch_size=None, num_workers=min(workers, len(work)),
-                          pin_memory=device.startswith("cuda"), prefetch_factor=4, multiprocessing_context="fork")
+    # the workers are the parallelism (a forked Rust pool can deadlock): off while they fork, then as it was,
+    # so tokenizing on this process's own thread keeps its threads
+    previous = os.environ.get("TOKENIZERS_PARALLELISM")
+    os.environ["TOKENIZERS_PARALLELISM"] = "false"
+    try:
+        batches = iter(DataLoader(_Prepared(work, prepare), batch_size=None, num_workers=min(workers, len(work)),
+                                  pin_memory=device.startswith("cuda"), prefetch_factor=4, multiprocessing_context="fork",
+                                  worker_init_fn=_leave_signals_to_parent))
+    finally:
+        if previous is None:
+            os.environ.pop("TOKENIZERS_PARALLELISM", None)
+        else:
+            os.environ["TOKENIZERS_PARALLELISM"] = previous
+    yield from batches
+
+
+def _leave_signals_to_parent(_worker: int) -> None:
+    """A worker ignores Ctrl-C and SIGTERM: sent to the whole process group (a terminal, a scheduler),
+    they would kill it mid-batch and the parent would fail with a dead worker instead of stopping at
+    a whole step; the parent stops and ends its workers itself."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
 
 
 def to_device(features: dict, device: str) -> dict:
@@ -73,18 +94,32 @@ def run_planned(items: Sequence, lengths: Sequence[int], batch_size: int, prepar
                 model: Callable[[dict], Any], device: str) -> "Any":
     """``model(prepare(batch))`` over length-planned batches of ``items``, rows back in the items' order
     (one tensor on ``device``, or None for no items)."""
+    return next(run_planned_groups([items], [lengths], batch_size, prepare, model, device))
+
+
+def run_planned_groups(groups: Sequence[Sequence], lengths: Sequence[Sequence[int]], batch_size: int,
+                       prepare: Callable[[list], dict], model: Callable[[dict], Any], device: str) -> Iterator:
+    """``run_planned`` for each group in turn, yielded as each group finishes, with one feed for all of
+    them: worker processes start once and tokenize ahead across group boundaries."""
     import torch
 
-    batches = plan(lengths, batch_size)
-    outputs = []
+    plans = [plan(group_lengths, batch_size) for group_lengths in lengths]
+    work = [[group[i] for i in batch] for group, batches in zip(groups, plans) for batch in batches]
+    outputs: list = []
+    pending = iter(enumerate(plans))
+    g, batches = next(pending, (None, None))
     with out_of_memory_hint(f"a batch of {batch_size}"):
-        for features in feed([[items[i] for i in batch] for batch in batches], prepare, device):
-            outputs.append(model(to_device(features, device)))
-    if not outputs:
-        return None
-    flat = torch.cat(outputs)
-    order = torch.as_tensor(np.argsort(np.concatenate(batches), kind="stable"), device=flat.device)
-    return flat[order]
+        fed = feed(work, prepare, device)
+        while g is not None:
+            while len(outputs) < len(batches):
+                outputs.append(model(to_device(next(fed), device)))
+            if outputs:
+                flat = torch.cat(outputs)
+                yield flat[torch.as_tensor(np.argsort(np.concatenate(batches), kind="stable"), device=flat.device)]
+            else:
+                yield None
+            outputs = []
+            g, batches = next(pending, (None, None))
 
 
 class out_of_memory_hint:

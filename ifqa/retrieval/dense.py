@@ -136,13 +136,18 @@ class ChunkEncoder:
                 j, positions = owner[n], np.concatenate(work[first : n + 1])
                 vectors = np.empty((len(positions), self.encoder.dim), np.float32)
                 vectors[positions - j * self.chunk] = torch.cat(outputs).float().cpu().numpy()
+                if not np.isfinite(vectors).all():  # fp16 can overflow (T5-based encoders): never index NaN
+                    raise IfqaError(f"the encoder gave non-finite vectors for chunk {j} at --precision "
+                                    f"{self.encoder.precision}; rerun with --precision bf16 or fp32 (finished chunks "
+                                    "are kept)", self.folder)
                 with atomic_write(_chunk_path(self.folder, j), "wb") as handle:
                     np.save(handle, vectors)
                 outputs, first = [], n + 1
                 yield len(positions)
 
-    def encode(self, j: int) -> int:
-        return sum(self.encode_many([j]))
+    def encode(self, chunks: int | Sequence[int]) -> int:
+        """Encode chunk j (or several chunks, tokenized ahead across them); the passages written."""
+        return sum(self.encode_many([chunks] if isinstance(chunks, int) else chunks))
 
 
 def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT_ENCODER,
@@ -169,11 +174,8 @@ def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAUL
     (folder / "embeddings").mkdir(parents=True, exist_ok=True)
     record = corpus_record(corpus)
     settings = {"encoder": encoder_name, "query_encoder": query_encoder, "chunk": chunk, "max_length": max_length,
-                "corpus_sha256": record["sha256"]}
-    if not titles:
-        settings["titles"] = False
-    if backend != "torch":  # vectors of another backend never mix into a chunk set
-        settings["backend"] = backend
+                "corpus_sha256": record["sha256"], **({} if titles else {"titles": False}),
+                **({"backend": backend} if backend != "torch" else {})}  # another backend's vectors never mix in
     _check_settings(folder, settings)
     offsets = _offsets(corpus, folder)
     chunks = math.ceil(len(offsets) / chunk)

@@ -18,6 +18,8 @@ from ifqa.errors import IfqaError
 
 log = logging.getLogger(__name__)
 
+CHUNKS_PER_CALL = 4
+
 
 def _pool_size(ray, workers: int | None) -> tuple[int, dict]:
     """Actors and each one's resources: every GPU Ray knows, else its CPUs."""
@@ -55,7 +57,9 @@ def encode_on_ray(address: str, worker: type, args: tuple, todo: Sequence[int], 
         # one thread per actor unless told: a local run with the same --threads writes the same bytes
         pool = ActorPool([actor.remote(*args, threads=threads or resources["num_cpus"], **(options or {})) for _ in range(min(size, len(todo)))])
         try:
-            for count in pool.map_unordered(lambda a, j: a.encode.remote(j), list(todo)):
+            # a few chunks per call: an actor on a GPU tokenizes ahead across them (one set of worker processes)
+            groups = [list(todo[start : start + CHUNKS_PER_CALL]) for start in range(0, len(todo), CHUNKS_PER_CALL)]
+            for count in pool.map_unordered(lambda a, chunks: a.encode.remote(chunks), groups):
                 advance(count)
         except ray.exceptions.RayError as exc:  # an actor's own error, e.g. an encoder that cannot load
             cause = getattr(exc, "cause", None)

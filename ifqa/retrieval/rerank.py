@@ -14,7 +14,7 @@ import logging
 import os
 import time
 from pathlib import Path
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from ifqa.errors import IfqaError
 from ifqa.retrieval.reordering import Reorders, score_many
@@ -110,17 +110,23 @@ class CrossEncoderReranker(Reorders):
 
     def score_many(self, items: Sequence[tuple[str, Sequence[str], Sequence[float]]]) -> list[list[float]]:
         """Cross-encoder logits for each (question, texts, first-stage scores); the first stage's scores are not used."""
-        from ifqa.retrieval.batching import run_planned
+        return next(self.score_groups([items]))
 
-        pairs = [(question, text) for question, texts, _ in items for text in texts]
-        logits = run_planned(pairs, [len(q) + len(t) for q, t in pairs], self.batch_size, self._inputs, self._logits,
-                             self.device)
-        flat = logits.cpu().tolist() if logits is not None else []
-        out, start = [], 0
-        for _, texts, _ in items:
-            out.append(flat[start : start + len(texts)])
-            start += len(texts)
-        return out
+    def score_groups(self, groups: Sequence[Sequence[tuple[str, Sequence[str], Sequence[float]]]]) -> Iterator[list[list[float]]]:
+        """``score_many`` for each group of items in turn, yielded as each finishes; one feed of
+        tokenized batches serves them all (worker processes start once, on CUDA)."""
+        from ifqa.retrieval.batching import run_planned_groups
+
+        pairs = [[(question, text) for question, texts, _ in items for text in texts] for items in groups]
+        lengths = [[len(q) + len(t) for q, t in group] for group in pairs]
+        for items, logits in zip(groups, run_planned_groups(pairs, lengths, self.batch_size, self._inputs, self._logits,
+                                                            self.device)):
+            flat = logits.cpu().tolist() if logits is not None else []
+            out, start = [], 0
+            for _, texts, _ in items:
+                out.append(flat[start : start + len(texts)])
+                start += len(texts)
+            yield out
 
     def score(self, question: str, texts: Sequence[str], first_scores: Sequence[float] = ()) -> list[float]:
         return self.score_many([(question, texts, first_scores)])[0]
@@ -195,11 +201,14 @@ def rerank_run(run_path: str | Path, reranker, output: str | Path, questions,
     per_group = max(1, 8 * getattr(reranker, "batch_size", 1) // reranker.depth)
     with open(partial, "a", encoding="utf-8") as handle, tqdm(total=len(records), initial=len(done), desc="rerank",
                                                                  unit="q", disable=not progress) as bar:
-        for start in range(0, len(todo), per_group):
-            group = todo[start : start + per_group]
+        groups = [todo[start : start + per_group] for start in range(0, len(todo), per_group)]
+        items = [[(record["question"], [c["text"] for c in record["ctxs"][: reranker.depth]],
+                   [float(c.get("score") or 0.0) for c in record["ctxs"][: reranker.depth]]) for record in group]
+                 for group in groups]
+        scored = (reranker.score_groups(items) if hasattr(reranker, "score_groups")
+                  else (score_many(reranker, group_items) for group_items in items))
+        for group, scores in zip(groups, scored):
             heads = [record["ctxs"][: reranker.depth] for record in group]
-            scores = score_many(reranker, [(record["question"], [c["text"] for c in head],
-                                            [float(c.get("score") or 0.0) for c in head]) for record, head in zip(group, heads)])
             for record, head, values in zip(group, heads, scores):
                 ranked = [{**c, "score": round(s, 6)} for c, s in sorted(zip(head, values), key=lambda pair: -pair[1])]
                 line = run_record(examples[record["qid"]], ranked + list(record["ctxs"][reranker.depth :]))

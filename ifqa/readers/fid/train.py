@@ -65,8 +65,8 @@ def _batch_order(n: int, batch_size: int, seed: int, step: int) -> list[int]:
     return order[position * batch_size : (position + 1) * batch_size]
 
 
-def evaluate_em(model, tokenizer, records: Sequence[dict], settings: FiDSettings, batch_size: int) -> float:
-    predictions = predict(model, tokenizer, records, settings, batch_size)
+def evaluate_em(model, tokenizer, records: Sequence[dict], settings: FiDSettings, batch_size: int, bf16: bool = True) -> float:
+    predictions = predict(model, tokenizer, records, settings, batch_size, bf16=bf16)
     return 100.0 * sum(best_over_answers(exact_match, p, r["answers"]) for p, r in zip(predictions, records)) / max(1, len(records))
 
 
@@ -164,6 +164,8 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
     if resuming:
         saved_state = load_trainer_state(last / "trainer_state.pt")
         optimizer.load_state_dict(saved_state["optimizer"])
+        for group in optimizer.param_groups:  # the saved groups carry the device they ran on, not this one's
+            group["fused"] = device.startswith("cuda")
         scheduler.load_state_dict(saved_state["scheduler"])
         _restore_rng(saved_state, device)
         state = saved_state["state"]
@@ -188,13 +190,14 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
             while state["step"] < goal:
                 step = state["step"]
                 rng = _rng_state(device)  # what a step cut short restores: its dropout masks come again
-                loss_total = 0.0
+                losses = []
                 for _ in range(config.accumulation):
                     batch = to_device(next(batches), device)
                     with torch.autocast("cuda", dtype=torch.bfloat16) if use_bf16 else contextlib.nullcontext():
                         loss = forward(**batch).loss / config.accumulation
                     loss.backward()
-                    loss_total += float(loss.detach())
+                    losses.append(loss.detach())
+                loss_total = float(torch.stack(losses).sum())  # one device sync per step, not per micro-step
                 torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
                 optimizer.step()
                 scheduler.step()
@@ -203,7 +206,7 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
                 entry: dict[str, Any] = {"step": state["step"], "loss": round(loss_total, 6)}
                 done = state["step"] == config.steps
                 if dev_records and (state["step"] % config.eval_every == 0 or done):
-                    entry["dev_em"] = evaluate_em(model, tokenizer, dev_records, settings, config.eval_batch_size)
+                    entry["dev_em"] = evaluate_em(model, tokenizer, dev_records, settings, config.eval_batch_size, use_bf16)
                     model.train()
                     if entry["dev_em"] > state["best_em"]:
                         state["best_em"] = entry["dev_em"]
