@@ -159,13 +159,14 @@ def fid_command(folders: dict, size: dict, device: str, work: Path) -> dict:
     import torch
 
     from ifqa.readers.fid import FiDTrainConfig
-    from ifqa.readers.fid import train as fid_train
+    from ifqa.readers.fid.train import train
+    from ifqa.retrieval import batching
 
     batch, steps = max(size["fid_batches"]), 3 * size["fid_steps"]
     run = work / "fid-train.jsonl"
     fid_run(run, demo_passages(), 400)
     stamps: list[float] = []
-    feed = fid_train.feed
+    feed = batching.feed  # the loop imports it when it starts: time each batch it takes
 
     def timed_feed(*args, **kwargs):
         for item in feed(*args, **kwargs):
@@ -175,12 +176,12 @@ def fid_command(folders: dict, size: dict, device: str, work: Path) -> dict:
     torch._dynamo.reset()
     config = FiDTrainConfig(model=str(folders["t5"]), steps=steps, batch_size=batch, warmup_steps=1, save_every=0,
                             compile=device.startswith("cuda"))
-    fid_train.feed = timed_feed
+    batching.feed = timed_feed
     started = time.time()
     try:
-        fid_train.train(run, None, work / "fid-train", config, device, progress=False)
+        train(run, None, work / "fid-train", config, device, progress=False)
     finally:
-        fid_train.feed = feed
+        batching.feed = feed
     first = steps // 3
     rate = batch * (len(stamps) - 1 - first) / max(1e-9, stamps[-1] - stamps[first])
     return row(f"`ifqa train fid` batch {batch} (steady rate over steps {first + 1}-{steps}; data path included)", rate,

@@ -42,7 +42,7 @@ def test_shards_resume_and_merge_match_a_single_build(corpus, tmp_path):
 
 def test_other_encoder_settings_are_refused_unless_forced(corpus, tmp_path):
     dense.build(corpus, tmp_path / "idx", shard=(0, 2), chunk=3, progress=False)
-    with pytest.raises(IfqaError, match="another encoder or collection; use another --index folder, or --force"):
+    with pytest.raises(IfqaError, match="another encoder or collection; use another -o folder, or --force"):
         dense.build(corpus, tmp_path / "idx", shard=(1, 2), chunk=4, progress=False)
     manifest = dense.build(corpus, tmp_path / "idx", chunk=4, force=True, progress=False)
     assert manifest["passages"] == 8 and not (tmp_path / "idx" / "embeddings" / "chunk-0000002.npy").exists()
