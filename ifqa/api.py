@@ -246,8 +246,16 @@ def evaluate_predictions(predictions: str | Path | Mapping[str, str] | Iterable[
 
     question_set = as_question_set(questions)
     task = task_for(question_set)
+    answers = _task_predictions(task, predictions)
     other = _task_predictions(task, compare) if compare is not None else None
-    return task.summarize(question_set.examples, _task_predictions(task, predictions), other)
+    qids = {example.qid for example in question_set.examples}
+    for name, given in (("predictions", predictions), ("compare", compare)):
+        found = answers if name == "predictions" else other
+        if found is not None and not qids & set(found):  # another set's predictions score 0, silently
+            where = f"{given}: " if isinstance(given, (str, Path)) else ""
+            raise IfqaError(f"{where}{name} answer none of the {len(qids)} questions of {question_set.name} "
+                            f"(first qid {next(iter(found))!r}); name the questions they were made for")
+    return task.summarize(question_set.examples, answers, other)
 
 
 def _task_predictions(task, predictions) -> Mapping[str, str]:

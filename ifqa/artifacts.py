@@ -15,6 +15,7 @@ tell a demo run from a supervised one; ``check_questions`` can.
 from __future__ import annotations
 
 import hashlib
+import math
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -123,16 +124,36 @@ def manifest_path(path: str | Path) -> Path:
     return Path(f"{path}.manifest.json")
 
 
+def check_output(output: str | Path | None, *inputs: str | Path | None) -> None:
+    """Refuse an output that is one of the command's inputs or an input's manifest (or whose own
+    manifest would land on an input): writing it would destroy what the command reads."""
+    import os
+
+    if output is None:
+        return
+    out = Path(output)
+    for given in inputs:
+        if given is None:
+            continue
+        for a, b in ((out, Path(given)), (out, manifest_path(given)), (manifest_path(out), Path(given))):
+            if a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b)):
+                raise IfqaError(f"--output must differ from the input {given} and its manifest (writing it would "
+                                "destroy the input)", output)
+
+
 def read_manifest(path: str | Path) -> dict[str, Any] | None:
     """The manifest beside a run or predictions file; None for files made by other tools."""
     sidecar = manifest_path(path)
     if not sidecar.exists():
         return None
     try:
-        manifest = json.loads(sidecar.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise IfqaError(f"unreadable manifest ({exc})", sidecar) from None
-    return manifest if isinstance(manifest, dict) else None
+        manifest = json.loads(sidecar.read_text(encoding="utf-8-sig"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise IfqaError(f"unreadable manifest ({str(exc)[:120] or 'nested too deeply'}); fix or delete it", sidecar) from None
+    if not isinstance(manifest, dict):
+        raise IfqaError(f"damaged manifest: a JSON object is needed, not a {type(manifest).__name__}; fix or delete it",
+                        sidecar)
+    return manifest
 
 
 def recorded_questions(path: str | Path) -> dict[str, Any] | None:
@@ -163,15 +184,23 @@ def write_manifest(path: str | Path, questions: QuestionSet | None, **fields: An
 # --- runs --------------------------------------------------------------------------------------
 
 
+def is_id(value: Any) -> bool:
+    """Question and passage ids are non-empty strings or integers (never objects, lists or booleans)."""
+    return not isinstance(value, bool) and isinstance(value, (str, int)) and str(value).strip() != ""
+
+
 def read_run(path: str | Path) -> list[RunRecord]:
-    """All records of a run file, checked against the run schema (passages need at least text)."""
+    """All records of a run file, checked against the run schema (ids, a string text and a finite
+    score for each passage); a file of no records is an error, not an empty run."""
     records: list[RunRecord] = []
     seen: set[str] = set()
     for number, record in read_jsonl(path):
         if not isinstance(record, dict):
             raise IfqaError(f"expected an object, found {type(record).__name__}", path, number)
         if "qid" not in record or not isinstance(record.get("ctxs"), list):
-            raise IfqaError("each line needs 'qid' and a 'ctxs' list", path, number)
+            raise IfqaError("each line needs 'qid' and a 'ctxs' list (is this a run file?)", path, number)
+        if not is_id(record["qid"]):
+            raise IfqaError(f"'qid' must be a non-empty string or an integer, found {record['qid']!r}"[:200], path, number)
         qid = str(record["qid"])
         if qid in seen:
             raise IfqaError(f"duplicate qid {qid!r}", path, number)
@@ -179,8 +208,16 @@ def read_run(path: str | Path) -> list[RunRecord]:
         for rank, ctx in enumerate(record["ctxs"], start=1):
             if not isinstance(ctx, dict) or not isinstance(ctx.get("text", ""), str) or "id" not in ctx:
                 raise IfqaError(f"ctx {rank} needs an 'id' and a string 'text'", path, number)
+            if not is_id(ctx["id"]):
+                raise IfqaError(f"ctx {rank}: 'id' must be a non-empty string or an integer, found {ctx['id']!r}"[:200],
+                                path, number)
+            score = ctx.get("score", 0.0)
+            if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)):
+                raise IfqaError(f"ctx {rank}: 'score' must be a finite number, found {score!r}"[:200], path, number)
         record["qid"] = qid
         records.append(record)  # type: ignore[arg-type]
+    if not records:
+        raise IfqaError("holds no run records", path)
     return records
 
 
@@ -204,6 +241,8 @@ def read_predictions(path: str | Path, convert: Callable[[str], str] | None = No
             raise IfqaError(f"expected an object, found {type(record).__name__}", path, number)
         if "qid" not in record or "prediction" not in record:
             raise IfqaError("each line needs 'qid' and 'prediction'", path, number)
+        if not is_id(record["qid"]):
+            raise IfqaError(f"'qid' must be a non-empty string or an integer, found {record['qid']!r}"[:200], path, number)
         qid, prediction = str(record["qid"]), record["prediction"]
         if not isinstance(prediction, str):
             raise IfqaError(f"'prediction' must be a string, found {type(prediction).__name__}", path, number)
@@ -215,6 +254,8 @@ def read_predictions(path: str | Path, convert: Callable[[str], str] | None = No
         if qid in predictions:
             raise IfqaError(f"duplicate qid {qid!r}", path, number)
         predictions[qid] = prediction
+    if not predictions:
+        raise IfqaError("holds no predictions", path)
     return predictions
 
 

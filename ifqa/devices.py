@@ -7,15 +7,29 @@ from ifqa.errors import IfqaError
 
 
 def pick_device(requested: str | None = None) -> str:
+    """``requested`` checked against this machine (cpu, cuda, cuda:N, mps), else the GPU when present."""
+    import re
+
     import torch
 
     if not requested:
         return "cuda" if torch.cuda.is_available() else "cpu"
-    if requested.startswith("cuda") and not torch.cuda.is_available():
-        raise IfqaError(f"--device {requested}: no CUDA device is available here (use --device cpu)")
-    if not (requested == "cpu" or requested.startswith(("cuda", "mps"))):
+    if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", requested):
         raise IfqaError(f"--device {requested!r}: use cpu, cuda or cuda:N")
+    if requested.startswith("cuda"):
+        if not torch.cuda.is_available():
+            raise IfqaError(f"--device {requested}: no CUDA device is available here (use --device cpu)")
+        if ":" in requested and int(requested.split(":")[1]) >= torch.cuda.device_count():
+            raise IfqaError(f"--device {requested}: this machine has {torch.cuda.device_count()} CUDA device(s)")
+    if requested == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+        raise IfqaError("--device mps: no Apple GPU (MPS) is available here (use --device cpu)")
     return requested
+
+
+def check_device(requested: str | None) -> None:
+    """``pick_device``'s checks alone, for a command to make before it creates anything."""
+    if requested:
+        pick_device(requested)
 
 
 def bf16_supported(device: str) -> bool:

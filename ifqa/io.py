@@ -15,13 +15,25 @@ from ifqa.errors import IfqaError
 
 
 def open_text(path: str | Path) -> IO[str]:
-    """Open a plain or gzip-compressed text file for reading, UTF-8."""
+    """Open a plain or gzip-compressed text file for reading, UTF-8 (a byte-order mark that some
+    editors put first is dropped, not read as part of the first record)."""
     path = Path(path)
     if not path.exists():
         raise IfqaError("no such file", path)
     if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8-sig")
+    return open(path, encoding="utf-8-sig")
+
+
+def unpaired_surrogate(*texts: str) -> bool:
+    """Whether a text holds half of a UTF-16 pair (JSON's ``"\\ud800"``): a Python string, but not
+    Unicode text that can be written, tokenized or hashed."""
+    try:
+        for text in texts:
+            text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
@@ -35,6 +47,8 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:
                     yield number, json.loads(line)
                 except json.JSONDecodeError as exc:
                     raise IfqaError(f"invalid JSON ({exc.msg} at column {exc.colno})", path, number) from None
+                except RecursionError:
+                    raise IfqaError("invalid JSON (nested too deeply)", path, number) from None
         except (UnicodeDecodeError, EOFError, gzip.BadGzipFile) as exc:
             raise unreadable(exc, path) from None
 
@@ -55,6 +69,8 @@ def read_json(path: str | Path) -> Any:
             return json.load(handle)
         except json.JSONDecodeError as exc:
             raise IfqaError(f"invalid JSON ({exc.msg} at column {exc.colno})", path, exc.lineno) from None
+        except RecursionError:
+            raise IfqaError("invalid JSON (nested too deeply)", path) from None
         except (UnicodeDecodeError, EOFError, gzip.BadGzipFile) as exc:
             raise unreadable(exc, path) from None
 

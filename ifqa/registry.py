@@ -59,7 +59,7 @@ DATASETS = Registry("dataset", {"supervised": ".ifqa:SUPERVISED", "few-shot": ".
 #: Tasks (how a dataset's answers are scored and reported), by a dataset's ``task`` (default ``qa``).
 TASKS = Registry("task", {"qa": ".tasks:QA", "wiqa": ".tasks:WIQA", "causalqa": ".tasks:CAUSALQA"}, "ifqa.eval")
 #: Index engines, by the ``engine`` field of a manifest: a class with ``load(folder, manifest, corpus, device)``.
-ENGINES = Registry("index engine", {"bm25s": ".bm25:BM25Retriever", "pyserini": ".lucene:LuceneRetriever", "faiss": ".dense:DenseRetriever"}, "ifqa.retrieval")
+ENGINES = Registry("index engine", {"bm25s": ".bm25:BM25Retriever", "pyserini": ".lucene:LuceneRetriever", "faiss": ".dense_search:DenseRetriever"}, "ifqa.retrieval")
 #: Index specs ``SCHEME:NAME``: an object with ``folder(name)`` (or None) and ``open(name, corpus, device)``.
 INDEX_SCHEMES = Registry("index scheme", {"demo": ".specs:DEMO_INDEXES", "prebuilt": ".specs:PREBUILT_INDEXES"}, "ifqa.retrieval")
 #: Query formulations: ``question -> list of sub-queries`` (several are searched and fused).

@@ -5,6 +5,7 @@ file left behind."""
 import gzip
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture(scope="module")
-def work(tmp_path_factory):
+def work(tmp_path_factory, tiny_model):
     """A folder with small good and bad inputs, and a cache with the demo index built once."""
     base = tmp_path_factory.mktemp("bad")
     env = {**os.environ, "IFQA_CACHE_DIR": str(base / "cache"), "OPENAI_API_KEY": "k"}
@@ -63,6 +64,7 @@ def work(tmp_path_factory):
         (base / f"{name}.yaml").write_text("name: x\nquestions: {setting: demo}\n" + stages)
     damaged_indexes(base)
     more_inputs(base)
+    third_round(base, env, tiny_model)
     return base, env
 
 
@@ -105,6 +107,89 @@ def more_inputs(base: Path) -> None:
         bomb += f"{level}: &{level} [*{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}, *{previous}]\n"
     (base / "bomb.yaml").write_text(bomb)
     (base / "huge.yaml").write_text("name: x\nquestions: {setting: demo}\n# " + "x" * (1 << 20) + "\n")
+
+
+def third_round(base: Path, env: dict, tiny_model: Path) -> None:
+    """Inputs of the third trust round: wrong formats, damaged dense indexes, bad run files, configs."""
+    import numpy as np
+
+    (base / "tab-title.tsv").write_text("id\ttext\ttitle\n1\tsome passage text\tA\tB\n")
+    (base / "predictions-not-passages.jsonl").write_text('{"qid": "1", "prediction": "x"}\n' * 3)
+    (base / "redirects.xml").write_text(
+        '<mediawiki><siteinfo><sitename>W</sitename></siteinfo><page><title>A</title><ns>0</ns><id>1</id>'
+        '<redirect title="B"/><revision><text>#REDIRECT [[B]]</text></revision></page></mediawiki>\n')
+    (base / "surrogate-passages.jsonl").write_text('{"id": "a", "title": "T\\udc00", "text": "words here"}\n')
+    (base / "surrogate-questions.json").write_text('[{"idx": 1, "question": "If rivers \\ud800 ran uphill?", "answers": ["x"]}]')
+    good = base / "idx"
+    for name, damage in {"vocab-list": lambda f: (f / "vocab.index.json").write_text("[1, 2]"),
+                         "deep-manifest": lambda f: (f / "manifest.json").write_text("[" * 100000 + "]" * 100000),
+                         "float-offsets": lambda f: np.save(f / "offsets.npy", np.zeros(5))}.items():
+        shutil.copytree(good, base / name)
+        damage(base / name)
+    assert run_cli("index", "dense", "--corpus", base / "passages.jsonl", "-o", base / "dense", "--no-progress", "--device",
+                   "cpu", env=env).returncode == 0
+    import faiss
+
+    shutil.copytree(base / "dense", base / "dense-other-dims")
+    faiss.write_index(faiss.IndexFlatIP(8), str(base / "dense-other-dims" / "index.faiss"))
+    shutil.copytree(base / "dense", base / "dense-bad-length")
+    manifest = json.loads((base / "dense" / "manifest.json").read_text())
+    manifest["params"]["max_length"] = -1
+    (base / "dense-bad-length" / "manifest.json").write_text(json.dumps(manifest))
+    records = [json.loads(line) for line in (base / "demo-run.jsonl").read_text().splitlines()]
+    for name, change in {"object-qid": lambda r: r.update(qid={"a": 1}), "nan-score": lambda r: r["ctxs"][0].update(score=float("nan")),
+                         "word-score": lambda r: r["ctxs"][0].update(score="high")}.items():
+        changed = [json.loads(json.dumps(r)) for r in records]
+        change(changed[0])
+        (base / f"{name}-run.jsonl").write_text("".join(json.dumps(r) + "\n" for r in changed))
+    (base / "empty-run.jsonl").write_text("")
+    (base / "foreign-good-run.jsonl").write_text("".join(json.dumps({**r, "qid": "x" + r["qid"]}) + "\n" for r in records))
+    (base / "empty-predictions.jsonl").write_text("\n")
+    (base / "foreign-predictions.jsonl").write_text('{"qid": "zz1", "prediction": "x"}\n')
+    (base / "list-manifest-run.jsonl").write_text((base / "demo-run.jsonl").read_text())
+    (base / "list-manifest-run.jsonl.manifest.json").write_text("[1, 2]")
+    (base / "other-schema.db").write_bytes(b"")
+    import sqlite3
+
+    with sqlite3.connect(base / "other-schema.db") as db:
+        db.execute("CREATE TABLE responses (a INTEGER)")
+    (base / "pickled").mkdir()
+    (base / "pickled" / "config.json").write_text(json.dumps({"architectures": ["BertModel"], "model_type": "bert"}))
+    import pickle
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {base / 'PICKLE-RAN'}",))
+
+    (base / "pickled" / "pytorch_model.bin").write_bytes(pickle.dumps(Payload()))
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    AutoModelForSequenceClassification.from_pretrained(str(tiny_model), num_labels=1).save_pretrained(base / "tiny")
+    AutoTokenizer.from_pretrained(str(tiny_model)).save_pretrained(base / "tiny")  # a tiny reranker
+    configs = {
+        "escaping-name": "name: ../../escaped\nquestions: {setting: demo}\n",
+        "word-k": "stages:\n  - {stage: retrieve, name: r, indexes: [demo:bm25], k: five}\n",
+        "bool-k": "k: true\nstages:\n  - {stage: retrieve, name: r, indexes: [demo:bm25]}\n",
+        "string-k": "k: '5'\nstages:\n  - {stage: retrieve, name: r, indexes: [demo:bm25]}\n",
+        "nan-weights": "stages:\n  - {stage: retrieve, name: r, indexes: [demo:bm25, demo:bm25], weights: [.nan, 1]}\n",
+        "wrong-kind-index": "stages:\n  - {stage: retrieve, name: r, indexes: [demo:bm25]}\n  - {stage: index, name: i, collection: r}\n",
+        "wrong-kind-train": "stages:\n  - {stage: collection, name: c, inputs: [passages.jsonl]}\n  - {stage: train, name: t, kind: reranker, index: c}\n",
+        "wrong-kind-reader": "stages:\n  - {stage: evaluate, name: e, run: demo-run.jsonl}\n  - {stage: read, name: rd, reader: majority, retriever: e}\n",
+        "own-retriever": "stages:\n  - {stage: read, name: rd, reader: majority, retriever: rd}\n",
+        "index-number": "stages:\n  - {stage: retrieve, name: r, indexes: [5]}\n",
+        "bad-fusion": "stages:\n  - {stage: retrieve, name: r, indexes: [demo:bm25]}\n  - {stage: retrieve, name: s, indexes: [demo:bm25, demo:bm25], fusion: magic}\n",
+        "nan-lr": "stages:\n  - {stage: collection, name: c, inputs: [passages.jsonl]}\n  - {stage: index, name: i, collection: c}\n"
+                  "  - {stage: train, name: t, kind: reranker, index: i, recipe: {lr: .nan}}\n",
+        "inputs-string": "stages:\n  - {stage: collection, name: c, inputs: passages.jsonl}\n",
+        "negative-length": "stages:\n  - {stage: collection, name: c, inputs: [passages.jsonl]}\n  - {stage: index, name: i, collection: c, engine: dense, max_length: -3}\n",
+        "unknown-setting": "train: {setting: nonsense}\n",
+        "list-switch": "stages:\n  - {stage: retrieve, name: r, indexes: [demo:bm25], enabled: [1]}\n",
+    }
+    for name, body in configs.items():
+        text = body if body.startswith("name:") else "name: x\nquestions: {setting: demo}\n" + body
+        (base / f"{name}.yaml").write_text(text)
+    (base / "deep.yaml").write_text("name: x\nquestions: {setting: demo}\nz: " + "[" * 50000 + "]" * 50000 + "\n")
+    (base / "latin1.yaml").write_bytes(b"name: caf\xe9\nquestions: {setting: demo}\n")
 
 
 B = "{base}"
@@ -178,7 +263,7 @@ CASES = [
     ("compare runs of other questions", ["evaluate", "--run", f"{B}/demo-run.jsonl", "--compare", f"{B}/foreign-run.jsonl"], "share no question", None),
     ("YAML unknown stage type", ["experiment", "run", f"{B}/unknown-stage.yaml"], "unknown type 'dance'", None),
     ("YAML unknown stage key", ["experiment", "run", f"{B}/unknown-key.yaml"], "unknown key(s) colour", None),
-    ("YAML compare_to a later stage", ["experiment", "run", f"{B}/compare-later.yaml"], "compare_to 'nope' is not an earlier retrieve stage", None),
+    ("YAML compare_to a later stage", ["experiment", "run", f"{B}/compare-later.yaml"], "'compare_to' must name an earlier retrieve stage, got 'nope'", None),
     ("YAML two stages with one name", ["experiment", "run", f"{B}/same-name.yaml"], "two stages are named 'r'", None),
     ("YAML unknown collection preset", ["experiment", "run", f"{B}/bad-preset.yaml"], "unknown preset 'tiny-wiki'", None),
     ("YAML train stage without its index", ["experiment", "run", f"{B}/train-no-index.yaml"], "'index' must name an earlier index stage", None),
@@ -200,8 +285,8 @@ CASES = [
     ("collection of 0 passages (dense)", ["index", "dense", "--corpus", f"{B}/no-passages.jsonl", "-o", f"{B}/y2", "--no-progress"], "holds no passages", "y2"),
     ("passage ids that are objects", ["index", "bm25", "--corpus", f"{B}/object-ids.jsonl", "-o", f"{B}/y3", "--no-progress"], "'id' must be a non-empty string or an integer", "y3"),
     ("passage titles that are lists", ["index", "bm25", "--corpus", f"{B}/list-title.jsonl", "-o", f"{B}/y4", "--no-progress"], "'title' must be a string", "y4"),
-    ("weights that are not numbers", ["retrieve", "--index", "demo:bm25", "--index", "demo:bm25", "--weights", "nan,1", "-o", f"{B}/y5.jsonl"], "--weights must be finite", "y5.jsonl"),
-    ("infinite weights", ["retrieve", "--index", "demo:bm25", "--index", "demo:bm25", "--weights", "inf,1", "-o", f"{B}/y6.jsonl"], "--weights must be finite", "y6.jsonl"),
+    ("weights that are not numbers", ["retrieve", "--index", "demo:bm25", "--index", "demo:bm25", "--weights", "nan,1", "-o", f"{B}/y5.jsonl"], "weights (--weights) must be finite", "y5.jsonl"),
+    ("infinite weights", ["retrieve", "--index", "demo:bm25", "--index", "demo:bm25", "--weights", "inf,1", "-o", f"{B}/y6.jsonl"], "weights (--weights) must be finite", "y6.jsonl"),
     ("negative weights", ["retrieve", "--index", "demo:bm25", "--index", "demo:bm25", "--weights", "-1,1", "-o", f"{B}/y7.jsonl"], "not negative", "y7.jsonl"),
     ("empty query", ["retrieve", "--query", ""], "--query is empty", None),
     ("blank query", ["retrieve", "--query", "   "], "--query is empty", None),
@@ -229,9 +314,66 @@ CASES = [
     ("an exported backend on a GPU", ["retrieve", "--rerank", f"{B}/empty-model", "--rerank-backend", "openvino", "--device", "cuda", "-o", f"{B}/z7.jsonl"], "runs on the CPU", "z7.jsonl"),
     # family: credentials never printed
     ("key in a download URL's user part", ["-q", "data", "download", "--setting", "supervised", "--split", "dev", "--data-dir", f"{B}/dl1", "--base-url", "http://user:SECRETKEY123@127.0.0.1:9/x"], "***@127.0.0.1:9", None),
-    ("key in a download URL's query", ["-q", "data", "download", "--setting", "supervised", "--split", "dev", "--data-dir", f"{B}/dl2", "--base-url", "http://127.0.0.1:9/x?api-key=SECRETKEY123"], "x?api-key=***: download failed", None),
+    ("key in a download URL's query", ["-q", "data", "download", "--setting", "supervised", "--split", "dev", "--data-dir", f"{B}/dl2", "--base-url", "http://127.0.0.1:9/x?api-key=SECRETKEY123"], "x/full_split/dev.json?api-key=***: download failed", None),
     ("key in an LLM endpoint's user part", ["read", "llm", "--model", "m", "--demos", "0", "--no-cache", "--base-url", "http://u:SECRETKEY123@127.0.0.1:9/v1", "--no-progress", "-o", f"{B}/c1.jsonl"], "***@127.0.0.1:9", "c1.jsonl"),
     ("key in an LLM endpoint's query", ["read", "llm", "--model", "m", "--demos", "0", "--no-cache", "--base-url", "http://127.0.0.1:9/v1?api-key=SECRETKEY123", "--no-progress", "-o", f"{B}/c2.jsonl"], "cannot connect", "c2.jsonl"),
+    ("key in a download URL's fragment", ["-q", "data", "download", "--setting", "supervised", "--split", "dev", "--data-dir", f"{B}/dl3", "--base-url", "http://127.0.0.1:9/x#SECRETKEY123"], "dev.json#***: download failed", "dl3/full_split"),
+    ("key in a rewrite endpoint", ["retrieve", "--query-mode", "rewrite", "--rewrite-model", "m", "--rewrite-base-url", "http://u:SECRETKEY123@127.0.0.1:9/v1", "--no-progress", "-o", f"{B}/c3.jsonl"], "***@127.0.0.1:9", "c3.jsonl"),
+    ("a failed first download of a release", ["-q", "data", "download", "--setting", "wiqa", "--data-dir", f"{B}/dl4", "--url", "http://127.0.0.1:9/wiqa.zip"], "download failed", "dl4/wiqa"),
+    # third round: passage files taken as they are, never silently emptied
+    ("a TSV title holding a tab", ["corpus", "build", f"{B}/tab-title.tsv", "-o", f"{B}/w1.jsonl", "--no-progress"], "tab-title.tsv:2: not a passage record", "w1.jsonl"),
+    ("predictions given as passages", ["corpus", "build", f"{B}/predictions-not-passages.jsonl", "--format", "passages-jsonl", "-o", f"{B}/w2.jsonl", "--no-progress"], "predictions-not-passages.jsonl:1: not a passage record", "w2.jsonl"),
+    ("a run given as articles", ["corpus", "build", f"{B}/demo-run.jsonl", "--format", "wikiextractor-json", "-o", f"{B}/w3.jsonl", "--no-progress"], "no passages: 24 record(s), none kept", "w3.jsonl"),
+    ("a dump of redirects only", ["corpus", "build", f"{B}/redirects.xml", "-o", f"{B}/w4.jsonl", "--no-progress"], "no passages: 1 record(s), none kept (1 redirect)", "w4.jsonl"),
+    ("passages with a lone surrogate", ["index", "bm25", "--corpus", f"{B}/surrogate-passages.jsonl", "-o", f"{B}/w5", "--no-progress"], "unpaired surrogate", "w5"),
+    ("questions with a lone surrogate", ["retrieve", "--questions", f"{B}/surrogate-questions.json", "-o", f"{B}/w6.jsonl"], "example 0: holds an unpaired surrogate", "w6.jsonl"),
+    # third round: damaged indexes
+    ("a vocabulary that is a list", ["retrieve", "--index", f"{B}/vocab-list", "-o", f"{B}/v1.jsonl"], "vocab-list: damaged index", "v1.jsonl"),
+    ("a manifest nested too deeply", ["retrieve", "--index", f"{B}/deep-manifest", "-o", f"{B}/v2.jsonl"], "unreadable manifest", "v2.jsonl"),
+    ("offsets that are floats", ["retrieve", "--index", f"{B}/float-offsets", "-o", f"{B}/v3.jsonl"], "must hold increasing integer byte offsets", "v3.jsonl"),
+    ("a FAISS file of other vectors", ["retrieve", "--index", f"{B}/dense-other-dims", "-o", f"{B}/v4.jsonl"], "index.faiss holds 0 vectors of 8 dimensions", "v4.jsonl"),
+    ("a dense manifest with a negative length", ["retrieve", "--index", f"{B}/dense-bad-length", "-o", f"{B}/v5.jsonl"], "'max_length' must be a positive integer", "v5.jsonl"),
+    # third round: run and prediction files
+    ("a run whose qid is an object", ["convert", "--run", f"{B}/object-qid-run.jsonl", "--to", "trec", "-o", f"{B}/u1.trec"], "object-qid-run.jsonl:1: 'qid' must be", "u1.trec"),
+    ("a run with a NaN score", ["convert", "--run", f"{B}/nan-score-run.jsonl", "--to", "trec", "-o", f"{B}/u2.trec"], "'score' must be a finite number", "u2.trec"),
+    ("a run with a word for a score", ["evaluate", "--run", f"{B}/word-score-run.jsonl"], "ctx 1: 'score' must be a finite number, found 'high'", None),
+    ("an empty run", ["evaluate", "--run", f"{B}/empty-run.jsonl"], "empty-run.jsonl: holds no run records", None),
+    ("an empty run reranked", ["rerank", "--run", f"{B}/empty-run.jsonl", "--model", f"{B}/tiny", "-o", f"{B}/u3.jsonl"], "holds no run records", "u3.jsonl"),
+    ("empty predictions", ["evaluate", "--predictions", f"{B}/empty-predictions.jsonl"], "holds no predictions", None),
+    ("predictions of other questions", ["evaluate", "--predictions", f"{B}/foreign-predictions.jsonl"], "answer none of the 24 questions of demo:dev", None),
+    ("a run manifest that is a list", ["evaluate", "--run", f"{B}/list-manifest-run.jsonl"], "damaged manifest: a JSON object is needed", None),
+    ("convert onto the input's manifest", ["convert", "--run", f"{B}/demo-run.jsonl", "--to", "trec", "-o", f"{B}/demo-run.jsonl.manifest.json"], "--output must differ from the input", None),
+    ("weights with one index", ["retrieve", "--index", "demo:bm25", "--weights", "1", "-o", f"{B}/u4.jsonl"], "weights (--weights) fuse several indexes", "u4.jsonl"),
+    ("a cache of another program", ["read", "llm", "--model", "m", "--demos", "0", "--cache", f"{B}/other-schema.db", "--base-url", "http://127.0.0.1:9/v1", "-o", f"{B}/u5.jsonl"], "not a response cache (its 'responses' table has columns a", "u5.jsonl"),
+    # third round: experiment configs validated whole before any stage runs
+    ("an experiment name climbing out", ["experiment", "run", f"{B}/escaping-name.yaml"], "experiment name '../../escaped'", "results"),
+    ("a stage k that is a word", ["experiment", "run", f"{B}/word-k.yaml"], "k (--k) must be a whole number of at least 1, got 'five'", "results"),
+    ("k that is a boolean", ["experiment", "run", f"{B}/bool-k.yaml"], "'k' must be an integer, got True", "results"),
+    ("k that is a string", ["experiment", "run", f"{B}/string-k.yaml"], "'k' must be an integer, got '5'", "results"),
+    ("YAML weights that are NaN", ["experiment", "run", f"{B}/nan-weights.yaml"], "weights (--weights) must be finite", "results"),
+    ("an index stage on a retrieve stage", ["experiment", "run", f"{B}/wrong-kind-index.yaml"], "'collection' must name an earlier collection stage, got 'r' (a retrieve stage)", "results"),
+    ("a train stage on a collection", ["experiment", "run", f"{B}/wrong-kind-train.yaml"], "'index' must name an earlier index stage, got 'c' (a collection stage)", "results"),
+    ("a reader on an evaluate stage", ["experiment", "run", f"{B}/wrong-kind-reader.yaml"], "'retriever' must name an earlier retrieve stage, got 'e' (an evaluate stage)", "results"),
+    ("a reader on itself", ["experiment", "run", f"{B}/own-retriever.yaml"], "'retriever' must name an earlier retrieve stage, got 'rd'", "results"),
+    ("an index that is a number", ["experiment", "run", f"{B}/index-number.yaml"], "'indexes' must name an earlier index stage, got 5", "results"),
+    ("an unknown fusion after a good stage", ["experiment", "run", f"{B}/bad-fusion.yaml"], "retrieve stage 's': unknown fusion 'magic'", "results"),
+    ("a NaN learning rate after two build stages", ["experiment", "run", f"{B}/nan-lr.yaml"], "lr must be a finite number", "results"),
+    ("inputs that are a string", ["experiment", "run", f"{B}/inputs-string.yaml"], "'inputs' must be a list of files", "results"),
+    ("a negative max length", ["experiment", "run", f"{B}/negative-length.yaml"], "'max_length' must be a whole number of at least 1", "results"),
+    ("an unknown training setting", ["experiment", "run", f"{B}/unknown-setting.yaml"], "'train': unknown setting 'nonsense'", "results"),
+    ("a switch that is a list", ["experiment", "run", f"{B}/list-switch.yaml"], "'enabled' must be true or false", "results"),
+    ("YAML nested too deeply", ["experiment", "run", f"{B}/deep.yaml"], "nested too deeply", "results"),
+    ("YAML that is not UTF-8", ["experiment", "run", f"{B}/latin1.yaml"], "not UTF-8 text", "results"),
+    # third round: refused starts leave nothing
+    ("rerank of a question not in the set", ["rerank", "--run", f"{B}/foreign-good-run.jsonl", "--model", f"{B}/tiny", "--setting", "demo", "--split", "dev", "-o", f"{B}/s1.jsonl"], "question 'x0' is not in demo:dev", "s1.jsonl.partial"),
+    ("a group with no room for its gold", ["train", "--reranker", *TRAIN, "--split", "train", "--group-size", "2", "--other-gold", "2", "-o", f"{B}/s2"], "--group-size 2 leaves no room", "s2"),
+    ("more questions per step than questions", ["train", "--retriever", *TRAIN, "--split", "train", "-o", f"{B}/s3"], "12 training questions make no step of --questions-per-step 32", "s3"),
+    ("training on a GPU that is not there", ["train", "--reranker", *TRAIN, "--split", "train", "--device", "cuda", "-o", f"{B}/s4"], "no CUDA device", "s4"),
+    ("FiD from a BERT folder", ["train", "fid", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/bare-encoder", "-o", f"{B}/s5"], "not a T5 model (its config.json says model_type 'bert')", "s5"),
+    ("an Apple GPU that is not there", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/s6", "--device", "mps"], "no Apple GPU (MPS)", "s6"),
+    ("a length past the encoder's positions", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/s7", "--device", "cpu", "--max-length", "2000", "--no-progress"], "--max-length 2000 is more than", "s7"),
+    ("a model folder holding a pickle", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/s8", "--device", "cpu", "--encoder", f"{B}/pickled", "--no-progress"], "pickle", "s8"),
+    ("retrieve on the demo dense index with no GPU", ["retrieve", "--index", "demo:dense", "--device", "cuda", "-o", f"{B}/s9.jsonl"], "no CUDA device", "s9.jsonl"),
 ]
 
 
@@ -252,3 +394,4 @@ def test_bad_input_is_one_line_and_leaves_nothing(work, name, args, expected, ou
     assert "SECRETKEY123" not in result.stderr + result.stdout
     if output:
         assert not (base / output).exists()
+    assert not (base / "PICKLE-RAN").exists()  # a pickle in a model folder is never run

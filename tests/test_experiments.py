@@ -69,7 +69,7 @@ def test_config_errors_are_one_line(tmp_path):
     with pytest.raises(IfqaError, match=r"bad\.yaml:\d+: invalid YAML"):
         load_config(bad)
     bad.write_text("name: x\nquestions: {setting: demo}\nreaders:\n  - {name: r, retriever: nope}\n")
-    with pytest.raises(IfqaError, match="retriever 'nope', which is not defined"):
+    with pytest.raises(IfqaError, match="'retriever' must name an earlier retrieve stage, got 'nope'"):
         load_config(bad)
     bad.write_text("name: x\nquestions: {setting: demo}\nreaders:\n  - {name: r, modle: qa}\n")
     with pytest.raises(IfqaError, match="unknown key"):

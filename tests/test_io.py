@@ -53,3 +53,26 @@ def test_a_bom_at_the_start_of_a_wikiextractor_file_keeps_the_first_article(tmp_
     assert result.returncode == 0, result.stderr
     titles = {json.loads(line)["title"] for line in (tmp_path / "passages.jsonl").read_text().splitlines()}
     assert titles == {"Article 0", "Article 1", "Article 2"}
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_record(cli, tmp_path):
+    """Editors on some systems put a UTF-8 BOM first: questions, predictions and runs read the same."""
+    import json
+
+    from ifqa.datasets.demo import load_demo
+
+    dev = load_demo("dev")
+    questions = tmp_path / "q.json"
+    questions.write_text("\ufeff" + json.dumps([{"idx": e.qid, "question": e.question, "answers": e.answers} for e in dev]),
+                         encoding="utf-8")
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text("\ufeff" + "".join(json.dumps({"qid": e.qid, "prediction": e.answers[0]}) + "\n" for e in dev),
+                           encoding="utf-8")
+    result = cli("evaluate", "--predictions", predictions, "--questions", questions, "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["em"] == 100.0
+    run = tmp_path / "run.jsonl"
+    assert cli("retrieve", "--k", "3", "--questions", questions, "-o", run, "--no-progress").returncode == 0
+    run.write_text("\ufeff" + run.read_text(encoding="utf-8"), encoding="utf-8")
+    result = cli("evaluate", "--run", run, "--json")
+    assert result.returncode == 0 and json.loads(result.stdout)["n"] == len(dev), result.stderr

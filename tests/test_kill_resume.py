@@ -138,3 +138,66 @@ def test_reranker_training_terminated_saves_the_step_it_reached(tmp_path, env, t
     losses = [[entry["loss"] for entry in json.loads((folder / "model" / "ifqa_card.json").read_text())["loss"]]
               for folder in (reference, out)]
     assert losses[0] == losses[1]  # the running loss average resumes too
+
+
+def _collection(path, n: int) -> None:
+    words = "river bridge town stone water mill road valley hill forest".split()
+    path.write_text("".join(json.dumps({"id": f"p{i}", "title": f"Place {i}", "text": " ".join(
+        words[(i * 7 + j) % len(words)] for j in range(60)) + f" number {i}"}) + "\n" for i in range(n)))
+
+
+def _signal_when(command: list[str], env: dict, started_work, signum: int) -> subprocess.CompletedProcess:
+    """Start ``command``, send ``signum`` once ``started_work()`` sees part of its work, and wait for it."""
+    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 300
+    while not started_work() and process.poll() is None and time.time() < deadline:
+        time.sleep(0.02)
+    assert process.poll() is None, "finished before it could be signalled"
+    process.send_signal(signum)
+    out, err = process.communicate(timeout=120)
+    return subprocess.CompletedProcess(command, process.returncode, out, err)
+
+
+def _staging(folder) -> list:
+    return [p.name for p in folder.iterdir() if p.name.endswith((".tmp", ".lock", ".partial"))]
+
+
+@pytest.mark.parametrize("job, signum", [("index dense", signal.SIGINT), ("index dense", signal.SIGTERM),
+                                         ("index bm25", signal.SIGINT), ("retrieve", signal.SIGTERM)])
+def test_long_commands_stop_on_a_signal_and_the_same_command_resumes(tmp_path, env, job, signum):
+    """Ctrl-C (130) and SIGTERM (143) stop each long command with one line, nothing at the final name;
+    the same command then writes what an uninterrupted run writes, and no staging is left."""
+    corpus = tmp_path / "passages.jsonl"
+    _collection(corpus, {"index dense": 300, "index bm25": 40000, "retrieve": 30}[job])
+    if job == "retrieve":
+        questions = tmp_path / "q.jsonl"
+        questions.write_text("".join(json.dumps({"idx": i, "question": f"If the river at town {i} ran dry, what would the "
+                                                 "mill grind?", "answers": ["stone"]}) + "\n" for i in range(3000)))
+        assert subprocess.run(_ifqa("index", "bm25", "--corpus", corpus, "-o", tmp_path / "idx", "--no-progress"),
+                              env=env).returncode == 0
+
+    def command(out):
+        if job == "index dense":
+            return _ifqa("index", "dense", "--corpus", corpus, "-o", out, "--device", "cpu", "--chunk-size", "32",
+                         "--max-length", "64", "--no-progress")
+        if job == "index bm25":
+            return _ifqa("index", "bm25", "--corpus", corpus, "-o", out, "--chunk-docs", "5000", "--no-progress")
+        return _ifqa("retrieve", "--index", tmp_path / "idx", "--questions", questions, "--k", "20", "-o", out,
+                     "--no-progress")
+
+    reference, out = tmp_path / "reference", tmp_path / "out"
+    _timed(command(reference), env)
+    started = {"index dense": lambda: any(out.glob("embeddings/chunk-*.npy")),
+               "index bm25": lambda: bool(_staging(tmp_path)), "retrieve": lambda: bool(_staging(tmp_path))}[job]
+    result = _signal_when(command(out), env, started, signum)
+    assert result.returncode == (130 if signum == signal.SIGINT else 143), result.stderr
+    assert result.stderr.strip().splitlines()[-1].endswith("rerun the same command to resume")
+    assert not (out / "manifest.json").exists() and not (job == "retrieve" and out.exists())
+    _timed(command(out), env)
+    assert not _staging(tmp_path)
+    if job == "retrieve":
+        assert out.read_bytes() == reference.read_bytes()
+    else:
+        for name in ("offsets.npy", "index.faiss", "data.csc.index.npy"):
+            if (reference / name).exists():
+                assert (out / name).read_bytes() == (reference / name).read_bytes(), name

@@ -66,3 +66,32 @@ def test_a_query_string_in_the_base_url_is_sent_as_a_query(tmp_path):
     assert result.returncode == 0, result.stderr
     assert server.paths and all(path.startswith("/v1/chat/completions?") and "api-version=2024-01" in path
                                 for path in server.paths)
+
+
+@pytest.mark.parametrize("where", ["user", "query", "api-key"])
+def test_a_key_the_server_quotes_back_is_redacted_wherever_it_was_given(tmp_path, where):
+    """The key given in the endpoint's user part or query, or with --api-key, and the Basic header
+    made from a user part, never appear, though the server's 401 quotes them all."""
+    import base64
+
+    questions = tmp_path / "q.json"
+    questions.write_text(json.dumps([{"idx": 1, "question": "If rivers ran uphill, what then?", "answers": ["x"]}]))
+    with FakeOpenAI({}) as server:
+        server.failures = ["401"] * 10
+        url = {"user": server.url.replace("http://", f"http://u:{SECRET}@"), "query": f"{server.url}?api-key={SECRET}",
+               "api-key": server.url}[where]
+        extra = ["--api-key", "sk-proj-" + SECRET] if where == "api-key" else []
+        result = run_cli("read", "llm", "--model", "m", "--demos", "0", "--no-cache", "--no-progress", "--base-url", url,
+                         *extra, "--questions", questions, "-o", tmp_path / "p.jsonl",
+                         env={**os.environ, "IFQA_CACHE_DIR": str(tmp_path / "cache"), "OPENAI_API_KEY": "unused-key-0"})
+    basic = base64.b64encode(f"u:{SECRET}".encode()).decode()
+    assert result.returncode == 1 and "HTTP 401" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    for secret in (SECRET, basic, "0123456789"):
+        assert secret not in result.stderr + result.stdout
+
+
+def test_basic_credentials_and_fragments_are_redacted():
+    assert redact("header: Basic dTpTRUNSRVRLRVkxMjM=") == "header: Basic ***"
+    assert redact_url("http://h/x#SECRETKEY") == "http://h/x#***"
+    add_secret("SECRET123")
+    assert redact("key sk-proj-SECRET123abcdefABCDEF") == "key sk-***"

@@ -35,8 +35,11 @@ def cli(verbose: int, quiet: bool) -> None:
 
     for handler in logging.getLogger().handlers:
         handler.addFilter(RedactingFilter())
+    # libraries' own warnings (a hub's retries, a model's conversion notes) only with -v: by default an
+    # error is the one line ifqa prints
+    noisy_level = logging.ERROR if quiet else (logging.ERROR, logging.WARNING, logging.DEBUG)[min(verbose, 2)]
     for noisy in NOISY_LOGGERS:
-        logging.getLogger(noisy).setLevel(max(level, logging.WARNING))
+        logging.getLogger(noisy).setLevel(noisy_level)
 
 
 def _register() -> None:
@@ -71,12 +74,18 @@ def _say(message: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one-line errors, exit 1 for bad input, 130 after Ctrl-C, 143 after SIGTERM."""
     from ifqa.interrupts import Terminated, sigterm_as_interrupt
-    from ifqa.redact import add_secret
+    import os
+
+    from ifqa.redact import URL_ENV, add_secret, add_url_secrets
 
     argv = list(sys.argv[1:] if argv is None else argv)
     for flag, value in zip(argv, argv[1:]):
-        if flag in ("--api-key", "--base-url", "--rewrite-base-url"):
-            add_secret(value if flag == "--api-key" else None)
+        if flag == "--api-key":
+            add_secret(value)
+    for value in [*argv, *(os.environ.get(name) for name in URL_ENV)]:  # --base-url URL, --url=URL, ...
+        add_url_secrets(value.split("=", 1)[1] if value and value.startswith("--") and "=" in value else value)
+        if value and value.startswith("--api-key="):
+            add_secret(value.split("=", 1)[1])
     try:
         with sigterm_as_interrupt():
             cli.main(args=hoist_global_flags(argv), prog_name="ifqa", standalone_mode=False)

@@ -26,7 +26,7 @@ def classify_causal(setting, split, questions, data_dir, output, as_json) -> Non
     from ifqa.io import write_jsonl
     from ifqa.tables import table
 
-    question_set = question_source(setting, split, questions, data_dir).load()
+    question_set = question_source(setting, split, questions, data_dir).load(answers=False)  # rules read questions only
     texts = [example.question for example in question_set]
     result = {"questions": question_set.name, **summarize(texts)}
     if output:

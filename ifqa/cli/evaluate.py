@@ -38,12 +38,13 @@ def evaluate(predictions, run_path, compare, setting, split, questions, data_dir
     question type and path length for WIQA, ROUGE-L with EM/F1 per source for CausalQA.
     """
     from ifqa import api
-    from ifqa.artifacts import check_questions
+    from ifqa.artifacts import check_output, check_questions, recorded_questions
     from ifqa.eval import report
     from ifqa.io import write_json
 
     if bool(predictions) == bool(run_path):
         raise IfqaError("give exactly one of --predictions or --run")
+    check_output(output, predictions, run_path, compare, questions)
     source = question_source(setting, split, questions, data_dir)
     if predictions:
         from ifqa.eval.tasks import task_for
@@ -57,6 +58,7 @@ def evaluate(predictions, run_path, compare, setting, split, questions, data_dir
         # named questions: checked against the run (and the baseline), flags recomputed from them;
         # else the run's own flags, computed from the set its manifest records
         question_set = questions_for(run_path, source) if source.given else None
+        recorded_questions(run_path)  # a damaged manifest beside the run is one line, not ignored
         if compare and question_set is not None:
             check_questions(compare, question_set)
         result = api.evaluate_run(run_path, question_set, compare)

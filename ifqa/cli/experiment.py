@@ -16,10 +16,11 @@ def experiment() -> None:
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def experiment_run(config, force, no_progress) -> None:
     """Retrieve -> read -> evaluate; stages whose outputs are up to date are skipped."""
-    from ifqa.experiments import output_dir, run_experiment
+    from ifqa.experiments import load_config, output_dir, run_experiment
 
-    run_experiment(config, force, progress=not no_progress)
-    output = output_dir(config)
+    loaded = load_config(config)  # once: validated whole before any stage runs
+    run_experiment(loaded, force, progress=not no_progress)
+    output = output_dir(loaded)
     click.echo((output / "results.md").read_text())
     click.echo(f"written: {output / 'results.md'}, results.csv, results.json")
 

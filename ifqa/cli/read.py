@@ -45,7 +45,10 @@ def _make_command(name: str) -> click.Command:
     def command(run_path, api_key, setting, split, questions, data_dir, output, no_progress, **options) -> None:
         from ifqa.readers import ReadJob
 
+        from ifqa.artifacts import check_output
+
         config = from_options(entry.config, options)
+        check_output(output, run_path, questions)
         source = question_source(setting, split, questions, data_dir)
         question_set = source.load()
         output = Path(output) if output else Path("runs") / config.output_name(source.label)

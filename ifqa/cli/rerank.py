@@ -26,16 +26,14 @@ from ifqa.cli.options import (backend_label, backend_options, given_run, output_
 def rerank(run_option, run_argument, model, depth, output, setting, split, questions, data_dir, batch_size, max_length, device, backend,
            quantize, as_json, no_progress) -> None:
     """Rerank a run file (resumable: rerun the same command after an interruption)."""
-    from ifqa.artifacts import read_run
+    from ifqa.artifacts import check_output, read_run
     from ifqa.cli.evaluate import questions_for
-    from ifqa.errors import IfqaError
     from ifqa.eval import report
     from ifqa.eval.summary import summarize_run
     from ifqa.retrieval.rerank import load_reranker, read_rerankable, rerank_run
 
     run = given_run(run_option, run_argument)
-    if click.format_filename(run) == click.format_filename(output):
-        raise IfqaError("--output must differ from the input run", output)
+    check_output(output, run, questions)
     question_set = questions_for(run, question_source(setting, split, questions, data_dir))
     records = read_rerankable(run, depth)  # a run that cannot be reranked fails before the model loads
     reranker = load_reranker(model, depth, batch_size, device, max_length, backend_label(backend, quantize))

@@ -16,15 +16,11 @@ from ifqa.registry import QUERY_MODES
 def _weights(value: str | None) -> list[float] | None:
     if not value:
         return None
-    import math
-
     try:
         weights = [float(part) for part in value.split(",")]
     except ValueError:
         raise IfqaError(f"--weights must be numbers separated by commas, got {value!r}") from None
-    if not all(math.isfinite(w) and w >= 0 for w in weights) or not any(weights):
-        raise IfqaError(f"--weights must be finite, not negative and not all 0, got {value!r}")
-    return weights
+    return weights  # values checked by RetrievalConfig, as for every other caller
 
 
 def default_run_name(label: str, indexes: list[str], k: int, query_mode: str, rerank: str | None = None) -> str:
@@ -104,9 +100,10 @@ def retrieve(indexes, k, query_mode, setting, split, questions, data_dir, query,
 @click.option("--tag", default="ifqa", show_default=True, help="Run tag for TREC output.")
 def convert(run_option, run_argument, from_, to, output, setting, split, questions, data_dir, corpus, tag) -> None:
     """Convert runs between ifqa's JSONL, TREC run files and DPR's retrieval JSON."""
+    from ifqa.artifacts import check_output
+
     source = given_run(run_option, run_argument)
-    if Path(output).resolve() == Path(source).resolve():
-        raise IfqaError("--output must differ from the input (converting in place would destroy it)", output)
+    check_output(output, source, corpus, questions)
     from ifqa.artifacts import read_run
     from ifqa.cli.evaluate import questions_for
     from ifqa.retrieval import convert as conv

@@ -27,7 +27,7 @@ from ifqa import __version__
 from ifqa.corpus.passages import DEFAULT_WORDS, TSV_HEADER
 from ifqa.corpus import multistream
 from ifqa.corpus.multistream import Segment
-from ifqa.corpus.sources import Source, detect, expand_inputs, stream_records, to_passages
+from ifqa.corpus.sources import Source, detect, expand_inputs, open_binary, stream_records, to_passages
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write, write_json
 
@@ -97,6 +97,11 @@ def build(
         _run_batches(sources, parts, words, tsv, workers, batch_size, progress)
         joining = _cpu_seconds()
         summary, checksum = _join_parts(parts, output, tsv)
+        try:
+            _refuse_dropped(sources, summary, words)
+        except IfqaError:
+            output.unlink(missing_ok=True)
+            raise
     except IfqaError:
         shutil.rmtree(parts, ignore_errors=True)  # bad input: leave nothing behind
         raise
@@ -114,6 +119,37 @@ def build(
     )
     shutil.rmtree(parts, ignore_errors=True)
     return summary
+
+
+def _refuse_dropped(sources: list, summary: BuildSummary, words: int) -> None:
+    """A build that kept nothing is an error (the wrong --format, say), and so is a passage file with a
+    record that is not a passage: passages are taken as they are, never silently dropped."""
+    passage_formats = ("passages-jsonl", "passages-tsv")
+    if summary.skipped.get("malformed record"):
+        for source in sources:
+            if source.format in passage_formats and (line := _first_malformed(source, words)):
+                hint = " (a row needs exactly 3 tab-separated fields, id, text and title: a tab inside a title?)" \
+                    if source.format == "passages-tsv" else " (a JSON object with 'id' and a string 'text')"
+                raise IfqaError(f"not a passage record{hint}", source.path, line)
+    if summary.passages == 0:
+        reasons = ", ".join(f"{count} {reason}" for reason, count in summary.skipped.items()) or "none read"
+        where = sources[0].path if len(sources) == 1 else None
+        raise IfqaError(f"no passages: {summary.records} record(s), none kept ({reasons}); is this the right input "
+                        f"and --format ({', '.join(sorted({s.format for s in sources}))})?", where)
+
+
+def _first_malformed(source, words: int) -> int | None:
+    """The line of the first record of a passage file that is not a passage (the error path only)."""
+    with open_binary(source) as handle:
+        for number, line in enumerate(handle, start=1):
+            line = line.rstrip(b"\n")
+            if number == 1:
+                line = line.removeprefix(b"\xef\xbb\xbf")
+                if source.format == "passages-tsv" and line.rstrip(b"\r").decode("utf-8", "replace") == TSV_HEADER:
+                    continue
+            if line.strip() and to_passages(source.format, line, words)[1] == "malformed record":
+                return number
+    return None
 
 
 def _prepare_parts(parts: Path, settings: dict) -> None:

@@ -53,16 +53,17 @@ class QuestionSource:
         setting, split = self.resolved()
         return f"--setting {setting} --split {split}"
 
-    def load(self) -> QuestionSet:
+    def load(self, answers: bool = True) -> QuestionSet:
         """The questions; a file given with a setting is read in that dataset's format (a WIQA JSONL,
-        a CausalQA CSV), a file alone in IfQA's."""
+        a CausalQA CSV), a file alone in IfQA's (``answers`` False: questions without answers are
+        taken too, for what needs none)."""
         if self.file:
             entry = DATASETS.get(self.setting) if self.setting else None
             if entry is not None and hasattr(entry, "load_file"):
                 return QuestionSet(str(self.file), entry.load_file(self.file), task_of(entry), self.setting)
             from ifqa.datasets.ifqa import load_examples
 
-            return QuestionSet(str(self.file), load_examples(self.file), task_of(entry))
+            return QuestionSet(str(self.file), load_examples(self.file, answers), task_of(entry))
         setting, split = self.resolved()
         entry = DATASETS.get(setting)
         return QuestionSet(self.name, entry.load(split, self.data_dir), task_of(entry))

@@ -7,6 +7,7 @@ tests serve fixture archives from a local HTTP server.
 
 from __future__ import annotations
 
+import base64
 import logging
 import shutil
 import tempfile
@@ -15,11 +16,31 @@ import urllib.request
 import zipfile
 from pathlib import Path
 from typing import Callable
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write
 
 log = logging.getLogger(__name__)
+
+
+def join_url(base: str, *parts: str) -> str:
+    """``base`` with path parts added before its query (``?token=...`` stays on the request)."""
+    split = urlsplit(base)
+    return urlunsplit(split._replace(path="/".join([split.path.rstrip("/"), *parts])))
+
+
+def open_url(url: str, timeout: float = 60):
+    """``urllib.request.urlopen``, with a user and password in the URL sent as HTTP Basic
+    authentication (urllib cannot take them from the URL itself)."""
+    split = urlsplit(url)
+    if split.username is None:
+        return urllib.request.urlopen(url, timeout=timeout)
+    host = f"[{split.hostname}]" if ":" in (split.hostname or "") else split.hostname or ""
+    request = urllib.request.Request(urlunsplit(split._replace(netloc=host + (f":{split.port}" if split.port else ""))))
+    credentials = f"{unquote(split.username)}:{unquote(split.password or '')}".encode()
+    request.add_header("Authorization", "Basic " + base64.b64encode(credentials).decode())
+    return urllib.request.urlopen(request, timeout=timeout)
 
 
 def fetch_archive(url: str, folder: Path, progress: bool = True) -> Path:
@@ -31,7 +52,7 @@ def fetch_archive(url: str, folder: Path, progress: bool = True) -> Path:
     path = Path(handle.name)
     log.info("downloading %s", url)
     try:
-        with handle, urllib.request.urlopen(url, timeout=60) as response:
+        with handle, open_url(url) as response:
             total = int(response.headers.get("Content-Length") or 0) or None
             with tqdm(total=total, unit="B", unit_scale=True, desc="download", disable=not progress) as bar:
                 while chunk := response.read(1 << 20):
@@ -70,7 +91,13 @@ def install(url: str, folder: Path, place: Callable[[str], str | None], check: C
     """Download the archive at ``url`` and install the members ``place(member)`` names (a path relative
     to ``folder``): each is unpacked into a scratch folder and passed to ``check``, and they move into
     ``folder`` only when every one passed; the archive and the scratch folder never stay behind."""
-    archive = fetch_archive(url, folder, progress)
+    created = not folder.exists()
+    try:
+        archive = fetch_archive(url, folder, progress)
+    except BaseException:
+        if created:  # a failed first download leaves no empty dataset folder behind
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
     try:
         with tempfile.TemporaryDirectory(dir=folder, prefix=".staging-") as scratch:
             staging = Path(scratch)
@@ -84,5 +111,9 @@ def install(url: str, folder: Path, place: Callable[[str], str | None], check: C
                 path.replace(target)
                 installed.append(target)
             return installed
+    except BaseException:
+        if created:
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
     finally:
         archive.unlink(missing_ok=True)

@@ -10,7 +10,6 @@ import json
 import logging
 import os
 import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from typing import Any
 from ifqa.artifacts import Example
 from ifqa.errors import IfqaError
 from ifqa.paths import cache_dir
-from ifqa.io import atomic_write, read_json, read_jsonl
+from ifqa.io import atomic_write, read_json, read_jsonl, unpaired_surrogate
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +57,9 @@ def download(
     force: bool = False,
 ) -> list[Path]:
     """Fetch official splits into the cache; each file is validated before it is moved into place."""
-    base = (base_url or os.environ.get("IFQA_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+    from ifqa.datasets.download import join_url, open_url
+
+    base = base_url or os.environ.get("IFQA_BASE_URL") or DEFAULT_BASE_URL
     fetched = []
     for setting in settings or list(SETTINGS):
         for split in splits or list(SPLITS):
@@ -67,10 +68,10 @@ def download(
                 log.info("%s already cached", target)
                 fetched.append(target)
                 continue
-            url = f"{base}/{SETTINGS[setting]}/{split}.json"
+            url = join_url(base, SETTINGS[setting], f"{split}.json")
             log.info("downloading %s", url)
             try:
-                with urllib.request.urlopen(url, timeout=60) as response:
+                with open_url(url) as response:
                     payload = response.read()
             except (urllib.error.URLError, OSError) as exc:
                 raise IfqaError(f"download failed: {exc}", url) from None
@@ -95,30 +96,31 @@ def load_split(setting: str, split: str, directory: str | Path | None = None, fe
     return load_examples(path)
 
 
-def load_examples(path: str | Path) -> list[Example]:
+def load_examples(path: str | Path, answers: bool = True) -> list[Example]:
     """Load and validate a file in the IfQA format (a JSON list, or JSON Lines with one example a line).
 
     Every problem is reported as one line naming the file, the example and the field.
     """
     path = Path(path)
     if path.suffix == ".jsonl" or path.name.endswith(".jsonl.gz"):
-        examples = parse_examples(read_jsonl(path), str(path), unit="line")
+        examples = parse_examples(read_jsonl(path), str(path), unit="line", answers=answers)
     else:
-        examples = parse_examples(read_json(path), str(path))
+        examples = parse_examples(read_json(path), str(path), answers=answers)
     if not examples:
         raise IfqaError("holds no questions", path)
     return examples
 
 
-def parse_examples(data: Any, name: str, unit: str = "example") -> list[Example]:
-    """Validate parsed records: a JSON list, or ``(line, record)`` pairs when ``unit`` is "line"."""
+def parse_examples(data: Any, name: str, unit: str = "example", answers: bool = True) -> list[Example]:
+    """Validate parsed records: a JSON list, or ``(line, record)`` pairs when ``unit`` is "line"
+    (``answers`` False: questions without answers are taken, for what needs none, like classifying)."""
     if unit == "line":
         items = [(f"line {number}", record) for number, record in data]
     elif isinstance(data, list):
         items = [(f"example {number}", record) for number, record in enumerate(data)]
     else:
         raise IfqaError(f"expected a JSON list of examples, found {type(data).__name__}", name)
-    examples = [_parse_example(record, name, where) for where, record in items]
+    examples = [_parse_example(record, name, where, answers) for where, record in items]
     seen: dict[str, str] = {}
     for (where, _), example in zip(items, examples):
         if example.qid in seen:
@@ -127,13 +129,13 @@ def parse_examples(data: Any, name: str, unit: str = "example") -> list[Example]
     return examples
 
 
-def _parse_example(record: Any, name: str, where: str) -> Example:
+def _parse_example(record: Any, name: str, where: str, need_answers: bool = True) -> Example:
     def fail(problem: str) -> IfqaError:
         return IfqaError(f"{where}: {problem}", name)
 
     if not isinstance(record, dict):
         raise fail(f"expected an object, found {type(record).__name__}")
-    for key in ("idx", "question", "answers"):
+    for key in ("idx", "question", "answers") if need_answers else ("idx", "question"):
         if key not in record:
             raise fail(f"missing field {key!r}")
     idx = record["idx"]
@@ -142,16 +144,20 @@ def _parse_example(record: Any, name: str, where: str) -> Example:
     question = record["question"]
     if not isinstance(question, str) or not question.strip():
         raise fail("'question' must be a non-empty string")
-    answers = record["answers"]
-    if not isinstance(answers, list) or not answers:
-        raise fail("'answers' must be a non-empty list of strings")
-    if not all(isinstance(answer, str) and answer.strip() for answer in answers):
-        raise fail("'answers' must hold non-empty strings only")
+    answers = record.get("answers")
+    if need_answers or answers not in (None, []):  # what needs no answers still refuses malformed ones
+        if not isinstance(answers, list) or not answers:
+            raise fail("'answers' must be a non-empty list of strings")
+        if not all(isinstance(answer, str) and answer.strip() for answer in answers):
+            raise fail("'answers' must hold non-empty strings only")
+    answers = answers or []
     context = record.get("context", [])
     if isinstance(context, str):
         context = [context]
     if not isinstance(context, list) or not all(isinstance(passage, str) for passage in context):
         raise fail("'context' must be a list of strings")
+    if unpaired_surrogate(question, *answers, *context):
+        raise fail("holds an unpaired surrogate (\\ud800-\\udfff): not valid Unicode text")
     return Example(qid=str(idx), question=question, answers=list(answers), context=list(context))
 
 

@@ -12,7 +12,7 @@ import logging
 from pathlib import Path
 
 from ifqa.errors import IfqaError
-from ifqa.experiments.stages import Stage
+from ifqa.experiments.stages import Stage, earlier, typed
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +33,15 @@ class CollectionStage(Stage):
     KEYS = Stage.KEYS | {"preset", "wiki_dir", "inputs", "words", "workers"}
 
     @classmethod
-    def check(cls, spec: dict, names: set[str], path: Path) -> None:
+    def check(cls, spec: dict, names: dict[str, str], path: Path) -> None:
         super().check(spec, names, path)
+        for key in ("preset", "wiki_dir"):
+            typed(spec, key, str, path)
+        typed(spec, "words", int, path, minimum=1)
+        typed(spec, "workers", int, path, minimum=1)
+        inputs = spec.get("inputs")
+        if inputs is not None and (not isinstance(inputs, list) or not all(isinstance(i, str) and i for i in inputs)):
+            raise IfqaError(f"collection stage {spec['name']!r}: 'inputs' must be a list of files, got {inputs!r}"[:240], path)
         if bool(spec.get("preset")) == bool(spec.get("inputs")):
             raise IfqaError(f"collection stage {spec['name']!r} needs either 'preset' ({', '.join(COLLECTIONS)}) "
                             "with 'wiki_dir', or 'inputs'", path)
@@ -69,12 +76,18 @@ class IndexStage(Stage):
     KEYS = Stage.KEYS | {"collection", "engine", "encoder", "max_length", "titles", "index_type"}
 
     @classmethod
-    def check(cls, spec: dict, names: set[str], path: Path) -> None:
+    def check(cls, spec: dict, names: dict[str, str], path: Path) -> None:
+        from ifqa.retrieval.dense_search import INDEX_TYPES
+
         super().check(spec, names, path)
         if spec.get("engine", "bm25") not in ("bm25", "dense"):
             raise IfqaError(f"index stage {spec['name']!r}: engine must be bm25 or dense", path)
-        if spec.get("collection") not in names:
-            raise IfqaError(f"index stage {spec['name']!r}: 'collection' must name an earlier collection stage", path)
+        earlier(spec, "collection", names, ("collection",), path)
+        typed(spec, "encoder", str, path)
+        typed(spec, "max_length", int, path, minimum=1)
+        typed(spec, "titles", bool, path)
+        if spec.get("index_type", "flat") not in INDEX_TYPES:
+            raise IfqaError(f"index stage {spec['name']!r}: 'index_type' must be one of {', '.join(INDEX_TYPES)}", path)
 
     def run(self, context, spec: dict) -> None:
         import shutil
@@ -107,18 +120,30 @@ class IndexStage(Stage):
         context.artifacts[spec["name"]] = folder
 
 
+RECIPES = {"reranker": "RerankerRecipe", "retriever": "RetrieverRecipe", "control": "ControlRecipe"}
+
+
+def _recipe_class(kind: str):
+    from ifqa.training import recipes
+
+    return getattr(recipes, RECIPES[kind])
+
+
 class TrainStage(Stage):
     """Trains on the training split of the experiment's setting, never on the questions it evaluates."""
 
     KEYS = Stage.KEYS | {"kind", "index", "recipe"}
 
     @classmethod
-    def check(cls, spec: dict, names: set[str], path: Path) -> None:
+    def check(cls, spec: dict, names: dict[str, str], path: Path) -> None:
+        from ifqa.configs import from_options
+
         super().check(spec, names, path)
-        if spec.get("kind") not in ("reranker", "retriever", "control"):
+        if spec.get("kind") not in RECIPES:
             raise IfqaError(f"train stage {spec['name']!r}: 'kind' must be reranker, retriever or control", path)
-        if spec.get("index") not in names:
-            raise IfqaError(f"train stage {spec['name']!r}: 'index' must name an earlier index stage", path)
+        earlier(spec, "index", names, ("index",), path)
+        recipe = typed(spec, "recipe", dict, path) or {}
+        from_options(_recipe_class(spec["kind"]), {**recipe, "index": spec["index"]}, f"{path}: train stage {spec['name']!r}")
 
     def run(self, context, spec: dict) -> None:
         import dataclasses
@@ -126,12 +151,10 @@ class TrainStage(Stage):
         from ifqa.configs import from_options
         from ifqa.experiments.runner import stage_key
         from ifqa.retrieval.index import MANIFEST
-        from ifqa.training import recipes
         from ifqa.cards import CARD
         from ifqa.training.jobs import train_job
 
-        recipe_class = {"reranker": recipes.RerankerRecipe, "retriever": recipes.RetrieverRecipe,
-                        "control": recipes.ControlRecipe}[spec["kind"]]
+        recipe_class = _recipe_class(spec["kind"])
         index = context.artifacts[spec["index"]]
         options = {**(spec.get("recipe") or {}), "index": str(index)}
         if "model" in options:

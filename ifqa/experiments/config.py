@@ -69,7 +69,7 @@ def stage_list(config: dict, path: Path) -> list[dict]:
             if not isinstance(entries, list):
                 raise IfqaError(f"'{key}' must be a list", path)
             stages += [{"stage": kind, **_mapping(entry, f"each entry of '{key}'", path)} for entry in entries]
-    names: set[str] = set()
+    names: dict[str, str] = {}  # the earlier stages and their types: what a stage may refer to
     for stage in stages:
         if "name" not in stage:
             raise IfqaError(f"a {stage.get('stage', '?')} stage needs a 'name'", path)
@@ -78,12 +78,29 @@ def stage_list(config: dict, path: Path) -> list[dict]:
                             "under the output folder)", path)
         if stage["name"] in names:
             raise IfqaError(f"two stages are named {stage['name']!r}", path)
-        names.add(stage["name"])
-        if stage.get("stage") not in STAGES:
+        if not isinstance(stage.get("stage"), str) or stage["stage"] not in STAGES:
             raise IfqaError(f"stage {stage['name']!r}: unknown type {stage.get('stage')!r}; "
                             f"choose from {', '.join(STAGES.names())}", path)
         STAGES.get(stage["stage"]).check(stage, names, path)
+        names[stage["name"]] = stage["stage"]
     return stages
+
+
+def _check_questions(value: Any, what: str, path: Path) -> None:
+    """``questions:`` / ``train:``: a known setting and split, or a file."""
+    from ifqa.registry import DATASETS
+
+    questions = _mapping(value, what, path)
+    unknown = set(questions) - {"setting", "split", "file"}
+    if unknown:
+        raise IfqaError(f"{what}: unknown key(s) {', '.join(sorted(unknown))}; known: setting, split, file", path)
+    for key in ("setting", "split", "file"):
+        if questions.get(key) is not None and not isinstance(questions[key], str):
+            raise IfqaError(f"{what}: '{key}' must be a string, got {questions[key]!r}", path)
+    if questions.get("setting") and questions["setting"] not in DATASETS:
+        raise IfqaError(f"{what}: unknown setting {questions['setting']!r}; choose from {', '.join(DATASETS.names())}", path)
+    if questions.get("split") and questions["split"] not in ("train", "dev", "test"):
+        raise IfqaError(f"{what}: unknown split {questions['split']!r}; choose from train, dev, test", path)
 
 
 def load_config(path: str | Path) -> dict:
@@ -95,7 +112,11 @@ def load_config(path: str | Path) -> dict:
     if path.stat().st_size > MAX_BYTES:
         raise IfqaError(f"an experiment config of {path.stat().st_size:,} bytes; at most {MAX_BYTES:,}", path)
     try:
-        config = yaml.safe_load(path.read_text())
+        config = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise IfqaError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path) from None
+    except RecursionError:
+        raise IfqaError("invalid YAML (nested too deeply)", path) from None
     except yaml.YAMLError as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         raise IfqaError(f"invalid YAML ({getattr(exc, 'problem', exc)})", path, line + 1 if line is not None else None) from None
@@ -103,13 +124,17 @@ def load_config(path: str | Path) -> dict:
     if not isinstance(config, dict) or "name" not in config or "questions" not in config:
         raise IfqaError("an experiment needs at least 'name' and 'questions'", path)
     config = _expand(config)
-    _mapping(config["questions"], "'questions'", path)
+    if not isinstance(config["name"], str) or not SAFE_NAME.fullmatch(config["name"]):
+        raise IfqaError(f"experiment name {config['name']!r}: use letters, digits, '.', '_', '+' and '-' (it names "
+                        "the results folder)", path)
+    if "output" in config and (not isinstance(config["output"], str) or not config["output"].strip()):
+        raise IfqaError(f"'output' must be a folder, got {config['output']!r}", path)
+    _check_questions(config["questions"], "'questions'", path)
     if "train" in config:
-        _mapping(config["train"], "'train'", path)
-    try:
-        config["k"] = int(config.get("k", 20))
-    except (TypeError, ValueError):
-        raise IfqaError(f"'k' must be an integer, got {config.get('k')!r}", path) from None
+        _check_questions(config["train"], "'train'", path)
+    config["k"] = config.get("k", 20)
+    if isinstance(config["k"], bool) or not isinstance(config["k"], int):
+        raise IfqaError(f"'k' must be an integer, got {config['k']!r}", path)
     if config["k"] < 1:
         raise IfqaError(f"'k' must be at least 1, got {config['k']}", path)
     config["_stages"] = stage_list(config, path)
@@ -118,6 +143,7 @@ def load_config(path: str | Path) -> dict:
     return config
 
 
-def output_dir(path: str | Path) -> Path:
-    config = load_config(path)
+def output_dir(config: str | Path | dict) -> Path:
+    """Where an experiment's results go (``config``: a loaded config, or its file)."""
+    config = config if isinstance(config, dict) else load_config(config)
     return Path(config["_root"]) / config.get("output", f"results/{config['name']}")

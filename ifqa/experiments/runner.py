@@ -16,7 +16,7 @@ from typing import Any
 
 from ifqa.artifacts import QuestionSet
 from ifqa.datasets import QuestionSource
-from ifqa.experiments.config import load_config
+from ifqa.experiments.config import load_config, output_dir
 from ifqa.experiments.results import write_results
 from ifqa.io import write_json
 from ifqa.registry import STAGES
@@ -83,13 +83,13 @@ def question_source(config: dict, spec: dict) -> QuestionSource:
     return QuestionSource(spec.get("setting"), spec.get("split"))
 
 
-def run_experiment(path: str | Path, force: bool = False, progress: bool = True) -> dict:
-    """Run every stage that is not up to date; write and return the results."""
-    config = load_config(path)
+def run_experiment(path: str | Path | dict, force: bool = False, progress: bool = True) -> dict:
+    """Run every stage that is not up to date; write and return the results (``path``: the config
+    file, or the config ``load_config`` read from it, so it is read once)."""
+    config = path if isinstance(path, dict) else load_config(path)
     source = question_source(config, config["questions"])
     questions = source.load()
-    context = ExperimentContext(config, Path(config["_root"]) / config.get("output", f"results/{config['name']}"),
-                                source, questions, force, progress)
+    context = ExperimentContext(config, output_dir(config), source, questions, force, progress)
     context.results = {"name": config["name"], "questions": source.name, "n": len(questions), "task": questions.task,
                        "retrievers": [], "readers": []}
     for spec in config["_stages"]:

@@ -19,14 +19,52 @@ from ifqa.errors import IfqaError
 log = logging.getLogger(__name__)
 
 
+def typed(spec: dict, key: str, kind: type | tuple, path: Path, minimum: int | None = None) -> Any:
+    """``spec[key]`` when absent or of ``kind`` (never a bool standing for a number; a whole number
+    of at least ``minimum``), else one line naming the stage and key."""
+    value = spec.get(key)
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    wrong = value is not None and (not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds))
+    if not wrong and minimum is not None and value is not None and value < minimum:
+        wrong = True
+    if wrong:
+        wanted = " or ".join(k.__name__ for k in kinds).replace("str", "a string").replace("int", "a whole number")
+        floor = f" of at least {minimum}" if minimum is not None else ""
+        raise IfqaError(f"{spec['stage']} stage {spec['name']!r}: '{key}' must be {wanted}{floor}, got {value!r}"[:240], path)
+    return value
+
+
+def earlier(spec: dict, key: str, names: dict[str, str], kinds: tuple[str, ...], path: Path, stage_only: bool = True) -> None:
+    """``spec[key]`` names an earlier stage of one of ``kinds`` (with ``stage_only`` False it may be
+    a folder, spec or hub id instead, but a stage it names must still be of the right kind)."""
+    value = spec.get(key)
+    if value is None and not stage_only:
+        return
+    if value in names and names[value] in kinds:
+        return
+    if isinstance(value, str) and value and not stage_only and value not in names:
+        return
+    what = f"an earlier {' or '.join(kinds)} stage"
+    found = f" ({'an' if names[value][0] in 'aeiou' else 'a'} {names[value]} stage)" if value in names else ""
+    raise IfqaError(f"{spec['stage']} stage {spec['name']!r}: '{key}' must name {what}, got {value!r}{found}"[:240], path)
+
+
+SWITCH_WORDS = ("", "0", "1", "no", "yes", "false", "true", "off", "on")
+
+
 class Stage:
     KEYS: frozenset[str] = frozenset({"stage", "name", "enabled"})
 
     @classmethod
-    def check(cls, spec: dict, names: set[str], path: Path) -> None:
+    def check(cls, spec: dict, names: dict[str, str], path: Path) -> None:
+        """``names``: the earlier stages' names and types (a stage may only use what ran before it)."""
         unknown = set(spec) - cls.KEYS
         if unknown:
             raise IfqaError(f"{spec['stage']} stage {spec['name']!r}: unknown key(s) {', '.join(sorted(unknown))}", path)
+        switch = spec.get("enabled", True)  # a bool, or a word from the environment: enabled: "${IFQA_DENSE:-yes}"
+        if not isinstance(switch, bool) and str(switch).strip().lower() not in SWITCH_WORDS or isinstance(switch, (list, dict)):
+            raise IfqaError(f"{spec['stage']} stage {spec['name']!r}: 'enabled' must be true or false (or yes, no, on, "
+                            f"off, 1, 0), got {switch!r}"[:240], path)
 
     def run(self, context, spec: dict) -> None:
         raise NotImplementedError
@@ -37,24 +75,23 @@ class RetrieveStage(Stage):
                          "rewrite_model", "rewrite_base_url", "rewrite_backend", "compare_to"}
 
     @classmethod
-    def check(cls, spec: dict, names: set[str], path: Path) -> None:
+    def check(cls, spec: dict, names: dict[str, str], path: Path) -> None:
         super().check(spec, names, path)
         if not isinstance(spec.get("indexes"), list) or not spec["indexes"]:
             raise IfqaError(f"retrieve stage {spec['name']!r} needs 'indexes': a list of index folders or specs", path)
-        baseline = spec.get("compare_to")
-        if baseline is not None and (baseline not in names or baseline == spec["name"]):
-            raise IfqaError(f"retrieve stage {spec['name']!r}: compare_to {baseline!r} is not an earlier retrieve stage", path)
+        for index in spec["indexes"]:  # folders, specs, or earlier index stages
+            earlier({**spec, "indexes": index}, "indexes", names, ("index",), path, stage_only=False)
+        earlier(spec, "rerank", names, ("train",), path, stage_only=False)
+        earlier(spec, "query_encoder", names, ("train",), path, stage_only=False)
+        if spec.get("compare_to") is not None:
+            earlier(spec, "compare_to", names, ("retrieve",), path)
+        try:  # every value as `ifqa retrieve` checks it (types, ranges, modes), before any stage runs
+            retrieval_config(spec, lambda value: value, 20)
+        except IfqaError as exc:
+            raise IfqaError(f"retrieve stage {spec['name']!r}: {exc}", path) from None
 
     def config(self, context, spec: dict):
-        from ifqa.retrieval.pipeline import RetrievalConfig
-
-        return RetrievalConfig(indexes=[context.resolve(i) for i in spec["indexes"]], k=int(spec.get("k", context.config["k"])),
-                               query_mode=spec.get("query_mode", "question"), fusion=spec.get("fusion", "rrf"),
-                               weights=spec.get("weights"), rerank=context.resolve(spec.get("rerank")),
-                               rerank_depth=int(spec.get("rerank_depth", 100)),
-                               query_encoder=context.resolve(spec.get("query_encoder")),
-                               rewrite_model=spec.get("rewrite_model"), rewrite_base_url=spec.get("rewrite_base_url"),
-                               rewrite_backend=spec.get("rewrite_backend", "openai"))
+        return retrieval_config(spec, context.resolve, context.config["k"])
 
     def run(self, context, spec: dict) -> None:
         from ifqa.artifacts import read_run
@@ -94,6 +131,19 @@ class RetrieveStage(Stage):
             from ifqa.cards import add_dev_scores
 
             add_dev_scores(config.rerank, spec["name"], context.questions.describe(), report["recall"]["gold"])
+
+
+def retrieval_config(spec: dict, resolve, k: int):
+    """A retrieve stage's ``RetrievalConfig`` (``resolve``: stage names to their outputs; ``k``: the
+    experiment's default)."""
+    from ifqa.retrieval.pipeline import RetrievalConfig
+
+    return RetrievalConfig(indexes=[resolve(i) for i in spec["indexes"]], k=spec.get("k", k),
+                           query_mode=spec.get("query_mode", "question"), fusion=spec.get("fusion", "rrf"),
+                           weights=spec.get("weights"), rerank=resolve(spec.get("rerank")),
+                           rerank_depth=spec.get("rerank_depth", 100), query_encoder=resolve(spec.get("query_encoder")),
+                           rewrite_model=spec.get("rewrite_model"), rewrite_base_url=spec.get("rewrite_base_url"),
+                           rewrite_backend=spec.get("rewrite_backend", "openai"))
 
 
 #: Depths at which experiments report gold-recall intervals and the paired test.
@@ -153,15 +203,15 @@ class ReadStage(Stage):
     NON_CONFIG = frozenset({"stage", "name", "reader", "retriever", "paper"})
 
     @classmethod
-    def check(cls, spec: dict, names: set[str], path: Path) -> None:
+    def check(cls, spec: dict, names: dict[str, str], path: Path) -> None:
         from ifqa.configs import from_options
         from ifqa.registry import READERS
 
-        entry = READERS.get(spec.get("reader", "llm"))
+        entry = READERS.get(typed(spec, "reader", str, path) or "llm")
         options = {k: v for k, v in spec.items() if k not in cls.NON_CONFIG}
         from_options(entry.config, options, where=f"{path}: reader {spec['name']!r}")
-        if spec.get("retriever") and spec["retriever"] not in names:
-            raise IfqaError(f"reader {spec['name']!r} uses retriever {spec['retriever']!r}, which is not defined", path)
+        if spec.get("retriever") is not None:
+            earlier(spec, "retriever", names, ("retrieve",), path)
 
     def run(self, context, spec: dict) -> None:
         from ifqa.configs import from_options
@@ -209,10 +259,12 @@ class EvaluateStage(Stage):
     KEYS = Stage.KEYS | {"predictions", "run", "paper"}
 
     @classmethod
-    def check(cls, spec: dict, names: set[str], path: Path) -> None:
+    def check(cls, spec: dict, names: dict[str, str], path: Path) -> None:
         super().check(spec, names, path)
         if bool(spec.get("predictions")) == bool(spec.get("run")):
             raise IfqaError(f"evaluate stage {spec['name']!r} needs exactly one of 'predictions' or 'run'", path)
+        typed(spec, "predictions", str, path)
+        typed(spec, "run", str, path)
 
     def run(self, context, spec: dict) -> None:
         from ifqa.artifacts import check_questions, read_run

@@ -61,9 +61,10 @@ class OpenAIBackend:
         self.base_url = redact_url(self._url)  # what logs, errors and manifests show
         from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
-        from ifqa.redact import add_secret
+        from ifqa.redact import add_secret, add_url_secrets
 
         add_secret(key if key != "EMPTY" else None)
+        add_url_secrets(self._url)  # an experiment's or a library caller's URL, not only the command line's
         parts = urlsplit(self._url)  # a query (?api-version=..., ?api-key=...) goes on every request, not into the path
         self._client = openai.OpenAI(base_url=urlunsplit(parts._replace(query="")), api_key=key, timeout=timeout,
                                      max_retries=0, default_query=dict(parse_qsl(parts.query)) or None)
@@ -160,13 +161,14 @@ class HFBackend:
         hf_logging.disable_progress_bar()
         from ifqa.devices import pick_device
 
+        from ifqa.models import check_model_location, loading
+
         self.device = pick_device(device)
-        try:
+        check_model_location(model)
+        with loading(model, "model"):
             self.tokenizer = AutoTokenizer.from_pretrained(model)
             torch_dtype = getattr(torch, dtype) if dtype else (torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
             self.model = AutoModelForCausalLM.from_pretrained(model, dtype=torch_dtype).to(self.device).eval()
-        except OSError as exc:
-            raise IfqaError(f"cannot load model {model!r} ({exc}); pass a local folder") from None
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token

@@ -36,8 +36,13 @@ class ResponseCache:
             self._db = sqlite3.connect(str(self.path), check_same_thread=False, isolation_level=None)
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            columns = {row[1] for row in self._db.execute("PRAGMA table_info(responses)")}
         except sqlite3.DatabaseError as exc:
             raise IfqaError(f"not a response cache (an SQLite file): {exc}", self.path) from None
+        if not {"key", "value"} <= columns:  # another program's database that happens to have the table name
+            self._db.close()
+            raise IfqaError(f"not a response cache (its 'responses' table has columns {', '.join(sorted(columns))}, not "
+                            "key and value); name another --cache file", self.path)
 
     def get(self, cache_key: str) -> dict | None:
         with self._lock:

@@ -23,14 +23,13 @@ from ifqa import memory
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write, write_json
 from ifqa.retrieval.encoders import DEFAULT_ENCODER, check_encoder_location, load_encoder, resolve
-from ifqa.retrieval.index import MANIFEST, OFFSETS, Hits, corpus_record, finish_manifest, passage_store
+from ifqa.retrieval.dense_search import FAISS_FILE, INDEX_TYPES
+from ifqa.retrieval.index import MANIFEST, OFFSETS, corpus_record, finish_manifest
 from ifqa.retrieval.store import PassageStore, iter_corpus
 
 log = logging.getLogger(__name__)
 
 CHUNK = 4096
-INDEX_TYPES = ("flat", "hnsw", "ivfpq")
-FAISS_FILE = "index.faiss"
 HNSW_M = 32
 SAMPLE = 100_000  # vectors the merge samples to train IVF-PQ
 
@@ -360,41 +359,3 @@ def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT
     if shard is not None:
         return None
     return merge(corpus, folder, index_type, started=started, max_memory=max_memory)
-
-
-class DenseRetriever:
-    """A FAISS index with its query encoder and passage store."""
-
-    def __init__(self, index, encoder, manifest: dict, passages: PassageStore, name: str):
-        self.index, self.encoder, self.manifest, self.passages, self.name = index, encoder, manifest, passages, name
-
-    @classmethod
-    def load(cls, index_dir: str | Path, manifest: dict, corpus: str | Path | None = None,
-             device: str | None = None) -> "DenseRetriever":
-        import faiss
-
-        path = Path(index_dir) / FAISS_FILE
-        size, machine = path.stat().st_size, memory.physical_memory()
-        if machine and size > machine:  # FAISS reads the whole index into memory
-            raise IfqaError(f"searching this index needs about {memory.size_text(size)} of memory, more "
-                            f"than this machine's {memory.size_text(machine)}; rebuild it with --index-type ivfpq", path)
-        index = faiss.read_index(str(path))
-        params = manifest["params"]
-        if params["index_type"] == "hnsw":
-            index.hnsw.efSearch = 128
-        elif params["index_type"] == "ivfpq":
-            index.nprobe = min(32, params["nlist"])
-        if device and device.startswith("cuda") and hasattr(faiss, "StandardGpuResources"):
-            index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
-        # queries are encoded by the backend that encoded the passages
-        encoder = load_encoder(params["encoder"], params.get("query_encoder"), device, params.get("max_length"),
-                               backend=params.get("backend", "torch"))
-        return cls(index, encoder, manifest, passage_store(Path(index_dir), manifest, corpus), f"dense:{Path(index_dir).name}")
-
-    def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Hits]:
-        import faiss
-
-        faiss.omp_set_num_threads(max(1, threads))
-        vectors = self.encoder.encode_queries(list(queries))
-        scores, positions = self.index.search(np.ascontiguousarray(vectors), min(k, len(self.passages)))
-        return [[(int(p), float(s)) for p, s in zip(row_p, row_s) if p >= 0] for row_p, row_s in zip(positions, scores)]

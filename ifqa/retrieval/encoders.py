@@ -34,7 +34,7 @@ def resolve(name: str) -> str:
 
 def check_encoder_location(name: str) -> None:
     """A local encoder that is not there, or a folder that holds no model, is refused before any work."""
-    from ifqa.paths import check_model_location
+    from ifqa.models import check_model_location
 
     check_model_location(resolve(name))
     folder = Path(resolve(name))
@@ -112,12 +112,14 @@ class SentenceEncoder(_BatchedEncoder):
         self.backend.check(device)  # a missing package or a GPU: one line before the model loads
         self.device = pick_device(device or ("cpu" if self.backend.exported else None))
         self.precision = pick_precision(precision, self.device)
-        try:
+        from ifqa.models import loading
+
+        with loading(name, "encoder"):  # missing files, a config without a model type, pickled code ...
             self.model = _inference(SentenceTransformer(resolve(name), device=self.device), self.precision)
-        except (OSError, ValueError, KeyError) as exc:  # missing files, a config without a model type ...
-            raise IfqaError(f"cannot load encoder {name!r} ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}); "
-                            "pass a local folder with --encoder") from None
         if max_length:
+            from ifqa.models import check_max_length
+
+            check_max_length(max_length, getattr(getattr(self.model[0], "auto_model", None), "config", None), name)
             self.model.max_seq_length = max_length
         self.name = name
         self.dim = int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension")
@@ -161,17 +163,16 @@ class DPREncoder(_BatchedEncoder):
         from transformers import AutoTokenizer, DPRContextEncoder, DPRQuestionEncoder
 
         from ifqa.devices import pick_device, pick_precision
+        from ifqa.models import loading
 
         question_name = question_name or context_name.replace("ctx_encoder", "question_encoder")
         self.device = pick_device(device)
         self.precision = pick_precision(precision, self.device)
-        try:
+        with loading(context_name, "DPR context encoder"):
             self.tokenizer = AutoTokenizer.from_pretrained(context_name)
             self.context = _inference(DPRContextEncoder.from_pretrained(context_name).to(self.device), self.precision)
+        with loading(question_name, "DPR question encoder (--query-encoder)"):
             self.question = _inference(DPRQuestionEncoder.from_pretrained(question_name).to(self.device), self.precision)
-        except (OSError, ValueError, KeyError) as exc:
-            raise IfqaError(f"cannot load DPR encoders ({str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}); "
-                            "pass local folders with --encoder/--query-encoder") from None
         self.name, self.question_name, self.max_length = context_name, question_name, max_length or 256
         self.dim = int(self.context.config.hidden_size if self.context.config.projection_dim == 0
                        else self.context.config.projection_dim)

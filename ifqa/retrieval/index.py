@@ -124,9 +124,9 @@ def read_manifest(index_dir: str | Path) -> dict:
     if not path.exists():
         raise IfqaError("not an ifqa index (no manifest.json)", index_dir)
     try:
-        manifest = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise IfqaError(f"unreadable manifest ({exc})", path) from None
+        manifest = json.loads(path.read_text(encoding="utf-8-sig"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise IfqaError(f"unreadable manifest ({str(exc)[:120] or 'nested too deeply'})", path) from None
     problem = _manifest_problem(manifest)
     if problem:
         raise IfqaError(f"damaged manifest: {problem}", path)
@@ -160,6 +160,9 @@ def passage_store(index_dir: Path, manifest: dict, corpus: str | Path | None = N
         offsets = np.load(path, mmap_mode="r")
     except (ValueError, OSError) as exc:
         raise IfqaError(f"damaged index: unreadable {OFFSETS} ({exc})", index_dir) from None
+    if offsets.ndim != 1 or offsets.dtype.kind not in "iu" or (len(offsets) > 1 and not (np.diff(offsets) > 0).all()):
+        raise IfqaError(f"damaged index: {OFFSETS} must hold increasing integer byte offsets (found {offsets.dtype} "
+                        f"of shape {offsets.shape}); rebuild it with --force", index_dir)
     recorded = manifest.get("corpus") or {}
     if manifest.get("passages") is not None and len(offsets) != manifest["passages"]:
         raise IfqaError(f"damaged index: {OFFSETS} holds {len(offsets)} offsets, the manifest {manifest['passages']} "

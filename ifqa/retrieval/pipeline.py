@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import logging
 import time
 from dataclasses import dataclass, field
@@ -54,15 +55,37 @@ class RetrievalConfig:
     rerank_backend: str = "torch"  # torch, or an exported CPU backend: onnx, openvino, onnx-int8, openvino-int8
 
     def __post_init__(self) -> None:
-        if self.k < 1:
-            raise IfqaError(f"k must be at least 1, got {self.k}")
+        """Every value checked here, once, whether it came from the command line, Python or an
+        experiment's YAML: a wrong type or value is one line before any index is opened."""
+        if not isinstance(self.indexes, list) or not all(isinstance(i, str) and i for i in self.indexes):
+            raise IfqaError(f"{_named('indexes')} must be a list of index folders or specs, got {self.indexes!r}"[:200])
+        for name in ("k", "depth", "threads", "batch_size", "rerank_depth"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise IfqaError(f"{_named(name)} must be a whole number of at least 1, got {value!r}")
         if self.fusion not in FUSIONS:
             raise IfqaError(f"unknown fusion {self.fusion!r}; choose from {', '.join(FUSIONS)}")
-        if self.weights is not None and len(self.weights) != len(self.indexes):
-            raise IfqaError(f"--weights needs one weight per index ({len(self.indexes)}), got {len(self.weights)}")
-        if self.rerank_depth < 1:
-            raise IfqaError(f"rerank depth must be at least 1, got {self.rerank_depth}")
+        if self.weights is not None:
+            weights = list(self.weights) if isinstance(self.weights, (list, tuple)) else None
+            if weights is None or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights) \
+                    or not all(math.isfinite(w) and w >= 0 for w in weights) or not any(weights):
+                raise IfqaError(f"{_named('weights')} must be finite numbers, not negative and not all 0, got "
+                                f"{self.weights!r}"[:200])
+            if len(self.indexes) < 2:
+                raise IfqaError(f"{_named('weights')} fuse several indexes; give two or more indexes, or no weights")
+            if len(weights) != len(self.indexes):
+                raise IfqaError(f"{_named('weights')} need one weight per index ({len(self.indexes)}), got {len(weights)}")
+        for name in ("rerank", "query_encoder", "rewrite_model", "rewrite_base_url", "corpus", "device"):
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
+                raise IfqaError(f"{_named(name)} must be a string, got {getattr(self, name)!r}"[:200])
+        if not isinstance(self.query_mode, str):
+            raise IfqaError(f"query mode must be a string, got {self.query_mode!r}")
         QUERY_MODES.get(self.query_mode)  # an unknown mode fails here, before any index is opened
+
+
+def _named(field: str) -> str:
+    """A setting as both its YAML key and its option: ``rerank_depth (--rerank-depth)``."""
+    return f"{field} (--{field.replace('_', '-')})"
 
 
 class Reranker(Protocol):
@@ -82,11 +105,19 @@ def check_same_collection(retrievers: Sequence[Retriever]) -> None:
 class RetrievalPipeline:
     def __init__(self, config: RetrievalConfig, retrievers: Sequence[Retriever] | None = None,
                  rerankers: Sequence[Reranker] = ()):
+        from ifqa.devices import check_device
         from ifqa.retrieval.specs import open_index
 
+        if config.rerank:  # an exported backend on a GPU: its own line, before the device's
+            from ifqa.retrieval.exported import Backend
+
+            Backend.parse(config.rerank_backend).check(config.device)
+        check_device(config.device)  # before an index is opened (or the demo's is built on first use)
         self.config = config
         self.retrievers = list(retrievers) if retrievers is not None else [
             open_index(spec, config.corpus, config.device) for spec in config.indexes]
+        if not self.retrievers:
+            raise IfqaError("no index to search: name one or more indexes")
         if config.verify_corpus:
             from ifqa.retrieval.index import verify_collection
 

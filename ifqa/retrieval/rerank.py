@@ -35,14 +35,16 @@ def load_cross_encoder(name: str, device: str | None = None, max_length: int | N
     hf_logging.disable_progress_bar()
     from ifqa.retrieval.encoders import resolve
 
+    from ifqa.models import check_model_location, loading
+
+    check_model_location(resolve(name))
     path = Path(resolve(name))
     if path.exists() and not (path / "config.json").exists():
         raise IfqaError("not a model folder (no config.json); train one with `ifqa train --reranker` or give a hub id", path)
-    try:
-        return CrossEncoder(str(path) if path.exists() else name, device=pick_device(device), max_length=max_length,
+    device = pick_device(device)
+    with loading(name, "cross-encoder"):
+        return CrossEncoder(str(path) if path.exists() else name, device=device, max_length=max_length,
                             num_labels=num_labels, config_kwargs=config)
-    except (OSError, ValueError, KeyError) as exc:
-        raise IfqaError(f"cannot load a cross-encoder from {name!r} ({str(exc).splitlines()[0]})") from None
 
 
 def check_scoring_head(model: str) -> None:
@@ -78,7 +80,10 @@ class CrossEncoderReranker(Reorders):
         self.backend.check(device)
         self.device = pick_device(device or ("cpu" if self.backend.exported else None))
         check_scoring_head(model)
+        from ifqa.models import check_max_length
+
         self.encoder = load_cross_encoder(model, self.device, max_length)
+        check_max_length(max_length, self.encoder.model.config, model)
         self.encoder.model.eval()
         self.name, self.depth = model, depth
         self.batch_size = batch_size or default_batch_size(self.device)
@@ -97,8 +102,10 @@ class CrossEncoderReranker(Reorders):
 
     def _inputs(self, pairs: list[tuple[str, str]]) -> dict:
         questions, texts = zip(*pairs)
-        return dict(self.encoder.tokenizer(list(questions), list(texts), truncation="only_second",
-                                           max_length=self.encoder.max_seq_length, padding=True, return_tensors="pt"))
+        from ifqa.models import pair_inputs
+
+        return dict(pair_inputs(self.encoder.tokenizer, list(questions), list(texts), self.encoder.max_seq_length,
+                                padding=True, return_tensors="pt"))
 
     def _logits(self, features: dict):
         import torch
@@ -180,26 +187,49 @@ def rerank_run(run_path: str | Path, reranker, output: str | Path, questions,
     Flags (``has_answer``, ``gold``) are recomputed from ``questions``; the output and its manifest
     appear only when every question is done.
     """
-    from tqdm import tqdm
-
     from ifqa.artifacts import read_manifest, write_manifest
-    from ifqa.eval.passages import run_record
+    from ifqa.io import write_jsonl
 
     records = records if records is not None else read_rerankable(run_path, reranker.depth)
     examples = {e.qid: e for e in questions.examples}
     output = Path(output)
     partial = output.with_name(output.name + ".partial")
-    header = {"partial_of": str(run_path), "run_bytes": os.path.getsize(run_path), "reranker": reranker.describe()}
-    done = _read_partial(partial, header)
-    started = time.time()
-    output.parent.mkdir(parents=True, exist_ok=True)
-    todo = [record for record in records if record["qid"] not in done]
-    for record in todo:
+    for record in records:  # before anything is written: a refused start leaves nothing
         if record["qid"] not in examples:
             raise IfqaError(f"question {record['qid']!r} is not in {questions.name}", run_path)
+    header = {"partial_of": str(run_path), "run_bytes": os.path.getsize(run_path), "reranker": reranker.describe()}
+    output.parent.mkdir(parents=True, exist_ok=True)
+    fresh = not partial.exists()
+    done = _read_partial(partial, header)
+    started = time.time()
+    todo = [record for record in records if record["qid"] not in done]
     # questions scored together: enough pairs to fill several batches, so lengths bucket well
     per_group = max(1, 8 * getattr(reranker, "batch_size", 1) // reranker.depth)
-    with open(partial, "a", encoding="utf-8") as handle, tqdm(total=len(records), initial=len(done), desc="rerank",
+    try:
+        _rerank_groups(reranker, todo, examples, partial, done, per_group, len(records), progress)
+    except IfqaError:
+        if fresh and not done:  # failed before any question was finished: nothing to resume from
+            partial.unlink(missing_ok=True)
+        raise
+    ordered = [done[r["qid"]] for r in records]
+    write_jsonl(output, ordered)
+    previous = read_manifest(run_path) or {}
+    write_manifest(output, questions, n=len(ordered), k=previous.get("k"), query_mode=previous.get("query_mode"),
+                   indexes=previous.get("indexes"), fusion=previous.get("fusion"), weights=previous.get("weights"),
+                   rerankers=list(previous.get("rerankers") or []) + [reranker.describe()], source_run=str(run_path),
+                   seconds=round(time.time() - started, 2))
+    os.unlink(partial)
+    return len(ordered)
+
+
+def _rerank_groups(reranker, todo: list, examples: dict, partial: Path, done: dict, per_group: int, total: int,
+                   progress: bool) -> None:
+    """Score ``todo`` a group of questions at a time, each finished question's line appended to ``partial``."""
+    from tqdm import tqdm
+
+    from ifqa.eval.passages import run_record
+
+    with open(partial, "a", encoding="utf-8") as handle, tqdm(total=total, initial=len(done), desc="rerank",
                                                                  unit="q", disable=not progress) as bar:
         groups = [todo[start : start + per_group] for start in range(0, len(todo), per_group)]
         items = [[(record["question"], [c["text"] for c in record["ctxs"][: reranker.depth]],
@@ -216,17 +246,6 @@ def rerank_run(run_path: str | Path, reranker, output: str | Path, questions,
                 done[record["qid"]] = line
             handle.flush()
             bar.update(len(group))
-    ordered = [done[r["qid"]] for r in records]
-    from ifqa.io import write_jsonl
-
-    write_jsonl(output, ordered)
-    previous = read_manifest(run_path) or {}
-    write_manifest(output, questions, n=len(ordered), k=previous.get("k"), query_mode=previous.get("query_mode"),
-                   indexes=previous.get("indexes"), fusion=previous.get("fusion"), weights=previous.get("weights"),
-                   rerankers=list(previous.get("rerankers") or []) + [reranker.describe()], source_run=str(run_path),
-                   seconds=round(time.time() - started, 2))
-    os.unlink(partial)
-    return len(ordered)
 
 
 def _read_partial(path: Path, header: dict) -> dict[str, dict]:

@@ -57,7 +57,7 @@ def open_index(spec: str | Path, corpus: str | Path | None = None, device: str |
         return ENGINES.get(engine).load(folder, manifest, corpus, device)
     except IfqaError:
         raise
-    except (ValueError, KeyError, TypeError, IndexError, EOFError, RuntimeError, OSError) as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever an engine's loader raises on a file it cannot read
         # a truncated array, vocabulary or FAISS file, a manifest missing a key its engine needs
         detail = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
         raise IfqaError(f"damaged index ({type(exc).__name__}: {detail}); rebuild it with --force", folder) from None

@@ -15,6 +15,7 @@ import numpy as np
 
 from ifqa.corpus.passages import TSV_HEADER
 from ifqa.errors import IfqaError
+from ifqa.io import unpaired_surrogate
 
 
 def iter_corpus(path: str | Path) -> Iterator[tuple[int, dict]]:
@@ -48,6 +49,8 @@ def _parse(line: bytes, tsv: bool, path: Path, number: int) -> dict:
             raise ValueError("'title' must be a string")
         if not record["text"].strip():
             raise ValueError("'text' is empty")
+        if unpaired_surrogate(record["text"], record.get("title") or "", str(record["id"])):
+            raise ValueError("holds an unpaired surrogate (\\ud800-\\udfff): not valid Unicode text")
         return {"id": str(record["id"]), "title": str(record.get("title") or ""), "text": record["text"]}
     except (ValueError, UnicodeDecodeError) as exc:
         raise IfqaError(f"not a passage record ({exc})", path, number) from None

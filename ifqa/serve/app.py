@@ -16,7 +16,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_validator
 from starlette.exceptions import HTTPException
 
 from ifqa.errors import IfqaError
@@ -38,9 +38,22 @@ class Ask(BaseModel):
     question: StrictStr = Field(description="The question, as a user would type it.")
     k: StrictInt = Field(10, description="Passages to return (at most the server's max_k).")
 
+    @field_validator("question")
+    @classmethod
+    def unicode_text(cls, question: str) -> str:
+        """JSON can carry half of a UTF-16 pair (``"\\ud800"``): not text anything downstream can read."""
+        from ifqa.io import unpaired_surrogate
+
+        if unpaired_surrogate(question):
+            raise ValueError("holds an unpaired surrogate (\\ud800-\\udfff), not valid Unicode text")
+        return question
+
 
 def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+    """``{"error": one line}``, secrets redacted (an endpoint's refusal may quote the key it was sent)."""
+    from ifqa.redact import redact
+
+    return JSONResponse({"error": redact(" ".join(message.split()))}, status_code=status)
 
 
 def create_app(service: QAService) -> FastAPI:

@@ -26,6 +26,29 @@ def check_training_split(source) -> None:
             raise IfqaError(f"refusing to train on the {split} split; train on 'train' and keep {split} for evaluation")
 
 
+def check_before_mining(kind: str, recipe, questions: int, device: str | None) -> None:
+    """What would stop training after minutes of mining, checked first: the device, the starting
+    model, and recipe values that cannot make a step."""
+    from ifqa.devices import check_device
+
+    check_device(device)
+    if kind == "control":
+        return
+    from ifqa.models import check_model_location
+    from ifqa.retrieval.encoders import resolve
+
+    model = resolve(recipe.model)
+    check_model_location(model)
+    if Path(model).is_dir() and not any((Path(model) / name).exists() for name in ("config.json", "modules.json")):
+        raise IfqaError("not a model folder (no config.json); --model takes an encoder or cross-encoder", model)
+    if kind == "reranker" and recipe.group_size < recipe.other_gold + 1:
+        raise IfqaError(f"--group-size {recipe.group_size} leaves no room for the gold passage and --other-gold "
+                        f"{recipe.other_gold}; use a group of at least {recipe.other_gold + 1}")
+    if questions < recipe.questions_per_step:
+        raise IfqaError(f"{questions} training questions make no step of --questions-per-step "
+                        f"{recipe.questions_per_step}; lower it")
+
+
 def _groups(recipe, questions, output: Path, corpus: str | None, progress: bool):
     """Mined groups, reused when the questions and mining settings are those already mined."""
     from ifqa.io import read_json, write_json
@@ -57,6 +80,7 @@ def train_job(kind: str, recipe, source, output: Path, corpus: str | None = None
     check_training_split(source)
     questions = source.load()
     check_has_gold(questions.examples, questions.name)
+    check_before_mining(kind, recipe, len(questions), device)
     output.mkdir(parents=True, exist_ok=True)
     groups, mined = _groups(recipe, questions, output, corpus, progress)
     started = time.time()

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ifqa.errors import IfqaError
+from ifqa.models import pair_inputs
 from ifqa.retrieval.rerank import load_cross_encoder
 from ifqa.training.data import TrainingGroup, plan_steps
 from ifqa.training.loop import LoopSettings, run_loop
@@ -50,8 +51,7 @@ def train_reranker(groups: Sequence[TrainingGroup], output: str | Path, recipe: 
     def loss_of(batch) -> "torch.Tensor":
         questions = [q for q, passages in batch for _ in passages]
         passages = [p for _, passages in batch for p in passages]
-        inputs = tokenizer(questions, passages, truncation="only_second", max_length=recipe.max_length,
-                           padding=True, return_tensors="pt").to(device)
+        inputs = pair_inputs(tokenizer, questions, passages, recipe.max_length, padding=True, return_tensors="pt").to(device)
         logits = model(**inputs).logits.float().view(-1)
         losses, start = [], 0
         for _, group in batch:

@@ -30,10 +30,11 @@ def load_bi_encoder(name: str, max_length: int):
     path = Path(resolve(name))
     if path.exists() and not (path / "config.json").exists() and not (path / "modules.json").exists():
         raise IfqaError("not a model folder (no config.json or modules.json)", path)
-    try:
+    from ifqa.models import check_model_location, loading
+
+    check_model_location(path)
+    with loading(name, "sentence-transformers model"):
         model = SentenceTransformer(str(path) if path.exists() else name, device="cpu")
-    except (OSError, ValueError) as exc:
-        raise IfqaError(f"cannot load a sentence-transformers model from {name!r} ({str(exc).splitlines()[0]})") from None
     model.max_seq_length = max_length
     return model
 

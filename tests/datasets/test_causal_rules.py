@@ -70,3 +70,14 @@ def test_classify_command_counts_and_writes_each_question(cli, tmp_path):
     assert len(lines) == 8 and all(line["rule"] == line["rules"][0] for line in lines)
     demo = cli("classify", "causal")  # IfQA-style counterfactual questions: mostly not causal
     assert demo.returncode == 0 and "questions causal" in demo.stdout
+
+
+def test_classifying_a_file_of_questions_needs_no_answers(cli, tmp_path):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"idx": 1, "question": "Why is the sky blue?"}\n{"idx": 2, "question": "Who won?", "answers": []}\n')
+    result = cli("classify", "causal", "--questions", questions, "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["n"] == 2 and json.loads(result.stdout)["causal"] == 1
+    questions.write_text('{"idx": 1, "question": "Why?", "answers": "blue"}\n')  # malformed answers are still refused
+    result = cli("classify", "causal", "--questions", questions)
+    assert result.returncode == 1 and "'answers' must be a non-empty list" in result.stderr

@@ -94,6 +94,18 @@ def test_download_rejects_a_malformed_file_and_caches_nothing(http_server, tmp_p
     assert not (tmp_path / "cache" / "few_split" / "test.json").exists()
 
 
+@pytest.mark.parametrize("credentials", ["query", "user"])
+def test_a_base_url_with_credentials_downloads_the_same_files(http_server, tmp_path, credentials):
+    """A token in the query stays after the file's path (not glued into it); a user part, which urllib
+    cannot send itself, goes as HTTP Basic authentication."""
+    root, url = http_server
+    (root / "full_split").mkdir()
+    (root / "full_split" / "dev.json").write_text(json.dumps(GOOD))
+    base = f"{url}?token=abc123def" if credentials == "query" else url.replace("http://", "http://user:pw123456@")
+    paths = data.download(["supervised"], ["dev"], tmp_path / "cache", base_url=base)
+    assert [e.qid for e in data.load_examples(paths[0])] == ["0", "1"]
+
+
 def test_download_error_is_one_line(http_server, tmp_path):
     _, url = http_server
     with pytest.raises(IfqaError, match="download failed"):

@@ -71,9 +71,10 @@ class FakeOpenAI:
                 if fake.latency:
                     time.sleep(fake.latency)
                 if failure == "401":  # as some servers do: the refused key quoted back
-                    key = self.headers.get("Authorization", "").removeprefix("Bearer ")
-                    return self._send(401, {"error": {"message": f"Incorrect API key provided: {key}. See the docs.",
-                                                      "type": "invalid_request_error"}})
+                    header = self.headers.get("Authorization", "")
+                    key, query = header.removeprefix("Bearer "), self.path.partition("?")[2]
+                    return self._send(401, {"error": {"message": f"Incorrect API key provided: {key}. See the docs. "
+                                                      f"(header: {header}; query: {query})", "type": "invalid_request_error"}})
                 if failure in ("429", "500"):
                     return self._send(int(failure), {"error": {"message": "try later", "type": "server_error"}})
                 if failure == "slow":

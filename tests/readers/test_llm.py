@@ -183,3 +183,16 @@ def test_a_question_is_never_its_own_demonstration(strategy):
     chosen = selector.select("q", demos[2].question + " ")
     assert len(chosen) == 4 and demos[2] not in chosen
     assert len(selector.select("other", "If dogs could swim, how far would they swim?")) == 4
+
+
+def test_a_pool_named_by_file_finds_its_rationales(cli, server, env, tmp_path):
+    """Rationales belong to questions' texts (SHA-1), not to the setting that named the pool: a copy
+    of the training file given with --train is as good as --setting."""
+    pool = tmp_path / "train-copy.json"
+    pool.write_text(json.dumps([{"idx": e.qid, "question": e.question, "answers": e.answers, "context": e.context}
+                                for e in TRAIN]))
+    out = tmp_path / "cot.jsonl"
+    result = cli("read", "llm", "--mode", "cot", "--demos", "2", "--model", "test-model", "--base-url", server.url,
+                 "--train", pool, "--no-progress", "-o", out, env=env)
+    assert result.returncode == 0, result.stderr
+    assert "So the answer is" in server.requests[0]["messages"][0]["content"]

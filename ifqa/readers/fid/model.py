@@ -60,16 +60,19 @@ def rename_original_fid_keys(state_dict: dict[str, torch.Tensor]) -> dict[str, t
 
 def load_model(path: str | Path, device: str | None = None) -> FiDT5:
     """A FiD model from our checkpoint, a T5 hub id or folder, or an original FiD checkpoint."""
-    from ifqa.paths import check_model_location
+    from ifqa.models import check_model_location, loading, model_type
 
     check_model_location(path)
-    try:
+    kind = model_type(path)
+    if kind not in (None, "t5"):
+        raise IfqaError(f"not a T5 model (its config.json says model_type {kind!r}); FiD reads with T5 "
+                        "(t5-base, google/flan-t5-large, a folder from `ifqa train fid`)", path)
+    with loading(path, "T5 model"):
         model = FiDT5.from_pretrained(str(path))
-    except OSError as exc:
-        raise IfqaError(f"cannot load a T5 model from {path} ({exc})") from None
     original = Path(path) / "pytorch_model.bin"
     if original.exists():
-        state = torch.load(original, map_location="cpu", weights_only=True)
+        with loading(original, "FiD checkpoint"):
+            state = torch.load(original, map_location="cpu", weights_only=True)
         if any(key.startswith("encoder.encoder.") for key in state):
             missing, unexpected = model.load_state_dict(rename_original_fid_keys(state), strict=False)
             missing = [m for m in missing if m not in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight")]

@@ -82,17 +82,19 @@ def needs_rationale(name: str) -> bool:
     return name == "cot" or name.endswith("_cot")
 
 
-def load_rationales(setting: str, directory: str | Path | None = None) -> dict[str, tuple[str, str]]:
-    """``qid -> (question sha1, rationale)`` for one setting."""
+def load_rationales(setting: str | None = None, directory: str | Path | None = None) -> dict[str, str]:
+    """``question sha1 -> rationale``. A rationale belongs to a question's text, not to the setting it
+    was written for, so a demonstration pool named by file (``--train FILE``) finds them too; where
+    two settings' rationales for one question differ, ``setting``'s is taken."""
     path = prompts_dir(directory) / "rationales.jsonl"
     if not path.exists():
         return {}
-    found = {}
+    found: dict[str, str] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip():
             record = json.loads(line)
-            if record["setting"] == setting:
-                found[str(record["idx"])] = (record["question_sha1"], record["rationale"])
+            if record["question_sha1"] not in found or record["setting"] == setting:
+                found[record["question_sha1"]] = record["rationale"]
     return found
 
 
@@ -120,18 +122,18 @@ class Prompt:
     tokens: int = 0
 
 
-def pool(train: Sequence, rationales: dict[str, tuple[str, str]] | None, exclude: set[str]) -> list[Demo]:
-    """Candidate demonstrations: training examples (minus test questions), with rationales if asked."""
+def pool(train: Sequence, rationales: dict[str, str] | None, exclude: set[str]) -> list[Demo]:
+    """Candidate demonstrations: training examples (minus test questions), with rationales if asked
+    (found by the SHA-1 of the question's text; examples without one are left out)."""
     demos = []
     for example in train:
         if example.question.strip() in exclude:
             continue
         rationale = ""
         if rationales is not None:
-            entry = rationales.get(example.qid)
-            if entry is None or entry[0] != question_sha1(example.question):
+            rationale = rationales.get(question_sha1(example.question), "")
+            if not rationale:
                 continue
-            rationale = entry[1]
         demos.append(Demo(example.question, example.answers[0], list(example.context), rationale))
     return demos
 

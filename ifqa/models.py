@@ -1,0 +1,78 @@
+"""Opening a model a user names (a hub id or a local folder): a path that is not there, a folder that
+holds no model, a model of the wrong kind or weights that cannot be read are one line before any
+work, never a library's traceback. Model files are read as weights only: a pickle that would run
+code is refused (``torch.load(weights_only=True)``, safetensors), never executed."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pickle
+from pathlib import Path
+from typing import Iterator
+
+from ifqa.errors import IfqaError
+
+
+def check_model_location(name: str | Path) -> None:
+    """A model named by a path that does not exist is refused at once, not looked up on the hub
+    (which takes 30 s offline and then fails with a hub error). Hub ids are ``name`` or ``org/name``."""
+    text = str(name)
+    if Path(text).expanduser().exists():
+        return
+    if text.startswith((".", "/", "~")) or text.count("/") >= 2 or os.sep != "/" and os.sep in text:
+        raise IfqaError("no such model folder", text)
+
+
+def model_type(name: str | Path) -> str | None:
+    """The ``model_type`` a local folder's config.json names (None for a hub id or no config)."""
+    import json
+
+    config = Path(name) / "config.json"
+    if not config.is_file():
+        return None
+    try:
+        value = json.loads(config.read_text(encoding="utf-8")).get("model_type")
+    except (ValueError, UnicodeDecodeError, AttributeError):
+        raise IfqaError("unreadable config.json", name) from None
+    return value if isinstance(value, str) else None
+
+
+@contextlib.contextmanager
+def loading(name: str | Path, what: str = "model") -> Iterator[None]:
+    """Whatever a library raises while loading ``name`` becomes one line naming it."""
+    import warnings
+
+    try:
+        with warnings.catch_warnings():  # torch's note on a pickle's protocol would be a second line
+            warnings.filterwarnings("ignore", message=".*pickle protocol.*")
+            yield
+    except IfqaError:
+        raise
+    except (OSError, ValueError, KeyError, TypeError, AttributeError, RuntimeError, pickle.UnpicklingError) as exc:
+        if type(exc).__name__ == "OutOfMemoryError":
+            raise
+        text = str(exc).strip()
+        if isinstance(exc, pickle.UnpicklingError) or "Weights only load failed" in text:
+            raise IfqaError(f"{what} {str(name)!r} holds a pickle that is more than plain weights; ifqa never runs "
+                            "code from a model file (save the model with safetensors)") from None
+        detail = text.splitlines()[0][:200] if text else type(exc).__name__
+        raise IfqaError(f"cannot load {what} {str(name)!r} ({detail})") from None
+
+
+def check_max_length(max_length: int | None, config, name: str, option: str = "--max-length") -> None:
+    """A length past the model's position embeddings fails deep inside it: one line instead."""
+    positions = getattr(config, "max_position_embeddings", None)
+    if max_length and isinstance(positions, int) and max_length > positions:
+        raise IfqaError(f"{option} {max_length} is more than {name} can read ({positions} positions)")
+
+
+def pair_inputs(tokenizer, questions: list[str], texts: list[str], max_length: int | None, **options):
+    """(question, passage) pairs tokenized as cross-encoders read them: the passage is cut to fit; a
+    question too long to leave room for any passage is cut too, instead of failing the batch."""
+    try:
+        return tokenizer(questions, texts, truncation="only_second", max_length=max_length, **options)
+    except Exception as exc:  # noqa: BLE001 - the tokenizers library raises a bare Exception here
+        if "truncat" not in str(exc).lower():
+            raise
+        return tokenizer(questions, texts, truncation="longest_first", max_length=max_length, **options)

@@ -1,0 +1,78 @@
+"""Dense search: a FAISS index built by ``dense`` (``ifqa index dense``), its questions encoded by the
+encoder and backend that encoded the passages. Every file is checked against the manifest when
+the index opens, so a damaged or hand-edited folder is one line, never a wrong answer later."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from ifqa import memory
+from ifqa.errors import IfqaError
+from ifqa.retrieval.encoders import load_encoder
+from ifqa.retrieval.index import Hits, passage_store
+
+FAISS_FILE = "index.faiss"
+INDEX_TYPES = ("flat", "hnsw", "ivfpq")
+
+
+def check_params(params: dict, folder: Path) -> None:
+    """The manifest's dense parameters, typed: what the encoder and FAISS read from them."""
+    problems = []
+    if not isinstance(params.get("encoder"), str) or not params["encoder"]:
+        problems.append("'encoder' must name a model")
+    if params.get("index_type") not in INDEX_TYPES:
+        problems.append(f"'index_type' must be one of {', '.join(INDEX_TYPES)}")
+    length = params.get("max_length")
+    if length is not None and (isinstance(length, bool) or not isinstance(length, int) or length < 1):
+        problems.append(f"'max_length' must be a positive integer, got {length!r}")
+    if params.get("index_type") == "ivfpq" and not (isinstance(params.get("nlist"), int) and params["nlist"] > 0):
+        problems.append("'nlist' must be a positive integer")
+    if problems:
+        raise IfqaError(f"damaged manifest: {'; '.join(problems)}", folder / "manifest.json")
+
+
+class DenseRetriever:
+    """A FAISS index with its query encoder and passage store."""
+
+    def __init__(self, index, encoder, manifest: dict, passages: PassageStore, name: str):
+        self.index, self.encoder, self.manifest, self.passages, self.name = index, encoder, manifest, passages, name
+
+    @classmethod
+    def load(cls, index_dir: str | Path, manifest: dict, corpus: str | Path | None = None,
+             device: str | None = None) -> "DenseRetriever":
+        import faiss
+
+        path = Path(index_dir) / FAISS_FILE
+        size, machine = path.stat().st_size, memory.physical_memory()
+        if machine and size > machine:  # FAISS reads the whole index into memory
+            raise IfqaError(f"searching this index needs about {memory.size_text(size)} of memory, more "
+                            f"than this machine's {memory.size_text(machine)}; rebuild it with --index-type ivfpq", path)
+        params = manifest["params"]
+        check_params(params, Path(index_dir))
+        index = faiss.read_index(str(path))
+        if params["index_type"] == "hnsw":
+            index.hnsw.efSearch = 128
+        elif params["index_type"] == "ivfpq":
+            index.nprobe = min(32, params["nlist"])
+        if device and device.startswith("cuda") and hasattr(faiss, "StandardGpuResources"):
+            index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
+        # queries are encoded by the backend that encoded the passages
+        encoder = load_encoder(params["encoder"], params.get("query_encoder"), device, params.get("max_length"),
+                               backend=params.get("backend", "torch"))
+        store = passage_store(Path(index_dir), manifest, corpus)
+        if index.ntotal != len(store) or index.d != encoder.dim:  # searching would fail, or answer from other vectors
+            raise IfqaError(f"damaged index: {FAISS_FILE} holds {index.ntotal} vectors of {index.d} dimensions, the "
+                            f"collection {len(store)} passages and the encoder {encoder.dim}; rebuild it with --force",
+                            index_dir)
+        return cls(index, encoder, manifest, store, f"dense:{Path(index_dir).name}")
+
+    def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Hits]:
+        import faiss
+
+        faiss.omp_set_num_threads(max(1, threads))
+        vectors = self.encoder.encode_queries(list(queries))
+        scores, positions = self.index.search(np.ascontiguousarray(vectors), min(k, len(self.passages)))
+        return [[(int(p), float(s)) for p, s in zip(row_p, row_s) if p >= 0] for row_p, row_s in zip(positions, scores)]
