@@ -145,6 +145,22 @@ def test_bf16_training_step_on_gpu(t5_dir, toy_run, tmp_path):
     assert state["step"] == 2 and all(e["loss"] == e["loss"] for e in state["log"])
 
 
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+def test_compiled_training_on_gpu_follows_eager_and_reads_in_bf16(t5_dir, toy_run, tmp_path):
+    """On CUDA, where compiling is the default: the compiled losses follow the eager ones (bf16, so
+    within rounding), and generation under bf16 autocast answers as in fp32 on this toy."""
+    model = fid_model.FiDT5.from_pretrained(str(t5_dir))
+    model.config.dropout_rate = 0.0
+    model.save_pretrained(tmp_path / "t5")
+    AutoTokenizer.from_pretrained(str(t5_dir)).save_pretrained(tmp_path / "t5")
+    common = dict(model=str(tmp_path / "t5"), steps=4, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
+                  text_maxlength=32, answer_maxlength=6)
+    eager = fid_train.train(toy_run, None, tmp_path / "eager", FiDTrainConfig(**common, no_compile=True), "cuda", progress=False)
+    compiled = fid_train.train(toy_run, None, tmp_path / "compiled", FiDTrainConfig(**common), "cuda", progress=False)
+    assert [e["loss"] for e in compiled["log"]] == pytest.approx([e["loss"] for e in eager["log"]], rel=2e-2, abs=2e-2)
+
+
 @pytest.mark.slow
 def test_compiled_training_equals_eager_and_resumes(t5_dir, toy_run, tmp_path, monkeypatch):
     """torch.compile (the default on CUDA) changes the speed, not the losses; a compiled run resumes

@@ -194,3 +194,21 @@ def test_rerank_on_an_exported_backend_keeps_the_ranking(tmp_path, trained, cli,
     for a, b in zip(read_run(outputs["torch"]), read_run(outputs["openvino"])):
         assert [c["score"] for c in a["ctxs"]] == pytest.approx([c["score"] for c in b["ctxs"]], abs=0.05)
     assert read_manifest(outputs["openvino"])["rerankers"][-1]["backend"] == "openvino"
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs CUDA")
+def test_gpu_reranking_keeps_the_cpu_ranks(trained):
+    """On CUDA (bf16, pairs tokenized by worker processes) the ranks are the CPU's, up to near-ties."""
+    from ifqa.datasets.demo import load_demo
+    from ifqa.retrieval.rerank import load_reranker
+    from ifqa.retrieval.specs import open_index
+
+    index = open_index("demo:bm25")
+    questions = [e.question for e in load_demo("dev")]
+    hits = index.search(questions, 20)
+    cpu = load_reranker(str(trained / "model"), depth=20, device="cpu").rerank_many(questions, hits, index.passages)
+    gpu = load_reranker(str(trained / "model"), depth=20, device="cuda").rerank_many(questions, hits, index.passages)
+    for a, b in zip(cpu, gpu):
+        assert max(abs(x - y) for (_, x), (_, y) in zip(sorted(a), sorted(b))) < 0.1
+        assert [p for p, _ in a][:1] == [p for p, _ in b][:1] or abs(a[0][1] - a[1][1]) < 0.1
