@@ -2,13 +2,16 @@
 OpenVINO, fp32 and int8, for the dense encoder and the cross-encoder, on the same texts in one run.
 
     python benchmarks/cpu_backends.py [--passages 1000] [--pairs 1000] [--recall 20000] [--reranker DIR]
+                                      [--rerank-run RUN --rerank-depth 20]
 
 Encoding: passages/s of ``ifqa``'s encoder (all-MiniLM-L6-v2, max 128 tokens, batch 64) and each
 export's lowest and mean cosine to fp32. Reranking: pairs/s of the cross-encoder (``--reranker``, a
 trained ifqa reranker; default all-MiniLM-L6-v2 with a fresh scoring head: the real cost, not a
 real ranking) and the rank correlation of its scores with fp32. ``--recall N`` also builds a dense
 index per backend over IfQA's gold passages plus N other mini-wiki passages and reports the dev
-gold recall@1/5/20 (700 questions). Exports are made first and not timed (they are cached). Reads
+gold recall@1/5/20 (700 questions). ``--rerank-run`` reranks a dev run with ``--reranker`` on each backend
+through `ifqa rerank` and reports gold R@1/R@5 beside fp32 PyTorch's. Exports are made first and not timed
+(they are cached). Reads
 ../shared/data (mini-wiki passages, IfQA dev); without it, the demo passages.
 """
 
@@ -51,22 +54,46 @@ def passages(n: int, skip: int = 1000) -> list[dict]:
     return [{"title": r.get("title") or "", "text": r["text"]} for r in rows[skip:]]
 
 
-def encoding(texts: list[dict]) -> list[dict]:
+def interleaved(runners: dict, rounds: int) -> dict[str, tuple[float, object]]:
+    """Median seconds of each runner over ``rounds`` rounds, the backends taking turns within each
+    round (this machine's speed drifts: back-to-back runs of one backend would carry the drift into
+    the ratios), and each one's last output."""
+    import statistics
+
+    seconds: dict[str, list[float]] = {name: [] for name in runners}
+    outputs: dict[str, object] = {}
+    for _ in range(rounds):
+        for name, run in runners.items():
+            started = time.time()
+            outputs[name] = run()
+            seconds[name].append(time.time() - started)
+    return {name: (statistics.median(values), outputs[name]) for name, values in seconds.items()}
+
+
+def _loaded(load) -> dict:
+    """Each backend's model, loaded (and exported, once, untimed) and warmed; a missing extra is a row."""
+    models, missing = {}, {}
+    for backend in BACKENDS:
+        try:
+            models[backend] = load(backend)
+        except Exception as exc:  # a missing extra: say so in the table
+            missing[backend] = str(exc).splitlines()[0][:80]
+    return models, missing
+
+
+def encoding(texts: list[dict], rounds: int) -> list[dict]:
     import numpy as np
 
     from ifqa.retrieval.encoders import load_encoder
 
-    rows, reference, base = [], None, None
-    for backend in BACKENDS:
-        try:
-            encoder = load_encoder(device="cpu", max_length=128, backend=backend)
-        except Exception as exc:  # a missing extra: say so in the table
-            rows.append({"backend": backend, "passages/s": str(exc).splitlines()[0][:80]})
-            continue
+    models, missing = _loaded(lambda backend: load_encoder(device="cpu", max_length=128, backend=backend))
+    for encoder in models.values():
         encoder.encode_passages(texts[:64], 64)
-        started = time.time()
-        vectors = encoder.encode_passages(texts, 64)
-        rate = len(texts) / (time.time() - started)
+    timed_runs = interleaved({b: (lambda e=e: e.encode_passages(texts, 64)) for b, e in models.items()}, rounds)
+    rows = [{"backend": b, "passages/s": m} for b, m in missing.items()]
+    base, reference = None, None
+    for backend, (seconds, vectors) in timed_runs.items():
+        rate = len(texts) / seconds
         reference = vectors if reference is None else reference
         base = rate if base is None else base
         cosines = np.sum(vectors * reference, axis=1)
@@ -94,7 +121,7 @@ def cross_encoder(folder: str | None) -> str:
     return str(target)
 
 
-def reranking(texts: list[dict], model: str) -> list[dict]:
+def reranking(texts: list[dict], model: str, rounds: int) -> list[dict]:
     import numpy as np
 
     from ifqa.retrieval.rerank import load_reranker
@@ -102,20 +129,18 @@ def reranking(texts: list[dict], model: str) -> list[dict]:
     questions = [f"If {p['title'] or 'this'} had never existed, what would be different?" for p in texts[::100]]
     items = [(questions[i // 100], [p["text"] for p in texts[i : i + 100]], [0.0] * len(texts[i : i + 100]))
              for i in range(0, len(texts), 100)]
-    rows, reference, base = [], None, None
-    for backend in BACKENDS:
-        try:
-            reranker = load_reranker(model, depth=100, device="cpu", max_length=192, backend=backend)
-        except Exception as exc:
-            rows.append({"backend": backend, "pairs/s": str(exc).splitlines()[0][:80]})
-            continue
+    models, missing = _loaded(lambda backend: load_reranker(model, depth=100, device="cpu", max_length=192, backend=backend))
+    for reranker in models.values():
         reranker.score_many(items[:1])
-        started = time.time()
-        scores = np.concatenate([np.asarray(s) for s in reranker.score_many(items)])
-        rate = len(scores) / (time.time() - started)
+    timed_runs = interleaved({b: (lambda r=r: r.score_many(items)) for b, r in models.items()}, rounds)
+    rows = [{"backend": b, "pairs/s": m} for b, m in missing.items()]
+    base, reference = None, None
+    ranks = lambda v: np.argsort(np.argsort(v)).astype(float)  # noqa: E731
+    for backend, (seconds, scored) in timed_runs.items():
+        scores = np.concatenate([np.asarray(s) for s in scored])
+        rate = len(scores) / seconds
         reference = scores if reference is None else reference
         base = rate if base is None else base
-        ranks = lambda v: np.argsort(np.argsort(v)).astype(float)  # noqa: E731
         rows.append({"backend": backend, "pairs/s": rate, "x fp32 torch": rate / base,
                      "rank correlation": f"{np.corrcoef(ranks(scores), ranks(reference))[0, 1]:.4f}"})
         print(json.dumps(rows[-1]), flush=True)
@@ -154,6 +179,28 @@ def recall(others: int) -> list[dict]:
     return rows
 
 
+def rerank_quality(run: str, model: str, depth: int) -> list[dict]:
+    """IfQA dev gold recall after `ifqa rerank` of ``run``'s top ``depth`` with each backend (the
+    command itself, start-up and exporting included in its seconds)."""
+    rows = []
+    for backend in BACKENDS:
+        name, _, quantize = backend.partition("-")
+        out = WORK / f"reranked-{Path(run).stem}-d{depth}-{backend}.jsonl"
+        extra = ["--backend", name] + (["--quantize", quantize] if quantize else [])
+        seconds, _, result = timed(ifqa("rerank", "--run", run, "--model", model, "--depth", depth, "-o", out, "--json",
+                                        "--no-progress", "--device", "cpu", *extra))
+        gold = json.loads(result.stdout)["recall"]["gold"]
+        pairs = sum(min(depth, len(json.loads(line)["ctxs"])) for line in open(run, encoding="utf-8"))
+        rows.append({"backend": backend, "seconds": seconds, "pairs/s": pairs / seconds,
+                     **{f"gold R@{k}": gold[str(k)] for k in (1, 5) if str(k) in gold}})
+        print(json.dumps(rows[-1]), flush=True)
+    base = rows[0]
+    for row in rows[1:]:
+        for k in (1, 5):
+            row[f"R@{k} vs torch"] = f"{row[f'gold R@{k}'] - base[f'gold R@{k}']:+.2f}"
+    return rows
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--passages", type=int, default=1000, help="passages encoded per backend")
@@ -162,6 +209,9 @@ def main() -> None:
     parser.add_argument("--recall", type=int, default=0, help="also index gold + N mini-wiki passages per backend")
     parser.add_argument("--backends", nargs="+", default=BACKENDS, choices=BACKENDS, help="torch first: the others are compared with it")
     parser.add_argument("--skip-speed", action="store_true", help="only the recall part")
+    parser.add_argument("--rounds", type=int, default=3, help="timed rounds, backends taking turns; the median is reported")
+    parser.add_argument("--rerank-run", help="a dev run to rerank with --reranker on each backend (recall after reranking)")
+    parser.add_argument("--rerank-depth", type=int, default=100, help="passages reranked per question with --rerank-run")
     args = parser.parse_args()
     BACKENDS[:] = args.backends
     os.environ.setdefault("IFQA_DATA_DIR", str(SHARED / "ifqa"))
@@ -172,12 +222,17 @@ def main() -> None:
     if not args.skip_speed:
         texts = passages(max(args.passages, args.pairs))
         print("## Dense encoding (all-MiniLM-L6-v2, 128 tokens, batch 64)\n")
-        print(markdown_table(encoding(texts[: args.passages]), digits=1))
+        print(markdown_table(encoding(texts[: args.passages], args.rounds), digits=1))
         print("\n## Cross-encoder scoring (192 tokens, 100 passages a question)\n")
-        print(markdown_table(reranking(texts[: args.pairs], cross_encoder(args.reranker)), digits=1))
+        print(markdown_table(reranking(texts[: args.pairs], cross_encoder(args.reranker), args.rounds), digits=1))
     if args.recall:
         print(f"\n## Dense retrieval, IfQA dev, gold passages + {args.recall:,} others\n")
         print(markdown_table(recall(args.recall), digits=2))
+    if args.rerank_run:
+        if not args.reranker:
+            parser.error("--rerank-run needs --reranker (a trained reranker folder)")
+        print(f"\n## Reranking {args.rerank_run}'s top {args.rerank_depth} with {args.reranker}\n")
+        print(markdown_table(rerank_quality(args.rerank_run, args.reranker, args.rerank_depth), digits=2))
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@ requests/s at concurrency 1, 4 and 16, for BM25 and BM25 + a reranker, on the de
 on mini-wiki (IfQA supervised dev questions).
 
     python benchmarks/serve_latency.py [--rerank MODEL] [--mini-index DIR] [--requests 200]
+                                       [--rerank-backends torch auto-int8] [--collections demo] [--concurrency 1]
 
 Each configuration runs in its own `ifqa serve` process on 127.0.0.1 (started, warmed with one
 request, measured, stopped); the client is plain urllib in threads. Without ``--mini-index`` the
@@ -74,11 +75,15 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200, help="questions per measurement (BM25)")
     parser.add_argument("--rerank-requests", type=int, default=100, help="questions per measurement with the reranker")
     parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--rerank-backends", nargs="+", default=["torch"],
+                        help="reranker backends to serve with, each its own row (torch, onnx-int8, auto-int8, ...)")
+    parser.add_argument("--collections", nargs="+", default=["demo", "mini-wiki"], choices=["demo", "mini-wiki"])
+    parser.add_argument("--concurrency", nargs="+", type=int, default=[1, 4, 16], help="client counts (1 gives p50/p95)")
     args = parser.parse_args()
     os.environ.setdefault("IFQA_DATA_DIR", str(SHARED / "ifqa"))
     WORK.mkdir(parents=True, exist_ok=True)
     mini_index = Path(args.mini_index) if args.mini_index else WORK / "mini-wiki" / "bm25"
-    if not args.mini_index and not (mini_index / "manifest.json").exists():
+    if "mini-wiki" in args.collections and not args.mini_index and not (mini_index / "manifest.json").exists():
         corpus = WORK / "mini-wiki" / "passages.jsonl"
         corpus.parent.mkdir(parents=True, exist_ok=True)
         if not corpus.exists():
@@ -88,17 +93,22 @@ def main() -> None:
     collections = [("demo", [], ("demo", "dev")), ("mini-wiki", ["--index", str(mini_index), "--setting", "supervised"],
                                                      ("supervised", "dev"))]
     rows = []
-    for name, serve_args, (setting, split) in collections:
-        for reranker in [None, args.rerank] if args.rerank else [None]:
-            extra = ["--rerank", reranker, "--rerank-depth", str(args.rerank_depth)] if reranker else []
+    pipelines = [(None, None)] + [(args.rerank, backend) for backend in args.rerank_backends if args.rerank]
+    for name, serve_args, (setting, split) in [c for c in collections if c[0] in args.collections]:
+        for reranker, backend in pipelines:
+            extra = []
+            if reranker:
+                label, _, quantize = backend.partition("-")
+                extra = ["--rerank", reranker, "--rerank-depth", str(args.rerank_depth), "--rerank-backend", label,
+                         *(["--rerank-quantize", quantize] if quantize else [])]
             n = args.rerank_requests if reranker else args.requests
             questions = questions_of(setting, split, n)
-            process, url = start(serve_args + extra, WORK / f"serve-{name}{'-rerank' if reranker else ''}.log")
+            process, url = start(serve_args + extra, WORK / f"serve-{name}{'-rerank-' + backend if reranker else ''}.log")
             try:
                 search(url, questions[0], args.k)  # warm-up: first-request imports and caches
-                row = {"collection": name, "pipeline": f"BM25 + rerank top {args.rerank_depth}" if reranker else "BM25",
-                       "questions": n}
-                for concurrency in (1, 4, 16):
+                row = {"collection": name, "pipeline": f"BM25 + rerank top {args.rerank_depth} ({backend})" if reranker
+                       else "BM25", "questions": n}
+                for concurrency in args.concurrency:
                     latencies, throughput = measure(url, questions, args.k, concurrency)
                     if concurrency == 1:
                         row["p50 ms"] = 1000 * statistics.median(latencies)

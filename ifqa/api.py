@@ -142,7 +142,8 @@ class Pipeline:
 class Reranker:
     """A cross-encoder (or the question-agnostic control) that reorders hits, as ``ifqa rerank``.
 
-    ``backend``: ``torch``, or ``onnx``/``openvino`` (``-int8``) on a CPU.
+    ``backend``: ``torch``, or ``onnx``/``openvino``/``auto`` (``-int8``: ``auto-int8`` is the int8
+    export measured fastest on this kind of CPU) on a CPU.
     """
 
     def __init__(self, model: str | Path, depth: int = 100, device: str | None = None, backend: str = "torch",

@@ -119,9 +119,10 @@ def backend_options(what: str, prefix: str = ""):
                                 help=f"{what} with int8 weights (needs --{prefix}backend onnx or openvino; checked "
                                 "against the fp32 model on a probe batch).")(function)
         return click.option(f"--{prefix}backend", f"{prefix.replace('-', '_')}backend",
-                            type=click.Choice(["torch", "onnx", "openvino"]), default="torch", show_default=True,
+                            type=click.Choice(["torch", "onnx", "openvino", "auto"]), default="torch", show_default=True,
                             help=f"{what} on PyTorch (any device), or exported once to ONNX Runtime or OpenVINO for "
-                            "the CPU (cached; pip install 'ifqa[onnx]' or 'ifqa[openvino]').")(function)
+                            "the CPU (cached; pip install 'ifqa[onnx]' or 'ifqa[openvino]'); auto: the export measured "
+                            "fastest on this kind of CPU (with int8: OpenVINO given VNNI or AMX, else ONNX Runtime).")(function)
 
     return decorate
 

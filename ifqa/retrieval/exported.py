@@ -1,10 +1,12 @@
 """Encoders and cross-encoders exported for CPU inference: ONNX Runtime or OpenVINO, fp32 or int8.
 
-Measured by benchmarks/cpu_backends.py (docs/benchmarks.md): on 2 cores of an AMD EPYC with AVX-512,
-OpenVINO int8 (NNCF post-training quantization, the rest in f32) encodes 3.3x the passages/s of fp32
-PyTorch with dense recall within 0.5 points, ONNX Runtime's dynamic int8 (per-channel weights)
-2.2x, OpenVINO f32 1.3x; for cross-encoders OpenVINO int8 scores 1.7x PyTorch's bf16 autocast.
-PyTorch's own dynamic int8 is not offered: it moved MiniLM's embeddings to a cosine of 0.85.
+Measured by benchmarks/cpu_backends.py (docs/benchmarks.md), and which is fastest depends on the
+CPU: on 2 cores of an AMD EPYC with AVX-512 VNNI, OpenVINO int8 (NNCF post-training quantization,
+the rest in f32) encodes 3.3x the passages/s of fp32 PyTorch with dense recall within 0.5 points
+(ONNX Runtime's dynamic int8 2.2x); on 2 cores with AVX2 only, OpenVINO's int8 is no faster than
+fp32 and ONNX Runtime's dynamic int8 is the fastest. ``--backend auto`` picks by the CPU's flags
+(``fastest_export``). PyTorch's own dynamic int8 is not offered: it moved MiniLM's embeddings to a
+cosine of 0.85.
 
 An export is a derived artifact: made on first use, cached under
 ``<cache>/exported/<checksum>-<backend>/`` with a manifest of its settings and the checksum of the
@@ -46,8 +48,10 @@ class Backend:
     quantize: str | None = None
 
     def __post_init__(self) -> None:
+        if self.name == "auto":  # resolved here, so manifests and caches only ever name a real backend
+            object.__setattr__(self, "name", fastest_export(self.quantize))
         if self.name not in BACKENDS:
-            raise IfqaError(f"--backend {self.name!r}: choose from {', '.join(BACKENDS)}")
+            raise IfqaError(f"--backend {self.name!r}: choose from {', '.join(BACKENDS + ('auto',))}")
         if self.quantize not in (None, *QUANTIZATIONS):
             raise IfqaError(f"--quantize {self.quantize!r}: choose from {', '.join(QUANTIZATIONS)}")
         if self.quantize and self.name == "torch":
@@ -56,7 +60,8 @@ class Backend:
 
     @classmethod
     def parse(cls, label: str | None) -> "Backend":
-        """``torch``, ``onnx``, ``openvino``, ``onnx-int8``, ``openvino-int8`` (as manifests write it)."""
+        """``torch``, ``onnx``, ``openvino``, ``onnx-int8``, ``openvino-int8`` (as manifests write it),
+        or ``auto``/``auto-int8`` (``fastest_export``)."""
         name, _, quantize = (label or "torch").partition("-")
         return cls(name, quantize or None)
 
@@ -80,6 +85,28 @@ class Backend:
         missing = [module for module in needed[self.name] if importlib.util.find_spec(module) is None]
         if missing:
             raise IfqaError(f"--backend {self.label} needs {', '.join(missing)}: pip install 'ifqa[{self.name}]'")
+
+
+def cpu_has_int8_dot_products() -> bool:
+    """VNNI or AMX: the instructions that make int8 matrix products fast on a CPU."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return any(flag in flags for flag in ("avx512_vnni", "avx_vnni", "amx_int8"))
+
+
+def fastest_export(quantize: str | None) -> str:
+    """What ``--backend auto`` means on this CPU, by benchmarks/cpu_backends.py (docs/benchmarks.md):
+    int8 runs fastest in OpenVINO where the CPU has VNNI or AMX (3.3x fp32 PyTorch encoding on
+    AVX-512 VNNI) and in ONNX Runtime where it has only AVX2 (OpenVINO's int8 was no faster than
+    fp32 there); in f32, OpenVINO was the faster on both. The other is taken when only it is installed."""
+    import importlib.util
+
+    preferred = ["openvino", "onnx"] if (not quantize or cpu_has_int8_dot_products()) else ["onnx", "openvino"]
+    installed = {"openvino": importlib.util.find_spec("openvino") is not None,
+                 "onnx": importlib.util.find_spec("onnxruntime") is not None}
+    return next((name for name in preferred if installed[name]), preferred[0])
 
 
 def checksum(module) -> str:

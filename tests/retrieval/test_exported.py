@@ -135,3 +135,16 @@ def test_index_dense_backend_refusals_are_one_line(corpus, tmp_path, cli, args, 
     result = cli("index", "dense", "--corpus", corpus, "-o", tmp_path / "idx", *args)
     assert result.returncode == 1 and message in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "idx").exists()
+
+
+def test_auto_names_the_export_measured_fastest_for_this_kind_of_cpu(monkeypatch):
+    """``--backend auto`` resolves at once (manifests and caches name a real backend): int8 in
+    OpenVINO given VNNI or AMX, in ONNX Runtime on a CPU with only AVX2; f32 in OpenVINO."""
+    from ifqa.retrieval import exported
+
+    monkeypatch.setattr(exported, "cpu_has_int8_dot_products", lambda: True)
+    assert exported.Backend.parse("auto-int8").label == "openvino-int8"
+    assert exported.Backend("auto").label == "openvino"
+    monkeypatch.setattr(exported, "cpu_has_int8_dot_products", lambda: False)
+    assert exported.Backend.parse("auto-int8").label == "onnx-int8"
+    assert exported.Backend("auto", "int8").exported
