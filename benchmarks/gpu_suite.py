@@ -213,6 +213,17 @@ def synchronize(device: str) -> None:
         torch.cuda.synchronize()
 
 
+def warmed_rate(device: str, count: int, warm_up, run) -> float:
+    """Items/s of ``run()`` over ``count`` items, after ``warm_up()``, with the GPU's queue drained at
+    both ends so that the clock holds the device's work, not its launch."""
+    warm_up()
+    synchronize(device)
+    started = time.time()
+    run()
+    synchronize(device)
+    return count / (time.time() - started)
+
+
 def dense_encoding(folders: dict, size: dict, device: str, work: Path) -> dict:
     """ifqa's chunk encoder (what `ifqa index dense` runs) beside encode() as ifqa called it before and
     the model alone, each warmed and timed in this process; the command's wall time, start-up
@@ -232,19 +243,13 @@ def dense_encoding(folders: dict, size: dict, device: str, work: Path) -> dict:
     encoder = dense.ChunkEncoder(corpus, work / "dense-cmd", str(folders["encoder"]), None, device, 128, True, None,
                                  dense.CHUNK)
     chunks = list(range(-(-len(passages) // dense.CHUNK)))
-    encoder.encode(chunks[:1])
-    synchronize(device)
-    started = time.time()
-    encoder.encode(chunks)
-    synchronize(device)
-    ours = len(passages) / (time.time() - started)
+    ours = warmed_rate(device, len(passages), lambda: encoder.encode(chunks[:1]), lambda: encoder.encode(chunks))
     texts = [f"{p['title']}. {p['text']}" if p["title"] else p["text"] for p in passages]
     model = SentenceTransformer(str(folders["encoder"]), device=device)
     model.max_seq_length = 128
-    model.encode(texts[:256], batch_size=64)
-    started = time.time()
-    model.encode(texts, batch_size=64, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
-    reference = len(texts) / (time.time() - started)
+    reference = warmed_rate(device, len(texts), lambda: model.encode(texts[:256], batch_size=64),
+                            lambda: model.encode(texts, batch_size=64, normalize_embeddings=True,
+                                                 convert_to_numpy=True, show_progress_bar=False))
     ceiling = model_alone(lambda batch: model(batch)["sentence_embedding"], model.tokenizer, texts, None, 1024, 128,
                           device, torch.float16, model)
     return row(f"`ifqa index dense` encoding, {len(texts):,} passages, {size['bert_name']}, 128 tokens, vs "
@@ -267,14 +272,9 @@ def model_alone(call, tokenizer, first: list[str], second: list[str] | None, bat
         batches.append({k: v.to(device) for k, v in features.items()})
     module.to(dtype if device.startswith("cuda") else torch.float32)
     with torch.inference_mode():
-        call(batches[0])
-        synchronize(device)
-        started = time.time()
-        for features in batches:
-            call(features)
-        synchronize(device)
+        rate = warmed_rate(device, len(first), lambda: call(batches[0]), lambda: [call(features) for features in batches])
     module.to(torch.float32)
-    return len(first) / (time.time() - started)
+    return rate
 
 
 def reranking(folders: dict, size: dict, device: str, work: Path) -> dict:
@@ -302,17 +302,10 @@ def reranking(folders: dict, size: dict, device: str, work: Path) -> dict:
     pairs = [(examples[i]["question"], passages[(i * depth + j) % len(passages)]["text"]) for i in range(n) for j in range(depth)]
     reranker = CrossEncoderReranker(str(folders["reranker"]), depth, device=device)
     items = [(q, [t for _, t in pairs[i : i + depth]], [0.0] * depth) for i, (q, _) in enumerate(pairs) if i % depth == 0]
-    reranker.score_many(items[:2])
-    synchronize(device)
-    started = time.time()
-    reranker.score_many(items)
-    synchronize(device)
-    ours = len(pairs) / (time.time() - started)
+    ours = warmed_rate(device, len(pairs), lambda: reranker.score_many(items[:2]), lambda: reranker.score_many(items))
     model = CrossEncoder(str(folders["reranker"]), device=device)
-    model.predict(pairs[:64], batch_size=64)
-    started = time.time()
-    model.predict(pairs, batch_size=64, show_progress_bar=False)
-    reference = len(pairs) / (time.time() - started)
+    reference = warmed_rate(device, len(pairs), lambda: model.predict(pairs[:64], batch_size=64),
+                            lambda: model.predict(pairs, batch_size=64, show_progress_bar=False))
     ceiling = model_alone(lambda batch: model.model(**batch).logits, model.tokenizer, [q for q, _ in pairs],
                           [t for _, t in pairs], 512, getattr(model, "max_seq_length", None) or 512, device, torch.float16,
                           model.model)

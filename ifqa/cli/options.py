@@ -112,11 +112,11 @@ def question_source(setting, split, questions, data_dir) -> QuestionSource:
 
 
 def backend_options(what: str, prefix: str = ""):
-    """``--backend torch|onnx|openvino`` and ``--quantize int8`` (``prefix``: ``rerank-`` on retrieve and serve)."""
+    """``--backend torch|onnx|openvino|auto`` and ``--quantize int8`` (``prefix``: ``rerank-`` on retrieve and serve)."""
 
     def decorate(function):
         function = click.option(f"--{prefix}quantize", f"{prefix.replace('-', '_')}quantize", type=click.Choice(["int8"]),
-                                help=f"{what} with int8 weights (needs --{prefix}backend onnx or openvino; checked "
+                                help=f"{what} with int8 weights (needs --{prefix}backend onnx, openvino or auto; checked "
                                 "against the fp32 model on a probe batch).")(function)
         return click.option(f"--{prefix}backend", f"{prefix.replace('-', '_')}backend",
                             type=click.Choice(["torch", "onnx", "openvino", "auto"]), default="torch", show_default=True,

@@ -34,6 +34,17 @@ def toy_run(tmp_path):
     return path
 
 
+@pytest.fixture
+def t5_without_dropout(t5_dir, tmp_path):
+    """The tiny T5 with dropout off: compiled code draws its dropout masks from its own generator,
+    so compiled and eager losses are compared without it."""
+    model = fid_model.FiDT5.from_pretrained(str(t5_dir))
+    model.config.dropout_rate = 0.0
+    model.save_pretrained(tmp_path / "t5")
+    AutoTokenizer.from_pretrained(str(t5_dir)).save_pretrained(tmp_path / "t5")
+    return tmp_path / "t5"
+
+
 def test_forward_equals_a_hand_computation(t5_dir):
     model = fid_model.FiDT5.from_pretrained(str(t5_dir)).eval()
     torch.manual_seed(1)
@@ -147,22 +158,30 @@ def test_bf16_training_step_on_gpu(t5_dir, toy_run, tmp_path):
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
-def test_compiled_training_on_gpu_follows_eager_and_reads_in_bf16(t5_dir, toy_run, tmp_path):
+def test_compiled_training_on_gpu_follows_eager_and_reads_in_bf16(t5_without_dropout, toy_run, tmp_path):
     """On CUDA, where compiling is the default: the compiled losses follow the eager ones (bf16, so
-    within rounding), and generation under bf16 autocast answers as in fp32 on this toy."""
-    model = fid_model.FiDT5.from_pretrained(str(t5_dir))
-    model.config.dropout_rate = 0.0
-    model.save_pretrained(tmp_path / "t5")
-    AutoTokenizer.from_pretrained(str(t5_dir)).save_pretrained(tmp_path / "t5")
-    common = dict(model=str(tmp_path / "t5"), steps=4, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
+    within rounding), and the first decoding step under bf16 autocast, as generation runs, scores as in fp32."""
+    common = dict(model=str(t5_without_dropout), steps=4, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
                   text_maxlength=32, answer_maxlength=6)
     eager = fid_train.train(toy_run, None, tmp_path / "eager", FiDTrainConfig(**common, no_compile=True), "cuda", progress=False)
     compiled = fid_train.train(toy_run, None, tmp_path / "compiled", FiDTrainConfig(**common), "cuda", progress=False)
     assert [e["loss"] for e in compiled["log"]] == pytest.approx([e["loss"] for e in eager["log"]], rel=2e-2, abs=2e-2)
+    model = fid_model.FiDT5.from_pretrained(str(t5_without_dropout)).to("cuda")
+    tokenizer = AutoTokenizer.from_pretrained(str(t5_without_dropout))
+    records = [json.loads(line) for line in toy_run.read_text().splitlines()]
+    settings = fid_data.FiDSettings(n_context=2, text_maxlength=32, answer_maxlength=6)
+    batch = {k: v.to("cuda") for k, v in fid_data.Collator(tokenizer, settings).inputs(records).items()}
+    start = torch.full((len(records), 1), model.config.decoder_start_token_id, device="cuda")
+    with torch.inference_mode():
+        fp32 = model(**batch, decoder_input_ids=start).logits.float()
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            bf16 = model(**batch, decoder_input_ids=start).logits.float()
+    assert torch.allclose(bf16, fp32, rtol=5e-2, atol=5e-2 * fp32.abs().max().item())  # random weights: near-ties may flip a token
+    assert len(fid_predict.predict(model, tokenizer, records, settings, bf16=True)) == len(records)
 
 
 @pytest.mark.slow
-def test_compiled_training_equals_eager_and_resumes(t5_dir, toy_run, tmp_path, monkeypatch):
+def test_compiled_training_equals_eager_and_resumes(t5_without_dropout, toy_run, tmp_path):
     """torch.compile (the default on CUDA) changes the speed, not the losses; a compiled run resumes
     an eager one (compiling is not a setting of the run). Compiled dropout draws its masks from its
     own generator, so the comparison runs without dropout."""
@@ -170,11 +189,7 @@ def test_compiled_training_equals_eager_and_resumes(t5_dir, toy_run, tmp_path, m
 
     if compile_unavailable("cpu"):
         pytest.skip(compile_unavailable("cpu"))
-    model = fid_model.FiDT5.from_pretrained(str(t5_dir))
-    model.config.dropout_rate = 0.0
-    model.save_pretrained(tmp_path / "t5")
-    AutoTokenizer.from_pretrained(str(t5_dir)).save_pretrained(tmp_path / "t5")
-    config = FiDTrainConfig(model=str(tmp_path / "t5"), steps=4, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
+    config = FiDTrainConfig(model=str(t5_without_dropout), steps=4, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
                             text_maxlength=32, answer_maxlength=6)
     eager = fid_train.train(toy_run, None, tmp_path / "eager", config, "cpu", progress=False)
     compiled_config = FiDTrainConfig(**{**config.__dict__, "compile": True})
@@ -205,9 +220,12 @@ def test_a_missing_model_folder_leaves_nothing(cli, toy_run, tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
 
 
-def test_interrupted_training_keeps_whole_steps(t5_dir, toy_run, tmp_path, monkeypatch):
+@pytest.mark.parametrize("stop", ["interrupt", "out of memory"])
+def test_interrupted_training_keeps_whole_steps(t5_dir, toy_run, tmp_path, monkeypatch, stop):
     """A stop inside a step (Ctrl-C, SIGTERM, a GPU out of memory) saves the steps before it; the same
-    command resumes as if nothing happened."""
+    command resumes as if nothing happened. Out of memory is one line naming the batch size."""
+    from ifqa.errors import IfqaError
+
     config = FiDTrainConfig(model=str(t5_dir), steps=4, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
                             text_maxlength=32, answer_maxlength=6)
     straight = fid_train.train(toy_run, None, tmp_path / "a", config, "cpu", progress=False)
@@ -216,11 +234,13 @@ def test_interrupted_training_keeps_whole_steps(t5_dir, toy_run, tmp_path, monke
     def failing_step(self, *args, **kwargs):
         calls.append(1)
         if len(calls) == 3:
-            raise KeyboardInterrupt
+            raise KeyboardInterrupt if stop == "interrupt" else torch.OutOfMemoryError("CUDA out of memory")
         return real_step(self, *args, **kwargs)
 
     monkeypatch.setattr(torch.optim.AdamW, "step", failing_step)
-    with pytest.raises(KeyboardInterrupt):
+    expected = (pytest.raises(KeyboardInterrupt) if stop == "interrupt" else
+                pytest.raises(IfqaError, match="ran out of memory on a batch of 2 questions x 2 passages; lower"))
+    with expected:
         fid_train.train(toy_run, None, tmp_path / "b", config, "cpu", progress=False)
     monkeypatch.setattr(torch.optim.AdamW, "step", real_step)
     saved = fid_train.load_trainer_state(tmp_path / "b" / "last" / "trainer_state.pt")

@@ -213,3 +213,31 @@ def test_gpu_encoding_matches_the_cpu_within_fp16(corpus, tmp_path):
         name = f"chunk-{j:07d}.npy"
         a, b = np.load(tmp_path / "cpu" / "embeddings" / name), np.load(tmp_path / "gpu" / "embeddings" / name)
         assert np.min(np.sum(a * b, axis=1)) > 0.999
+
+
+def test_a_gpu_out_of_memory_is_one_line_and_keeps_finished_chunks(corpus, tmp_path, monkeypatch):
+    """Out of memory on the third chunk: the error names the batch size to lower, the two finished
+    chunks stay, and the same call resumes to the index an uninterrupted build writes."""
+    import torch
+
+    from ifqa.retrieval import encoders
+
+    real, calls = encoders.SentenceEncoder.passage_vectors, []
+
+    def runs_out(self, features):
+        calls.append(1)
+        if len(calls) == 3:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return real(self, features)
+
+    monkeypatch.setattr(encoders.SentenceEncoder, "passage_vectors", runs_out)
+    with pytest.raises(IfqaError, match="ran out of memory on a batch of 3 passages; lower --batch-size"):
+        dense.build(corpus, tmp_path / "idx", chunk=3, batch_size=3, progress=False)
+    assert sorted(p.name for p in (tmp_path / "idx" / "embeddings").glob("chunk-*.npy")) == [
+        "chunk-0000000.npy", "chunk-0000001.npy"]
+    monkeypatch.setattr(encoders.SentenceEncoder, "passage_vectors", real)
+    dense.build(corpus, tmp_path / "idx", chunk=3, batch_size=3, progress=False)
+    dense.build(corpus, tmp_path / "whole", chunk=3, batch_size=3, progress=False)
+    for j in range(3):
+        name = f"chunk-{j:07d}.npy"
+        assert np.allclose(np.load(tmp_path / "idx" / "embeddings" / name), np.load(tmp_path / "whole" / "embeddings" / name))
