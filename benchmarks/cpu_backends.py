@@ -9,10 +9,10 @@ export's lowest and mean cosine to fp32. Reranking: pairs/s of the cross-encoder
 trained ifqa reranker; default all-MiniLM-L6-v2 with a fresh scoring head: the real cost, not a
 real ranking) and the rank correlation of its scores with fp32. ``--recall N`` also builds a dense
 index per backend over IfQA's gold passages plus N other mini-wiki passages and reports the dev
-gold recall@1/5/20 (700 questions). ``--rerank-run`` reranks a dev run with ``--reranker`` on each backend
-through `ifqa rerank` and reports gold R@1/R@5 beside fp32 PyTorch's. Exports are made first and not timed
-(they are cached). Reads
-../shared/data (mini-wiki passages, IfQA dev); without it, the demo passages.
+gold recall@1/5/20 (700 questions). ``--rerank-run`` reranks a dev run with ``--reranker`` on each
+backend through `ifqa rerank` and reports gold R@1/R@5 beside fp32 PyTorch's. Exports are made first
+and not timed (they are cached); speeds are the median of ``--rounds`` rounds in which the backends
+take turns. Reads ../shared/data (mini-wiki passages, IfQA dev); without it, the demo passages.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ def interleaved(runners: dict, rounds: int) -> dict[str, tuple[float, object]]:
     return {name: (statistics.median(values), outputs[name]) for name, values in seconds.items()}
 
 
-def _loaded(load) -> dict:
+def _loaded(load) -> tuple[dict, dict]:
     """Each backend's model, loaded (and exported, once, untimed) and warmed; a missing extra is a row."""
     models, missing = {}, {}
     for backend in BACKENDS:
