@@ -250,8 +250,7 @@ def evaluate_predictions(predictions: str | Path | Mapping[str, str] | Iterable[
     answers = _task_predictions(task, predictions)
     other = _task_predictions(task, compare) if compare is not None else None
     qids = {example.qid for example in question_set.examples}
-    for name, given in (("predictions", predictions), ("compare", compare)):
-        found = answers if name == "predictions" else other
+    for name, given, found in (("predictions", predictions, answers), ("compare", compare, other)):
         if found is not None and not qids & set(found):  # another set's predictions score 0, silently
             where = f"{given}: " if isinstance(given, (str, Path)) else ""
             raise IfqaError(f"{where}{name} answer none of the {len(qids)} questions of {question_set.name} "

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Sequence, TypedDict
 
 from ifqa import __version__
 from ifqa.errors import IfqaError
-from ifqa.io import read_jsonl, write_json, write_jsonl
+from ifqa.io import read_jsonl, read_manifest_object, write_json, write_jsonl
 
 
 @dataclass(frozen=True)
@@ -146,14 +146,7 @@ def read_manifest(path: str | Path) -> dict[str, Any] | None:
     sidecar = manifest_path(path)
     if not sidecar.exists():
         return None
-    try:
-        manifest = json.loads(sidecar.read_text(encoding="utf-8-sig"))
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise IfqaError(f"unreadable manifest ({str(exc)[:120] or 'nested too deeply'}); fix or delete it", sidecar) from None
-    if not isinstance(manifest, dict):
-        raise IfqaError(f"damaged manifest: a JSON object is needed, not a {type(manifest).__name__}; fix or delete it",
-                        sidecar)
-    return manifest
+    return read_manifest_object(sidecar, "; fix or delete it")
 
 
 def recorded_questions(path: str | Path) -> dict[str, Any] | None:
@@ -189,6 +182,11 @@ def is_id(value: Any) -> bool:
     return not isinstance(value, bool) and isinstance(value, (str, int)) and str(value).strip() != ""
 
 
+def _check_id(value: Any, field: str, path: str | Path, number: int) -> None:
+    if not is_id(value):
+        raise IfqaError(f"{field} must be a non-empty string or an integer, found {value!r}"[:200], path, number)
+
+
 def read_run(path: str | Path) -> list[RunRecord]:
     """All records of a run file, checked against the run schema (ids, a string text and a finite
     score for each passage); a file of no records is an error, not an empty run."""
@@ -199,8 +197,7 @@ def read_run(path: str | Path) -> list[RunRecord]:
             raise IfqaError(f"expected an object, found {type(record).__name__}", path, number)
         if "qid" not in record or not isinstance(record.get("ctxs"), list):
             raise IfqaError("each line needs 'qid' and a 'ctxs' list (is this a run file?)", path, number)
-        if not is_id(record["qid"]):
-            raise IfqaError(f"'qid' must be a non-empty string or an integer, found {record['qid']!r}"[:200], path, number)
+        _check_id(record["qid"], "'qid'", path, number)
         qid = str(record["qid"])
         if qid in seen:
             raise IfqaError(f"duplicate qid {qid!r}", path, number)
@@ -208,9 +205,7 @@ def read_run(path: str | Path) -> list[RunRecord]:
         for rank, ctx in enumerate(record["ctxs"], start=1):
             if not isinstance(ctx, dict) or not isinstance(ctx.get("text", ""), str) or "id" not in ctx:
                 raise IfqaError(f"ctx {rank} needs an 'id' and a string 'text'", path, number)
-            if not is_id(ctx["id"]):
-                raise IfqaError(f"ctx {rank}: 'id' must be a non-empty string or an integer, found {ctx['id']!r}"[:200],
-                                path, number)
+            _check_id(ctx["id"], f"ctx {rank}: 'id'", path, number)
             score = ctx.get("score", 0.0)
             if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)):
                 raise IfqaError(f"ctx {rank}: 'score' must be a finite number, found {score!r}"[:200], path, number)
@@ -241,8 +236,7 @@ def read_predictions(path: str | Path, convert: Callable[[str], str] | None = No
             raise IfqaError(f"expected an object, found {type(record).__name__}", path, number)
         if "qid" not in record or "prediction" not in record:
             raise IfqaError("each line needs 'qid' and 'prediction'", path, number)
-        if not is_id(record["qid"]):
-            raise IfqaError(f"'qid' must be a non-empty string or an integer, found {record['qid']!r}"[:200], path, number)
+        _check_id(record["qid"], "'qid'", path, number)
         qid, prediction = str(record["qid"]), record["prediction"]
         if not isinstance(prediction, str):
             raise IfqaError(f"'prediction' must be a string, found {type(prediction).__name__}", path, number)

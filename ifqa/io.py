@@ -25,6 +25,10 @@ def open_text(path: str | Path) -> IO[str]:
     return open(path, encoding="utf-8-sig")
 
 
+#: What a text holding a lone surrogate is told, wherever it came in (a file, a request).
+SURROGATE_PROBLEM = "holds an unpaired surrogate (\\ud800-\\udfff): not valid Unicode text"
+
+
 def unpaired_surrogate(*texts: str) -> bool:
     """Whether a text holds half of a UTF-16 pair (JSON's ``"\\ud800"``): a Python string, but not
     Unicode text that can be written, tokenized or hashed."""
@@ -34,6 +38,18 @@ def unpaired_surrogate(*texts: str) -> bool:
     except UnicodeEncodeError:
         return True
     return False
+
+
+def read_manifest_object(path: str | Path, advice: str = "") -> dict:
+    """A manifest (an index's, a run's): a JSON object, a byte-order mark dropped; anything else is
+    one line naming the file, ``advice`` after it."""
+    try:
+        manifest = json.loads(Path(path).read_text(encoding="utf-8-sig"))
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise IfqaError(f"unreadable manifest ({str(exc)[:120] or 'nested too deeply'}){advice}", path) from None
+    if not isinstance(manifest, dict):
+        raise IfqaError(f"damaged manifest: a JSON object is needed, not a {type(manifest).__name__}{advice}", path)
+    return manifest
 
 
 def read_jsonl(path: str | Path) -> Iterator[tuple[int, Any]]:

@@ -24,6 +24,16 @@ def check_model_location(name: str | Path) -> None:
         raise IfqaError("no such model folder", text)
 
 
+def check_model(name: str | Path, hint: str = "", files: tuple[str, ...] = ("config.json", "modules.json")) -> Path:
+    """``check_model_location``, and a local path that holds none of ``files`` is refused too
+    ("not a model folder", then ``hint``: what the option takes)."""
+    check_model_location(name)
+    path = Path(name)
+    if path.exists() and not any((path / file).exists() for file in files):
+        raise IfqaError(f"not a model folder (no {' or '.join(files)}){hint}", path)
+    return path
+
+
 def model_type(name: str | Path) -> str | None:
     """The ``model_type`` a local folder's config.json names (None for a hub id or no config)."""
     import json

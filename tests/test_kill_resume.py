@@ -30,13 +30,7 @@ def _timed(command: list[str], env: dict) -> float:
 
 def _kill_when(command: list[str], env: dict, started_work) -> None:
     """Start ``command`` and SIGKILL it as soon as ``started_work()`` sees part of its work done."""
-    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while not started_work() and process.poll() is None and time.time() < deadline:
-        time.sleep(0.02)
-    assert process.poll() is None, "finished before it could be killed"
-    os.kill(process.pid, signal.SIGKILL)
-    process.wait()
+    _signal_when(command, env, started_work, signal.SIGKILL)
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ from typing import Any
 from ifqa.artifacts import Example
 from ifqa.errors import IfqaError
 from ifqa.paths import cache_dir
-from ifqa.io import atomic_write, read_json, read_jsonl, unpaired_surrogate
+from ifqa.io import SURROGATE_PROBLEM, atomic_write, read_json, read_jsonl, unpaired_surrogate
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ def _parse_example(record: Any, name: str, where: str, need_answers: bool = True
     if not isinstance(context, list) or not all(isinstance(passage, str) for passage in context):
         raise fail("'context' must be a list of strings")
     if unpaired_surrogate(question, *answers, *context):
-        raise fail("holds an unpaired surrogate (\\ud800-\\udfff): not valid Unicode text")
+        raise fail(SURROGATE_PROBLEM)
     return Example(qid=str(idx), question=question, answers=list(answers), context=list(context))
 
 

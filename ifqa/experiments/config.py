@@ -17,6 +17,11 @@ from typing import Any
 from ifqa.errors import IfqaError
 from ifqa.registry import STAGES
 
+#: What ``enabled: "${IFQA_DENSE:-yes}"`` may say (from the environment): these switch a stage off ...
+OFF_WORDS = ("", "0", "no", "false", "off")
+#: ... and any of these is a switch at all.
+SWITCH_WORDS = OFF_WORDS + ("1", "yes", "true", "on")
+
 _VARIABLE = re.compile(r"\$\{(\w+)(?::-([^}]*))?\}")
 
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from ifqa.artifacts import QuestionSet
 from ifqa.datasets import QuestionSource
-from ifqa.experiments.config import load_config, output_dir
+from ifqa.experiments.config import OFF_WORDS, load_config, output_dir
 from ifqa.experiments.results import write_results
 from ifqa.io import write_json
 from ifqa.registry import STAGES
@@ -73,7 +73,7 @@ def stage_key(params: dict, inputs: list[Path]) -> str:
 def enabled(spec: dict) -> bool:
     """``enabled: ${IFQA_DENSE:-yes}`` switches a stage off with no, false, off, 0 or an empty value."""
     value = spec.get("enabled", True)
-    return value if isinstance(value, bool) else str(value).strip().lower() not in ("", "0", "no", "false", "off")
+    return value if isinstance(value, bool) else str(value).strip().lower() not in OFF_WORDS
 
 
 def question_source(config: dict, spec: dict) -> QuestionSource:

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ifqa.errors import IfqaError
+from ifqa.experiments.config import SWITCH_WORDS
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +50,6 @@ def earlier(spec: dict, key: str, names: dict[str, str], kinds: tuple[str, ...],
     raise IfqaError(f"{spec['stage']} stage {spec['name']!r}: '{key}' must name {what}, got {value!r}{found}"[:240], path)
 
 
-SWITCH_WORDS = ("", "0", "1", "no", "yes", "false", "true", "off", "on")
-
-
 class Stage:
     KEYS: frozenset[str] = frozenset({"stage", "name", "enabled"})
 
@@ -62,7 +60,7 @@ class Stage:
         if unknown:
             raise IfqaError(f"{spec['stage']} stage {spec['name']!r}: unknown key(s) {', '.join(sorted(unknown))}", path)
         switch = spec.get("enabled", True)  # a bool, or a word from the environment: enabled: "${IFQA_DENSE:-yes}"
-        if not isinstance(switch, bool) and str(switch).strip().lower() not in SWITCH_WORDS or isinstance(switch, (list, dict)):
+        if not isinstance(switch, bool) and (isinstance(switch, (list, dict)) or str(switch).strip().lower() not in SWITCH_WORDS):
             raise IfqaError(f"{spec['stage']} stage {spec['name']!r}: 'enabled' must be true or false (or yes, no, on, "
                             f"off, 1, 0), got {switch!r}"[:240], path)
 

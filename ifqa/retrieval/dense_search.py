@@ -13,6 +13,7 @@ from ifqa import memory
 from ifqa.errors import IfqaError
 from ifqa.retrieval.encoders import load_encoder
 from ifqa.retrieval.index import Hits, passage_store
+from ifqa.retrieval.store import PassageStore
 
 FAISS_FILE = "index.faiss"
 INDEX_TYPES = ("flat", "hnsw", "ivfpq")

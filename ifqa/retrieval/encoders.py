@@ -34,12 +34,9 @@ def resolve(name: str) -> str:
 
 def check_encoder_location(name: str) -> None:
     """A local encoder that is not there, or a folder that holds no model, is refused before any work."""
-    from ifqa.models import check_model_location
+    from ifqa.models import check_model
 
-    check_model_location(resolve(name))
-    folder = Path(resolve(name))
-    if folder.is_dir() and not any((folder / f).exists() for f in ("config.json", "modules.json")):
-        raise IfqaError("not a model folder (no config.json); --encoder takes a sentence-transformers or DPR model", folder)
+    check_model(resolve(name), "; --encoder takes a sentence-transformers or DPR model")
 
 
 def is_dpr(name: str) -> bool:

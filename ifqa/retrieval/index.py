@@ -22,7 +22,7 @@ import numpy as np
 
 from ifqa import __version__
 from ifqa.errors import IfqaError
-from ifqa.io import write_json
+from ifqa.io import read_manifest_object, write_json
 from ifqa.retrieval.store import PassageStore
 
 MANIFEST = "manifest.json"
@@ -123,19 +123,14 @@ def read_manifest(index_dir: str | Path) -> dict:
     path = Path(index_dir) / MANIFEST
     if not path.exists():
         raise IfqaError("not an ifqa index (no manifest.json)", index_dir)
-    try:
-        manifest = json.loads(path.read_text(encoding="utf-8-sig"))
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-        raise IfqaError(f"unreadable manifest ({str(exc)[:120] or 'nested too deeply'})", path) from None
+    manifest = read_manifest_object(path)
     problem = _manifest_problem(manifest)
     if problem:
         raise IfqaError(f"damaged manifest: {problem}", path)
     return manifest
 
 
-def _manifest_problem(manifest: Any) -> str | None:
-    if not isinstance(manifest, dict):
-        return f"a JSON object is needed, not a {type(manifest).__name__}"
+def _manifest_problem(manifest: dict) -> str | None:
     if not isinstance(manifest.get("engine"), str):
         return "'engine' must be a string"
     corpus = manifest.get("corpus")

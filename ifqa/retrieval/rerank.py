@@ -35,12 +35,9 @@ def load_cross_encoder(name: str, device: str | None = None, max_length: int | N
     hf_logging.disable_progress_bar()
     from ifqa.retrieval.encoders import resolve
 
-    from ifqa.models import check_model_location, loading
+    from ifqa.models import check_model, loading
 
-    check_model_location(resolve(name))
-    path = Path(resolve(name))
-    if path.exists() and not (path / "config.json").exists():
-        raise IfqaError("not a model folder (no config.json); train one with `ifqa train --reranker` or give a hub id", path)
+    path = check_model(resolve(name), "; train one with `ifqa train --reranker` or give a hub id", ("config.json",))
     device = pick_device(device)
     with loading(name, "cross-encoder"):
         return CrossEncoder(str(path) if path.exists() else name, device=device, max_length=max_length,

@@ -13,9 +13,10 @@ from typing import Iterator
 
 import numpy as np
 
+from ifqa.artifacts import is_id
 from ifqa.corpus.passages import TSV_HEADER
 from ifqa.errors import IfqaError
-from ifqa.io import unpaired_surrogate
+from ifqa.io import SURROGATE_PROBLEM, unpaired_surrogate
 
 
 def iter_corpus(path: str | Path) -> Iterator[tuple[int, dict]]:
@@ -43,14 +44,14 @@ def _parse(line: bytes, tsv: bool, path: Path, number: int) -> dict:
         record = json.loads(line)
         if not isinstance(record, dict) or "id" not in record or not isinstance(record.get("text"), str):
             raise ValueError("needs 'id' and a string 'text'")
-        if isinstance(record["id"], bool) or not isinstance(record["id"], (str, int)) or str(record["id"]).strip() == "":
+        if not is_id(record["id"]):
             raise ValueError(f"'id' must be a non-empty string or an integer, got {record['id']!r}"[:160])
         if record.get("title") is not None and not isinstance(record["title"], str):
             raise ValueError("'title' must be a string")
         if not record["text"].strip():
             raise ValueError("'text' is empty")
         if unpaired_surrogate(record["text"], record.get("title") or "", str(record["id"])):
-            raise ValueError("holds an unpaired surrogate (\\ud800-\\udfff): not valid Unicode text")
+            raise ValueError(SURROGATE_PROBLEM)
         return {"id": str(record["id"]), "title": str(record.get("title") or ""), "text": record["text"]}
     except (ValueError, UnicodeDecodeError) as exc:
         raise IfqaError(f"not a passage record ({exc})", path, number) from None

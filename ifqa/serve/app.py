@@ -42,10 +42,10 @@ class Ask(BaseModel):
     @classmethod
     def unicode_text(cls, question: str) -> str:
         """JSON can carry half of a UTF-16 pair (``"\\ud800"``): not text anything downstream can read."""
-        from ifqa.io import unpaired_surrogate
+        from ifqa.io import SURROGATE_PROBLEM, unpaired_surrogate
 
         if unpaired_surrogate(question):
-            raise ValueError("holds an unpaired surrogate (\\ud800-\\udfff), not valid Unicode text")
+            raise ValueError(SURROGATE_PROBLEM)
         return question
 
 

@@ -34,13 +34,10 @@ def check_before_mining(kind: str, recipe, questions: int, device: str | None) -
     check_device(device)
     if kind == "control":
         return
-    from ifqa.models import check_model_location
+    from ifqa.models import check_model
     from ifqa.retrieval.encoders import resolve
 
-    model = resolve(recipe.model)
-    check_model_location(model)
-    if Path(model).is_dir() and not any((Path(model) / name).exists() for name in ("config.json", "modules.json")):
-        raise IfqaError("not a model folder (no config.json); --model takes an encoder or cross-encoder", model)
+    check_model(resolve(recipe.model), "; --model takes an encoder or cross-encoder")
     if kind == "reranker" and recipe.group_size < recipe.other_gold + 1:
         raise IfqaError(f"--group-size {recipe.group_size} leaves no room for the gold passage and --other-gold "
                         f"{recipe.other_gold}; use a group of at least {recipe.other_gold + 1}")

@@ -27,12 +27,9 @@ log = logging.getLogger(__name__)
 def load_bi_encoder(name: str, max_length: int):
     from sentence_transformers import SentenceTransformer
 
-    path = Path(resolve(name))
-    if path.exists() and not (path / "config.json").exists() and not (path / "modules.json").exists():
-        raise IfqaError("not a model folder (no config.json or modules.json)", path)
-    from ifqa.models import check_model_location, loading
+    from ifqa.models import check_model, loading
 
-    check_model_location(path)
+    path = check_model(resolve(name))
     with loading(name, "sentence-transformers model"):
         model = SentenceTransformer(str(path) if path.exists() else name, device="cpu")
     model.max_seq_length = max_length
