@@ -65,6 +65,18 @@ def pick_precision(requested: str | None, device: str) -> str:
     return requested
 
 
+def search_precision(recorded: str | None, device: str) -> str:
+    """The precision questions are encoded in when searching an index whose passages were encoded in
+    ``recorded``: the same where ``device`` runs it, else fp32 (never fp16 for an index built in bf16
+    or fp32, whose encoder may overflow in fp16; an index that records none is searched in fp32)."""
+    if recorded in (None, "fp32"):
+        return "fp32"
+    try:
+        return pick_precision(recorded, device)
+    except IfqaError:
+        return "fp32"
+
+
 def torch_dtype(precision: str):
     import torch
 

@@ -15,17 +15,17 @@ import math
 import os
 import time
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import numpy as np
 
 from ifqa import memory
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write, write_json
-from ifqa.retrieval.encoders import DEFAULT_ENCODER, check_encoder_location, load_encoder, resolve
+from ifqa.retrieval.encoders import DEFAULT_ENCODER, check_encoder_location, resolve
 from ifqa.retrieval.dense_search import FAISS_FILE, INDEX_TYPES
 from ifqa.retrieval.index import MANIFEST, OFFSETS, corpus_record, finish_manifest
-from ifqa.retrieval.store import PassageStore, iter_corpus
+from ifqa.retrieval.chunks import ChunkEncoder, chunk_path
+from ifqa.retrieval.store import iter_corpus
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +51,6 @@ def _chunk_size(folder: Path) -> int:
     return int(json.loads((folder / "embeddings" / "settings.json").read_text())["chunk"])
 
 
-def _chunk_path(folder: Path, j: int) -> Path:
-    return folder / "embeddings" / f"chunk-{j:07d}.npy"
-
-
 def _offsets(corpus: Path, folder: Path) -> np.ndarray:
     path = folder / OFFSETS
     if path.exists():
@@ -65,88 +61,32 @@ def _offsets(corpus: Path, folder: Path) -> np.ndarray:
     return offsets
 
 
-def _check_settings(folder: Path, settings: dict) -> None:
+def _check_settings(folder: Path, settings: dict, precision: str) -> None:
     """Resume only what these settings made. Leftovers of a failed start with other settings (no
     chunk encoded yet) are replaced, so they never block the corrected command; encoded chunks of
-    other settings are kept unless ``--force`` discards them."""
+    other settings are kept unless ``--force`` discards them.
+
+    ``precision`` is recorded beside them (``auto`` on Ray, whose actors choose theirs). Chunks of
+    another precision may be resumed (their vectors agree within rounding), but the record then
+    falls back to fp32, the one precision every encoder's questions are safe in."""
     path = folder / "embeddings" / "settings.json"
     if path.exists():
         previous = json.loads(path.read_text())
+        recorded = previous.pop("precision", None)
         if previous == settings:
+            if recorded != precision:  # chunks of another precision (or of a build that recorded none) stay
+                write_json(path, {**settings, "precision": "fp32" if _has_chunks(folder) else precision})
             return
-        if any((folder / "embeddings").glob("chunk-*.npy")):
+        if _has_chunks(folder):
             raise IfqaError("holds embeddings made with another encoder or collection; use another -o "
                             "folder, or --force to discard them", folder)
         log.info("%s: replacing the settings of an unfinished build that encoded nothing", folder)
         (folder / OFFSETS).unlink(missing_ok=True)
-    write_json(path, settings)
+    write_json(path, {**settings, "precision": precision})
 
 
-class ChunkEncoder:
-    """Encodes chunks of a collection into ``embeddings/chunk-j.npy`` (each written whole or not at all).
-
-    One per process: the local loop, each Ray actor (``dense_ray``) and each ``--shard`` run use it,
-    so every path writes the same files. A chunk's batches are planned by the passages' byte lengths
-    (``batching.plan``), so a chunk holds the same vectors whichever path encoded it; tokenization
-    runs ahead across chunk boundaries (``encode_many``).
-    """
-
-    def __init__(self, corpus: str | Path, folder: str | Path, encoder_name: str, query_encoder: str | None,
-                 device: str | None, max_length: int | None, titles: bool, batch_size: int | None, chunk: int,
-                 threads: int | None = None, precision: str = "auto", backend: str = "torch"):
-        if threads:
-            import torch
-
-            torch.set_num_threads(threads)
-        from ifqa.retrieval.batching import default_batch_size
-
-        self.folder, self.titles, self.chunk = Path(folder), titles, chunk
-        offsets = np.load(self.folder / OFFSETS, mmap_mode="r")
-        self.total, self.store = len(offsets), PassageStore(corpus, offsets)
-        self.encoder = load_encoder(encoder_name, query_encoder, device, max_length, precision, backend)
-        self.batch_size = batch_size or default_batch_size(self.encoder.device)
-
-    def _inputs(self, positions: list[int]) -> dict:
-        passages = [self.store[p] for p in positions]
-        if not self.titles:
-            passages = [{**passage, "title": ""} for passage in passages]
-        return self.encoder.passage_inputs(passages)
-
-    def encode_many(self, chunks: Sequence[int]) -> Iterator[int]:
-        """Encode and write each chunk in turn; yields the passages of each chunk written."""
-        import torch
-
-        from ifqa.retrieval.batching import feed, out_of_memory_hint, plan, to_device
-
-        work, owner = [], []
-        for j in chunks:
-            start = j * self.chunk
-            for batch in plan(self.store.byte_lengths(start, min(start + self.chunk, self.total)), self.batch_size):
-                work.append([start + i for i in batch])
-                owner.append(j)
-        outputs, first = [], 0
-        device = self.encoder.device
-        with out_of_memory_hint(f"a batch of {self.batch_size} passages", kept=" (finished chunks are kept; the "
-                                "same command resumes)"):
-            for n, features in enumerate(feed(work, self._inputs, device)):
-                outputs.append(self.encoder.passage_vectors(to_device(features, device)))
-                if n + 1 < len(work) and owner[n + 1] == owner[n]:
-                    continue
-                j, positions = owner[n], np.concatenate(work[first : n + 1])
-                vectors = np.empty((len(positions), self.encoder.dim), np.float32)
-                vectors[positions - j * self.chunk] = torch.cat(outputs).float().cpu().numpy()
-                if not np.isfinite(vectors).all():  # fp16 can overflow (T5-based encoders): never index NaN
-                    raise IfqaError(f"the encoder gave non-finite vectors for chunk {j} at --precision "
-                                    f"{self.encoder.precision}; rerun with --precision bf16 or fp32 (finished chunks "
-                                    "are kept)", self.folder)
-                with atomic_write(_chunk_path(self.folder, j), "wb") as handle:
-                    np.save(handle, vectors)
-                outputs, first = [], n + 1
-                yield len(positions)
-
-    def encode(self, chunks: int | Sequence[int]) -> int:
-        """Encode chunk j (or several chunks, tokenized ahead across them); the passages written."""
-        return sum(self.encode_many([chunks] if isinstance(chunks, int) else chunks))
+def _has_chunks(folder: Path) -> bool:
+    return any((folder / "embeddings").glob("chunk-*.npy"))
 
 
 def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT_ENCODER,
@@ -172,14 +112,18 @@ def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAUL
             raise IfqaError(f"{encoder_name} was trained on passages without titles; encode with --no-titles")
     (folder / "embeddings").mkdir(parents=True, exist_ok=True)
     record = corpus_record(corpus)
+    if not ray:  # the precision the chunks are encoded in, recorded so that questions are encoded alike
+        from ifqa.devices import pick_device, pick_precision
+
+        precision = pick_precision(precision, pick_device(device))
     settings = {"encoder": encoder_name, "query_encoder": query_encoder, "chunk": chunk, "max_length": max_length,
                 "corpus_sha256": record["sha256"], **({} if titles else {"titles": False}),
                 **({"backend": backend} if backend != "torch" else {})}  # another backend's vectors never mix in
-    _check_settings(folder, settings)
+    _check_settings(folder, settings, precision)
     offsets = _offsets(corpus, folder)
     chunks = math.ceil(len(offsets) / chunk)
     i, n = shard or (0, 1)
-    todo = [j for j in range(chunks * i // n, chunks * (i + 1) // n) if not _chunk_path(folder, j).exists()]
+    todo = [j for j in range(chunks * i // n, chunks * (i + 1) // n) if not chunk_path(folder, j).exists()]
     if not todo:
         return 0
     args = (corpus, folder, encoder_name, query_encoder, device, max_length, titles, batch_size, chunk)
@@ -286,11 +230,11 @@ def merge(corpus: str | Path, index_dir: str | Path, index_type: str = "flat", s
     offsets = np.load(folder / OFFSETS, mmap_mode="r")
     chunk = _chunk_size(folder)
     chunks = math.ceil(len(offsets) / chunk)
-    missing = [j for j in range(chunks) if not _chunk_path(folder, j).exists()]
+    missing = [j for j in range(chunks) if not chunk_path(folder, j).exists()]
     if missing:
         raise IfqaError(f"{len(missing)} of {chunks} embedding chunks are missing (first: chunk {missing[0]}); "
                         "finish every --shard first", folder)
-    arrays = [np.load(_chunk_path(folder, j), mmap_mode="r") for j in range(chunks)]
+    arrays = [np.load(chunk_path(folder, j), mmap_mode="r") for j in range(chunks)]
     dim = int(arrays[0].shape[1])
     total = len(offsets)
     check_memory(index_type, total, dim, memory.limit(max_memory), chunk=chunk)
@@ -313,6 +257,8 @@ def merge(corpus: str | Path, index_dir: str | Path, index_type: str = "flat", s
               "metric": "inner_product", **extra}
     if settings.get("backend"):
         params["backend"] = settings["backend"]
+    if settings.get("precision") in ("fp16", "bf16"):  # questions are encoded alike (devices.search_precision)
+        params["precision"] = settings["precision"]
     return finish_manifest(folder, "faiss", params, corpus_record(Path(corpus)), total, started,
                            index_bytes=(folder / FAISS_FILE).stat().st_size,
                            embeddings_bytes=sum(a.nbytes for a in arrays))

@@ -1,6 +1,6 @@
 """Dense encoding on Ray: chunks of the collection go to a pool of actors, one per GPU of the cluster
 (or per CPU without GPUs), each holding the encoder once and writing ``embeddings/chunk-j.npy``
-exactly as the single-process loop does (the ``dense.ChunkEncoder`` class the caller passes in,
+exactly as the single-process loop does (the ``chunks.ChunkEncoder`` class the caller passes in,
 so this module never imports ``dense``).
 
 The chunk files are the unit of work and of resuming: a chunk is written whole or not at all, so a

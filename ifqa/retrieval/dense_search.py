@@ -11,7 +11,7 @@ import numpy as np
 
 from ifqa import memory
 from ifqa.errors import IfqaError
-from ifqa.retrieval.encoders import load_encoder
+from ifqa.retrieval.encoders import query_encoder
 from ifqa.retrieval.index import Hits, passage_store
 from ifqa.retrieval.store import PassageStore
 
@@ -60,9 +60,7 @@ class DenseRetriever:
             index.nprobe = min(32, params["nlist"])
         if device and device.startswith("cuda") and hasattr(faiss, "StandardGpuResources"):
             index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
-        # queries are encoded by the backend that encoded the passages
-        encoder = load_encoder(params["encoder"], params.get("query_encoder"), device, params.get("max_length"),
-                               backend=params.get("backend", "torch"))
+        encoder = query_encoder(params["encoder"], params.get("query_encoder"), params, device)
         store = passage_store(Path(index_dir), manifest, corpus)
         if index.ntotal != len(store) or index.d != encoder.dim:  # searching would fail, or answer from other vectors
             raise IfqaError(f"damaged index: {FAISS_FILE} holds {index.ntotal} vectors of {index.d} dimensions, the "
@@ -75,5 +73,9 @@ class DenseRetriever:
 
         faiss.omp_set_num_threads(max(1, threads))
         vectors = self.encoder.encode_queries(list(queries))
+        if not np.isfinite(vectors).all():  # a NaN query ranks passages at random: never answer from it
+            raise IfqaError(f"the encoder gave non-finite vectors for {int((~np.isfinite(vectors)).any(axis=1).sum())} "
+                            f"of {len(vectors)} questions at precision {getattr(self.encoder, 'precision', 'fp32')}",
+                            self.name)
         scores, positions = self.index.search(np.ascontiguousarray(vectors), min(k, len(self.passages)))
         return [[(int(p), float(s)) for p, s in zip(row_p, row_s) if p >= 0] for row_p, row_s in zip(positions, scores)]

@@ -215,6 +215,16 @@ def load_encoder(name: str = DEFAULT_ENCODER, question_name: str | None = None, 
     return SentenceEncoder(name, device, max_length, precision, backend)
 
 
+def query_encoder(name: str, question_name: str | None, params: dict, device: str | None):
+    """The encoder of an index's questions: the backend that encoded its passages, in the precision
+    they were encoded in where ``device`` runs it, else fp32 (``devices.search_precision``)."""
+    from ifqa.devices import pick_device, search_precision
+
+    backend = params.get("backend", "torch")
+    precision = "fp32" if backend != "torch" else search_precision(params.get("precision"), pick_device(device))
+    return load_encoder(name, question_name, device, params.get("max_length"), precision, backend=backend)
+
+
 def use_query_encoder(retriever, name: str, device: str | None = None) -> None:
     """Search a dense index with a question-side encoder trained for its passage encoder.
 
@@ -237,4 +247,4 @@ def use_query_encoder(retriever, name: str, device: str | None = None) -> None:
     if params.get("titles", True):
         raise IfqaError(f"{retriever.name}: encodes titles, which trained retrievers never see; build the index "
                         "with --no-titles")
-    retriever.encoder = load_encoder(name, None, device, params.get("max_length"), backend=params.get("backend", "torch"))
+    retriever.encoder = query_encoder(name, None, params, device)

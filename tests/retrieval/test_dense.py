@@ -241,3 +241,68 @@ def test_a_gpu_out_of_memory_is_one_line_and_keeps_finished_chunks(corpus, tmp_p
     for j in range(3):
         name = f"chunk-{j:07d}.npy"
         assert np.allclose(np.load(tmp_path / "idx" / "embeddings" / name), np.load(tmp_path / "whole" / "embeddings" / name))
+
+
+def test_questions_are_encoded_in_the_precision_the_index_records(corpus, tmp_path, monkeypatch):
+    """An index records the precision its passages were encoded in; questions are encoded in it where
+    the device runs it, else in fp32, never in fp16 for an index that does not record fp16."""
+    import json
+
+    from ifqa import devices
+
+    dense.build(corpus, tmp_path / "idx", chunk=3, progress=False)
+    assert json.loads((tmp_path / "idx" / "embeddings" / "settings.json").read_text())["precision"] == "fp32"
+    manifest_path = tmp_path / "idx" / "manifest.json"
+    assert "precision" not in json.loads(manifest_path.read_text())["params"]  # fp32: nothing to keep alike
+    assert open_index(str(tmp_path / "idx"), device="cpu").encoder.precision == "fp32"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["params"]["precision"] = "bf16"
+    manifest_path.write_text(json.dumps(manifest))
+    monkeypatch.setattr(devices, "bf16_supported", lambda device: True)  # as on a CPU with AMX
+    assert open_index(str(tmp_path / "idx"), device="cpu").encoder.precision == "bf16"
+    monkeypatch.setattr(devices, "bf16_supported", lambda device: False)
+    assert open_index(str(tmp_path / "idx"), device="cpu").encoder.precision == "fp32"
+    assert devices.search_precision("fp16", "cpu") == "fp32" and devices.search_precision(None, "cuda") == "fp32"
+    assert devices.search_precision("fp32", "cuda") == "fp32"  # a bf16/fp32 index is never searched in fp16
+
+
+def test_resumed_chunks_of_another_precision_fall_back_to_fp32(corpus, tmp_path):
+    import json
+
+    dense.build(corpus, tmp_path / "idx", shard=(0, 2), chunk=3, progress=False)
+    settings = tmp_path / "idx" / "embeddings" / "settings.json"
+    settings.write_text(json.dumps({**json.loads(settings.read_text()), "precision": "fp16"}))  # as a GPU shard records
+    manifest = dense.build(corpus, tmp_path / "idx", chunk=3, progress=False)  # the rest in fp32 here
+    assert "precision" not in manifest["params"] and json.loads(settings.read_text())["precision"] == "fp32"
+
+
+def test_a_non_finite_question_vector_is_one_line(corpus, tmp_path, monkeypatch):
+    dense.build(corpus, tmp_path / "idx", chunk=3, progress=False)
+    retriever = open_index(str(tmp_path / "idx"), device="cpu")
+    monkeypatch.setattr(retriever.encoder, "encode_queries", lambda queries: np.full((len(queries), 384), np.nan, np.float32))
+    with pytest.raises(IfqaError, match="non-finite vectors for 2 of 2 questions at precision fp32"):
+        retriever.search(["copper?", "falcons"], k=2)
+
+
+def test_a_non_finite_chunk_is_one_line_and_the_chunks_written_before_it_stay(corpus, tmp_path, monkeypatch):
+    """Chunks are written by a writer thread while the next one encodes: an error in the third chunk's
+    vectors stops the build with one line after the two before it are on disk, and the rerun resumes."""
+    import torch
+
+    from ifqa.retrieval import encoders
+
+    real, calls = encoders.SentenceEncoder.passage_vectors, []
+
+    def overflows(self, features):
+        calls.append(1)
+        vectors = real(self, features)
+        return torch.full_like(vectors, float("nan")) if len(calls) == 3 else vectors
+
+    monkeypatch.setattr(encoders.SentenceEncoder, "passage_vectors", overflows)
+    with pytest.raises(IfqaError, match="non-finite vectors for chunk 2 at --precision fp32"):
+        dense.build(corpus, tmp_path / "idx", chunk=3, batch_size=3, progress=False)
+    assert sorted(p.name for p in (tmp_path / "idx" / "embeddings").glob("chunk-*.npy")) == [
+        "chunk-0000000.npy", "chunk-0000001.npy"]
+    assert not [p for p in (tmp_path / "idx").rglob("*") if p.name.endswith((".tmp", ".partial"))]
+    monkeypatch.setattr(encoders.SentenceEncoder, "passage_vectors", real)
+    assert dense.build(corpus, tmp_path / "idx", chunk=3, batch_size=3, progress=False)["passages"] == 8

@@ -1,0 +1,120 @@
+"""Encoding a collection's chunks into ``embeddings/chunk-j.npy``: the unit of work, of sharding and
+of resuming of ``ifqa index dense`` (``dense``), whether one process, a ``--shard`` run or a Ray actor
+(``dense_ray``) encodes it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator, Sequence
+
+import numpy as np
+
+from ifqa.errors import IfqaError
+from ifqa.io import atomic_write
+from ifqa.retrieval.encoders import load_encoder
+from ifqa.retrieval.index import OFFSETS
+from ifqa.retrieval.store import PassageStore
+
+
+def chunk_path(folder: Path, j: int) -> Path:
+    return folder / "embeddings" / f"chunk-{j:07d}.npy"
+
+
+
+class ChunkEncoder:
+    """Encodes chunks of a collection into ``embeddings/chunk-j.npy`` (each written whole or not at all).
+
+    One per process: the local loop, each Ray actor (``dense_ray``) and each ``--shard`` run use it,
+    so every path writes the same files. A chunk's batches are planned by the passages' byte lengths
+    (``batching.plan``), so a chunk holds the same vectors whichever path encoded it; tokenization
+    runs ahead across chunk boundaries (``encode_many``).
+    """
+
+    def __init__(self, corpus: str | Path, folder: str | Path, encoder_name: str, query_encoder: str | None,
+                 device: str | None, max_length: int | None, titles: bool, batch_size: int | None, chunk: int,
+                 threads: int | None = None, precision: str = "auto", backend: str = "torch"):
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)
+        from ifqa.retrieval.batching import default_batch_size
+
+        self.folder, self.titles, self.chunk = Path(folder), titles, chunk
+        offsets = np.load(self.folder / OFFSETS, mmap_mode="r")
+        self.total, self.store = len(offsets), PassageStore(corpus, offsets)
+        self.encoder = load_encoder(encoder_name, query_encoder, device, max_length, precision, backend)
+        self.batch_size = batch_size or default_batch_size(self.encoder.device)
+
+    def _inputs(self, positions: list[int]) -> dict:
+        passages = [self.store[p] for p in positions]
+        if not self.titles:
+            passages = [{**passage, "title": ""} for passage in passages]
+        return self.encoder.passage_inputs(passages)
+
+    def encode_many(self, chunks: Sequence[int]) -> Iterator[int]:
+        """Encode and write each chunk in turn; yields the passages of each chunk written.
+
+        A finished chunk is copied back, checked and saved by a writer thread while the device
+        encodes the next one (the GPU never waits on ``np.save`` and ``fsync``); the count of a chunk
+        is yielded once its file is on disk, and an error stops only after the pending chunk is written."""
+        from concurrent.futures import ThreadPoolExecutor
+
+        import torch
+
+        from ifqa.retrieval.batching import feed, out_of_memory_hint, plan, to_device
+
+        work, owner = [], []
+        for j in chunks:
+            start = j * self.chunk
+            for batch in plan(self.store.byte_lengths(start, min(start + self.chunk, self.total)), self.batch_size):
+                work.append([start + i for i in batch])
+                owner.append(j)
+        outputs, first, pending = [], 0, None
+        device = self.encoder.device
+        with ThreadPoolExecutor(1, thread_name_prefix="chunk-writer") as writer, \
+                out_of_memory_hint(f"a batch of {self.batch_size} passages", kept=" (finished chunks are kept; the "
+                                   "same command resumes)"):
+            for n, features in enumerate(feed(work, self._inputs, device)):
+                outputs.append(self.encoder.passage_vectors(to_device(features, device)))
+                if n + 1 < len(work) and owner[n + 1] == owner[n]:
+                    continue
+                copied = _copy_back(torch.cat(outputs))
+                if pending is not None:
+                    yield pending.result()
+                pending = writer.submit(self._write, owner[n], np.concatenate(work[first : n + 1]), *copied)
+                outputs, first = [], n + 1
+            if pending is not None:
+                yield pending.result()
+
+    def _write(self, j: int, positions: np.ndarray, host, copied) -> int:
+        """Chunk j's file, rows in passage order: written whole, and only when every vector is finite."""
+        if copied is not None:
+            copied.synchronize()  # the copy back was queued behind the chunk's last batch
+        vectors = np.empty((len(positions), self.encoder.dim), np.float32)
+        vectors[positions - j * self.chunk] = host.numpy()
+        if not np.isfinite(vectors).all():  # fp16 can overflow (T5-based encoders): never index NaN
+            raise IfqaError(f"the encoder gave non-finite vectors for chunk {j} at --precision "
+                            f"{self.encoder.precision}; rerun with --precision bf16 or fp32 (finished chunks "
+                            "are kept)", self.folder)
+        with atomic_write(chunk_path(self.folder, j), "wb") as handle:
+            np.save(handle, vectors)
+        return len(positions)
+
+    def encode(self, chunks: int | Sequence[int]) -> int:
+        """Encode chunk j (or several chunks, tokenized ahead across them); the passages written."""
+        return sum(self.encode_many([chunks] if isinstance(chunks, int) else chunks))
+
+
+def _copy_back(vectors) -> tuple:
+    """fp32 vectors on the host, copied without blocking from a GPU (with the event that says when the
+    copy is done), or at once from a CPU."""
+    import torch
+
+    vectors = vectors.float()
+    if vectors.device.type != "cuda":
+        return vectors.cpu(), None
+    host = torch.empty(vectors.shape, dtype=torch.float32, pin_memory=True)
+    host.copy_(vectors, non_blocking=True)
+    done = torch.cuda.Event()
+    done.record()
+    return host, done
