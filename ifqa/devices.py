@@ -3,6 +3,9 @@ error (not a CUDA traceback) when a named GPU is not there."""
 
 from __future__ import annotations
 
+import functools
+from pathlib import Path
+
 from ifqa.errors import IfqaError
 
 
@@ -84,20 +87,46 @@ def torch_dtype(precision: str):
 
 
 def compile_unavailable(device: str) -> str | None:
-    """Why ``torch.compile`` cannot run on ``device`` here (its inductor backend needs Triton and a C
-    compiler, for Triton's launcher, on CUDA, and a C++ compiler on a CPU), or None when it can."""
+    """Why ``torch.compile`` cannot run on ``device`` here, or None when it can. What the inductor
+    backend needs (Triton, a C compiler Triton finds and the Python headers on CUDA; a C++ compiler on
+    a CPU) is looked for first, then something tiny is compiled and run on the device, once per
+    process: a missing piece found only at the first compiled training step would fail after the
+    model has loaded, with a long traceback."""
     import os
     import shutil
+    import sysconfig
 
-    if device.startswith("cuda"):
+    kind = device.split(":")[0]
+    if kind == "cuda":
         try:
             from torch.utils._triton import has_triton
         except ImportError:
             return "this torch has no Triton support"
         if not has_triton():
             return "Triton is not installed"
-        compilers = [os.environ.get("CC") or "", "cc", "gcc", "clang"]
-        return None if any(name and shutil.which(name) for name in compilers) else "no C compiler (cc, gcc; or $CC) for Triton"
-    if device != "cpu":
+        # Triton builds its launcher with $CC, else gcc or clang (a plain cc is not looked for)
+        if not any(name and shutil.which(name) for name in (os.environ.get("CC"), "gcc", "clang")):
+            return "no C compiler for Triton (gcc or clang on the PATH, or $CC)"
+        if not (Path(sysconfig.get_paths()["include"]) / "Python.h").is_file():
+            return "no Python headers (Python.h) for Triton's launcher; install python3-dev"
+    elif kind != "cpu":
         return f"ifqa compiles on CUDA and CPUs only, not {device}"
-    return None if any(shutil.which(name) for name in ("g++", "c++", "clang++")) else "no C++ compiler (g++) found"
+    elif not any(shutil.which(name) for name in ("g++", "c++", "clang++")):
+        return "no C++ compiler (g++) found"
+    return _compile_probe(device)
+
+
+@functools.lru_cache(maxsize=None)
+def _compile_probe(device: str) -> str | None:
+    """Compile and run a tiny function with inductor on ``device``: None when it works, else why not."""
+    import torch
+
+    try:
+        tiny = torch.compile(lambda x: torch.relu(x) * 2 + 1, backend="inductor", fullgraph=True, dynamic=False)
+        result = tiny(torch.ones(8, device=device))
+        if float(result.sum()) != 24.0:
+            return "a test compile computed a wrong result"
+    except Exception as exc:  # noqa: BLE001 - whatever stops inductor is the reason to train eagerly
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        return f"a test compile failed: {type(exc).__name__}: {lines[0][:200] if lines else ''}".rstrip(": ")
+    return None

@@ -52,21 +52,59 @@ class _Prepared:
         return self.prepare(self.work[i])
 
 
+PREFETCH = 4  # batches each worker keeps ready
+SHARED_MEMORY = "/dev/shm"
+
+
+def shared_memory_free(path: str = SHARED_MEMORY) -> int | None:
+    """Bytes free where worker processes hand their tensors to the parent (None: not known here)."""
+    try:
+        stat = os.statvfs(path)
+    except OSError:
+        return None
+    return stat.f_bavail * stat.f_frsize
+
+
+def _nbytes(prepared: Any) -> int:
+    values = prepared.values() if isinstance(prepared, dict) else [prepared]
+    return sum(v.element_size() * v.nelement() for v in values if hasattr(v, "element_size"))
+
+
+def in_flight(batch_bytes: int, workers: int, free: int | None) -> tuple[int, int]:
+    """Workers and batches each keeps ready, sized so that what is in flight (workers x prefetch batches
+    of ``batch_bytes``) takes at most half the free shared memory: a container's common 64 MB
+    ``/dev/shm`` otherwise kills workers with a bus error. Not even one batch: one line, before any work."""
+    if free is None or batch_bytes <= 0:
+        return workers, PREFETCH
+    if batch_bytes > free:
+        raise IfqaError(f"a batch of {batch_bytes / 2**20:.1f} MB does not fit the {free / 2**20:.1f} MB free in "
+                        f"{SHARED_MEMORY}, where tokenizing workers hand batches over; lower --batch-size, or give "
+                        "the container more shared memory (docker run --shm-size 2g)")
+    slots = max(1, free // (2 * batch_bytes))
+    workers = min(workers, slots)
+    return workers, max(1, min(PREFETCH, slots // workers))
+
+
 def feed(work: Sequence, prepare: Callable[[Any], Any], device: str, workers: int | None = None) -> Iterator:
-    """``prepare(item)`` for each item of ``work`` in order, computed ahead by worker processes on CUDA."""
+    """``prepare(item)`` for each item of ``work`` in order, computed ahead by worker processes on CUDA.
+
+    The first item is also prepared here, to be measured (planned batches come longest first): its
+    size bounds what the workers keep in flight (``in_flight``)."""
     workers = default_workers(device) if workers is None else workers
     if workers == 0 or len(work) < 2:
         yield from map(prepare, work)
         return
     from torch.utils.data import DataLoader
 
+    workers, prefetch = in_flight(_nbytes(prepare(work[0])), min(workers, len(work)), shared_memory_free())
+
     # the workers are the parallelism (a forked Rust pool can deadlock): off while they fork, then as it was,
     # so tokenizing on this process's own thread keeps its threads
     previous = os.environ.get("TOKENIZERS_PARALLELISM")
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     try:
-        batches = iter(DataLoader(_Prepared(work, prepare), batch_size=None, num_workers=min(workers, len(work)),
-                                  pin_memory=device.startswith("cuda"), prefetch_factor=4, multiprocessing_context="fork",
+        batches = iter(DataLoader(_Prepared(work, prepare), batch_size=None, num_workers=workers,
+                                  pin_memory=device.startswith("cuda"), prefetch_factor=prefetch, multiprocessing_context="fork",
                                   worker_init_fn=_leave_signals_to_parent))
     finally:
         if previous is None:

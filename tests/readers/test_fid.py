@@ -213,6 +213,36 @@ def test_compile_settings_are_checked_before_any_work(t5_dir, toy_run, tmp_path,
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
 
 
+def test_a_compile_that_cannot_work_is_found_by_compiling_before_any_work(t5_dir, toy_run, tmp_path, monkeypatch):
+    """The compiler is there by name but does not work: the test compile (once per process) finds it,
+    so --compile is one line before the model loads, and a default compile trains eagerly."""
+    import torch._inductor.config as inductor_config
+
+    from ifqa import devices
+    from ifqa.errors import IfqaError
+    from ifqa.readers.fid.train import _use_compile
+
+    import torch._dynamo
+
+    monkeypatch.setattr(inductor_config.cpp, "cxx", ("no-such-compiler-here",))
+    monkeypatch.setattr(inductor_config, "fx_graph_cache", False)  # nothing compiled earlier is reused
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    torch._dynamo.reset()
+    devices._compile_probe.cache_clear()
+    try:
+        reason = devices.compile_unavailable("cpu")
+        assert reason and reason.startswith("a test compile failed") and "\n" not in reason
+        asked = FiDTrainConfig(model=str(t5_dir), steps=1, compile=True)
+        with pytest.raises(IfqaError, match="--compile: a test compile failed"):
+            fid_train.train(toy_run, None, tmp_path / "c", asked, "cpu", progress=False)
+        assert not (tmp_path / "c").exists()
+        monkeypatch.setattr(devices, "compile_unavailable", lambda device: reason)
+        assert _use_compile(FiDTrainConfig(model=str(t5_dir), steps=1), "cuda") is False  # the default: eager
+    finally:
+        devices._compile_probe.cache_clear()
+        torch._dynamo.reset()
+
+
 def test_a_missing_model_folder_leaves_nothing(cli, toy_run, tmp_path):
     out = tmp_path / "fid"
     result = cli("train", "fid", "--run", toy_run, "--model", tmp_path / "no-such-model", "-o", out, "--steps", "1")

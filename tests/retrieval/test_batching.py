@@ -41,3 +41,29 @@ def test_workers_leave_ctrl_c_and_sigterm_to_the_parent(monkeypatch):
     assert flags == [[True, True]] * 3
     assert signal.getsignal(signal.SIGTERM) != signal.SIG_IGN  # the parent's own handlers are untouched
     assert os.environ["TOKENIZERS_PARALLELISM"] == "true"  # set off only while the workers fork
+
+
+def _sized(batch: list[int]) -> dict:
+    return {"x": torch.zeros(batch[0], dtype=torch.int64)}  # batch[0] x 8 bytes
+
+
+def test_what_workers_keep_in_flight_fits_the_shared_memory(monkeypatch):
+    """8 workers x 4 batches ahead would not fit a container's small /dev/shm (bus error): what is in
+    flight is sized to half the free shared memory, and a batch that cannot fit at all is one line
+    before any batch is handed over."""
+    assert batching.shared_memory_free("/no/such/folder") is None
+    assert batching.in_flight(1000, 8, None) == (8, batching.PREFETCH)  # nothing known: as before
+    assert batching.in_flight(1000, 8, 10**9) == (8, batching.PREFETCH)
+    assert batching.in_flight(1000, 8, 8000) == (4, 1)  # 4 batches fit in half of it
+    assert batching.in_flight(1000, 2, 12_000) == (2, 3)
+    assert batching.in_flight(1000, 8, 1500) == (1, 1)  # one batch fits, not two: one worker, one ahead
+    seen = []
+    monkeypatch.setattr(batching, "shared_memory_free", lambda path=batching.SHARED_MEMORY: 4 * 8 * 100)
+    real_in_flight = batching.in_flight
+    monkeypatch.setattr(batching, "in_flight", lambda *args: seen.append(real_in_flight(*args)) or seen[-1])
+    work = [[100], [90], [80], [70], [60]]
+    assert [f["x"].numel() for f in batching.feed(work, _sized, "cpu", workers=2)] == [100, 90, 80, 70, 60]
+    assert seen == [(2, 1)]  # the first (longest) batch measured: 800 bytes, 4 of them fit in 3,200
+    monkeypatch.setattr(batching, "shared_memory_free", lambda path=batching.SHARED_MEMORY: 500)
+    with pytest.raises(batching.IfqaError, match=r"does not fit the 0.0 MB free in /dev/shm.*lower --batch-size"):
+        next(batching.feed(work, _sized, "cpu", workers=2))
