@@ -124,9 +124,16 @@ def flag_contexts(ctxs: list[dict[str, Any]], answers: Sequence[str], gold: Gold
             ctx["gold"] = gold.matches(text)
 
 
-def run_record(example: Any, ctxs: list[dict[str, Any]]) -> dict[str, Any]:
-    """A run line for a question (an ``Example``): its passages flagged with ``has_answer`` and ``gold``."""
-    flag_contexts(ctxs, example.answers, GoldMatcher(example.context))
+def run_record(example: Any, ctxs: list[dict[str, Any]], flagged_for: Any = None) -> dict[str, Any]:
+    """A run line for a question (an ``Example``): its passages flagged with ``has_answer`` and ``gold``.
+
+    ``flagged_for``: the run line the passages come from, made for this same question set (reranking
+    only reorders them); where it holds the example's answers and every passage carries its flags,
+    they are kept rather than computed again (the same values: they depend on the texts, answers and
+    gold passages alone)."""
+    if not (flagged_for is not None and flagged_for.get("answers") == example.answers
+            and all("has_answer" in ctx and ("gold" in ctx or not example.context) for ctx in ctxs)):
+        flag_contexts(ctxs, example.answers, GoldMatcher(example.context))
     return {"qid": example.qid, "question": example.question, "answers": example.answers, "ctxs": ctxs}
 
 

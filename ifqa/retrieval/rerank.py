@@ -3,8 +3,8 @@ read together), as a pipeline stage (``ifqa retrieve --rerank``) or on a run fil
 
 Passages are read as text without titles, like the rerankers ``ifqa train --reranker`` makes
 (IfQA's gold passages have no title). The pairs of many questions are scored together, in batches
-sorted by length, under bf16 autocast where the CPU or GPU supports it (2-3 times faster on a CPU
-with AMX).
+sorted by length, with the weights cast to bf16 where the CPU or GPU supports it (2-3 times faster
+on a CPU with AMX; casting is faster than autocast for inference).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def check_scoring_head(model: str) -> None:
 class CrossEncoderReranker(Reorders):
     """A cross-encoder scoring (question, passage) pairs. Pairs of many questions are scored together
     in length-planned batches (``batching.run_planned``: tokenized ahead by worker processes on
-    CUDA), under bf16 autocast where the device supports it."""
+    CUDA), with bf16 weights where the device supports it."""
 
     def __init__(self, model: str, depth: int = 100, batch_size: int | None = None, device: str | None = None,
                  max_length: int | None = None, bf16: bool = True, backend: str = "torch"):
@@ -84,7 +84,12 @@ class CrossEncoderReranker(Reorders):
         self.encoder.model.eval()
         self.name, self.depth = model, depth
         self.batch_size = batch_size or default_batch_size(self.device)
-        self.autocast = bf16 and bf16_supported(self.device) and not self.backend.exported
+        # weights cast to bf16 where the device runs it (faster than autocast for inference, as the encoders do)
+        self.precision = "bf16" if bf16 and bf16_supported(self.device) and not self.backend.exported else "fp32"
+        if self.precision != "fp32":
+            from ifqa.devices import torch_dtype
+
+            self.encoder.model.to(torch_dtype(self.precision))
         self._exported = None
         if self.backend.exported:
             from ifqa.retrieval.exported import load_exported, score_module
@@ -109,7 +114,7 @@ class CrossEncoderReranker(Reorders):
 
         if self._exported:
             return self._exported(features)
-        with torch.inference_mode(), torch.autocast(self.device.split(":")[0], dtype=torch.bfloat16, enabled=self.autocast):
+        with torch.inference_mode():
             return self.encoder.model(**features).logits.float()[:, -1]
 
     def score_many(self, items: Sequence[tuple[str, Sequence[str], Sequence[float]]]) -> list[list[float]]:
@@ -181,8 +186,9 @@ def rerank_run(run_path: str | Path, reranker, output: str | Path, questions,
                progress: bool = True, records: list | None = None) -> int:
     """Rerank every question of a run; resumable (finished questions are kept in ``<output>.partial``).
 
-    Flags (``has_answer``, ``gold``) are recomputed from ``questions``; the output and its manifest
-    appear only when every question is done.
+    Flags (``has_answer``, ``gold``) are those of ``questions``: the run's own when its manifest says
+    it was made for them, else recomputed; the output and its manifest appear only when every
+    question is done.
     """
     from ifqa.artifacts import read_manifest, write_manifest
     from ifqa.io import write_jsonl
@@ -202,8 +208,12 @@ def rerank_run(run_path: str | Path, reranker, output: str | Path, questions,
     todo = [record for record in records if record["qid"] not in done]
     # questions scored together: enough pairs to fill several batches, so lengths bucket well
     per_group = max(1, 8 * getattr(reranker, "batch_size", 1) // reranker.depth)
+    from ifqa.artifacts import recorded_questions
+
+    recorded = recorded_questions(run_path)  # a run made for these very questions: its flags are theirs
+    flags_kept = bool(recorded) and recorded.get("id") == questions.identity
     try:
-        _rerank_groups(reranker, todo, examples, partial, done, per_group, len(records), progress)
+        _rerank_groups(reranker, todo, examples, partial, done, per_group, len(records), progress, flags_kept)
     except IfqaError:
         if fresh and not done:  # failed before any question was finished: nothing to resume from
             partial.unlink(missing_ok=True)
@@ -220,8 +230,10 @@ def rerank_run(run_path: str | Path, reranker, output: str | Path, questions,
 
 
 def _rerank_groups(reranker, todo: list, examples: dict, partial: Path, done: dict, per_group: int, total: int,
-                   progress: bool) -> None:
-    """Score ``todo`` a group of questions at a time, each finished question's line appended to ``partial``."""
+                   progress: bool, flags_kept: bool = False) -> None:
+    """Score ``todo`` a group of questions at a time, each finished question's line appended to ``partial``.
+    ``flags_kept``: the run was made for these questions, so its passages' flags are reused
+    (``run_record``) instead of computed between the device's batches."""
     from tqdm import tqdm
 
     from ifqa.eval.passages import run_record
@@ -238,7 +250,8 @@ def _rerank_groups(reranker, todo: list, examples: dict, partial: Path, done: di
             heads = [record["ctxs"][: reranker.depth] for record in group]
             for record, head, values in zip(group, heads, scores):
                 ranked = [{**c, "score": round(s, 6)} for c, s in sorted(zip(head, values), key=lambda pair: -pair[1])]
-                line = run_record(examples[record["qid"]], ranked + list(record["ctxs"][reranker.depth :]))
+                line = run_record(examples[record["qid"]], ranked + list(record["ctxs"][reranker.depth :]),
+                                  record if flags_kept else None)
                 handle.write(json.dumps(line, ensure_ascii=False) + "\n")
                 done[record["qid"]] = line
             handle.flush()

@@ -120,6 +120,30 @@ def test_rerank_resumes_from_a_partial_file(tmp_path, trained, cli):
     assert read_run(out) == complete and not partial.exists()
 
 
+def test_rerank_reuses_the_runs_flags_and_writes_the_same_bytes(tmp_path, trained, cli, monkeypatch):
+    """Reranking reorders passages; their answer and gold flags stay theirs. A run made for the same
+    questions keeps its flags (not computed again between the device's batches); a run without a
+    manifest, or without flags, has them computed: the output bytes are the same."""
+    from ifqa import load_questions
+    from ifqa.eval import passages
+    from ifqa.retrieval.rerank import load_reranker, rerank_run
+
+    run = tmp_path / "run.jsonl"
+    assert cli("retrieve", "--k", "8", "-o", run, "--no-progress").returncode == 0
+    bare = tmp_path / "bare.jsonl"  # the same passages, no flags and no manifest
+    bare.write_text("".join(json.dumps({**r, "ctxs": [{k: v for k, v in c.items() if k not in ("gold", "has_answer")}
+                                                      for c in r["ctxs"]]}) + "\n" for r in read_run(run)))
+    reranker, questions = load_reranker(str(trained / "model"), depth=5, device="cpu"), load_questions("demo", "dev")
+    calls = []
+    real = passages.flag_contexts
+    monkeypatch.setattr(passages, "flag_contexts", lambda *args: calls.append(1) or real(*args))
+    rerank_run(run, reranker, tmp_path / "kept.jsonl", questions, progress=False)
+    assert calls == []
+    rerank_run(bare, reranker, tmp_path / "computed.jsonl", questions, progress=False)
+    assert len(calls) == len(questions)
+    assert (tmp_path / "kept.jsonl").read_bytes() == (tmp_path / "computed.jsonl").read_bytes()
+
+
 def test_retrieve_with_a_rerank_stage(tmp_path, trained, cli):
     out = tmp_path / "run.jsonl"
     result = cli("retrieve", "--k", "3", "--rerank", trained / "model", "--rerank-depth", "8", "-o", out, "--no-progress")
@@ -177,6 +201,24 @@ def test_pairs_scored_across_questions_equal_one_question_at_a_time(tmp_path, tr
         assert max(abs(x - y) for (_, x), (_, y) in zip(a, b)) < 1e-5
         assert [s for _, s in b] == [s for _, s in c]
     assert reranker.score_many([]) == [] and reranker.score("q", []) == []
+
+
+def test_bf16_reranking_casts_the_weights_and_keeps_the_ranks(trained, monkeypatch):
+    """Where bf16 runs (a GPU, a CPU with AMX) the weights are cast, as the encoders' are: ranks
+    within rounding of fp32. Forced here on this CPU."""
+    import torch
+
+    from ifqa import devices
+    from ifqa.retrieval.rerank import load_reranker
+
+    texts = ["The river Lune flows west into the bay.", "Copper is a soft metal.", "Falcons hunt at speed."]
+    fp32 = load_reranker(str(trained / "model"), depth=3, device="cpu")
+    monkeypatch.setattr(devices, "bf16_supported", lambda device: True)
+    bf16 = load_reranker(str(trained / "model"), depth=3, device="cpu")
+    assert fp32.precision == "fp32" and bf16.precision == "bf16"
+    assert next(bf16.encoder.model.parameters()).dtype == torch.bfloat16
+    for question in ("If the Lune dried up, where would it flow?", "If copper were hard, what metal would be soft?"):
+        assert bf16.score(question, texts) == pytest.approx(fp32.score(question, texts), abs=0.05)
 
 
 @pytest.mark.skipif(__import__("importlib").util.find_spec("openvino") is None, reason="pip install 'ifqa[openvino]'")
