@@ -298,3 +298,13 @@ def test_a_crafted_trainer_state_runs_no_code(tmp_path):
     with pytest.raises(IfqaError, match="cannot load safely|can load safely"):
         fid_train.load_trainer_state(path)
     assert not marker.exists()
+
+
+def test_the_batch_size_defaults_by_device_and_the_run_records_it(t5_without_dropout, toy_run, tmp_path):
+    """8 questions a step fill a GPU (the speed goal is measured there at 8); 1 on a CPU. What the run
+    trained with is recorded, so a resume compares like with like."""
+    assert FiDTrainConfig().on("cuda").batch_size == 8 and FiDTrainConfig().on("cpu").batch_size == 1
+    assert FiDTrainConfig(batch_size=3).on("cuda").batch_size == 3
+    config = FiDTrainConfig(model=str(t5_without_dropout), steps=1, warmup_steps=0, n_context=2, text_maxlength=32)
+    fid_train.train(toy_run, None, tmp_path / "fid", config, "cpu", progress=False)
+    assert json.loads((tmp_path / "fid" / "train_config.json").read_text())["batch_size"] == 1

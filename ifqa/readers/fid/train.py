@@ -132,6 +132,7 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
 
     output = Path(output)
     device = pick_device(device)
+    config = config.on(device)
     compiled = _use_compile(config, device)
     settings = FiDSettings(config.n_context, config.text_maxlength, config.answer_maxlength)
     train_records = read_run(train_run)
@@ -197,11 +198,11 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
                         loss = forward(**batch).loss / config.accumulation
                     loss.backward()
                     losses.append(loss.detach())
-                loss_total = float(torch.stack(losses).sum())  # one device sync per step, not per micro-step
                 torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
+                loss_total = float(torch.stack(losses).sum())  # one device sync per step, after the step is queued
                 state["step"] = step + 1
                 entry: dict[str, Any] = {"step": state["step"], "loss": round(loss_total, 6)}
                 done = state["step"] == config.steps
