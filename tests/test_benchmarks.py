@@ -34,15 +34,86 @@ def test_gpu_suite_without_cuda_says_so_in_one_line():
     assert result.returncode == 0 and result.stdout.strip() == "gpu_suite: no CUDA device here; nothing measured"
 
 
+def gpu_suite(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(BENCHMARKS / "gpu_suite.py"), *args], capture_output=True, text=True,
+                          timeout=120)
+
+
+def refused_in_one_line(result: subprocess.CompletedProcess, words: str) -> None:
+    assert result.returncode == 1, result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "Traceback" not in result.stderr, result.stderr
+    assert result.stderr.startswith("gpu_suite: ") and words in result.stderr, result.stderr
+
+
+def test_gpu_suite_refuses_a_work_folder_it_does_not_own(tmp_path):
+    """Issue #36: --work once deleted the user's files. An existing file, a non-empty folder without
+    the suite's mark, or a mark the suite did not write is refused in one line, and nothing is touched."""
+    file = tmp_path / "notes.txt"
+    file.write_text("mine")
+    refused_in_one_line(gpu_suite("--smoke", "--work", str(file)), "an existing file")
+    refused_in_one_line(gpu_suite("--smoke", "--work", str(file / "below")), "is a file")
+    folder = tmp_path / "results"
+    folder.mkdir()
+    (folder / "keep.txt").write_text("mine")
+    refused_in_one_line(gpu_suite("--smoke", "--work", str(folder)), "not empty and not the suite's")
+    (folder / ".gpu-suite-work.json").write_text('{"made_by": "someone else", "entries": ["keep.txt"]}')
+    refused_in_one_line(gpu_suite("--smoke", "--work", str(folder)), "not one this suite wrote")
+    assert file.read_text() == "mine" and (folder / "keep.txt").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.txt", "results"]
+
+
+def test_gpu_suite_refuses_other_bad_flags_in_one_line(tmp_path):
+    work = str(tmp_path / "work")
+    refused_in_one_line(gpu_suite("--smoke", "--work", work, "--out", str(tmp_path)), "an existing folder")
+    refused_in_one_line(gpu_suite("--smoke", "--work", work, "--out", str(tmp_path / "work" / "t.md")), "inside the work")
+    refused_in_one_line(gpu_suite("--smoke", "--work", work, "--tokenizer", str(tmp_path)), "not a folder holding a tokenizer")
+    refused_in_one_line(gpu_suite("--smoke", "--work", work, "--pairs", "0"), "at least 1")
+    refused_in_one_line(gpu_suite("--smoke", "--no-such-flag"), "unrecognized arguments")
+    assert not (tmp_path / "work").exists()
+
+
+def test_gpu_suite_work_folder_removes_only_what_the_suite_made(tmp_path):
+    """A folder is the suite's when it made it or was given it empty; a later run removes what the
+    mark lists, and keeps what someone else put there."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from gpu_suite import MARKER, Refused, Workspace
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    given = tmp_path / "given"
+    given.mkdir()
+    for folder in (tmp_path / "new" / "deeper", given):
+        work = Workspace.claim(folder)
+        work.new("models").mkdir()
+        (work.new("models") / "weights.bin").write_text("x")
+        work.new("serve.log").write_text("log")
+        (folder / "user.txt").write_text("mine")  # put there by someone else, later
+        outside = tmp_path / f"outside-{folder.name}"
+        outside.mkdir()
+        (folder / "link").symlink_to(outside)
+        with pytest.raises(Refused):
+            work.new("user.txt")  # never overwritten
+        again = Workspace.claim(folder)
+        assert sorted(p.name for p in folder.iterdir()) == sorted([MARKER, "user.txt", "link"])
+        assert (folder / "user.txt").read_text() == "mine" and outside.is_dir()
+        assert again.new("models") == folder / "models" and not (folder / "models").exists()
+
+
 @pytest.mark.slow
 def test_gpu_suite_measures_every_path_at_smoke_sizes(tmp_path):
-    """The suite's own plumbing, on the CPU at toy sizes: every row measured, none 'not measured'."""
-    out = tmp_path / "suite.md"
-    result = subprocess.run([sys.executable, str(BENCHMARKS / "gpu_suite.py"), "--smoke", "--out", str(out)],
-                            capture_output=True, text=True, timeout=600)
+    """The suite's own plumbing, on the CPU at toy sizes: every row measured, none 'not measured';
+    the goals table beside them; the commands timed as typed, with their start-up apart."""
+    out, work = tmp_path / "suite.md", tmp_path / "work"
+    command = [sys.executable, str(BENCHMARKS / "gpu_suite.py"), "--smoke", "--out", str(out), "--work", str(work)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-3000:]
     table = out.read_text()
     assert "not measured" not in table, table
     for path in ("FiD training", "`ifqa train fid`", "FiD reading", "`ifqa index dense`", "`ifqa rerank`",
-                 "reranker training", "`ifqa serve --rerank`"):
+                 "reranker training", "`ifqa serve --rerank`", "128 tokens", "256 tokens", "IfQA-shaped questions"):
         assert path in table
+    goals = table.split("Measurements:")[0]
+    assert goals.count("not judged (smoke sizes)") == 7, goals
+    assert "reference (library defaults)" in table and "reference (same precision and batch)" in table
+    assert "start-up" in table and "reranked gold R@10" in table
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["suite.md", "work"]

@@ -27,7 +27,7 @@ def rerank(run_option, run_argument, model, depth, output, setting, split, quest
            quantize, as_json, no_progress) -> None:
     """Rerank a run file (resumable: rerun the same command after an interruption)."""
     from ifqa.artifacts import check_output, read_run
-    from ifqa.cli.evaluate import questions_for
+    from ifqa.cli.options import questions_for
     from ifqa.eval import report
     from ifqa.eval.summary import summarize_run
     from ifqa.retrieval.rerank import load_reranker, read_rerankable, rerank_run
@@ -38,7 +38,7 @@ def rerank(run_option, run_argument, model, depth, output, setting, split, quest
     records = read_rerankable(run, depth)  # a run that cannot be reranked fails before the model loads
     reranker = load_reranker(model, depth, batch_size, device, max_length, backend_label(backend, quantize))
     rerank_run(run, reranker, output, question_set, progress=not no_progress, records=records)
-    result = summarize_run(read_run(output), question_set.examples)
+    result = summarize_run(read_run(output))  # flagged for these questions as it was written: not flagged again
     click.echo(json.dumps(result) if as_json else f"run: {output}\n\n" + report.format_run_report(result))
 
 

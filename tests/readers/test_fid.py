@@ -308,3 +308,54 @@ def test_the_batch_size_defaults_by_device_and_the_run_records_it(t5_without_dro
     config = FiDTrainConfig(model=str(t5_without_dropout), steps=1, warmup_steps=0, n_context=2, text_maxlength=32)
     fid_train.train(toy_run, None, tmp_path / "fid", config, "cpu", progress=False)
     assert json.loads((tmp_path / "fid" / "train_config.json").read_text())["batch_size"] == 1
+
+
+def test_checkpointed_fid_compiles_to_one_graph_without_recompiles():
+    """--gradient-checkpointing (what the out-of-memory message recommends) with torch.compile: one
+    graph, no graph break, no recompile over steps of one shape, every block recomputed in backward,
+    and the eager model's loss and gradients (dropout 0)."""
+    import torch._dynamo
+    from torch._dynamo.utils import counters
+    from transformers import T5Config
+
+    def tiny():
+        torch.manual_seed(0)
+        return fid_model.FiDT5(T5Config(vocab_size=64, d_model=32, d_ff=64, num_layers=2, num_decoder_layers=2,
+                                        num_heads=2, d_kv=16, dropout_rate=0.0, decoder_start_token_id=0,
+                                        pad_token_id=0)).train()
+
+    def step(call, model):
+        model.zero_grad(set_to_none=True)
+        loss = call(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        return float(loss), {name: p.grad.clone() for name, p in model.named_parameters()}
+
+    generator = torch.Generator().manual_seed(1)
+    ids = torch.randint(1, 64, (2, 3, 12), generator=generator)
+    mask = torch.ones_like(ids)
+    mask[:, :, 9:] = 0
+    labels = torch.randint(1, 64, (2, 5), generator=generator)
+    labels[1, 3:] = -100
+    reference = tiny()
+    expected_loss, expected = step(reference, reference)
+    model, graphs = tiny(), []
+    fid_model.enable_checkpointing(model)
+
+    def backend(graph, example_inputs):
+        graphs.append(graph)
+        return graph.forward  # eager: exact with dropout 0
+
+    torch._dynamo.reset()
+    counters.clear()
+    compiled = torch.compile(model, backend=backend)
+    loss, grads = step(compiled, model)
+    with torch.compiler.set_stance("fail_on_recompile"):
+        for _ in range(2):
+            loss, grads = step(compiled, model)
+    assert dict(counters["graph_break"]) == {} and len(graphs) == 1
+    regions = [n for n in graphs[0].graph.nodes if n.op == "call_function" and "checkpoint" in str(n.target)]
+    assert len(regions) == len(model.encoder.block) + len(model.decoder.block)
+    assert loss == pytest.approx(expected_loss, abs=1e-5)
+    for name, grad in expected.items():
+        torch.testing.assert_close(grads[name], grad, atol=1e-5, rtol=1e-5, msg=name)
+    torch._dynamo.reset()

@@ -47,6 +47,34 @@ class FiDT5(T5ForConditionalGeneration):
         return super().generate(input_ids=input_ids, attention_mask=attention_mask, **kwargs)
 
 
+def enable_checkpointing(model: T5ForConditionalGeneration) -> None:
+    """Recompute each T5 block's activations in the backward pass (``--gradient-checkpointing``) in a
+    form ``torch.compile`` traces as one graph. Transformers' own switch breaks the graph four times
+    (T5Attention marks ``position_bias.requires_grad`` inside the checkpoint; a ``warning_once`` about
+    the decoder's cache) and recompiles; here each block's forward runs under non-reentrant
+    ``torch.utils.checkpoint`` while that switch stays off. The cache is turned off in the encoder's
+    and decoder's own copies of the config: one updated inside a checkpoint would be updated again on
+    recomputation."""
+    import types
+
+    from transformers.models.t5.modeling_t5 import T5Block
+
+    for config in (model.config, model.encoder.config, model.decoder.config):
+        config.use_cache = False
+    for module in model.modules():
+        if isinstance(module, T5Block):
+            module.forward = types.MethodType(_checkpointed_forward, module)
+
+
+def _checkpointed_forward(block, *args, **kwargs):
+    from torch.utils.checkpoint import checkpoint
+
+    forward = type(block).forward.__get__(block)
+    if block.training and torch.is_grad_enabled():
+        return checkpoint(forward, *args, use_reentrant=False, **kwargs)
+    return forward(*args, **kwargs)
+
+
 def rename_original_fid_keys(state_dict: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     """facebookresearch/FiD state dict -> T5 names (``encoder.encoder.`` and ``.module.`` removed)."""
     renamed = {}
