@@ -43,20 +43,32 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def held_interrupts() -> Iterator[Callable[[], None]]:
+def held_interrupts() -> Iterator["Held"]:
     """Ctrl-C and SIGTERM (where they would interrupt) wait for the job's next ``check()``, which
     raises them: a job calls it between units of work (a training step), so the state it saves on
     the way out is a whole unit, never one half applied."""
-    held: list[type[KeyboardInterrupt]] = []
-
-    def hold(signum, frame) -> None:
-        held.append(Terminated if signum == signal.SIGTERM else KeyboardInterrupt)
-
-    def check() -> None:
-        if held:
-            raise held[0]
-
+    check = Held()
     interrupting = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: _raise_terminated}
     # an ignored or custom handler is left alone
-    with _handlers({signum: hold for signum, handler in interrupting.items() if signal.getsignal(signum) is handler}):
+    with _handlers({signum: check.hold for signum, handler in interrupting.items() if signal.getsignal(signum) is handler}):
         yield check
+
+
+class Held:
+    """The interrupts held so far: calling it raises the first; ``pending`` tells without raising (the
+    ranks of a distributed job agree on stopping before any of them does)."""
+
+    def __init__(self) -> None:
+        self.held: list[type[KeyboardInterrupt]] = []
+
+    def hold(self, signum, frame) -> None:
+        self.held.append(Terminated if signum == signal.SIGTERM else KeyboardInterrupt)
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.held)
+
+    def __call__(self, stop: bool = False) -> None:
+        """Raise the held interrupt, or (``stop``: another rank holds one) a plain interrupt."""
+        if self.held or stop:
+            raise (self.held or [KeyboardInterrupt])[0]

@@ -51,6 +51,10 @@ def train_fid(run_path, dev_run, output, stop_after, device, no_progress, **opti
     from ifqa.readers.fid import train as fid
 
     state = fid.train(run_path, dev_run, output, config, device, progress=not no_progress, stop_after=stop_after)
+    from ifqa.distributed import launched
+
+    if not launched().main:  # under a launcher, rank 0 alone reports
+        return
     last = state["log"][-1] if state["log"] else {}
     click.echo(f"{output}: step {state['step']}, last loss {last.get('loss')}, best dev EM {state['best_em']:.2f}")
 
@@ -78,7 +82,8 @@ def _learning_command(kind: str, recipe_class: type, help: str, summary) -> None
         recipe = from_options(recipe_class, options)
         source = question_source(setting or "supervised", split or "train", questions, data_dir)
         card = train_job(kind, recipe, source, Path(output), corpus, dev_run, device, not no_progress, stop_after)
-        click.echo(summary(output, card))
+        if "rank" not in card:  # under a launcher, rank 0 alone reports
+            click.echo(summary(output, card))
 
 
 def _card_line(output, card: dict) -> str:

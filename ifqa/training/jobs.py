@@ -8,7 +8,7 @@ import logging
 import time
 from pathlib import Path
 
-from ifqa import __version__
+from ifqa.version import __version__
 from ifqa.errors import IfqaError
 from ifqa.cards import add_dev_scores, write_card
 from ifqa.training.data import check_has_gold, mine_groups, read_groups, write_groups
@@ -29,10 +29,13 @@ def check_training_split(source) -> None:
 def check_before_mining(kind: str, recipe, questions: int, device: str | None) -> None:
     """What would stop training after minutes of mining, checked first: the device, the starting
     model, and recipe values that cannot make a step."""
-    from ifqa.devices import check_device
+    from ifqa import distributed
 
-    check_device(device)
+    world = distributed.launched()
+    distributed.pick_device(device, world)  # a device this machine, or this launch, cannot give: one line now
     if kind == "control":
+        if world.active:
+            raise IfqaError("the question-agnostic control trains in one process; start it without a launcher")
         return
     from ifqa.models import check_model
     from ifqa.retrieval.encoders import resolve
@@ -41,6 +44,9 @@ def check_before_mining(kind: str, recipe, questions: int, device: str | None) -
     if kind == "reranker" and recipe.group_size < recipe.other_gold + 1:
         raise IfqaError(f"--group-size {recipe.group_size} leaves no room for the gold passage and --other-gold "
                         f"{recipe.other_gold}; use a group of at least {recipe.other_gold + 1}")
+    if world.active and recipe.questions_per_step % world.size:
+        raise IfqaError(f"--questions-per-step {recipe.questions_per_step} is a global batch: {world.size} ranks need "
+                        f"a multiple of {world.size}")
     if questions < recipe.questions_per_step:
         raise IfqaError(f"{questions} training questions make no step of --questions-per-step "
                         f"{recipe.questions_per_step}; lower it")
@@ -64,10 +70,14 @@ def _groups(recipe, questions, output: Path, corpus: str | None, progress: bool)
         return read_groups(path), identity
     pipeline = RetrievalPipeline(RetrievalConfig(indexes=[recipe.index], k=recipe.hard_depth,
                                                  query_mode=recipe.query_mode, corpus=corpus))
-    groups = mine_groups(questions.examples, pipeline, recipe.hard_depth, recipe.other_gold, recipe.seed, progress,
-                         closest=recipe.other_gold_from == "closest")
-    write_groups(groups, path)
-    write_json(meta, identity)
+    from ifqa.distributed import launched
+
+    main = launched().main  # every rank mines the same groups (seeded); rank 0 alone writes them
+    groups = mine_groups(questions.examples, pipeline, recipe.hard_depth, recipe.other_gold, recipe.seed,
+                         progress and main, closest=recipe.other_gold_from == "closest")
+    if main:
+        write_groups(groups, path)
+        write_json(meta, identity)
     return groups, identity
 
 
@@ -78,7 +88,10 @@ def train_job(kind: str, recipe, source, output: Path, corpus: str | None = None
     questions = source.load()
     check_has_gold(questions.examples, questions.name)
     check_before_mining(kind, recipe, len(questions), device)
-    output.mkdir(parents=True, exist_ok=True)
+    from ifqa.distributed import launched
+
+    if launched().main:
+        output.mkdir(parents=True, exist_ok=True)
     groups, mined = _groups(recipe, questions, output, corpus, progress)
     started = time.time()
     if kind == "control":
@@ -95,6 +108,8 @@ def train_job(kind: str, recipe, source, output: Path, corpus: str | None = None
     else:
         from ifqa.training.retriever import train_retriever as train
     result = train(groups, output, recipe, device, progress, stop_after)
+    if not launched().main:  # the other ranks trained their share; rank 0 writes the card and scores dev
+        return {"finished": result["finished"], "step": result["step"], "steps": result["steps"], "rank": launched().rank}
     if not result["finished"]:
         return {"finished": False, "step": result["step"], "steps": result["steps"]}
     card = {"ifqa": __version__, "kind": kind, "base_model": recipe.model, "recipe": dataclasses.asdict(recipe),

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from ifqa import distributed
 from ifqa.devices import bf16_supported
+from ifqa.distributed import World
 from ifqa.interrupts import held_interrupts
 
 log = logging.getLogger(__name__)
@@ -38,8 +40,13 @@ class LoopSettings:
 
 def run_loop(model, parameters, batches: Sequence, loss_of: Callable, output: Path, settings: LoopSettings,
              device: str, progress: bool = True, stop_after: int | None = None,
-             save_model: Callable[[Path], None] | None = None) -> dict:
-    """Train ``model`` on ``batches[i]`` for i in [state step, steps); returns the training log."""
+             save_model: Callable[[Path], None] | None = None, world: World = World(),
+             unused_parameters: bool = False) -> dict:
+    """Train ``model`` on ``batches[i]`` for i in [state step, steps); returns the training log.
+
+    ``loss_of(batch, forward)`` computes the loss calling ``forward`` (the model, or under several
+    ranks the model in DistributedDataParallel) on this rank's share of the global batch;
+    ``unused_parameters``: some of the model's parameters get no gradient (DDP must look for them)."""
     import torch
     from tqdm import tqdm
 
@@ -48,60 +55,80 @@ def run_loop(model, parameters, batches: Sequence, loss_of: Callable, output: Pa
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min((s + 1) / warmup, max(0.0, (settings.steps - s) / max(1, settings.steps - warmup))))
     state_dir = output / STATE
     step, history, running = 0, [], None  # running: the loss average the progress bar and history show
+    losses: list[float] = []  # every step's loss (the ranks' mean), for train_log.jsonl
     if (state_dir / "trainer.pt").exists():
         saved = torch.load(state_dir / "trainer.pt", map_location="cpu", weights_only=True)
         model.load_state_dict(torch.load(state_dir / "model.pt", map_location="cpu", weights_only=True))
         optimizer.load_state_dict(saved["optimizer"])
         scheduler.load_state_dict(saved["scheduler"])
         step, history, running = int(saved["step"]), json.loads(saved["history"]), saved.get("running_loss")
+        losses = json.loads(saved.get("losses", "[]"))
         torch.set_rng_state(saved["rng"])  # dropout continues as in an uninterrupted run
         log.info("resuming %s at step %d of %d", output, step, settings.steps)
     autocast = settings.bf16 and bf16_supported(device)
     model.to(device).train()
+    if world.active:
+        distributed.start(device)
+    forward = distributed.wrap(model, device, unused_parameters) if world.active else model
     end = settings.steps if stop_after is None else min(settings.steps, step + stop_after)
 
     def save() -> None:
+        if not world.main:  # one writer
+            return
         tmp = output / (STATE + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         torch.save(model.state_dict(), tmp / "model.pt")
         torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "step": step,
-                    "history": json.dumps(history), "running_loss": running, "rng": torch.get_rng_state()},
+                    "history": json.dumps(history), "running_loss": running, "rng": torch.get_rng_state(),
+                    "losses": json.dumps(losses)},
                    tmp / "trainer.pt")
         shutil.rmtree(state_dir, ignore_errors=True)
         os.replace(tmp, state_dir)
 
     started = time.time()
-    with tqdm(total=settings.steps, initial=step, desc="train", unit="step", disable=not progress) as bar, \
-            held_interrupts() as check_interrupts:
+    with distributed.collective_errors(world), held_interrupts() as check_interrupts, \
+            tqdm(total=settings.steps, initial=step, desc="train", unit="step", disable=not progress or not world.main) as bar:
         try:
             while step < end:
                 with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=autocast):
-                    loss = loss_of(batches[step])
+                    loss = loss_of(world.share(batches[step], "--questions-per-step"), forward)
                 loss.backward()
                 torch.nn.utils.clip_grad_norm_(parameters, 1.0)
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
                 step += 1
-                value = float(loss.detach())
+                if world.active:  # the ranks' mean loss, and whether any rank holds Ctrl-C or SIGTERM
+                    value, stop = distributed.mean_and_stop(loss, check_interrupts.pending, device)
+                else:
+                    value, stop = float(loss.detach()), False
                 running = value if running is None else 0.98 * running + 0.02 * value
+                losses.append(round(value, 6))
                 if step % 50 == 0 or step == settings.steps:
                     history.append({"step": step, "loss": round(running, 4), "seconds": round(time.time() - started, 1)})
                 bar.set_postfix(loss=f"{running:.3f}")
                 bar.update(1)
                 if step % settings.save_every == 0 and step < settings.steps:
                     save()
-                check_interrupts()  # Ctrl-C or SIGTERM during the step stop here, with the step whole
+                if not world.active or stop:  # ranks stop after the step they agreed on, never one alone
+                    check_interrupts(stop)  # Ctrl-C or SIGTERM during the step stop here, with the step whole
         except KeyboardInterrupt:  # no step is lost
             save()
             log.warning("%s: stopped at step %d of %d, state saved", output, step, settings.steps)
             raise
+    forward = None  # DistributedDataParallel lets go of the process group before the group is left
+    distributed.stop()
     if step < settings.steps:
         save()
         return {"step": step, "steps": settings.steps, "history": history, "finished": False, "device": device}
-    if save_model is not None:
+    if save_model is not None and world.main:
         save_model(output)
-    shutil.rmtree(state_dir, ignore_errors=True)
+        from ifqa.io import atomic_write
+
+        with atomic_write(output / "train_log.jsonl") as handle:
+            handle.write("".join(json.dumps({"step": n, "loss": loss}) + "\n" for n, loss in enumerate(losses, 1)))
+    if world.main:
+        shutil.rmtree(state_dir, ignore_errors=True)
     return {"step": step, "steps": settings.steps, "history": history, "finished": True, "device": device,
             "bf16": autocast}

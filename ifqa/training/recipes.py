@@ -31,7 +31,8 @@ class MiningRecipe:
 class RerankerRecipe(MiningRecipe):
     model: str = option(DEFAULT_ENCODER, "Starting checkpoint: any encoder or cross-encoder (folder or hub id).")
     epochs: int = option(1, "Passes over the training questions.", min=1)
-    questions_per_step: int = option(3, "Questions per optimizer step.", min=1)
+    questions_per_step: int = option(3, "Questions per optimizer step, over all ranks under torchrun/srun (each rank "
+                                                "takes an equal share).", min=1)
     group_size: int = option(10, "Passages scored per question: one gold + negatives.", min=2)
     lr: float = option(8e-5, "Peak learning rate (linear warm-up over 10% of steps, then linear decay).", min=0.0)
     max_length: int = option(192, "Tokens per question+passage pair.", min=16)
@@ -47,7 +48,8 @@ class RetrieverRecipe(MiningRecipe):
     model: str = option(DEFAULT_ENCODER, "Starting sentence-transformers bi-encoder (folder or hub id).")
     question_side_only: bool = option(False, "Train only a copy used for questions: an existing passage index stays valid.")
     epochs: int = option(1, "Passes over the training questions.", min=1)
-    questions_per_step: int = option(32, "Questions per step (each other's passages are in-batch negatives).", min=2)
+    questions_per_step: int = option(32, "Questions per step, over all ranks under torchrun/srun (every "
+                                                 "question's passages are in-batch negatives for all).", min=2)
     hard_negatives: int = option(1, "Mined negatives per question per step.", min=0)
     lr: float = option(2e-5, "Peak learning rate.", min=0.0)
     max_length: int = option(192, "Tokens per passage (questions are short).", min=16)

@@ -28,7 +28,7 @@ def train_reranker(groups: Sequence[TrainingGroup], output: str | Path, recipe: 
     """Train (or resume) into ``output``; the finished model is ``output/model`` (a CrossEncoder folder)."""
     import torch
 
-    from ifqa.devices import pick_device
+    from ifqa import distributed
 
     output = Path(output)
     if (output / "model" / "config.json").exists():
@@ -37,7 +37,8 @@ def train_reranker(groups: Sequence[TrainingGroup], output: str | Path, recipe: 
     if not groups:
         raise IfqaError("no training group has both a gold passage and a negative")
     torch.manual_seed(recipe.seed)
-    device = pick_device(device)
+    world = distributed.launched()
+    device = distributed.pick_device(device, world)
     encoder = load_cross_encoder(recipe.model, "cpu", recipe.max_length, num_labels=1,
                                  config={"attention_probs_dropout_prob": recipe.attention_dropout})
     model, tokenizer = encoder.model, encoder.tokenizer
@@ -48,11 +49,11 @@ def train_reranker(groups: Sequence[TrainingGroup], output: str | Path, recipe: 
     if not steps:
         raise IfqaError(f"{len(groups)} training groups make no step of {recipe.questions_per_step} questions")
 
-    def loss_of(batch) -> "torch.Tensor":
+    def loss_of(batch, forward) -> "torch.Tensor":
         questions = [q for q, passages in batch for _ in passages]
         passages = [p for _, passages in batch for p in passages]
         inputs = pair_inputs(tokenizer, questions, passages, recipe.max_length, padding=True, return_tensors="pt").to(device)
-        logits = model(**inputs).logits.float().view(-1)
+        logits = forward(**inputs).logits.float().view(-1)
         losses, start = [], 0
         for _, group in batch:
             scores = logits[start : start + len(group)]
@@ -68,9 +69,10 @@ def train_reranker(groups: Sequence[TrainingGroup], output: str | Path, recipe: 
             encoder.save(str(tmp))
 
     settings = LoopSettings(steps=len(steps), lr=recipe.lr, bf16=not recipe.fp32, seed=recipe.seed)
-    output.mkdir(parents=True, exist_ok=True)
+    if world.main:
+        output.mkdir(parents=True, exist_ok=True)
     result = run_loop(model, list(model.parameters()), steps, loss_of, output, settings, device, progress,
-                      stop_after, save_model)
+                      stop_after, save_model, world)
     result["recipe"] = asdict(recipe)
     result["groups"] = len(groups)
     return result

@@ -41,13 +41,14 @@ def train_retriever(groups: Sequence[TrainingGroup], output: str | Path, recipe:
     import torch
     import torch.nn.functional as F
 
-    from ifqa.devices import pick_device
+    from ifqa import distributed
 
     output = Path(output)
     if (output / "model" / "config.json").exists():
         raise IfqaError("already holds a trained model; choose another --output or delete it", output)
     torch.manual_seed(recipe.seed)
-    device = pick_device(device)
+    world = distributed.launched()
+    device = distributed.pick_device(device, world)
     model = load_bi_encoder(recipe.model, recipe.max_length)
     passage_model = copy.deepcopy(model).to(device).eval() if recipe.question_side_only else model
     steps = plan_steps([g for g in groups if g.positives], recipe.epochs, recipe.questions_per_step, recipe.seed,
@@ -56,20 +57,27 @@ def train_retriever(groups: Sequence[TrainingGroup], output: str | Path, recipe:
         raise IfqaError(f"{len(groups)} training groups make no step of {recipe.questions_per_step} questions")
 
     def embed(encoder, texts: list[str]):
-        features = {k: v.to(device) if hasattr(v, "to") else v for k, v in encoder.tokenize(texts).items()}
+        """``encoder`` (a model, or one in DistributedDataParallel) on ``texts``, tokenized as the model does."""
+        features = {k: v.to(device) if hasattr(v, "to") else v for k, v in model.tokenize(texts).items()}
         return F.normalize(encoder(features)["sentence_embedding"].float(), dim=-1)
 
-    def loss_of(batch) -> "torch.Tensor":
-        questions = embed(model, [q for q, _ in batch])
+    def loss_of(batch, forward) -> "torch.Tensor":
         texts, targets = [], []
         for _, passages in batch:
             targets.append(len(texts))
             texts.extend(passages)
         if recipe.question_side_only:
+            questions = embed(forward, [q for q, _ in batch])
             with torch.no_grad():
                 passages_ = embed(passage_model, texts)
+        elif world.active:  # one forward through DistributedDataParallel a step: questions and passages together
+            both = embed(forward, [q for q, _ in batch] + texts)
+            questions, passages_ = both[: len(batch)], both[len(batch) :]
         else:
-            passages_ = embed(model, texts)
+            questions, passages_ = embed(model, [q for q, _ in batch]), embed(model, texts)
+        if world.active:  # every rank's passages are in-batch negatives, as in one process over the whole batch
+            passages_, offset = distributed.gather_rows(passages_, world)
+            targets = [t + offset for t in targets]
         scores = questions @ passages_.T / recipe.temperature
         return F.cross_entropy(scores, torch.tensor(targets, device=scores.device))
 
@@ -80,9 +88,10 @@ def train_retriever(groups: Sequence[TrainingGroup], output: str | Path, recipe:
             model.save(str(tmp))
 
     settings = LoopSettings(steps=len(steps), lr=recipe.lr, bf16=not recipe.fp32, seed=recipe.seed)
-    output.mkdir(parents=True, exist_ok=True)
+    if world.main:
+        output.mkdir(parents=True, exist_ok=True)
     result = run_loop(model, [p for p in model.parameters() if p.requires_grad], steps, loss_of, output, settings,
-                      device, progress, stop_after, save_model)
+                      device, progress, stop_after, save_model, world, unused_parameters=True)  # the unused pooler
     result["extra"] = {"question_side_only": recipe.question_side_only,
                        "passage_encoder": recipe.model if recipe.question_side_only else "the trained model"}
     return result

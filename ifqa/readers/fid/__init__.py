@@ -35,8 +35,8 @@ class FiDTrainConfig:
     model: str = option("t5-base", "T5 hub id or local folder (t5-base, google/flan-t5-large, ...).")
     steps: int = option(15000, "Optimizer steps in all (the paper trains 15k).", min=1)
     lr: float = option(1e-4, "Peak learning rate (AdamW, linear warm-up and decay).", min=0.0)
-    batch_size: int | None = option(None, "Questions per step, each with --n-context passages (default: 8 on a GPU, "
-                                          "where it fills an H100 with t5-base; 1 on a CPU).", min=1)
+    batch_size: int | None = option(None, "Questions per step, each with --n-context passages, over all ranks under "
+                                          "torchrun/srun (default: 8 on a GPU, 1 on a CPU).", min=1)
     accumulation: int = option(1, "Gradient accumulation steps.", min=1)
     warmup_steps: int = option(1000, "Steps of linear warm-up.", min=0)
     weight_decay: float = option(0.01, "AdamW weight decay.", min=0.0)

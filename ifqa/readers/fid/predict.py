@@ -52,13 +52,14 @@ def read_to_file(checkpoint: str | Path, questions: QuestionSet, run_path: str |
                  progress: bool = True) -> list[dict]:
     from transformers import AutoTokenizer
 
-    from ifqa.devices import pick_device
+    from ifqa import distributed
 
     folder = resolve_checkpoint(checkpoint)
     settings = FiDSettings(**json.loads((folder / FID_CONFIG).read_text())) if (folder / FID_CONFIG).exists() else FiDSettings()
     if n_context:
         settings.n_context = n_context
-    device = pick_device(device)
+    world = distributed.launched()
+    device = distributed.pick_device(device, world)
     questions = as_question_set(questions)
     check_questions(run_path, questions)
     model, tokenizer = load_model(folder, device), AutoTokenizer.from_pretrained(str(folder))
@@ -69,8 +70,21 @@ def read_to_file(checkpoint: str | Path, questions: QuestionSet, run_path: str |
         raise IfqaError(f"{len(missing)} questions are not in the run (e.g. qid {missing[0]})", run_path)
     records = [{"question": e.question, "ctxs": runs[e.qid]["ctxs"]} for e in examples]
     started = time.time()
-    predictions = predict(model, tokenizer, records, settings, batch_size, beams, progress)
+    if world.active:  # each rank reads its run of whole batches; rank 0 writes them all, in question order
+        distributed.start(device)
+        share = world.blocks(len(records), batch_size)
+        try:
+            with distributed.collective_errors(world):
+                predictions = distributed.gather_objects(predict(model, tokenizer, records[share.start : share.stop],
+                                                                 settings, batch_size, beams, progress and world.main),
+                                                         world)
+        finally:
+            distributed.stop()
+    else:
+        predictions = predict(model, tokenizer, records, settings, batch_size, beams, progress)
     rows = [{"qid": e.qid, "prediction": p, "raw": p} for e, p in zip(examples, predictions)]
+    if not world.main:
+        return rows
     write_predictions(output, rows)
     from ifqa.devices import bf16_supported
 

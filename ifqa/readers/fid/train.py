@@ -15,12 +15,13 @@ from typing import Any, Sequence
 import torch
 from transformers import AutoTokenizer
 
-from ifqa.devices import pick_device
+from ifqa import distributed
+from ifqa.distributed import World
 from ifqa.eval.answers import best_over_answers, exact_match
 from ifqa.errors import IfqaError
 from ifqa.readers.fid import FiDTrainConfig
 from ifqa.readers.fid.data import FID_CONFIG, Collator, FiDSettings
-from ifqa.readers.fid.model import load_model
+from ifqa.readers.fid.model import enable_checkpointing, load_model
 from ifqa.readers.fid.predict import predict
 
 log = logging.getLogger(__name__)
@@ -65,8 +66,12 @@ def _batch_order(n: int, batch_size: int, seed: int, step: int) -> list[int]:
     return order[position * batch_size : (position + 1) * batch_size]
 
 
-def evaluate_em(model, tokenizer, records: Sequence[dict], settings: FiDSettings, batch_size: int, bf16: bool = True) -> float:
-    predictions = predict(model, tokenizer, records, settings, batch_size, bf16=bf16)
+def evaluate_em(model, tokenizer, records: Sequence[dict], settings: FiDSettings, batch_size: int, bf16: bool = True,
+                world: World = World()) -> float:
+    """Dev EM; under several ranks each predicts its share of whole batches and all gather the answers."""
+    share = world.blocks(len(records), batch_size)
+    predictions = distributed.gather_objects(predict(model, tokenizer, records[share.start : share.stop], settings,
+                                                     batch_size, bf16=bf16), world)
     return 100.0 * sum(best_over_answers(exact_match, p, r["answers"]) for p, r in zip(predictions, records)) / max(1, len(records))
 
 
@@ -102,8 +107,10 @@ class _Batches:
     compiled model labels are padded to ``answer_maxlength`` (loss unchanged: padded positions are
     ignored and the decoder is causal), so every step has one shape and nothing recompiles."""
 
-    def __init__(self, records: Sequence[dict], collator: Collator, config: FiDTrainConfig, fixed_shape: bool):
+    def __init__(self, records: Sequence[dict], collator: Collator, config: FiDTrainConfig, fixed_shape: bool,
+                 world: World = World()):
         self.records, self.collator, self.config, self.fixed_shape = records, collator, config, fixed_shape
+        self.world = world
 
     def __call__(self, g: int) -> dict:
         config = self.config
@@ -113,7 +120,12 @@ class _Batches:
         labels = self.collator.labels([choice.choice(r["answers"]) for r in batch])
         if self.fixed_shape and labels.shape[1] < config.answer_maxlength:
             labels = torch.nn.functional.pad(labels, (0, config.answer_maxlength - labels.shape[1]), value=-100)
-        return {**self.collator.inputs(batch), "labels": labels}
+        if not self.world.active:
+            return {**self.collator.inputs(batch), "labels": labels}
+        # this rank's share of the global batch; the loss is scaled by the global batch's answer tokens
+        rows = self.world.share(range(len(batch)))
+        return {**self.collator.inputs([batch[i] for i in rows]), "labels": labels[rows[0] : rows[-1] + 1],
+                "global_tokens": (labels != -100).sum()}
 
 
 def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path, config: FiDTrainConfig,
@@ -131,8 +143,10 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
     from ifqa.retrieval.batching import feed, out_of_memory_hint, to_device
 
     output = Path(output)
-    device = pick_device(device)
+    world = distributed.launched()
+    device = distributed.pick_device(device, world)
     config = config.on(device)
+    world.share(range(config.batch_size))  # a global batch the ranks cannot share equally: one line, now
     compiled = _use_compile(config, device)
     settings = FiDSettings(config.n_context, config.text_maxlength, config.answer_maxlength)
     train_records = read_run(train_run)
@@ -152,12 +166,11 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
     source = last if resuming else config.model
     model = load_model(source, device)
     tokenizer = AutoTokenizer.from_pretrained(str(source))
-    if not resuming:  # written once the model loads, so a model that cannot leaves nothing behind
+    if not resuming and world.main:  # written once the model loads, so a model that cannot leaves nothing behind
         output.mkdir(parents=True, exist_ok=True)
         (output / "train_config.json").write_text(json.dumps(asdict(config), indent=2))
-    if config.gradient_checkpointing:
-        model.gradient_checkpointing_enable()
-        model.config.use_cache = False
+    if config.gradient_checkpointing:  # in a form that compiles to one graph
+        enable_checkpointing(model)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay,
                                   fused=device.startswith("cuda"))  # one kernel for all parameters
     scheduler = get_linear_schedule_with_warmup(optimizer, config.warmup_steps, config.steps)
@@ -172,8 +185,11 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
         state = saved_state["state"]
         log.info("resuming at step %d", state["step"])
     use_bf16 = not config.fp32 and device.startswith("cuda")
-    forward = torch.compile(model) if compiled else model  # generation and saving use the model itself
-    bar = tqdm(total=config.steps, initial=state["step"], desc="train fid", disable=not progress)
+    if world.active:
+        distributed.start(device)
+    parallel = distributed.wrap(model, device) if world.active else model
+    forward = torch.compile(parallel) if compiled else parallel  # generation and saving use the model itself
+    bar = tqdm(total=config.steps, initial=state["step"], desc="train fid", disable=not progress or not world.main)
 
     def checkpoint_state() -> dict:
         return {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), **_rng_state(device), "state": state}
@@ -181,46 +197,59 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
     model.train()
     goal = min(config.steps, state["step"] + stop_after) if stop_after else config.steps
     micro_steps = range(state["step"] * config.accumulation, goal * config.accumulation)
-    batches = feed(micro_steps, _Batches(train_records, Collator(tokenizer, settings), config, compiled), device)
+    batches = feed(micro_steps, _Batches(train_records, Collator(tokenizer, settings), config, compiled, world), device)
     hint = out_of_memory_hint(f"a batch of {config.batch_size} questions x {config.n_context} passages",
                               "memory: the same command with --gradient-checkpointing resumes from the last whole step "
                               "(saved), or train into a new --output with a smaller --batch-size and --accumulation")
     step, rng = state["step"], None
     try:
-        with held_interrupts() as check_interrupts, hint:
+        with distributed.collective_errors(world), held_interrupts() as check_interrupts, hint:
             while state["step"] < goal:
                 step = state["step"]
                 rng = _rng_state(device)  # what a step cut short restores: its dropout masks come again
                 losses = []
-                for _ in range(config.accumulation):
+                for micro in range(config.accumulation):
                     batch = to_device(next(batches), device)
-                    with torch.autocast("cuda", dtype=torch.bfloat16) if use_bf16 else contextlib.nullcontext():
-                        loss = forward(**batch).loss / config.accumulation
-                    loss.backward()
+                    tokens = batch.pop("global_tokens", None)
+                    last_micro = micro == config.accumulation - 1
+                    with (torch.autocast("cuda", dtype=torch.bfloat16) if use_bf16 else contextlib.nullcontext()), \
+                            (parallel.no_sync() if world.active and not last_micro else contextlib.nullcontext()):
+                        loss = forward(**batch).loss
+                        if tokens is not None:  # this rank's share of the global batch's mean over answer tokens
+                            loss = loss * (batch["labels"] != -100).sum() * world.size / tokens
+                        loss = loss / config.accumulation
+                        loss.backward()
                     losses.append(loss.detach())
                 torch.nn.utils.clip_grad_norm_(model.parameters(), config.max_grad_norm)
                 optimizer.step()
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
-                loss_total = float(torch.stack(losses).sum())  # one device sync per step, after the step is queued
+                if world.active:  # the ranks' mean loss, and whether any rank holds Ctrl-C or SIGTERM
+                    loss_total, stop = distributed.mean_and_stop(torch.stack(losses).sum(), check_interrupts.pending, device)
+                else:
+                    loss_total, stop = float(torch.stack(losses).sum()), False  # one device sync per step, after the step is queued
                 state["step"] = step + 1
                 entry: dict[str, Any] = {"step": state["step"], "loss": round(loss_total, 6)}
                 done = state["step"] == config.steps
                 if dev_records and (state["step"] % config.eval_every == 0 or done):
-                    entry["dev_em"] = evaluate_em(model, tokenizer, dev_records, settings, config.eval_batch_size, use_bf16)
+                    entry["dev_em"] = evaluate_em(model, tokenizer, dev_records, settings, config.eval_batch_size, use_bf16,
+                                                  world)
                     model.train()
                     if entry["dev_em"] > state["best_em"]:
                         state["best_em"] = entry["dev_em"]
-                        _save_model(model, tokenizer, settings, output / "best")
+                        if world.main:
+                            _save_model(model, tokenizer, settings, output / "best")
                 state["log"].append(entry)
                 bar.update(1)
                 bar.set_postfix(loss=entry["loss"], em=entry.get("dev_em", state["best_em"]), refresh=False)
-                if done or state["step"] == goal or (config.save_every and state["step"] % config.save_every == 0) or "dev_em" in entry:
+                if world.main and (done or state["step"] == goal or "dev_em" in entry
+                                   or (config.save_every and state["step"] % config.save_every == 0)):
                     _save_model(model, tokenizer, settings, last, checkpoint_state())
-                check_interrupts()  # Ctrl-C or SIGTERM during the step stop here, with the step whole
+                if not world.active or stop:  # ranks stop after the step they agreed on, never one alone
+                    check_interrupts(stop)  # Ctrl-C or SIGTERM during the step stop here, with the step whole
     except (KeyboardInterrupt, IfqaError):  # interrupted, or out of memory within a step: keep the whole steps
         optimizer.zero_grad(set_to_none=True)
-        if state["step"] > 0:
+        if state["step"] > 0 and world.main:
             if rng is not None and state["step"] == step:  # cut inside a step
                 _restore_rng(rng, device)
             _save_model(model, tokenizer, settings, last, checkpoint_state())
@@ -228,8 +257,12 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
         raise
     finally:
         bar.close()
+        forward = parallel = None  # DistributedDataParallel lets go of the process group before the group is left
+        distributed.stop()
     if state["step"] < config.steps:
         log.info("stopped at step %d of %d; rerun the same command to continue", state["step"], config.steps)
+        return state
+    if not world.main:
         return state
     if not dev_records:
         _save_model(model, tokenizer, settings, output / "best")

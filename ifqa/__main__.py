@@ -1,0 +1,3 @@
+from ifqa.cli import main
+
+main()

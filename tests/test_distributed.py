@@ -1,0 +1,230 @@
+"""Data-parallel training and reading under torchrun (2 ranks, gloo, CPU): the ranks train as one
+process over the same global batch, rank 0 alone writes, checkpoints move between world sizes, and a
+rank killed mid-run is restarted by the launcher and resumes to the uninterrupted losses."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ifqa import distributed
+from ifqa.distributed import World
+from ifqa.errors import IfqaError
+from ifqa.readers.fid import FiDTrainConfig
+from tests.readers.test_fid import TOY
+
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+
+LAUNCH_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID")
+
+
+def torchrun(*args, ranks: int = 2, launcher: tuple = (), timeout: int = 300, background: bool = False):
+    """``torchrun --standalone --nproc_per_node RANKS -m ifqa -- ARGS``, as the docs write it."""
+    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(ranks),
+               *launcher, "-m", "ifqa", "--", *map(str, args)]
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "IFQA_DIST_TIMEOUT": "30", "PYTHONWARNINGS": "ignore"}
+    if background:
+        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                                start_new_session=True)
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+@pytest.fixture
+def no_launcher(monkeypatch):
+    for name in LAUNCH_ENV:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def test_the_world_is_read_from_torchrun_or_srun(no_launcher):
+    assert distributed.launched() == World() and not World().active and World().main
+    no_launcher.setenv("SLURM_PROCID", "3")
+    no_launcher.setenv("SLURM_STEP_NUM_TASKS", "1")  # a batch script's own shell: one task
+    assert distributed.launched() == World()
+    no_launcher.setenv("SLURM_STEP_NUM_TASKS", "8")
+    no_launcher.setenv("SLURM_LOCALID", "1")
+    assert distributed.launched() == World(3, 8, 1)
+    for name, value in (("RANK", "1"), ("WORLD_SIZE", "2"), ("LOCAL_RANK", "1")):
+        no_launcher.setenv(name, value)
+    assert distributed.launched() == World(1, 2, 1) and not World(1, 2, 1).main
+    assert distributed.first_host("gpu[03-05,9],cpu1") == "gpu03" and distributed.first_host("node7,node8") == "node7"
+
+
+def test_shares_of_a_global_batch():
+    assert World(1, 2).share(list("abcd")) == ["c", "d"] and World().share("abc") == ["a", "b", "c"]
+    with pytest.raises(IfqaError, match="--batch-size 3 is a global batch: 2 ranks need a multiple of 2"):
+        World(0, 2).share(range(3))
+    assert [World(r, 2).blocks(5, 2) for r in range(2)] == [range(0, 2), range(2, 5)]  # whole batches per rank
+    assert [World(r, 4).blocks(3, 2) for r in range(4)] == [range(0, 0), range(0, 2), range(2, 2), range(2, 3)]
+
+
+def test_launch_settings_that_cannot_work_are_one_line_before_any_work(no_launcher, tmp_path):
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("checks a machine without CUDA")
+    for name, value in (("RANK", "1"), ("WORLD_SIZE", "2"), ("LOCAL_RANK", "1")):
+        no_launcher.setenv(name, value)
+    with pytest.raises(IfqaError, match="rank 1 \\(local rank 1\\) has no GPU of its own"):
+        distributed.pick_device("cuda", distributed.launched())
+    assert distributed.pick_device(None, distributed.launched()) == "cpu"
+    no_launcher.setenv(distributed.BACKEND_ENV, "nccl")
+    with pytest.raises(IfqaError, match="nccl needs a CUDA device on every rank"):
+        distributed.start("cpu")
+    from ifqa.readers.fid import train as fid_train
+
+    with pytest.raises(IfqaError, match="--batch-size 3 is a global batch"):
+        fid_train.train(tmp_path / "none.jsonl", None, tmp_path / "out", FiDTrainConfig(batch_size=3), "cpu")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def fid_setup(tmp_path_factory):
+    """A tiny T5 without dropout (ranks and one process draw no masks to compare), a 4-question run and
+    its questions."""
+    from transformers import AutoTokenizer
+
+    from ifqa.readers.fid.model import FiDT5
+    from tests.readers.tiny_models import tiny_t5
+
+    root = tmp_path_factory.mktemp("fid-dist")
+    tiny_t5(root / "t5-dropout")
+    model = FiDT5.from_pretrained(str(root / "t5-dropout"))
+    model.config.dropout_rate = 0.0
+    model.save_pretrained(root / "t5")
+    AutoTokenizer.from_pretrained(str(root / "t5-dropout")).save_pretrained(root / "t5")
+    run = root / "toy.jsonl"
+    run.write_text("".join(json.dumps({"qid": str(i), "question": q, "answers": [a], "ctxs": [
+        {"id": f"{i}-{j}", "title": f"T{j}", "text": f"{a} is mentioned in passage {j}" if j == i % 2 else "unrelated"}
+        for j in range(2)]}) + "\n" for i, (q, a) in enumerate(TOY)))
+    questions = root / "toy-questions.json"
+    questions.write_text(json.dumps([{"idx": i, "question": q, "answers": [a], "context": []}
+                                     for i, (q, a) in enumerate(TOY)]))
+    return root, run, questions
+
+
+FID_ARGS = ("--steps", "4", "--batch-size", "2", "--warmup-steps", "0", "--n-context", "2", "--text-maxlength", "32",
+            "--answer-maxlength", "8", "--lr", "1e-3", "--no-progress")
+
+
+def _fid_config(root: Path, **extra) -> FiDTrainConfig:
+    settings = dict(model=str(root / "t5"), steps=4, batch_size=2, warmup_steps=0, n_context=2, text_maxlength=32,
+                    answer_maxlength=8, lr=1e-3)
+    return FiDTrainConfig(**{**settings, **extra})
+
+
+def _losses(folder: Path) -> list[float]:
+    return [json.loads(line)["loss"] for line in (folder / "train_log.jsonl").read_text().splitlines()]
+
+
+def test_fid_on_two_ranks_trains_as_one_process_and_hands_over_to_one(fid_setup, tmp_path, no_launcher):
+    """2 ranks x 1 question = one process x 2 questions: the same losses per step; the checkpoint the
+    ranks wrote after 2 steps resumes in one process to the uninterrupted run's losses, and the ranks
+    wrote what one process writes, no more."""
+    from ifqa.readers.fid import train as fid_train
+
+    root, run, questions = fid_setup
+    alone = fid_train.train(run, None, tmp_path / "alone", _fid_config(root), "cpu", progress=False)
+    result = torchrun("train", "fid", "--run", run, "--model", root / "t5", "-o", tmp_path / "ranks", *FID_ARGS,
+                      "--stop-after", "2", "--device", "cpu")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.count("step 2") == 1  # rank 0 alone reports
+    state = fid_train.load_trainer_state(tmp_path / "ranks" / "last" / "trainer_state.pt")["state"]
+    assert [e["loss"] for e in state["log"]] == pytest.approx([e["loss"] for e in alone["log"][:2]], abs=1e-5)
+    resumed = fid_train.train(run, None, tmp_path / "ranks", _fid_config(root), "cpu", progress=False)
+    assert [e["loss"] for e in resumed["log"]] == pytest.approx(_losses(tmp_path / "alone"), abs=1e-5)
+    assert sorted(p.relative_to(tmp_path / "ranks").as_posix() for p in (tmp_path / "ranks").rglob("*")) == \
+        sorted(p.relative_to(tmp_path / "alone").as_posix() for p in (tmp_path / "alone").rglob("*"))
+
+    # reading: each rank its whole batches, rank 0 one file in question order, byte for byte one process's
+    one = tmp_path / "one.jsonl"
+    from ifqa.readers.fid.predict import read_to_file
+    from ifqa.api import load_questions
+
+    read_to_file(tmp_path / "alone", load_questions(path=questions), run, one, batch_size=1, device="cpu",
+                 progress=False)
+    result = torchrun("read", "fid", "--checkpoint", tmp_path / "alone", "--run", run, "--questions", questions,
+                      "--batch-size", "1", "--device", "cpu", "-o", tmp_path / "two.jsonl", "--no-progress")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert (tmp_path / "two.jsonl").read_bytes() == one.read_bytes()
+
+
+def _parent(pid: int) -> int:
+    return int((Path("/proc") / str(pid) / "stat").read_text().rsplit(")", 1)[1].split()[1])
+
+
+def _rank_pid(launcher_pid: int, rank: str) -> int | None:
+    """The worker process of ``rank`` started by the torchrun process ``launcher_pid``."""
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == launcher_pid:
+            continue
+        try:
+            pid = int(entry.name)
+            ancestor = pid
+            while ancestor > 1 and ancestor != launcher_pid:
+                ancestor = _parent(ancestor)
+            environ = (entry / "environ").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ancestor == launcher_pid and f"RANK={rank}".encode() in environ and f"LOCAL_RANK={rank}".encode() in environ:
+            return pid
+    return None
+
+
+def test_a_rank_killed_mid_run_is_restarted_and_resumes_to_the_uninterrupted_losses(fid_setup, tmp_path, no_launcher):
+    from ifqa.readers.fid import train as fid_train
+
+    root, run, _ = fid_setup
+    alone = fid_train.train(run, None, tmp_path / "alone", _fid_config(root, steps=6), "cpu", progress=False)
+    args = [*FID_ARGS[:1], "6", *FID_ARGS[2:]]
+    job = torchrun("train", "fid", "--run", run, "--model", root / "t5", "-o", tmp_path / "ranks", *args,
+                   "--save-every", "1", "--device", "cpu", launcher=("--max-restarts", "1"), background=True)
+    state = tmp_path / "ranks" / "last" / "trainer_state.pt"
+    deadline = time.time() + 240
+    while not state.exists() and time.time() < deadline and job.poll() is None:
+        time.sleep(0.2)
+    victim = _rank_pid(job.pid, "1")
+    assert victim, "rank 1 was not found running"
+    os.kill(victim, signal.SIGKILL)
+    out, err = job.communicate(timeout=300)
+    assert job.returncode == 0, err[-3000:]
+    assert _losses(tmp_path / "ranks") == pytest.approx([e["loss"] for e in alone["log"]], abs=1e-5)
+
+
+@pytest.fixture(scope="module")
+def bert_without_dropout(tmp_path_factory):
+    from transformers import AutoConfig, BertModel
+
+    from tests.training.tiny import tiny_bert
+
+    root = tmp_path_factory.mktemp("bert-dist")
+    tiny_bert(root / "with-dropout")
+    config = AutoConfig.from_pretrained(root / "with-dropout", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    BertModel.from_pretrained(root / "with-dropout", config=config).save_pretrained(root / "bert")
+    from transformers import AutoTokenizer
+
+    AutoTokenizer.from_pretrained(root / "with-dropout").save_pretrained(root / "bert")
+    return root / "bert"
+
+
+@pytest.mark.parametrize("kind, recipe", [
+    ("reranker", ["--group-size", "4", "--questions-per-step", "4", "--attention-dropout", "0"]),
+    ("retriever", ["--hard-negatives", "1", "--questions-per-step", "4", "--fp32"]),
+])
+def test_rerankers_and_retrievers_on_two_ranks_train_as_one_process(bert_without_dropout, tmp_path, kind, recipe, cli):
+    """Each rank scores its 2 of the 4 questions; the retriever's in-batch negatives come from both ranks
+    (gathered, gradients back to their own rank): every step's loss is one process's."""
+    common = ["--index", "demo:bm25", "--setting", "demo", "--epochs", "1", "--max-length", "64", "--hard-depth", "10",
+              "--model", bert_without_dropout, "--no-progress", "--device", "cpu", *recipe]
+    alone = cli("train", kind, *common, "-o", tmp_path / "alone")
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    ranks = torchrun("train", kind, *common, "-o", tmp_path / "ranks")
+    assert ranks.returncode == 0, ranks.stderr[-3000:]
+    assert ranks.stdout.count("trained in") == 1
+    assert _losses(tmp_path / "ranks") == pytest.approx(_losses(tmp_path / "alone"), abs=1e-5)
+    assert len(_losses(tmp_path / "alone")) == 3  # 12 demo questions, 4 a step
