@@ -54,7 +54,9 @@ def synthetic(source: Path, copies: int, target: Path) -> Path:
                     passage["id"] = f"{passage['id']}#{copy}"
                     if copy:
                         words = passage["text"].split()
-                        passage["text"] = " ".join(f"{w}q{copy}x{rng.randrange(50)}" if rng.random() < 0.05 else w for w in words)
+                        passage["text"] = " ".join(
+                            f"{w}q{copy}x{rng.randrange(50)}" if rng.random() < 0.05 else w for w in words
+                        )
                     out.write(json.dumps(passage) + "\n")
     partial.rename(target)
     return target
@@ -63,8 +65,12 @@ def synthetic(source: Path, copies: int, target: Path) -> Path:
 def same_arrays(a: Path, b: Path) -> bool:
     import numpy as np
 
-    return all(np.array_equal(np.load(a / f"{n}.csc.index.npy", mmap_mode="r"), np.load(b / f"{n}.csc.index.npy", mmap_mode="r"))
-               for n in ("data", "indices", "indptr"))
+    return all(
+        np.array_equal(
+            np.load(a / f"{n}.csc.index.npy", mmap_mode="r"), np.load(b / f"{n}.csc.index.npy", mmap_mode="r")
+        )
+        for n in ("data", "indices", "indptr")
+    )
 
 
 def main() -> None:
@@ -72,25 +78,53 @@ def main() -> None:
     parser.add_argument("--mini", type=Path, help="mini-wiki passages (default: built under benchmarks/.work)")
     parser.add_argument("--wiki800k", type=Path, help="wiki-800k passages (default: built under benchmarks/.work)")
     parser.add_argument("--copies", type=int, default=4)
-    parser.add_argument("--reference-synthetic", action="store_true", help="also run bm25s's in-memory index on the synthetic collection")
+    parser.add_argument(
+        "--reference-synthetic",
+        action="store_true",
+        help="also run bm25s's in-memory index on the synthetic collection",
+    )
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     wiki = SHARED / "wiki"
-    sources = {"mini-wiki": (args.mini, ["enwiki2015_sample_articles.jsonl.gz", "ifqa_contexts.jsonl"]),
-               "wiki-800k": (args.wiki800k, ["enwiki2015_articles.jsonl.gz", "enwiki2021_articles.jsonl.gz", "ifqa_contexts.jsonl"])}
+    sources = {
+        "mini-wiki": (args.mini, ["enwiki2015_sample_articles.jsonl.gz", "ifqa_contexts.jsonl"]),
+        "wiki-800k": (
+            args.wiki800k,
+            ["enwiki2015_articles.jsonl.gz", "enwiki2021_articles.jsonl.gz", "ifqa_contexts.jsonl"],
+        ),
+    }
     corpora = {}
     for name, (given, files) in sources.items():
         corpora[name] = given or WORK / f"{name}.jsonl"
         if not corpora[name].exists():
-            timed(ifqa("corpus", "build", *[wiki / f for f in files], "-o", corpora[name], "--workers", "2", "--no-progress"))
-    corpora[f"synthetic {args.copies}x wiki-800k"] = synthetic(corpora["wiki-800k"], args.copies, WORK / f"synthetic-{args.copies}x.jsonl")
+            timed(
+                ifqa(
+                    "corpus",
+                    "build",
+                    *[wiki / f for f in files],
+                    "-o",
+                    corpora[name],
+                    "--workers",
+                    "2",
+                    "--no-progress",
+                )
+            )
+    corpora[f"synthetic {args.copies}x wiki-800k"] = synthetic(
+        corpora["wiki-800k"], args.copies, WORK / f"synthetic-{args.copies}x.jsonl"
+    )
     rows, points = [], []
     for name, corpus in corpora.items():
         passages = sum(1 for _ in corpus.open())
         ours = WORK / f"bm25-stream-{passages}"
         seconds, peak, _ = timed(ifqa("index", "bm25", "--corpus", corpus, "-o", ours, "--force", "--no-progress"))
-        row = {"collection": name, "passages": passages, "builder": "ifqa (streaming)", "seconds": seconds, "peak MB": peak,
-               "identical arrays": ""}
+        row = {
+            "collection": name,
+            "passages": passages,
+            "builder": "ifqa (streaming)",
+            "seconds": seconds,
+            "peak MB": peak,
+            "identical arrays": "",
+        }
         rows.append(row)
         points.append((passages, peak, seconds))
         print(json.dumps(row), flush=True)
@@ -98,8 +132,16 @@ def main() -> None:
             continue
         theirs = WORK / f"bm25-reference-{passages}"
         seconds, peak, _ = timed([sys.executable, "-c", REFERENCE, str(corpus), str(theirs)])
-        rows.append({"collection": name, "passages": passages, "builder": "bm25s BM25.index (before)", "seconds": seconds,
-                     "peak MB": peak, "identical arrays": same_arrays(ours, theirs)})
+        rows.append(
+            {
+                "collection": name,
+                "passages": passages,
+                "builder": "bm25s BM25.index (before)",
+                "seconds": seconds,
+                "peak MB": peak,
+                "identical arrays": same_arrays(ours, theirs),
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     import numpy as np
 
@@ -108,11 +150,15 @@ def main() -> None:
     time_slope, time_intercept = np.polyfit(n, seconds, 1)
     print(f"\nBM25 indexing, {machine()}\n")
     print(markdown_table(rows))
-    print(f"\nlinear fit of the streaming builder's peak: {intercept:.0f} MB + {slope * 1e3:.3f} MB per 1,000 passages; "
-          f"time: {time_slope * 1e6:.1f} s per million passages")
+    print(
+        f"\nlinear fit of the streaming builder's peak: {intercept:.0f} MB + {slope * 1e3:.3f} MB per 1,000 passages; "
+        f"time: {time_slope * 1e6:.1f} s per million passages"
+    )
     for total in (21_000_000, 27_500_000):
-        print(f"projected for {total / 1e6:.1f}M passages: peak {(intercept + slope * total) / 1024:.1f} GB, "
-              f"{(time_intercept + time_slope * total) / 3600:.1f} h on this machine")
+        print(
+            f"projected for {total / 1e6:.1f}M passages: peak {(intercept + slope * total) / 1024:.1f} GB, "
+            f"{(time_intercept + time_slope * total) / 3600:.1f} h on this machine"
+        )
 
 
 if __name__ == "__main__":

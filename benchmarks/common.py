@@ -54,7 +54,11 @@ def markdown_table(rows: list[dict], digits: int = 1, skip: tuple[str, ...] = ()
     keys = [k for k in rows[0] if k not in skip]
     lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
     for row in rows:
-        lines.append("| " + " | ".join(f"{row[k]:,.{digits}f}" if isinstance(row[k], float) else str(row[k]) for k in keys) + " |")
+        lines.append(
+            "| "
+            + " | ".join(f"{row[k]:,.{digits}f}" if isinstance(row[k], float) else str(row[k]) for k in keys)
+            + " |"
+        )
     return "\n".join(lines)
 
 

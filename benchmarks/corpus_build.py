@@ -30,7 +30,10 @@ from common import SHARED, WORK, ifqa, machine, markdown_table, timed  # noqa: E
 from synthetic_multistream import write_multistream  # noqa: E402
 
 FRAGMENT = SHARED / "wikidump" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
-JSON_INPUTS = [SHARED / "wiki" / "enwiki2015_sample_articles.jsonl.gz", SHARED / "wiki" / "enwiki2021_articles.jsonl.gz"]
+JSON_INPUTS = [
+    SHARED / "wiki" / "enwiki2015_sample_articles.jsonl.gz",
+    SHARED / "wiki" / "enwiki2021_articles.jsonl.gz",
+]
 #: Full English dump, approximately: pages-articles-multistream.xml.bz2 is ~22 GB and holds ~100 GB
 #: of XML (the figure the projection scales to; the cost per MB of XML is what was measured).
 FULL_DUMP_XML_MB = 100_000
@@ -41,8 +44,14 @@ def ifqa_build(inputs: list[Path], workers: int, label: str, xml_mb: float | Non
     output = WORK / f"bench-{label}-{workers}.jsonl"
     seconds, peak, run = timed(ifqa("corpus", "build", *inputs, "-o", output, "--workers", workers, "--no-progress"))
     manifest = json.loads(Path(f"{output}.manifest.json").read_text())
-    row = {"tool": f"ifqa --workers {workers}", "input": label, "wall s": seconds, "CPU s": run.cpu_seconds,
-           "passages": manifest["summary"]["passages"], "peak MB": peak}
+    row = {
+        "tool": f"ifqa --workers {workers}",
+        "input": label,
+        "wall s": seconds,
+        "CPU s": run.cpu_seconds,
+        "passages": manifest["summary"]["passages"],
+        "peak MB": peak,
+    }
     if xml_mb:
         row["XML MB per CPU-s"] = xml_mb / run.cpu_seconds
     row["manifest"] = manifest
@@ -52,13 +61,30 @@ def ifqa_build(inputs: list[Path], workers: int, label: str, xml_mb: float | Non
 def wikiextractor(dump: Path, processes: int, templates: bool, xml_mb: float) -> dict:
     out = WORK / "wikiextractor-out"
     shutil.rmtree(out, ignore_errors=True)
-    command = [sys.executable, "-m", "wikiextractor.WikiExtractor", str(dump), "--json", "-o", str(out),
-               "--processes", str(processes), "-q"] + ([] if templates else ["--no-templates"])
+    command = [
+        sys.executable,
+        "-m",
+        "wikiextractor.WikiExtractor",
+        str(dump),
+        "--json",
+        "-o",
+        str(out),
+        "--processes",
+        str(processes),
+        "-q",
+    ] + ([] if templates else ["--no-templates"])
     seconds, peak, run = timed(command)
     passages = len(passages_of(split_articles(out)))
     label = "WikiExtractor" + ("" if templates else " --no-templates") + f" --processes {processes}"
-    return {"tool": label, "input": "synthetic multistream", "wall s": seconds, "CPU s": run.cpu_seconds,
-            "passages": passages, "peak MB": peak, "XML MB per CPU-s": xml_mb / run.cpu_seconds}
+    return {
+        "tool": label,
+        "input": "synthetic multistream",
+        "wall s": seconds,
+        "CPU s": run.cpu_seconds,
+        "passages": passages,
+        "peak MB": peak,
+        "XML MB per CPU-s": xml_mb / run.cpu_seconds,
+    }
 
 
 def split_articles(folder: Path) -> dict[str, tuple[str, str]]:
@@ -86,7 +112,20 @@ def agreement() -> tuple[dict, list[str]]:
     timed(ifqa("corpus", "build", FRAGMENT, "-o", ours_out, "--no-progress"))
     wx_dir = WORK / "wikiextractor-fragment"
     shutil.rmtree(wx_dir, ignore_errors=True)
-    timed([sys.executable, "-m", "wikiextractor.WikiExtractor", str(FRAGMENT), "--json", "-o", str(wx_dir), "--processes", "1", "-q"])
+    timed(
+        [
+            sys.executable,
+            "-m",
+            "wikiextractor.WikiExtractor",
+            str(FRAGMENT),
+            "--json",
+            "-o",
+            str(wx_dir),
+            "--processes",
+            "1",
+            "-q",
+        ]
+    )
     wx_articles = split_articles(wx_dir)
     theirs = passages_of(wx_articles)
     ours = {p["id"]: p["text"] for p in map(json.loads, ours_out.read_text().splitlines())}
@@ -105,14 +144,20 @@ def agreement() -> tuple[dict, list[str]]:
             if op != "equal":
                 only_ours.update(a[i1:i2])
                 only_theirs.update(b[j1:j2])
-    result = {"articles ifqa": len(our_articles), "articles WikiExtractor": len(wx_articles),
-              "passages ifqa": len(ours), "passages WikiExtractor": len(theirs),
-              "identical passages (% of ifqa's, articles both kept)": 100 * identical / len(shared_passages),
-              "mean word-level similarity per article (%)": 100 * sum(similarity) / len(similarity)}
-    notes = [f"only in ifqa's text, most frequent tokens: {only_ours.most_common(12)}",
-             f"only in WikiExtractor's text, most frequent tokens: {only_theirs.most_common(12)}",
-             f"articles only WikiExtractor kept: {[wx_articles[a][0] for a in sorted(set(wx_articles) - set(our_articles))][:10]}",
-             f"articles only ifqa kept: {sorted(set(our_articles) - set(wx_articles))[:10]}"]
+    result = {
+        "articles ifqa": len(our_articles),
+        "articles WikiExtractor": len(wx_articles),
+        "passages ifqa": len(ours),
+        "passages WikiExtractor": len(theirs),
+        "identical passages (% of ifqa's, articles both kept)": 100 * identical / len(shared_passages),
+        "mean word-level similarity per article (%)": 100 * sum(similarity) / len(similarity),
+    }
+    notes = [
+        f"only in ifqa's text, most frequent tokens: {only_ours.most_common(12)}",
+        f"only in WikiExtractor's text, most frequent tokens: {only_theirs.most_common(12)}",
+        f"articles only WikiExtractor kept: {[wx_articles[a][0] for a in sorted(set(wx_articles) - set(our_articles))][:10]}",
+        f"articles only ifqa kept: {sorted(set(our_articles) - set(wx_articles))[:10]}",
+    ]
     return result, notes
 
 
@@ -144,8 +189,10 @@ def main() -> None:
     dump = WORK / f"synthetic-{args.copies}-multistream.xml.bz2"
     started = time.time()
     sizes = write_multistream(FRAGMENT, dump, args.copies)
-    print(f"synthetic multistream dump: {sizes['pages']:,} pages, {sizes['xml MB']:.0f} MB of XML, "
-          f"{sizes['bz2 MB']:.0f} MB bz2 (written in {time.time() - started:.0f} s)\n")
+    print(
+        f"synthetic multistream dump: {sizes['pages']:,} pages, {sizes['xml MB']:.0f} MB of XML, "
+        f"{sizes['bz2 MB']:.0f} MB bz2 (written in {time.time() - started:.0f} s)\n"
+    )
     xml_mb = sizes["xml MB"]
     rows = [ifqa_build([dump], w, "synthetic multistream", xml_mb) for w in (1, 2)]
     rows += [wikiextractor(dump, p, templates=False, xml_mb=xml_mb) for p in (1, 2)]

@@ -34,8 +34,19 @@ BACKENDS = ["torch", "onnx", "onnx-int8", "openvino", "openvino-int8"]
 def mini_wiki() -> Path | None:
     corpus = WORK / "mini-wiki.jsonl"
     if not corpus.exists() and SHARED.is_dir():
-        timed(ifqa("corpus", "build", SHARED / "wiki" / "enwiki2015_sample_articles.jsonl.gz",
-                   SHARED / "wiki" / "ifqa_contexts.jsonl", "-o", corpus, "--workers", "2", "--no-progress"))
+        timed(
+            ifqa(
+                "corpus",
+                "build",
+                SHARED / "wiki" / "enwiki2015_sample_articles.jsonl.gz",
+                SHARED / "wiki" / "ifqa_contexts.jsonl",
+                "-o",
+                corpus,
+                "--workers",
+                "2",
+                "--no-progress",
+            )
+        )
     return corpus if corpus.exists() else None
 
 
@@ -97,8 +108,15 @@ def encoding(texts: list[dict], rounds: int) -> list[dict]:
         reference = vectors if reference is None else reference
         base = rate if base is None else base
         cosines = np.sum(vectors * reference, axis=1)
-        rows.append({"backend": backend, "passages/s": rate, "x fp32 torch": rate / base,
-                     "lowest cosine": f"{cosines.min():.4f}", "mean cosine": f"{cosines.mean():.5f}"})
+        rows.append(
+            {
+                "backend": backend,
+                "passages/s": rate,
+                "x fp32 torch": rate / base,
+                "lowest cosine": f"{cosines.min():.4f}",
+                "mean cosine": f"{cosines.mean():.5f}",
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -127,9 +145,13 @@ def reranking(texts: list[dict], model: str, rounds: int) -> list[dict]:
     from ifqa.retrieval.rerank import load_reranker
 
     questions = [f"If {p['title'] or 'this'} had never existed, what would be different?" for p in texts[::100]]
-    items = [(questions[i // 100], [p["text"] for p in texts[i : i + 100]], [0.0] * len(texts[i : i + 100]))
-             for i in range(0, len(texts), 100)]
-    models, missing = _loaded(lambda backend: load_reranker(model, depth=100, device="cpu", max_length=192, backend=backend))
+    items = [
+        (questions[i // 100], [p["text"] for p in texts[i : i + 100]], [0.0] * len(texts[i : i + 100]))
+        for i in range(0, len(texts), 100)
+    ]
+    models, missing = _loaded(
+        lambda backend: load_reranker(model, depth=100, device="cpu", max_length=192, backend=backend)
+    )
     for reranker in models.values():
         reranker.score_many(items[:1])
     timed_runs = interleaved({b: (lambda r=r: r.score_many(items)) for b, r in models.items()}, rounds)
@@ -141,8 +163,14 @@ def reranking(texts: list[dict], model: str, rounds: int) -> list[dict]:
         rate = len(scores) / seconds
         reference = scores if reference is None else reference
         base = rate if base is None else base
-        rows.append({"backend": backend, "pairs/s": rate, "x fp32 torch": rate / base,
-                     "rank correlation": f"{np.corrcoef(ranks(scores), ranks(reference))[0, 1]:.4f}"})
+        rows.append(
+            {
+                "backend": backend,
+                "pairs/s": rate,
+                "x fp32 torch": rate / base,
+                "rank correlation": f"{np.corrcoef(ranks(scores), ranks(reference))[0, 1]:.4f}",
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     return rows
 
@@ -167,12 +195,40 @@ def recall(others: int) -> list[dict]:
         index = WORK / f"idx-dense-{subset.stem}-{backend}"
         extra = ["--backend", name] + (["--quantize", quantize] if quantize else [])
         if not (index / "manifest.json").exists():
-            seconds, _, _ = timed(ifqa("index", "dense", "--corpus", subset, "-o", index, "--force", "--no-progress",
-                                       "--device", "cpu", *extra))
+            seconds, _, _ = timed(
+                ifqa(
+                    "index",
+                    "dense",
+                    "--corpus",
+                    subset,
+                    "-o",
+                    index,
+                    "--force",
+                    "--no-progress",
+                    "--device",
+                    "cpu",
+                    *extra,
+                )
+            )
         else:
             seconds = json.loads((index / "manifest.json").read_text())["build_seconds"]
-        _, _, result = timed(ifqa("retrieve", "--index", index, "--setting", "supervised", "--split", "dev", "--k", "20",
-                                  "-o", WORK / f"run-{index.name}.jsonl", "--json", "--no-progress"))
+        _, _, result = timed(
+            ifqa(
+                "retrieve",
+                "--index",
+                index,
+                "--setting",
+                "supervised",
+                "--split",
+                "dev",
+                "--k",
+                "20",
+                "-o",
+                WORK / f"run-{index.name}.jsonl",
+                "--json",
+                "--no-progress",
+            )
+        )
         gold = json.loads(result.stdout)["recall"]["gold"]
         rows.append({"backend": backend, "index s": seconds, **{f"gold R@{k}": gold[str(k)] for k in (1, 5, 20)}})
         print(json.dumps(rows[-1]), flush=True)
@@ -187,12 +243,34 @@ def rerank_quality(run: str, model: str, depth: int) -> list[dict]:
         name, _, quantize = backend.partition("-")
         out = WORK / f"reranked-{Path(run).stem}-d{depth}-{backend}.jsonl"
         extra = ["--backend", name] + (["--quantize", quantize] if quantize else [])
-        seconds, _, result = timed(ifqa("rerank", "--run", run, "--model", model, "--depth", depth, "-o", out, "--json",
-                                        "--no-progress", "--device", "cpu", *extra))
+        seconds, _, result = timed(
+            ifqa(
+                "rerank",
+                "--run",
+                run,
+                "--model",
+                model,
+                "--depth",
+                depth,
+                "-o",
+                out,
+                "--json",
+                "--no-progress",
+                "--device",
+                "cpu",
+                *extra,
+            )
+        )
         gold = json.loads(result.stdout)["recall"]["gold"]
         pairs = sum(min(depth, len(json.loads(line)["ctxs"])) for line in open(run, encoding="utf-8"))
-        rows.append({"backend": backend, "seconds": seconds, "pairs/s": pairs / seconds,
-                     **{f"gold R@{k}": gold[str(k)] for k in (1, 5) if str(k) in gold}})
+        rows.append(
+            {
+                "backend": backend,
+                "seconds": seconds,
+                "pairs/s": pairs / seconds,
+                **{f"gold R@{k}": gold[str(k)] for k in (1, 5) if str(k) in gold},
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
     base = rows[0]
     for row in rows[1:]:
@@ -207,11 +285,19 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=1000, help="(question, passage) pairs scored per backend")
     parser.add_argument("--reranker", help="a trained reranker folder (default: MiniLM with a fresh head)")
     parser.add_argument("--recall", type=int, default=0, help="also index gold + N mini-wiki passages per backend")
-    parser.add_argument("--backends", nargs="+", default=BACKENDS, choices=BACKENDS, help="torch first: the others are compared with it")
+    parser.add_argument(
+        "--backends", nargs="+", default=BACKENDS, choices=BACKENDS, help="torch first: the others are compared with it"
+    )
     parser.add_argument("--skip-speed", action="store_true", help="only the recall part")
-    parser.add_argument("--rounds", type=int, default=3, help="timed rounds, backends taking turns; the median is reported")
-    parser.add_argument("--rerank-run", help="a dev run to rerank with --reranker on each backend (recall after reranking)")
-    parser.add_argument("--rerank-depth", type=int, default=100, help="passages reranked per question with --rerank-run")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="timed rounds, backends taking turns; the median is reported"
+    )
+    parser.add_argument(
+        "--rerank-run", help="a dev run to rerank with --reranker on each backend (recall after reranking)"
+    )
+    parser.add_argument(
+        "--rerank-depth", type=int, default=100, help="passages reranked per question with --rerank-run"
+    )
     args = parser.parse_args()
     BACKENDS[:] = args.backends
     os.environ.setdefault("IFQA_DATA_DIR", str(SHARED / "ifqa"))

@@ -27,8 +27,10 @@ from common import ROOT, markdown_table  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 
-SHAPES = {"small": dict(d_model=512, d_ff=2048, num_layers=6, num_heads=8, d_kv=64),
-          "base": dict(d_model=768, d_ff=3072, num_layers=12, num_heads=12, d_kv=64)}
+SHAPES = {
+    "small": dict(d_model=512, d_ff=2048, num_layers=6, num_heads=8, d_kv=64),
+    "base": dict(d_model=768, d_ff=3072, num_layers=12, num_heads=12, d_kv=64),
+}
 
 
 def build(work: Path, shape: str, questions: int) -> tuple[Path, Path]:
@@ -43,17 +45,25 @@ def build(work: Path, shape: str, questions: int) -> tuple[Path, Path]:
     model = work / "t5"
     tokenizer = train_tokenizer(model, vocab=4000)
     torch.manual_seed(0)
-    config = T5Config(vocab_size=len(tokenizer), num_decoder_layers=SHAPES[shape]["num_layers"], dropout_rate=0.1,
-                      pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
-                      decoder_start_token_id=tokenizer.pad_token_id, **SHAPES[shape])
+    config = T5Config(
+        vocab_size=len(tokenizer),
+        num_decoder_layers=SHAPES[shape]["num_layers"],
+        dropout_rate=0.1,
+        pad_token_id=tokenizer.pad_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        decoder_start_token_id=tokenizer.pad_token_id,
+        **SHAPES[shape],
+    )
     FiDT5(config).save_pretrained(model)
     examples = load_demo("train") + load_demo("dev")
     run = work / "run.jsonl"
     with open(run, "w", encoding="utf-8") as handle:
         for i in range(questions):
             e = examples[i % len(examples)]
-            ctxs = [{"id": f"{i}-{j}", "title": "", "text": e.context[j % len(e.context)] if e.context else e.question}
-                    for j in range(10)]
+            ctxs = [
+                {"id": f"{i}-{j}", "title": "", "text": e.context[j % len(e.context)] if e.context else e.question}
+                for j in range(10)
+            ]
             handle.write(json.dumps({"qid": str(i), "question": e.question, "answers": e.answers, "ctxs": ctxs}) + "\n")
     return model, run
 
@@ -85,13 +95,37 @@ def main() -> None:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     model, run = build(work, args.shape, 64)
     env = {**os.environ, "PYTHONWARNINGS": "ignore"}
-    fid = ["train", "fid", "--run", str(run), "--model", str(model), "--batch-size", str(args.batch_size),
-           "--n-context", "10", "--text-maxlength", "200", "--warmup-steps", "0", "--no-progress", "--no-compile"]
+    fid = [
+        "train",
+        "fid",
+        "--run",
+        str(run),
+        "--model",
+        str(model),
+        "--batch-size",
+        str(args.batch_size),
+        "--n-context",
+        "10",
+        "--text-maxlength",
+        "200",
+        "--warmup-steps",
+        "0",
+        "--no-progress",
+        "--no-compile",
+    ]
     launchers = {"plain `ifqa train fid`": lambda: [sys.executable, "-m", "ifqa"]}
     for ranks in sorted({1, args.ranks}):
-        launchers[f"torchrun, {ranks} rank{'s' * (ranks > 1)}"] = (
-            lambda ranks=ranks: [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
-                                 str(ranks), "-m", "ifqa", "--"])
+        launchers[f"torchrun, {ranks} rank{'s' * (ranks > 1)}"] = lambda ranks=ranks: [
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nproc_per_node",
+            str(ranks),
+            "-m",
+            "ifqa",
+            "--",
+        ]
     rows, plain = [], None
     for n, (name, launcher) in enumerate(launchers.items()):
         short = timed(launcher() + fid + ["--steps", "2", "-o", str(work / f"short-{n}")], env)
@@ -99,9 +133,11 @@ def main() -> None:
         rate = (args.steps - 2) / (long - short)
         plain = plain or rate
         rows.append([name, f"{short:.1f}", f"{rate:.3f}", f"{rate * args.batch_size:.2f}", f"{rate / plain:.2f}"])
-    print(f"`ifqa train fid`, t5-{args.shape} shape (random weights), {args.batch_size} questions x 10 passages x 200 "
-          f"tokens a step, {args.steps} steps, {device} ({os.cpu_count()} CPU cores"
-          f"{', ' + torch.cuda.get_device_name() if device == 'cuda' else ''})\n")
+    print(
+        f"`ifqa train fid`, t5-{args.shape} shape (random weights), {args.batch_size} questions x 10 passages x 200 "
+        f"tokens a step, {args.steps} steps, {device} ({os.cpu_count()} CPU cores"
+        f"{', ' + torch.cuda.get_device_name() if device == 'cuda' else ''})\n"
+    )
     print(markdown_table(["launch", "start-up s", "steps/s", "questions/s", "vs plain"], rows))
 
 

@@ -20,12 +20,31 @@ from transformers import T5Config
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from ifqa.readers.fid.model import FiDT5  # noqa: E402
 
-T5_BASE = dict(vocab_size=32128, d_model=768, d_kv=64, d_ff=3072, num_layers=12, num_decoder_layers=12, num_heads=12,
-               dropout_rate=0.1, decoder_start_token_id=0, pad_token_id=0, eos_token_id=1)
+T5_BASE = dict(
+    vocab_size=32128,
+    d_model=768,
+    d_kv=64,
+    d_ff=3072,
+    num_layers=12,
+    num_decoder_layers=12,
+    num_heads=12,
+    dropout_rate=0.1,
+    decoder_start_token_id=0,
+    pad_token_id=0,
+    eos_token_id=1,
+)
 
 
-def measure(checkpointing: bool, batch: int, steps: int, passages: int, length: int, device: str = "cuda",
-            folder: Path | None = None, compiled: bool = False) -> dict:
+def measure(
+    checkpointing: bool,
+    batch: int,
+    steps: int,
+    passages: int,
+    length: int,
+    device: str = "cuda",
+    folder: Path | None = None,
+    compiled: bool = False,
+) -> dict:
     """Training examples/s of the model alone, as `ifqa train fid` steps it: bf16 autocast and fused
     AdamW on CUDA, ``compiled`` under torch.compile (labels of one shape, as ifqa pads them)."""
     torch.manual_seed(0)
@@ -57,8 +76,12 @@ def measure(checkpointing: bool, batch: int, steps: int, passages: int, length: 
     if cuda:
         torch.cuda.synchronize()
     seconds = time.time() - started
-    result = {"checkpointing": checkpointing, "batch": batch, "examples/s": batch * steps / seconds,
-              "peak GiB": torch.cuda.max_memory_allocated() / 2**30 if cuda else 0.0}
+    result = {
+        "checkpointing": checkpointing,
+        "batch": batch,
+        "examples/s": batch * steps / seconds,
+        "peak GiB": torch.cuda.max_memory_allocated() / 2**30 if cuda else 0.0,
+    }
     del model, optimizer, forward
     if cuda:
         torch.cuda.empty_cache()
@@ -75,8 +98,10 @@ def main() -> None:
     if not torch.cuda.is_available():
         print("no CUDA device: this benchmark needs a GPU (figures pending)")
         return
-    print(f"GPU: {torch.cuda.get_device_name(0)}; torch {torch.__version__}; t5-base, {args.passages} passages x "
-          f"{args.length} tokens, bf16 autocast, AdamW\n")
+    print(
+        f"GPU: {torch.cuda.get_device_name(0)}; torch {torch.__version__}; t5-base, {args.passages} passages x "
+        f"{args.length} tokens, bf16 autocast, AdamW\n"
+    )
     print("| gradient checkpointing | batch | examples/s | peak GiB |")
     print("|---|---|---|---|")
     for batch in args.batch_size:

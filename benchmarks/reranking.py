@@ -34,23 +34,52 @@ def main() -> None:
     work.mkdir(parents=True, exist_ok=True)
     corpus, index = work / "passages.jsonl", work / "bm25"
     if not corpus.exists():
-        timed(ifqa("corpus", "build", *[SHARED / "wiki" / f for f in COLLECTIONS[args.collection]], "-o", corpus,
-                   "--workers", "2", "--no-progress"))
+        timed(
+            ifqa(
+                "corpus",
+                "build",
+                *[SHARED / "wiki" / f for f in COLLECTIONS[args.collection]],
+                "-o",
+                corpus,
+                "--workers",
+                "2",
+                "--no-progress",
+            )
+        )
     if not (index / "manifest.json").exists():
         timed(ifqa("index", "bm25", "--corpus", corpus, "-o", index, "--no-progress"))
     rows = []
     model = Path(args.model) if args.model else work / "reranker" / "model"
     if not args.model and not (model / "config.json").exists():
-        seconds, peak, _ = timed(ifqa("train", "--reranker", "--index", index, "--no-progress", "-o", work / "reranker"))
+        seconds, peak, _ = timed(
+            ifqa("train", "--reranker", "--index", index, "--no-progress", "-o", work / "reranker")
+        )
         rows.append({"step": "train reranker (default recipe, 2,400 questions)", "seconds": seconds, "peak MB": peak})
     run = work / "dev-bm25-clean-k100.jsonl"
-    seconds, peak, _ = timed(ifqa("retrieve", "--index", index, "--setting", "supervised", "--split", "dev", "--k", 100,
-                                  "--query-mode", "clean", "-o", run, "--no-progress"))
+    seconds, peak, _ = timed(
+        ifqa(
+            "retrieve",
+            "--index",
+            index,
+            "--setting",
+            "supervised",
+            "--split",
+            "dev",
+            "--k",
+            100,
+            "--query-mode",
+            "clean",
+            "-o",
+            run,
+            "--no-progress",
+        )
+    )
     rows.append({"step": "BM25 (clean queries), top 100, 700 dev questions", "seconds": seconds, "peak MB": peak})
     reranked = work / f"dev-reranked-{args.depth}.jsonl"
     reranked.unlink(missing_ok=True)
-    seconds, peak, result = timed(ifqa("rerank", "--run", run, "--model", model, "--depth", args.depth, "-o", reranked,
-                                       "--no-progress", "--json"))
+    seconds, peak, result = timed(
+        ifqa("rerank", "--run", run, "--model", model, "--depth", args.depth, "-o", reranked, "--no-progress", "--json")
+    )
     rows.append({"step": f"rerank top {args.depth}, 700 dev questions", "seconds": seconds, "peak MB": peak})
     before = json.loads(timed(ifqa("evaluate", "--run", run, "--json"))[2].stdout)["recall"]["gold"]
     after = json.loads(result.stdout)["recall"]["gold"]

@@ -25,14 +25,39 @@ DENSE = WORK / "idx-dense-flat"
 
 def build_corpus() -> None:
     if not CORPUS.exists():
-        timed(ifqa("corpus", "build", SHARED / "wiki" / "enwiki2015_sample_articles.jsonl.gz",
-                   SHARED / "wiki" / "ifqa_contexts.jsonl", "-o", CORPUS, "--workers", "2", "--no-progress"))
+        timed(
+            ifqa(
+                "corpus",
+                "build",
+                SHARED / "wiki" / "enwiki2015_sample_articles.jsonl.gz",
+                SHARED / "wiki" / "ifqa_contexts.jsonl",
+                "-o",
+                CORPUS,
+                "--workers",
+                "2",
+                "--no-progress",
+            )
+        )
 
 
 def build_bm25(backend: str) -> dict:
     folder = WORK / f"idx-{backend}"
-    seconds, peak, _ = timed(ifqa("index", "bm25", "--corpus", CORPUS, "-o", folder, "--backend", backend,
-                                  "--threads", "2", "--force", "--no-progress"))
+    seconds, peak, _ = timed(
+        ifqa(
+            "index",
+            "bm25",
+            "--corpus",
+            CORPUS,
+            "-o",
+            folder,
+            "--backend",
+            backend,
+            "--threads",
+            "2",
+            "--force",
+            "--no-progress",
+        )
+    )
     manifest = json.loads((folder / "manifest.json").read_text())
     return {"engine": backend, "index s": seconds, "index peak MB": peak, "index MB": manifest["bytes"] / 1e6}
 
@@ -62,8 +87,21 @@ print(json.dumps({{"single q/s": single, "batched q/s": batched,
 
 def recall(indexes: list[Path], label: str, extra: tuple = ()) -> dict:
     output = WORK / f"run-{label}.jsonl"
-    seconds, _, result = timed(ifqa("retrieve", *[a for i in indexes for a in ("--index", i)], "--k", "100",
-                                    "--questions", DEV, "-o", output, "--json", "--no-progress", *extra))
+    seconds, _, result = timed(
+        ifqa(
+            "retrieve",
+            *[a for i in indexes for a in ("--index", i)],
+            "--k",
+            "100",
+            "--questions",
+            DEV,
+            "-o",
+            output,
+            "--json",
+            "--no-progress",
+            *extra,
+        )
+    )
     report = json.loads(result.stdout)
     row = {"retriever": label}
     for flavour in ("gold", "answer"):
@@ -142,12 +180,26 @@ def main() -> None:
     print("## BM25 engines, side by side (mini-wiki, 76,710 passages; 700 dev questions, k=20)\n")
     print(table(engines))
     print(f"\nmean top-20 overlap bm25s vs pyserini: {overlap:.3f}")
-    print(f"ratios bm25s/pyserini: index time {engines[0]['index s'] / engines[1]['index s']:.2f}, "
-          f"single q/s {engines[0]['single q/s'] / engines[1]['single q/s']:.2f}, "
-          f"batched q/s {engines[0]['batched q/s'] / engines[1]['batched q/s']:.2f}\n")
+    print(
+        f"ratios bm25s/pyserini: index time {engines[0]['index s'] / engines[1]['index s']:.2f}, "
+        f"single q/s {engines[0]['single q/s'] / engines[1]['single q/s']:.2f}, "
+        f"batched q/s {engines[0]['batched q/s'] / engines[1]['batched q/s']:.2f}\n"
+    )
 
-    seconds, _, _ = timed(ifqa("retrieve", "--index", WORK / "idx-bm25s", "--k", "20", "--questions", DEV,
-                               "-o", WORK / "run-walltime.jsonl", "--no-progress"))
+    seconds, _, _ = timed(
+        ifqa(
+            "retrieve",
+            "--index",
+            WORK / "idx-bm25s",
+            "--k",
+            "20",
+            "--questions",
+            DEV,
+            "-o",
+            WORK / "run-walltime.jsonl",
+            "--no-progress",
+        )
+    )
     print(f"wall time of `ifqa retrieve --k 20` for 700 dev questions (bm25s, start-up included): {seconds:.2f} s\n")
 
     rows = [recall([WORK / "idx-bm25s"], "BM25 (bm25s)"), recall([WORK / "idx-pyserini"], "BM25 (pyserini)")]
@@ -161,8 +213,10 @@ def main() -> None:
     if (DENSE / "manifest.json").exists():
         types, flat = dense_types()
         for length in (128, None):
-            print(f"dense encoding (MiniLM, max length {length or 'model default 256'}): "
-                  f"{encode_rate(length):.1f} passages/s on CPU (1,024 mini-wiki passages, batch 32)")
+            print(
+                f"dense encoding (MiniLM, max length {length or 'model default 256'}): "
+                f"{encode_rate(length):.1f} passages/s on CPU (1,024 mini-wiki passages, batch 32)"
+            )
         print()
         flat_top = flat_recall = None
         for row in types:
@@ -174,7 +228,9 @@ def main() -> None:
                 flat_top, flat_recall = measured["top20"], gold20
             row["gold R@20"] = gold20
             row["R@20 / flat"] = gold20 / flat_recall
-            row["top-20 overlap with flat"] = statistics.fmean(len(set(a) & set(b)) / 20 for a, b in zip(measured["top20"], flat_top))
+            row["top-20 overlap with flat"] = statistics.fmean(
+                len(set(a) & set(b)) / 20 for a, b in zip(measured["top20"], flat_top)
+            )
             row["bytes/passage"] = row["index MB"] * 1e6 / flat["passages"]
         print("## FAISS index types (MiniLM, 384-d)\n")
         print(table(types), "\n")
@@ -183,7 +239,9 @@ def main() -> None:
             print(f"projected dense index size for {passages / 1e6:.1f}M passages: {sizes}")
     for row in engines:
         per = row["index MB"] * 1e6 / 76_710
-        print(f"projected {row['engine']} index for 21M / 27.5M passages: {per * 21e6 / 1e9:.1f} / {per * 27.5e6 / 1e9:.1f} GB")
+        print(
+            f"projected {row['engine']} index for 21M / 27.5M passages: {per * 21e6 / 1e9:.1f} / {per * 27.5e6 / 1e9:.1f} GB"
+        )
 
 
 if __name__ == "__main__":

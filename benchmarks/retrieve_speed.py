@@ -48,15 +48,28 @@ print(json.dumps({"seconds": time.time() - t}))
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", type=Path, help="a bm25s index of mini-wiki")
-    parser.add_argument("--lucene", type=Path, help="a pyserini index of mini-wiki (its lucene/ folder or the ifqa index folder)")
+    parser.add_argument(
+        "--lucene", type=Path, help="a pyserini index of mini-wiki (its lucene/ folder or the ifqa index folder)"
+    )
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     os.environ.setdefault("IFQA_DATA_DIR", str(SHARED / "ifqa"))
     WORK.mkdir(parents=True, exist_ok=True)
     corpus = WORK / "mini-wiki.jsonl"
     if not (args.index and args.lucene) and not corpus.exists():
-        timed(ifqa("corpus", "build", SHARED / "wiki" / "enwiki2015_sample_articles.jsonl.gz",
-                   SHARED / "wiki" / "ifqa_contexts.jsonl", "-o", corpus, "--workers", "2", "--no-progress"))
+        timed(
+            ifqa(
+                "corpus",
+                "build",
+                SHARED / "wiki" / "enwiki2015_sample_articles.jsonl.gz",
+                SHARED / "wiki" / "ifqa_contexts.jsonl",
+                "-o",
+                corpus,
+                "--workers",
+                "2",
+                "--no-progress",
+            )
+        )
     index = args.index or WORK / "mini-bm25s"
     if not (index / "manifest.json").exists():
         timed(ifqa("index", "bm25", "--corpus", corpus, "-o", index, "--no-progress"))
@@ -66,17 +79,57 @@ def main() -> None:
     lucene_dir = lucene / "lucene" if (lucene / "lucene").is_dir() else lucene
     rows = []
     for k in (20, 100):
-        runs = [timed(ifqa("-q", "retrieve", "--index", index, "--setting", "supervised", "--split", "dev", "--k", k,
-                           "-o", WORK / f"speed-k{k}.jsonl", "--no-progress"))[0] for _ in range(args.repeats)]
-        rows.append({"k": k, "tool": "ifqa retrieve (bm25s, run file with flags)", "median s": statistics.median(runs),
-                     "best s": min(runs)})
-        search = [json.loads(timed([sys.executable, "-c", SEARCH_ONLY, str(index), str(DEV), str(k)])[2].stdout)["seconds"]
-                  for _ in range(args.repeats)]
-        rows.append({"k": k, "tool": "bm25s search only (loaded, 2 threads)", "median s": statistics.median(search),
-                     "best s": min(search)})
-        reference = [timed([sys.executable, "-c", LUCENE, str(lucene_dir), str(DEV), str(k)])[0] for _ in range(args.repeats)]
-        rows.append({"k": k, "tool": "pyserini batch_search (Lucene, 2 threads, no run file)",
-                     "median s": statistics.median(reference), "best s": min(reference)})
+        runs = [
+            timed(
+                ifqa(
+                    "-q",
+                    "retrieve",
+                    "--index",
+                    index,
+                    "--setting",
+                    "supervised",
+                    "--split",
+                    "dev",
+                    "--k",
+                    k,
+                    "-o",
+                    WORK / f"speed-k{k}.jsonl",
+                    "--no-progress",
+                )
+            )[0]
+            for _ in range(args.repeats)
+        ]
+        rows.append(
+            {
+                "k": k,
+                "tool": "ifqa retrieve (bm25s, run file with flags)",
+                "median s": statistics.median(runs),
+                "best s": min(runs),
+            }
+        )
+        search = [
+            json.loads(timed([sys.executable, "-c", SEARCH_ONLY, str(index), str(DEV), str(k)])[2].stdout)["seconds"]
+            for _ in range(args.repeats)
+        ]
+        rows.append(
+            {
+                "k": k,
+                "tool": "bm25s search only (loaded, 2 threads)",
+                "median s": statistics.median(search),
+                "best s": min(search),
+            }
+        )
+        reference = [
+            timed([sys.executable, "-c", LUCENE, str(lucene_dir), str(DEV), str(k)])[0] for _ in range(args.repeats)
+        ]
+        rows.append(
+            {
+                "k": k,
+                "tool": "pyserini batch_search (Lucene, 2 threads, no run file)",
+                "median s": statistics.median(reference),
+                "best s": min(reference),
+            }
+        )
         print(json.dumps(rows[-3:]), flush=True)
     print(f"\n700 IfQA dev questions on mini-wiki (76,710 passages), start-up included; {machine()}\n")
     print(markdown_table(rows, digits=2))

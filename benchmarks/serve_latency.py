@@ -75,10 +75,16 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=200, help="questions per measurement (BM25)")
     parser.add_argument("--rerank-requests", type=int, default=100, help="questions per measurement with the reranker")
     parser.add_argument("--k", type=int, default=10)
-    parser.add_argument("--rerank-backends", nargs="+", default=["torch"],
-                        help="reranker backends to serve with, each its own row (torch, onnx-int8, auto-int8, ...)")
+    parser.add_argument(
+        "--rerank-backends",
+        nargs="+",
+        default=["torch"],
+        help="reranker backends to serve with, each its own row (torch, onnx-int8, auto-int8, ...)",
+    )
     parser.add_argument("--collections", nargs="+", default=["demo", "mini-wiki"], choices=["demo", "mini-wiki"])
-    parser.add_argument("--concurrency", nargs="+", type=int, default=[1, 4, 16], help="client counts (1 gives p50/p95)")
+    parser.add_argument(
+        "--concurrency", nargs="+", type=int, default=[1, 4, 16], help="client counts (1 gives p50/p95)"
+    )
     args = parser.parse_args()
     os.environ.setdefault("IFQA_DATA_DIR", str(SHARED / "ifqa"))
     WORK.mkdir(parents=True, exist_ok=True)
@@ -87,11 +93,24 @@ def main() -> None:
         corpus = WORK / "mini-wiki" / "passages.jsonl"
         corpus.parent.mkdir(parents=True, exist_ok=True)
         if not corpus.exists():
-            timed(ifqa("corpus", "build", SHARED / "wiki" / "enwiki2015_sample_articles.jsonl.gz",
-                       SHARED / "wiki" / "ifqa_contexts.jsonl", "-o", corpus, "--workers", "2", "--no-progress"))
+            timed(
+                ifqa(
+                    "corpus",
+                    "build",
+                    SHARED / "wiki" / "enwiki2015_sample_articles.jsonl.gz",
+                    SHARED / "wiki" / "ifqa_contexts.jsonl",
+                    "-o",
+                    corpus,
+                    "--workers",
+                    "2",
+                    "--no-progress",
+                )
+            )
         timed(ifqa("index", "bm25", "--corpus", corpus, "-o", mini_index, "--no-progress"))
-    collections = [("demo", [], ("demo", "dev")), ("mini-wiki", ["--index", str(mini_index), "--setting", "supervised"],
-                                                     ("supervised", "dev"))]
+    collections = [
+        ("demo", [], ("demo", "dev")),
+        ("mini-wiki", ["--index", str(mini_index), "--setting", "supervised"], ("supervised", "dev")),
+    ]
     rows = []
     pipelines = [(None, None)] + [(args.rerank, backend) for backend in args.rerank_backends if args.rerank]
     for name, serve_args, (setting, split) in [c for c in collections if c[0] in args.collections]:
@@ -99,15 +118,27 @@ def main() -> None:
             extra = []
             if reranker:
                 label, _, quantize = backend.partition("-")
-                extra = ["--rerank", reranker, "--rerank-depth", str(args.rerank_depth), "--rerank-backend", label,
-                         *(["--rerank-quantize", quantize] if quantize else [])]
+                extra = [
+                    "--rerank",
+                    reranker,
+                    "--rerank-depth",
+                    str(args.rerank_depth),
+                    "--rerank-backend",
+                    label,
+                    *(["--rerank-quantize", quantize] if quantize else []),
+                ]
             n = args.rerank_requests if reranker else args.requests
             questions = questions_of(setting, split, n)
-            process, url = start(serve_args + extra, WORK / f"serve-{name}{'-rerank-' + backend if reranker else ''}.log")
+            process, url = start(
+                serve_args + extra, WORK / f"serve-{name}{'-rerank-' + backend if reranker else ''}.log"
+            )
             try:
                 search(url, questions[0], args.k)  # warm-up: first-request imports and caches
-                row = {"collection": name, "pipeline": f"BM25 + rerank top {args.rerank_depth} ({backend})" if reranker
-                       else "BM25", "questions": n}
+                row = {
+                    "collection": name,
+                    "pipeline": f"BM25 + rerank top {args.rerank_depth} ({backend})" if reranker else "BM25",
+                    "questions": n,
+                }
                 for concurrency in args.concurrency:
                     latencies, throughput = measure(url, questions, args.k, concurrency)
                     if concurrency == 1:

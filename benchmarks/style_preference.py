@@ -19,9 +19,13 @@ def preference(path: str, depth: int = 5) -> dict:
     rows = [json.loads(line) for line in open(path, encoding="utf-8")]
     missed = [r for r in rows if not (r["ctxs"] and r["ctxs"][0]["gold"])]
     others = [c for r in rows for c in r["ctxs"][:depth] if not c["gold"]]
-    return {"run": path, "questions": len(rows), "missed at 1": len(missed),
-            "other gold at 1": sum(1 for r in missed if r["ctxs"] and r["ctxs"][0]["title"] == ""),
-            f"% untitled in top-{depth} non-gold": 100 * sum(c["title"] == "" for c in others) / max(1, len(others))}
+    return {
+        "run": path,
+        "questions": len(rows),
+        "missed at 1": len(missed),
+        "other gold at 1": sum(1 for r in missed if r["ctxs"] and r["ctxs"][0]["title"] == ""),
+        f"% untitled in top-{depth} non-gold": 100 * sum(c["title"] == "" for c in others) / max(1, len(others)),
+    }
 
 
 def main() -> None:

@@ -15,12 +15,30 @@ stays cheap (the command line imports it too)::
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from ifqa.version import __version__
 
-_API = ("Hit", "Searcher", "Pipeline", "Reranker", "load_questions", "open_index", "read", "evaluate_run",
-        "evaluate_predictions", "exact_match", "f1", "IfqaError", "QuestionSet", "Example", "RunRecord")
-_ELSEWHERE = {"RetrievalConfig": "ifqa.retrieval.pipeline", "Experiment": "ifqa.experiments.experiment",
-              "run_experiment": "ifqa.experiments"}
+_API = (
+    "Hit",
+    "Searcher",
+    "Pipeline",
+    "Reranker",
+    "load_questions",
+    "open_index",
+    "read",
+    "evaluate_run",
+    "evaluate_predictions",
+    "exact_match",
+    "f1",
+    "IfqaError",
+    "QuestionSet",
+    "Example",
+    "RunRecord",
+)
+_ELSEWHERE = {
+    "RetrievalConfig": "ifqa.retrieval.pipeline",
+    "Experiment": "ifqa.experiments.experiment",
+    "run_experiment": "ifqa.experiments",
+}
 __all__ = [*_API, *_ELSEWHERE, "__version__"]
 
 

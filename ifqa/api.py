@@ -19,16 +19,32 @@ evaluate`` prints.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from ifqa.artifacts import Example, QuestionSet, RunRecord, as_question_set
 from ifqa.datasets import QuestionSource
 from ifqa.errors import IfqaError
 
-__all__ = ["Hit", "Searcher", "Pipeline", "Reranker", "load_questions", "open_index", "read", "evaluate_run",
-           "evaluate_predictions", "exact_match", "f1", "IfqaError", "QuestionSet", "Example", "RunRecord"]
+__all__ = [
+    "Hit",
+    "Searcher",
+    "Pipeline",
+    "Reranker",
+    "load_questions",
+    "open_index",
+    "read",
+    "evaluate_run",
+    "evaluate_predictions",
+    "exact_match",
+    "f1",
+    "IfqaError",
+    "QuestionSet",
+    "Example",
+    "RunRecord",
+]
 
 
 @dataclass(frozen=True)
@@ -54,16 +70,24 @@ def _hits(engine_hits: Sequence[tuple[int, float]], passages) -> list[Hit]:
     return out
 
 
-def load_questions(setting: str | None = "demo", split: str | None = None, path: str | Path | None = None,
-                   data_dir: str | Path | None = None) -> QuestionSet:
+def load_questions(
+    setting: str | None = "demo",
+    split: str | None = None,
+    path: str | Path | None = None,
+    data_dir: str | Path | None = None,
+) -> QuestionSet:
     """The questions of a dataset split (``supervised``, ``few-shot``, ``demo``, ``wiqa``, ``causalqa``
     ...; the split defaults to the dataset's own), or of a file in the IfQA format (``path``).
 
     >>> load_questions("demo", "train").name
     'demo:train'
     """
-    source = QuestionSource(setting if not path or setting != "demo" else None, split, str(path) if path else None,
-                            str(data_dir) if data_dir else None)
+    source = QuestionSource(
+        setting if not path or setting != "demo" else None,
+        split,
+        str(path) if path else None,
+        str(data_dir) if data_dir else None,
+    )
     return source.load()
 
 
@@ -134,7 +158,9 @@ class Pipeline:
         """Run records for every question (flags ``has_answer`` and ``gold`` from the questions)."""
         return list(self.pipeline.records(as_question_set(questions).examples))
 
-    def run_to_file(self, questions: QuestionSet | Sequence[Example], output: str | Path, progress: bool = False) -> list[RunRecord]:
+    def run_to_file(
+        self, questions: QuestionSet | Sequence[Example], output: str | Path, progress: bool = False
+    ) -> list[RunRecord]:
         """As ``ifqa retrieve -o FILE``: the run file and its manifest, written atomically."""
         return self.pipeline.run_to_file(as_question_set(questions), output, progress)
 
@@ -146,8 +172,15 @@ class Reranker:
     export measured fastest on this kind of CPU) on a CPU.
     """
 
-    def __init__(self, model: str | Path, depth: int = 100, device: str | None = None, backend: str = "torch",
-                 batch_size: int | None = None, max_length: int | None = None):
+    def __init__(
+        self,
+        model: str | Path,
+        depth: int = 100,
+        device: str | None = None,
+        backend: str = "torch",
+        batch_size: int | None = None,
+        max_length: int | None = None,
+    ):
         from ifqa.retrieval.rerank import load_reranker
 
         self.model = load_reranker(str(model), depth, batch_size, device, max_length, backend)
@@ -160,8 +193,13 @@ class Reranker:
         from ifqa.retrieval.reordering import score_many
 
         depth = self.model.depth
-        scores = score_many(self.model, [(q, [h.text for h in hits[:depth]], [h.score for h in hits[:depth]])
-                                         for q, hits in zip(questions, hits_lists)])
+        scores = score_many(
+            self.model,
+            [
+                (q, [h.text for h in hits[:depth]], [h.score for h in hits[:depth]])
+                for q, hits in zip(questions, hits_lists)
+            ],
+        )
         out = []
         for hits, values in zip(hits_lists, scores):
             head = sorted(zip(hits[:depth], values), key=lambda pair: -pair[1])
@@ -170,9 +208,15 @@ class Reranker:
         return out
 
 
-def read(reader: str, questions: QuestionSet | QuestionSource | None = None, run: str | Path | None = None,
-         output: str | Path | None = None, progress: bool = False, api_key: str | None = None,
-         **options: Any) -> list[dict]:
+def read(
+    reader: str,
+    questions: QuestionSet | QuestionSource | None = None,
+    run: str | Path | None = None,
+    output: str | Path | None = None,
+    progress: bool = False,
+    api_key: str | None = None,
+    **options: Any,
+) -> list[dict]:
     """Answer ``questions`` with a registered reader (``llm``, ``fid``, ``majority``), configured by its
     options as on the command line (``model``, ``mode``, ``checkpoint``, ...); returns the predictions
     (``{"qid", "prediction", ...}``) and writes them to ``output`` (a temporary file when None).
@@ -201,8 +245,11 @@ def read(reader: str, questions: QuestionSet | QuestionSource | None = None, run
         return [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
-def evaluate_run(run: str | Path | Iterable[Mapping[str, Any]], questions: QuestionSet | Sequence[Example] | None = None,
-                 compare: str | Path | Iterable[Mapping[str, Any]] | None = None) -> dict:
+def evaluate_run(
+    run: str | Path | Iterable[Mapping[str, Any]],
+    questions: QuestionSet | Sequence[Example] | None = None,
+    compare: str | Path | Iterable[Mapping[str, Any]] | None = None,
+) -> dict:
     """Recall@K (gold passage and answer string) of a run file or of run records, as ``ifqa evaluate
     --run``: the run's own flags, or flags recomputed from ``questions``; with ``compare`` (a baseline
     run), gold recall@1/5/20 with 95% intervals and the paired permutation test under ``"compare"``.
@@ -220,8 +267,10 @@ def evaluate_run(run: str | Path | Iterable[Mapping[str, Any]], questions: Quest
         baseline = _run_records(compare)
         if examples is not None:
             summarize_run(baseline, examples)  # the baseline's flags recomputed from the same questions
-        report["compare"] = {"baseline": str(compare) if isinstance(compare, (str, Path)) else "records",
-                             **compare_runs(records, baseline)}
+        report["compare"] = {
+            "baseline": str(compare) if isinstance(compare, (str, Path)) else "records",
+            **compare_runs(records, baseline),
+        }
     return report
 
 
@@ -231,9 +280,11 @@ def _run_records(run: str | Path | Iterable[Mapping[str, Any]]) -> list:
     return read_run(run) if isinstance(run, (str, Path)) else list(run)
 
 
-def evaluate_predictions(predictions: str | Path | Mapping[str, str] | Iterable[Mapping[str, Any]],
-                         questions: QuestionSet | Sequence[Example],
-                         compare: str | Path | Mapping[str, str] | Iterable[Mapping[str, Any]] | None = None) -> dict:
+def evaluate_predictions(
+    predictions: str | Path | Mapping[str, str] | Iterable[Mapping[str, Any]],
+    questions: QuestionSet | Sequence[Example],
+    compare: str | Path | Mapping[str, str] | Iterable[Mapping[str, Any]] | None = None,
+) -> dict:
     """The ``ifqa evaluate --predictions`` report, its metric chosen by the questions' dataset (IfQA:
     EM/F1 with 95% intervals and breakdowns; WIQA: accuracy by question type and path length;
     CausalQA: ROUGE-L, EM/F1 by source). ``predictions`` (and ``compare``, for the paired test) is a
@@ -253,8 +304,10 @@ def evaluate_predictions(predictions: str | Path | Mapping[str, str] | Iterable[
     for name, given, found in (("predictions", predictions, answers), ("compare", compare, other)):
         if found is not None and not qids & set(found):  # another set's predictions score 0, silently
             where = f"{given}: " if isinstance(given, (str, Path)) else ""
-            raise IfqaError(f"{where}{name} answer none of the {len(qids)} questions of {question_set.name} "
-                            f"(first qid {next(iter(found))!r}); name the questions they were made for")
+            raise IfqaError(
+                f"{where}{name} answer none of the {len(qids)} questions of {question_set.name} "
+                f"(first qid {next(iter(found))!r}); name the questions they were made for"
+            )
     return task.summarize(question_set.examples, answers, other)
 
 
@@ -264,8 +317,11 @@ def _task_predictions(task, predictions) -> Mapping[str, str]:
         return task.read(predictions)
     import json
 
-    records = ([{"qid": qid, "prediction": answer} for qid, answer in predictions.items()]
-               if isinstance(predictions, Mapping) else list(predictions))
+    records = (
+        [{"qid": qid, "prediction": answer} for qid, answer in predictions.items()]
+        if isinstance(predictions, Mapping)
+        else list(predictions)
+    )
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "predictions.jsonl"
         path.write_text("".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records), encoding="utf-8")
@@ -281,7 +337,8 @@ def exact_match(prediction: str, answers: Sequence[str]) -> float:
     >>> exact_match("The Hudson river", ["Hudson River"])
     1.0
     """
-    from ifqa.eval.answers import best_over_answers, exact_match as em
+    from ifqa.eval.answers import best_over_answers
+    from ifqa.eval.answers import exact_match as em
 
     return best_over_answers(em, prediction, list(answers))
 

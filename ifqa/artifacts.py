@@ -15,16 +15,17 @@ tell a demo run from a supervised one; ``check_questions`` can.
 from __future__ import annotations
 
 import hashlib
-import math
 import json
+import math
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable, Iterable, Sequence, TypedDict
+from typing import Any, TypedDict
 
-from ifqa import __version__
 from ifqa.errors import IfqaError
 from ifqa.io import read_jsonl, read_manifest_object, write_json, write_jsonl
+from ifqa.version import __version__
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class QuestionSet:
         return self.examples[item]
 
 
-def as_question_set(questions: "QuestionSet | Sequence[Example]", name: str = "examples") -> "QuestionSet":
+def as_question_set(questions: QuestionSet | Sequence[Example], name: str = "examples") -> QuestionSet:
     """Python callers may pass a plain list of examples; commands always pass a named set."""
     return questions if isinstance(questions, QuestionSet) else QuestionSet(name, list(questions))
 
@@ -137,8 +138,11 @@ def check_output(output: str | Path | None, *inputs: str | Path | None) -> None:
             continue
         for a, b in ((out, Path(given)), (out, manifest_path(given)), (manifest_path(out), Path(given))):
             if a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b)):
-                raise IfqaError(f"--output must differ from the input {given} and its manifest (writing it would "
-                                "destroy the input)", output)
+                raise IfqaError(
+                    f"--output must differ from the input {given} and its manifest (writing it would "
+                    "destroy the input)",
+                    output,
+                )
 
 
 def read_manifest(path: str | Path) -> dict[str, Any] | None:
@@ -160,9 +164,12 @@ def check_questions(path: str | Path, questions: QuestionSet) -> None:
     """Refuse a file made for another question set (one line naming both sets)."""
     recorded = recorded_questions(path)
     if recorded and recorded["id"] != questions.identity:
-        raise IfqaError(f"made for the question set {recorded.get('name')!r} ({recorded.get('n')} questions, id "
-                        f"{recorded['id']}), not {questions.name!r} ({len(questions)} questions, id "
-                        f"{questions.identity}); name the right questions or file", path)
+        raise IfqaError(
+            f"made for the question set {recorded.get('name')!r} ({recorded.get('n')} questions, id "
+            f"{recorded['id']}), not {questions.name!r} ({len(questions)} questions, id "
+            f"{questions.identity}); name the right questions or file",
+            path,
+        )
 
 
 def write_manifest(path: str | Path, questions: QuestionSet | None, **fields: Any) -> None:
@@ -207,7 +214,9 @@ def read_run(path: str | Path) -> list[RunRecord]:
                 raise IfqaError(f"ctx {rank} needs an 'id' and a string 'text'", path, number)
             _check_id(ctx["id"], f"ctx {rank}: 'id'", path, number)
             score = ctx.get("score", 0.0)
-            if score is not None and (isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)):
+            if score is not None and (
+                isinstance(score, bool) or not isinstance(score, (int, float)) or not math.isfinite(score)
+            ):
                 raise IfqaError(f"ctx {rank}: 'score' must be a finite number, found {score!r}"[:200], path, number)
         record["qid"] = qid
         records.append(record)  # type: ignore[arg-type]

@@ -13,7 +13,8 @@ import dataclasses
 import math
 import shlex
 import typing
-from typing import Any, Mapping, TypeVar
+from collections.abc import Mapping
+from typing import Any, TypeVar
 
 from ifqa.errors import IfqaError
 
@@ -64,7 +65,11 @@ def from_options(cls: type[T], options: Mapping[str, Any], where: str | None = N
             if not isinstance(value, bool):
                 raise IfqaError(f"{label} must be true or false, got {value!r}", where)
         elif kind in (int, float):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or (kind is int and not float(value).is_integer()):
+            if (
+                isinstance(value, bool)
+                or not isinstance(value, (int, float))
+                or (kind is int and not float(value).is_integer())
+            ):
                 raise IfqaError(f"{label} must be {'an integer' if kind is int else 'a number'}, got {value!r}", where)
             value = kind(value)
             if kind is float and not math.isfinite(value):
@@ -117,8 +122,15 @@ def click_options(cls: type, defaults: Mapping[str, Any] | None = None):
                 function = click.option(flag(field), field.name, is_flag=True, default=False, help=help_text)(function)
                 continue
             kind_ = click.Choice(list(meta["choices"])) if meta.get("choices") else kind
-            function = click.option(flag(field), field.name, type=kind_, default=None, help=help_text,
-                                    envvar=meta.get("envvar"), show_envvar=bool(meta.get("envvar")))(function)
+            function = click.option(
+                flag(field),
+                field.name,
+                type=kind_,
+                default=None,
+                help=help_text,
+                envvar=meta.get("envvar"),
+                show_envvar=bool(meta.get("envvar")),
+            )(function)
         return function
 
     return decorate

@@ -64,7 +64,9 @@ def pick_precision(requested: str | None, device: str) -> str:
     if requested == "fp16" and not device.startswith("cuda"):
         raise IfqaError("--precision fp16 needs a CUDA device (a CPU runs fp16 slower than fp32); use fp32 or auto")
     if requested == "bf16" and not bf16_supported(device):
-        raise IfqaError(f"--precision bf16: {device} has no bf16 support (a CPU needs AMX or AVX-512 BF16); use fp32 or auto")
+        raise IfqaError(
+            f"--precision bf16: {device} has no bf16 support (a CPU needs AMX or AVX-512 BF16); use fp32 or auto"
+        )
     return requested
 
 
@@ -116,7 +118,7 @@ def compile_unavailable(device: str) -> str | None:
     return _compile_probe(device)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compile_probe(device: str) -> str | None:
     """Compile and run a tiny function with inductor on ``device``: None when it works, else why not."""
     import torch

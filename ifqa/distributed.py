@@ -16,8 +16,9 @@ import functools
 import logging
 import os
 import re
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from ifqa.errors import IfqaError
 
@@ -99,11 +100,15 @@ def pick_device(requested: str | None, world: World) -> str:
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if requested == "cpu" and gpus:
-        raise IfqaError(f"--device cpu, but the launcher gave rank {world.rank} a GPU; leave out --device, or hide "
-                        "the GPUs (CUDA_VISIBLE_DEVICES=) to train on CPUs")
+        raise IfqaError(
+            f"--device cpu, but the launcher gave rank {world.rank} a GPU; leave out --device, or hide "
+            "the GPUs (CUDA_VISIBLE_DEVICES=) to train on CPUs"
+        )
     if requested and requested.startswith("cuda") and world.local_rank >= gpus:
-        raise IfqaError(f"--device {requested}: rank {world.rank} (local rank {world.local_rank}) has no GPU of its own "
-                        f"on this node ({gpus} visible); start at most {gpus} ranks per node, or train on CPUs")
+        raise IfqaError(
+            f"--device {requested}: rank {world.rank} (local rank {world.local_rank}) has no GPU of its own "
+            f"on this node ({gpus} visible); start at most {gpus} ranks per node, or train on CPUs"
+        )
     if requested and not re.fullmatch(r"cpu|cuda(:\d+)?", requested):
         raise IfqaError(f"--device {requested!r}: ranks train on cpu or cuda")
     if gpus and world.local_rank < gpus:
@@ -124,11 +129,14 @@ def start(device: str) -> None:
     world = launched()
     backend = os.environ.get(BACKEND_ENV) or ("nccl" if device.startswith("cuda") else "gloo")
     if backend == "nccl" and not device.startswith("cuda"):
-        raise IfqaError(f"{BACKEND_ENV}=nccl needs a CUDA device on every rank; rank {world.rank} runs on {device} "
-                        "(use gloo)")
+        raise IfqaError(
+            f"{BACKEND_ENV}=nccl needs a CUDA device on every rank; rank {world.rank} runs on {device} (use gloo)"
+        )
     if backend not in ("nccl", "gloo") or not dist.is_backend_available(backend):
-        raise IfqaError(f"{BACKEND_ENV}={backend}: this torch offers "
-                        f"{', '.join(b for b in ('gloo', 'nccl') if dist.is_backend_available(b))}")
+        raise IfqaError(
+            f"{BACKEND_ENV}={backend}: this torch offers "
+            f"{', '.join(b for b in ('gloo', 'nccl') if dist.is_backend_available(b))}"
+        )
     if "MASTER_ADDR" not in os.environ:  # srun sets no rendezvous address: the step's first node
         nodes = os.environ.get("SLURM_STEP_NODELIST") or os.environ.get("SLURM_JOB_NODELIST")
         if not nodes:
@@ -169,8 +177,11 @@ def wrap(model, device: str, unused: bool = False):
     ``unused``: some parameters get no gradient (a bi-encoder's unused pooler), which DDP must look for."""
     from torch.nn.parallel import DistributedDataParallel
 
-    return DistributedDataParallel(model, device_ids=[int(device.split(":")[1])] if device.startswith("cuda:") else None,
-                                   find_unused_parameters=unused)
+    return DistributedDataParallel(
+        model,
+        device_ids=[int(device.split(":")[1])] if device.startswith("cuda:") else None,
+        find_unused_parameters=unused,
+    )
 
 
 def mean_and_stop(value, stop: bool, device: str) -> tuple[float, bool]:
@@ -186,7 +197,7 @@ def mean_and_stop(value, stop: bool, device: str) -> tuple[float, bool]:
     return float(summed[0]) / world, bool(summed[1] > 0)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _gather_rows_function():
     """An autograd function, made on first use (torch is imported lazily): every rank's rows,
     concatenated in rank order; the backward pass gives each rank the gradient of all the ranks'
@@ -258,12 +269,15 @@ def collective_errors(world: World) -> Iterator[None]:
         if not world.active or not _is_collective_failure(exc):
             raise
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-        raise IfqaError(f"rank {world.rank}: another rank stopped or stalled ({first[:160]}); the last whole step "
-                        "is saved, and the same command resumes from it") from None
+        raise IfqaError(
+            f"rank {world.rank}: another rank stopped or stalled ({first[:160]}); the last whole step "
+            "is saved, and the same command resumes from it"
+        ) from None
 
 
 def _is_collective_failure(exc: BaseException) -> bool:
     names = {type(exc).__name__, *(cls.__name__ for cls in type(exc).__mro__)}
     text = str(exc).lower()
     return bool(names & {"DistError", "DistBackendError", "DistNetworkError"}) or any(
-        cue in text for cue in ("gloo", "nccl", "connection closed", "connection reset", "timed out", "broken pipe"))
+        cue in text for cue in ("gloo", "nccl", "connection closed", "connection reset", "timed out", "broken pipe")
+    )

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 
 class Terminated(KeyboardInterrupt):
@@ -43,14 +43,16 @@ def sigterm_as_interrupt() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def held_interrupts() -> Iterator["Held"]:
+def held_interrupts() -> Iterator[Held]:
     """Ctrl-C and SIGTERM (where they would interrupt) wait for the job's next ``check()``, which
     raises them: a job calls it between units of work (a training step), so the state it saves on
     the way out is a whole unit, never one half applied."""
     check = Held()
     interrupting = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: _raise_terminated}
     # an ignored or custom handler is left alone
-    with _handlers({signum: check.hold for signum, handler in interrupting.items() if signal.getsignal(signum) is handler}):
+    with _handlers(
+        {signum: check.hold for signum, handler in interrupting.items() if signal.getsignal(signum) is handler}
+    ):
         yield check
 
 

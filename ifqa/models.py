@@ -8,8 +8,8 @@ from __future__ import annotations
 import contextlib
 import os
 import pickle
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from ifqa.errors import IfqaError
 
@@ -64,8 +64,10 @@ def loading(name: str | Path, what: str = "model") -> Iterator[None]:
             raise
         text = str(exc).strip()
         if isinstance(exc, pickle.UnpicklingError) or "Weights only load failed" in text:
-            raise IfqaError(f"{what} {str(name)!r} holds a pickle that is more than plain weights; ifqa never runs "
-                            "code from a model file (save the model with safetensors)") from None
+            raise IfqaError(
+                f"{what} {str(name)!r} holds a pickle that is more than plain weights; ifqa never runs "
+                "code from a model file (save the model with safetensors)"
+            ) from None
         detail = text.splitlines()[0][:200] if text else type(exc).__name__
         raise IfqaError(f"cannot load {what} {str(name)!r} ({detail})") from None
 
@@ -79,10 +81,23 @@ def check_max_length(max_length: int | None, config, name: str, option: str = "-
 
 def pair_inputs(tokenizer, questions: list[str], texts: list[str], max_length: int | None, **options):
     """(question, passage) pairs tokenized as cross-encoders read them: the passage is cut to fit; a
-    question too long to leave room for any passage is cut too, instead of failing the batch."""
+    question too long to leave room for any passage is cut too, instead of failing the batch.
+
+    Each pair is cut the same way whatever else is in its batch: where one pair's question is too
+    long, that pair alone is cut on both sides (a batch cut as a whole would change every pair's
+    tokens, so a score would depend on its batch-mates)."""
     try:
         return tokenizer(questions, texts, truncation="only_second", max_length=max_length, **options)
     except Exception as exc:  # noqa: BLE001 - the tokenizers library raises a bare Exception here
         if "truncat" not in str(exc).lower():
             raise
-        return tokenizer(questions, texts, truncation="longest_first", max_length=max_length, **options)
+    padding, tensors = options.pop("padding", False), options.pop("return_tensors", None)
+    rows = []
+    for question, text in zip(questions, texts):
+        try:
+            rows.append(tokenizer(question, text, truncation="only_second", max_length=max_length, **options))
+        except Exception as exc:  # noqa: BLE001 - as above
+            if "truncat" not in str(exc).lower():
+                raise
+            rows.append(tokenizer(question, text, truncation="longest_first", max_length=max_length, **options))
+    return tokenizer.pad(rows, padding=padding, return_tensors=tensors)

@@ -7,12 +7,14 @@ from __future__ import annotations
 import logging
 import os
 import re
-from typing import Iterable
+from collections.abc import Iterable
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
 
 URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>]*[^\s'\"<>:,.;)]")  # sentence punctuation stays outside
-KEY_VALUE = re.compile(r"(?i)\b((?:api[-_]?key|access[-_]?token|token|secret|password|passwd|sig|signature|"
-                       r"authorization)\s*[=:]\s*)(?:Bearer\s+)?[^\s&'\",;):]+")
+KEY_VALUE = re.compile(
+    r"(?i)\b((?:api[-_]?key|access[-_]?token|token|secret|password|passwd|sig|signature|"
+    r"authorization)\s*[=:]\s*)(?:Bearer\s+)?[^\s&'\",;):]+"
+)
 BEARER = re.compile(r"(?i)\b(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]{6,}")
 TOKEN_SHAPED = re.compile(r"\b(sk|pk|rk|hf|ghp|gho|xox[abp])[-_][A-Za-z0-9_-]{8,}\b")
 SECRET_ENV = ("OPENAI_API_KEY", "IFQA_API_KEY", "HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "ANTHROPIC_API_KEY")

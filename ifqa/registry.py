@@ -8,7 +8,8 @@ reader, a query formulation or an experiment stage is one new module plus one en
 from __future__ import annotations
 
 import importlib
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 from ifqa.errors import IfqaError
 
@@ -52,19 +53,60 @@ class Registry:
 
 
 #: Question sets: an object with ``splits``, ``default_split`` and ``load(split, data_dir)``.
-DATASETS = Registry("dataset", {"supervised": ".ifqa:SUPERVISED", "few-shot": ".ifqa:FEW_SHOT", "demo": ".demo:DEMO",
-                                "wiqa": ".wiqa:WIQA", "wiqa-demo": ".wiqa:WIQA_DEMO", "causalqa": ".causalqa:CAUSALQA",
-                                "causalqa-random": ".causalqa:CAUSALQA_RANDOM", "causalqa-demo": ".causalqa:CAUSALQA_DEMO"},
-                    "ifqa.datasets")
+DATASETS = Registry(
+    "dataset",
+    {
+        "supervised": ".ifqa:SUPERVISED",
+        "few-shot": ".ifqa:FEW_SHOT",
+        "demo": ".demo:DEMO",
+        "wiqa": ".wiqa:WIQA",
+        "wiqa-demo": ".wiqa:WIQA_DEMO",
+        "causalqa": ".causalqa:CAUSALQA",
+        "causalqa-random": ".causalqa:CAUSALQA_RANDOM",
+        "causalqa-demo": ".causalqa:CAUSALQA_DEMO",
+    },
+    "ifqa.datasets",
+)
 #: Tasks (how a dataset's answers are scored and reported), by a dataset's ``task`` (default ``qa``).
 TASKS = Registry("task", {"qa": ".tasks:QA", "wiqa": ".tasks:WIQA", "causalqa": ".tasks:CAUSALQA"}, "ifqa.eval")
 #: Index engines, by the ``engine`` field of a manifest: a class with ``load(folder, manifest, corpus, device)``.
-ENGINES = Registry("index engine", {"bm25s": ".bm25:BM25Retriever", "pyserini": ".lucene:LuceneRetriever", "faiss": ".dense_search:DenseRetriever"}, "ifqa.retrieval")
+ENGINES = Registry(
+    "index engine",
+    {"bm25s": ".bm25:BM25Retriever", "pyserini": ".lucene:LuceneRetriever", "faiss": ".dense_search:DenseRetriever"},
+    "ifqa.retrieval",
+)
 #: Index specs ``SCHEME:NAME``: an object with ``folder(name)`` (or None) and ``open(name, corpus, device)``.
-INDEX_SCHEMES = Registry("index scheme", {"demo": ".specs:DEMO_INDEXES", "prebuilt": ".specs:PREBUILT_INDEXES"}, "ifqa.retrieval")
+INDEX_SCHEMES = Registry(
+    "index scheme", {"demo": ".specs:DEMO_INDEXES", "prebuilt": ".specs:PREBUILT_INDEXES"}, "ifqa.retrieval"
+)
 #: Query formulations: ``question -> list of sub-queries`` (several are searched and fused).
-QUERY_MODES = Registry("query mode", {"question": ".queries:whole_question", "premise": ".queries:premise_only", "main-clause": ".queries:main_clause", "clean": ".queries:cleaned", "split": ".queries:premise_and_main", "rewrite": ".rewrite:rewrite", "hyde": ".rewrite:hyde"}, "ifqa.retrieval")
+QUERY_MODES = Registry(
+    "query mode",
+    {
+        "question": ".queries:whole_question",
+        "premise": ".queries:premise_only",
+        "main-clause": ".queries:main_clause",
+        "clean": ".queries:cleaned",
+        "split": ".queries:premise_and_main",
+        "rewrite": ".rewrite:rewrite",
+        "hyde": ".rewrite:hyde",
+    },
+    "ifqa.retrieval",
+)
 #: Readers: an entry with ``config`` (a dataclass type), ``model_key`` and ``read(config, job)``.
-READERS = Registry("reader", {"llm": ".llm:READER", "fid": ".fid:READER", "majority": ".majority:READER"}, "ifqa.readers")
+READERS = Registry(
+    "reader", {"llm": ".llm:READER", "fid": ".fid:READER", "majority": ".majority:READER"}, "ifqa.readers"
+)
 #: Experiment stages: a class with ``KEYS``, ``check(spec, names, path)`` and ``run(context, spec)``.
-STAGES = Registry("experiment stage", {"retrieve": ".stages:RetrieveStage", "read": ".stages:ReadStage", "evaluate": ".stages:EvaluateStage", "collection": ".build_stages:CollectionStage", "index": ".build_stages:IndexStage", "train": ".build_stages:TrainStage"}, "ifqa.experiments")
+STAGES = Registry(
+    "experiment stage",
+    {
+        "retrieve": ".stages:RetrieveStage",
+        "read": ".stages:ReadStage",
+        "evaluate": ".stages:EvaluateStage",
+        "collection": ".build_stages:CollectionStage",
+        "index": ".build_stages:IndexStage",
+        "train": ".build_stages:TrainStage",
+    },
+    "ifqa.experiments",
+)

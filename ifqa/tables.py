@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 
 def table(header: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:

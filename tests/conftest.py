@@ -30,11 +30,17 @@ def shared() -> Path:
     return SHARED
 
 
-def run_cli(*args: str, cwd: Path | None = None, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, cwd: Path | None = None, env: dict | None = None, timeout: int = 300
+) -> subprocess.CompletedProcess:
     """Run `ifqa ...` in a fresh interpreter, as a user would."""
     return subprocess.run(
         [sys.executable, "-m", "ifqa.cli", *map(str, args)],
-        capture_output=True, text=True, cwd=cwd, env=env, timeout=timeout,
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=timeout,
     )
 
 

@@ -23,12 +23,17 @@ def test_import_ifqa_is_cheap_and_lists_its_names():
     assert {"Pipeline", "open_index", "load_questions", "evaluate_run", "RetrievalConfig"} <= set(dir(ifqa))
     assert ifqa.Pipeline is api.Pipeline
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
-        ifqa.nope
+        ifqa.nope  # noqa: B018 - the lookup is the test
 
 
 def test_pipeline_writes_what_ifqa_retrieve_writes(tmp_path, cli):
-    assert cli("retrieve", "--k", "5", "--query-mode", "clean", "-o", tmp_path / "cli.jsonl", "--no-progress").returncode == 0
-    records = ifqa.Pipeline(ifqa.RetrievalConfig(k=5, query_mode="clean")).run_to_file(ifqa.load_questions(), tmp_path / "api.jsonl")
+    assert (
+        cli("retrieve", "--k", "5", "--query-mode", "clean", "-o", tmp_path / "cli.jsonl", "--no-progress").returncode
+        == 0
+    )
+    records = ifqa.Pipeline(ifqa.RetrievalConfig(k=5, query_mode="clean")).run_to_file(
+        ifqa.load_questions(), tmp_path / "api.jsonl"
+    )
     assert (tmp_path / "api.jsonl").read_bytes() == (tmp_path / "cli.jsonl").read_bytes()
     assert ifqa.evaluate_run(tmp_path / "api.jsonl") == ifqa.evaluate_run(records)
 
@@ -50,7 +55,9 @@ def test_reranking_through_the_api_reorders_the_head_only(tmp_path):
     folder = tmp_path / "control"
     folder.mkdir()
     np.save(folder / control.WEIGHTS, np.zeros(control.N_FEATURES))
-    (folder / control.SETTINGS).write_text(json.dumps({"n_features": control.N_FEATURES, "intercept": 0.0, "weight": 0.5}))
+    (folder / control.SETTINGS).write_text(
+        json.dumps({"n_features": control.N_FEATURES, "intercept": 0.0, "weight": 0.5})
+    )
     hits = ifqa.open_index("demo:bm25").search("bridge", k=6)
     reranked = ifqa.Reranker(folder, depth=3).rerank("bridge", hits)
     assert [h.id for h in reranked[3:]] == [h.id for h in hits[3:]] and [h.rank for h in reranked] == list(range(1, 7))
@@ -76,7 +83,9 @@ def test_evaluate_predictions_scores_each_dataset_by_its_own_task(tmp_path, cli)
     result = cli("evaluate", "--predictions", path, "--setting", "wiqa-demo", "--split", "dev", "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["accuracy"] == report["accuracy"] and "by_question_type" in report
-    assert report["accuracy"] == round(100 * sum(labels[e.qid].replace(" ", "_") == e.answers[0] for e in wiqa) / len(wiqa), 2)
+    assert report["accuracy"] == round(
+        100 * sum(labels[e.qid].replace(" ", "_") == e.answers[0] for e in wiqa) / len(wiqa), 2
+    )
     with pytest.raises(ifqa.IfqaError, match="label"):
         ifqa.evaluate_predictions({wiqa[0].qid: "maybe"}, wiqa)
     same = ifqa.evaluate_predictions(labels, wiqa, compare=labels)

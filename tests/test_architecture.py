@@ -28,12 +28,20 @@ def test_a_toy_dataset_is_one_module_and_one_registry_line(monkeypatch, cli, tmp
 def test_a_toy_engine_is_one_module_and_one_registry_line(monkeypatch, tmp_path):
     monkeypatch.setattr(ENGINES, "_entries", {**ENGINES._entries, "toy": "tests.toys.toy_engine:ToyRetriever"})
     corpus = tmp_path / "passages.jsonl"
-    corpus.write_text("".join(json.dumps({"id": f"p{i}", "title": t, "text": x}) + "\n" for i, (t, x) in
-                              enumerate([("Paris", "Paris is the capital of France."), ("Lyon", "Lyon is on the Rhone.")])))
+    corpus.write_text(
+        "".join(
+            json.dumps({"id": f"p{i}", "title": t, "text": x}) + "\n"
+            for i, (t, x) in enumerate(
+                [("Paris", "Paris is the capital of France."), ("Lyon", "Lyon is on the Rhone.")]
+            )
+        )
+    )
     folder = tmp_path / "toy-index"
     folder.mkdir()
     np.save(folder / "offsets.npy", np.asarray([0, len(corpus.read_text().splitlines()[0]) + 1]))
-    (folder / "manifest.json").write_text(json.dumps({"engine": "toy", "corpus": {"path": str(corpus), "sha256": "x"}, "params": {}}))
+    (folder / "manifest.json").write_text(
+        json.dumps({"engine": "toy", "corpus": {"path": str(corpus), "sha256": "x"}, "params": {}})
+    )
     retriever = open_index(folder)
     questions = QuestionSet("toy", [Example("1", "Where is the Rhone?", ["Lyon"], ["Lyon is on the Rhone."])])
     pipeline = RetrievalPipeline(RetrievalConfig(indexes=[str(folder)], k=1), retrievers=[retriever])
@@ -87,8 +95,10 @@ def test_no_import_cycle_between_packages():
 def _module_graph() -> dict[str, set[str]]:
     """Which ifqa module imports which (a name imported from a package resolves to its submodule when
     there is one, else to the package's ``__init__``), lazy imports inside functions included."""
-    modules = {".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
-               for p in PACKAGE.rglob("*.py")}
+    modules = {
+        ".".join(p.relative_to(PACKAGE.parent).with_suffix("").parts).removesuffix(".__init__"): p
+        for p in PACKAGE.rglob("*.py")
+    }
 
     def resolve(name: str) -> str:
         while name not in modules and "." in name:
@@ -149,7 +159,9 @@ def test_no_import_cycle_between_modules():
 
 
 def test_no_module_over_400_lines():
-    long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > 400}
+    long = {
+        str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > 400
+    }
     assert not long
 
 

@@ -23,7 +23,9 @@ def work(tmp_path_factory, tiny_model):
     good = [{"id": f"p{i}", "title": "T", "text": f"passage number {i} about rivers"} for i in range(5)]
     (base / "passages.jsonl").write_text("".join(json.dumps(p) + "\n" for p in good))
     (base / "other.jsonl").write_text("".join(json.dumps({**p, "text": p["text"] + " and lakes"}) + "\n" for p in good))
-    (base / "same-size.jsonl").write_text((base / "passages.jsonl").read_text().replace("3 about rivers", "3 about rovers"))
+    (base / "same-size.jsonl").write_text(
+        (base / "passages.jsonl").read_text().replace("3 about rivers", "3 about rovers")
+    )
     (base / "dup.jsonl").write_text("".join(json.dumps(p) + "\n" for p in good + good[:1]))
     (base / "empty-text.jsonl").write_text(json.dumps({"id": "a", "title": "T", "text": ""}) + "\n")
     (base / "bad.jsonl").write_text('{"qid": "1", "prediction": "x"}\n{not json\n')
@@ -32,13 +34,27 @@ def work(tmp_path_factory, tiny_model):
         handle.write(b'{"qid": "1", "prediction": "x"}\n' * 2000)
     (base / "truncated.jsonl.gz").write_bytes((base / "truncated.jsonl.gz").read_bytes()[:60])
     (base / "string-answers.json").write_text(json.dumps([{"idx": 1, "question": "If?", "answers": "Paris"}]))
-    (base / "questions.json").write_text(json.dumps([{"idx": 1, "question": "If rivers ran uphill, what then?", "answers": ["x"]}]))
+    (base / "questions.json").write_text(
+        json.dumps([{"idx": 1, "question": "If rivers ran uphill, what then?", "answers": ["x"]}])
+    )
     (base / "wrong-shape.yaml").write_text("name: x\nquestions: [1, 2]\n")
     (base / "wrong-readers.yaml").write_text("name: x\nquestions: {setting: demo}\nreaders: closed\n")
     (base / "wrong-k.yaml").write_text("name: x\nquestions: {setting: demo}\nk: twenty\n")
-    (base / "wrong-stage.yaml").write_text("name: x\nquestions: {setting: demo}\nstages:\n  - {stage: retrieve, name: r}\n")
-    assert run_cli("index", "bm25", "--corpus", base / "passages.jsonl", "-o", base / "idx", "--no-progress", env=env).returncode == 0
-    assert run_cli("index", "bm25", "--corpus", base / "passages.jsonl", "-o", base / "broken", "--no-progress", env=env).returncode == 0
+    (base / "wrong-stage.yaml").write_text(
+        "name: x\nquestions: {setting: demo}\nstages:\n  - {stage: retrieve, name: r}\n"
+    )
+    assert (
+        run_cli(
+            "index", "bm25", "--corpus", base / "passages.jsonl", "-o", base / "idx", "--no-progress", env=env
+        ).returncode
+        == 0
+    )
+    assert (
+        run_cli(
+            "index", "bm25", "--corpus", base / "passages.jsonl", "-o", base / "broken", "--no-progress", env=env
+        ).returncode
+        == 0
+    )
     (base / "broken" / "offsets.npy").unlink()
     run = base / "demo-run.jsonl"
     assert run_cli("retrieve", "--k", "3", "-o", run, "--no-progress", env=env).returncode == 0
@@ -47,10 +63,14 @@ def work(tmp_path_factory, tiny_model):
     (base / "notext-run.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     (base / "notext-run.jsonl.manifest.json").write_text((base / "demo-run.jsonl.manifest.json").read_text())
     (base / "foreign-run.jsonl").write_text("".join(json.dumps({**r, "qid": "x" + r["qid"]}) + "\n" for r in records))
-    (base / "nogold.json").write_text(json.dumps([{"idx": 1, "question": "If a, what b?", "answers": ["c"], "context": []}]))
+    (base / "nogold.json").write_text(
+        json.dumps([{"idx": 1, "question": "If a, what b?", "answers": ["c"], "context": []}])
+    )
     (base / "empty-model").mkdir()
     (base / "bare-encoder").mkdir()
-    (base / "bare-encoder" / "config.json").write_text(json.dumps({"architectures": ["BertModel"], "model_type": "bert"}))
+    (base / "bare-encoder" / "config.json").write_text(
+        json.dumps({"architectures": ["BertModel"], "model_type": "bert"})
+    )
     yaml_cases = {
         "unknown-stage": "stages:\n  - {stage: dance, name: d}\n",
         "unknown-key": "stages:\n  - {stage: retrieve, name: r, indexes: [demo:bm25], colour: red}\n",
@@ -88,7 +108,9 @@ def damaged_indexes(base: Path) -> None:
     (copy("manifest-string-params") / "manifest.json").write_text(json.dumps({**manifest, "params": "k1=0.9"}))
     (copy("manifest-zero") / "manifest.json").write_text(json.dumps({**manifest, "passages": 0}))
     (copy("manifest-more") / "manifest.json").write_text(json.dumps({**manifest, "passages": 7}))
-    (copy("manifest-no-engine") / "manifest.json").write_text(json.dumps({k: v for k, v in manifest.items() if k != "engine"}))
+    (copy("manifest-no-engine") / "manifest.json").write_text(
+        json.dumps({k: v for k, v in manifest.items() if k != "engine"})
+    )
 
 
 def more_inputs(base: Path) -> None:
@@ -99,8 +121,12 @@ def more_inputs(base: Path) -> None:
     (base / "no-questions.jsonl").write_text("\n")
     (base / "cache-folder").mkdir()
     (base / "not-sqlite.db").write_text("this is not a database" * 100)
-    (base / "escape.yaml").write_text("name: x\nquestions: {setting: demo}\nstages:\n  - {stage: retrieve, name: ../../outside, indexes: [demo:bm25]}\n")
-    (base / "slash.yaml").write_text("name: x\nquestions: {setting: demo}\nstages:\n  - {stage: retrieve, name: a/b, indexes: [demo:bm25]}\n")
+    (base / "escape.yaml").write_text(
+        "name: x\nquestions: {setting: demo}\nstages:\n  - {stage: retrieve, name: ../../outside, indexes: [demo:bm25]}\n"
+    )
+    (base / "slash.yaml").write_text(
+        "name: x\nquestions: {setting: demo}\nstages:\n  - {stage: retrieve, name: a/b, indexes: [demo:bm25]}\n"
+    )
     bomb = "name: x\nquestions: {setting: demo}\na: &a [x, x, x, x, x, x, x, x, x, x]\n"
     for level in "bcdefg":
         previous = chr(ord(level) - 1)
@@ -116,18 +142,36 @@ def third_round(base: Path, env: dict, tiny_model: Path) -> None:
     (base / "tab-title.tsv").write_text("id\ttext\ttitle\n1\tsome passage text\tA\tB\n")
     (base / "predictions-not-passages.jsonl").write_text('{"qid": "1", "prediction": "x"}\n' * 3)
     (base / "redirects.xml").write_text(
-        '<mediawiki><siteinfo><sitename>W</sitename></siteinfo><page><title>A</title><ns>0</ns><id>1</id>'
-        '<redirect title="B"/><revision><text>#REDIRECT [[B]]</text></revision></page></mediawiki>\n')
+        "<mediawiki><siteinfo><sitename>W</sitename></siteinfo><page><title>A</title><ns>0</ns><id>1</id>"
+        '<redirect title="B"/><revision><text>#REDIRECT [[B]]</text></revision></page></mediawiki>\n'
+    )
     (base / "surrogate-passages.jsonl").write_text('{"id": "a", "title": "T\\udc00", "text": "words here"}\n')
-    (base / "surrogate-questions.json").write_text('[{"idx": 1, "question": "If rivers \\ud800 ran uphill?", "answers": ["x"]}]')
+    (base / "surrogate-questions.json").write_text(
+        '[{"idx": 1, "question": "If rivers \\ud800 ran uphill?", "answers": ["x"]}]'
+    )
     good = base / "idx"
-    for name, damage in {"vocab-list": lambda f: (f / "vocab.index.json").write_text("[1, 2]"),
-                         "deep-manifest": lambda f: (f / "manifest.json").write_text("[" * 100000 + "]" * 100000),
-                         "float-offsets": lambda f: np.save(f / "offsets.npy", np.zeros(5))}.items():
+    for name, damage in {
+        "vocab-list": lambda f: (f / "vocab.index.json").write_text("[1, 2]"),
+        "deep-manifest": lambda f: (f / "manifest.json").write_text("[" * 100000 + "]" * 100000),
+        "float-offsets": lambda f: np.save(f / "offsets.npy", np.zeros(5)),
+    }.items():
         shutil.copytree(good, base / name)
         damage(base / name)
-    assert run_cli("index", "dense", "--corpus", base / "passages.jsonl", "-o", base / "dense", "--no-progress", "--device",
-                   "cpu", env=env).returncode == 0
+    assert (
+        run_cli(
+            "index",
+            "dense",
+            "--corpus",
+            base / "passages.jsonl",
+            "-o",
+            base / "dense",
+            "--no-progress",
+            "--device",
+            "cpu",
+            env=env,
+        ).returncode
+        == 0
+    )
     import faiss
 
     shutil.copytree(base / "dense", base / "dense-other-dims")
@@ -137,13 +181,18 @@ def third_round(base: Path, env: dict, tiny_model: Path) -> None:
     manifest["params"]["max_length"] = -1
     (base / "dense-bad-length" / "manifest.json").write_text(json.dumps(manifest))
     records = [json.loads(line) for line in (base / "demo-run.jsonl").read_text().splitlines()]
-    for name, change in {"object-qid": lambda r: r.update(qid={"a": 1}), "nan-score": lambda r: r["ctxs"][0].update(score=float("nan")),
-                         "word-score": lambda r: r["ctxs"][0].update(score="high")}.items():
+    for name, change in {
+        "object-qid": lambda r: r.update(qid={"a": 1}),
+        "nan-score": lambda r: r["ctxs"][0].update(score=float("nan")),
+        "word-score": lambda r: r["ctxs"][0].update(score="high"),
+    }.items():
         changed = [json.loads(json.dumps(r)) for r in records]
         change(changed[0])
         (base / f"{name}-run.jsonl").write_text("".join(json.dumps(r) + "\n" for r in changed))
     (base / "empty-run.jsonl").write_text("")
-    (base / "foreign-good-run.jsonl").write_text("".join(json.dumps({**r, "qid": "x" + r["qid"]}) + "\n" for r in records))
+    (base / "foreign-good-run.jsonl").write_text(
+        "".join(json.dumps({**r, "qid": "x" + r["qid"]}) + "\n" for r in records)
+    )
     (base / "empty-predictions.jsonl").write_text("\n")
     (base / "foreign-predictions.jsonl").write_text('{"qid": "zz1", "prediction": "x"}\n')
     (base / "list-manifest-run.jsonl").write_text((base / "demo-run.jsonl").read_text())
@@ -179,7 +228,7 @@ def third_round(base: Path, env: dict, tiny_model: Path) -> None:
         "index-number": "stages:\n  - {stage: retrieve, name: r, indexes: [5]}\n",
         "bad-fusion": "stages:\n  - {stage: retrieve, name: r, indexes: [demo:bm25]}\n  - {stage: retrieve, name: s, indexes: [demo:bm25, demo:bm25], fusion: magic}\n",
         "nan-lr": "stages:\n  - {stage: collection, name: c, inputs: [passages.jsonl]}\n  - {stage: index, name: i, collection: c}\n"
-                  "  - {stage: train, name: t, kind: reranker, index: i, recipe: {lr: .nan}}\n",
+        "  - {stage: train, name: t, kind: reranker, index: i, recipe: {lr: .nan}}\n",
         "inputs-string": "stages:\n  - {stage: collection, name: c, inputs: passages.jsonl}\n",
         "negative-length": "stages:\n  - {stage: collection, name: c, inputs: [passages.jsonl]}\n  - {stage: index, name: i, collection: c, engine: dense, max_length: -3}\n",
         "unknown-setting": "train: {setting: nonsense}\n",
@@ -198,182 +247,1146 @@ CASES = [
     # (name, arguments, expected text in the one stderr line, output that must not exist)
     ("negative k", ["retrieve", "--k", "-3", "-o", f"{B}/o1.jsonl"], "--k", "o1.jsonl"),
     ("zero batch", ["retrieve", "--batch-size", "0", "-o", f"{B}/o2.jsonl"], "--batch-size", "o2.jsonl"),
-    ("zero samples", ["read", "llm", "--model", "m", "--samples", "0", "-o", f"{B}/o3.jsonl"], "--samples must be at least 1", "o3.jsonl"),
-    ("negative demos", ["read", "llm", "--model", "m", "--demos", "-1", "-o", f"{B}/o4.jsonl"], "--demos must be at least 0", "o4.jsonl"),
-    ("zero chunk", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/d0", "--chunk-size", "0"], "--chunk-size", "d0"),
-    ("zero workers", ["corpus", "build", f"{B}/passages.jsonl", "-o", f"{B}/o5.jsonl", "--workers", "0"], "--workers", "o5.jsonl"),
+    (
+        "zero samples",
+        ["read", "llm", "--model", "m", "--samples", "0", "-o", f"{B}/o3.jsonl"],
+        "--samples must be at least 1",
+        "o3.jsonl",
+    ),
+    (
+        "negative demos",
+        ["read", "llm", "--model", "m", "--demos", "-1", "-o", f"{B}/o4.jsonl"],
+        "--demos must be at least 0",
+        "o4.jsonl",
+    ),
+    (
+        "zero chunk",
+        ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/d0", "--chunk-size", "0"],
+        "--chunk-size",
+        "d0",
+    ),
+    (
+        "zero workers",
+        ["corpus", "build", f"{B}/passages.jsonl", "-o", f"{B}/o5.jsonl", "--workers", "0"],
+        "--workers",
+        "o5.jsonl",
+    ),
     ("zero steps", ["train", "--run", f"{B}/demo-run.jsonl", "-o", f"{B}/t0", "--steps", "0"], "--steps", "t0"),
-    ("k1 out of range", ["index", "bm25", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/i1", "--k1", "-1"], "--k1", "i1"),
-    ("b out of range", ["index", "bm25", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/i2", "--b", "2"], "--b must be between 0 and 1", "i2"),
-    ("missing corpus", ["index", "bm25", "--corpus", f"{B}/nope.jsonl", "-o", f"{B}/i3"], "nope.jsonl: No such file", "i3"),
+    (
+        "k1 out of range",
+        ["index", "bm25", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/i1", "--k1", "-1"],
+        "--k1",
+        "i1",
+    ),
+    (
+        "b out of range",
+        ["index", "bm25", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/i2", "--b", "2"],
+        "--b must be between 0 and 1",
+        "i2",
+    ),
+    (
+        "missing corpus",
+        ["index", "bm25", "--corpus", f"{B}/nope.jsonl", "-o", f"{B}/i3"],
+        "nope.jsonl: No such file",
+        "i3",
+    ),
     ("missing build input", ["corpus", "build", f"{B}/nope.xml", "-o", f"{B}/o6.jsonl"], "nope.xml", "o6.jsonl"),
-    ("duplicate passage ids", ["index", "bm25", "--corpus", f"{B}/dup.jsonl", "-o", f"{B}/i4", "--no-progress"], "occurs more than once", "i4"),
-    ("passage without text", ["index", "bm25", "--corpus", f"{B}/empty-text.jsonl", "-o", f"{B}/i5", "--no-progress"], "'text' is empty", "i5"),
-    ("existing index folder", ["index", "bm25", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/idx"], "already exists", None),
-    ("another collection", ["retrieve", "--index", f"{B}/idx", "--corpus", f"{B}/other.jsonl", "-o", f"{B}/o7.jsonl"], "not the collection this index was built from", "o7.jsonl"),
-    ("same size, other text", ["retrieve", "--index", f"{B}/idx", "--corpus", f"{B}/same-size.jsonl", "--verify-corpus", "-o", f"{B}/o20.jsonl"], "sha256 differs", "o20.jsonl"),
-    ("damaged index", ["retrieve", "--index", f"{B}/broken", "-o", f"{B}/o8.jsonl"], "offsets.npy is missing", "o8.jsonl"),
+    (
+        "duplicate passage ids",
+        ["index", "bm25", "--corpus", f"{B}/dup.jsonl", "-o", f"{B}/i4", "--no-progress"],
+        "occurs more than once",
+        "i4",
+    ),
+    (
+        "passage without text",
+        ["index", "bm25", "--corpus", f"{B}/empty-text.jsonl", "-o", f"{B}/i5", "--no-progress"],
+        "'text' is empty",
+        "i5",
+    ),
+    (
+        "existing index folder",
+        ["index", "bm25", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/idx"],
+        "already exists",
+        None,
+    ),
+    (
+        "another collection",
+        ["retrieve", "--index", f"{B}/idx", "--corpus", f"{B}/other.jsonl", "-o", f"{B}/o7.jsonl"],
+        "not the collection this index was built from",
+        "o7.jsonl",
+    ),
+    (
+        "same size, other text",
+        [
+            "retrieve",
+            "--index",
+            f"{B}/idx",
+            "--corpus",
+            f"{B}/same-size.jsonl",
+            "--verify-corpus",
+            "-o",
+            f"{B}/o20.jsonl",
+        ],
+        "sha256 differs",
+        "o20.jsonl",
+    ),
+    (
+        "damaged index",
+        ["retrieve", "--index", f"{B}/broken", "-o", f"{B}/o8.jsonl"],
+        "offsets.npy is missing",
+        "o8.jsonl",
+    ),
     ("not an index", ["retrieve", "--index", f"{B}", "-o", f"{B}/o9.jsonl"], "not an ifqa index", "o9.jsonl"),
     ("unwritable output", ["retrieve", "-o", "/proc/ifqa-cannot-write/run.jsonl"], "/proc/ifqa-cannot-write", None),
     ("output is a folder", ["retrieve", "-o", f"{B}/idx"], "idx", None),
     ("invalid JSON", ["evaluate", "--predictions", f"{B}/bad.jsonl"], "bad.jsonl:2: invalid JSON", None),
-    ("not gzip", ["evaluate", "--questions", f"{B}/not-gzip.json.gz", "--predictions", f"{B}/bad.jsonl"], "not-gzip.json.gz: named .gz but is not gzip-compressed", None),
-    ("truncated gzip", ["evaluate", "--predictions", f"{B}/truncated.jsonl.gz"], "truncated.jsonl.gz: compressed data ends early", None),
-    ("answers as a string", ["data", "stats", "--questions", f"{B}/string-answers.json"], "'answers' must be a non-empty list", None),
-    ("run for other questions", ["evaluate", "--run", f"{B}/demo-run.jsonl", "--questions", f"{B}/questions.json"], "made for the question set 'demo:dev'", None),
-    ("convert for other questions", ["convert", "--run", f"{B}/demo-run.jsonl", "--to", "trec", "--setting", "demo", "--split", "train", "-o", f"{B}/o10.trec"], "made for the question set 'demo:dev'", "o10.trec"),
-    ("read with another run", ["read", "llm", "--model", "m", "--mode", "open", "--run", f"{B}/demo-run.jsonl", "--setting", "demo", "--split", "train", "--base-url", "http://127.0.0.1:9/v1", "-o", f"{B}/o11.jsonl"], "made for the question set 'demo:dev'", "o11.jsonl"),
-    ("unnamed demonstration pool", ["read", "llm", "--model", "m", "--questions", f"{B}/questions.json", "--base-url", "http://127.0.0.1:9/v1", "-o", f"{B}/o12.jsonl"], "name the demonstration pool", "o12.jsonl"),
-    ("refused endpoint", ["read", "llm", "--model", "m", "--demos", "0", "--base-url", "http://127.0.0.1:9/v1", "--no-cache", "--no-progress", "-o", f"{B}/o13.jsonl"], "cannot connect", "o13.jsonl"),
-    ("no CUDA", ["read", "llm", "--backend", "hf", "--model", f"{B}/nomodel", "--device", "cuda", "-o", f"{B}/o14.jsonl"], "no CUDA device", "o14.jsonl"),
-    ("YAML questions not a mapping", ["experiment", "run", f"{B}/wrong-shape.yaml"], "'questions' must be a mapping", None),
+    (
+        "not gzip",
+        ["evaluate", "--questions", f"{B}/not-gzip.json.gz", "--predictions", f"{B}/bad.jsonl"],
+        "not-gzip.json.gz: named .gz but is not gzip-compressed",
+        None,
+    ),
+    (
+        "truncated gzip",
+        ["evaluate", "--predictions", f"{B}/truncated.jsonl.gz"],
+        "truncated.jsonl.gz: compressed data ends early",
+        None,
+    ),
+    (
+        "answers as a string",
+        ["data", "stats", "--questions", f"{B}/string-answers.json"],
+        "'answers' must be a non-empty list",
+        None,
+    ),
+    (
+        "run for other questions",
+        ["evaluate", "--run", f"{B}/demo-run.jsonl", "--questions", f"{B}/questions.json"],
+        "made for the question set 'demo:dev'",
+        None,
+    ),
+    (
+        "convert for other questions",
+        [
+            "convert",
+            "--run",
+            f"{B}/demo-run.jsonl",
+            "--to",
+            "trec",
+            "--setting",
+            "demo",
+            "--split",
+            "train",
+            "-o",
+            f"{B}/o10.trec",
+        ],
+        "made for the question set 'demo:dev'",
+        "o10.trec",
+    ),
+    (
+        "read with another run",
+        [
+            "read",
+            "llm",
+            "--model",
+            "m",
+            "--mode",
+            "open",
+            "--run",
+            f"{B}/demo-run.jsonl",
+            "--setting",
+            "demo",
+            "--split",
+            "train",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "-o",
+            f"{B}/o11.jsonl",
+        ],
+        "made for the question set 'demo:dev'",
+        "o11.jsonl",
+    ),
+    (
+        "unnamed demonstration pool",
+        [
+            "read",
+            "llm",
+            "--model",
+            "m",
+            "--questions",
+            f"{B}/questions.json",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "-o",
+            f"{B}/o12.jsonl",
+        ],
+        "name the demonstration pool",
+        "o12.jsonl",
+    ),
+    (
+        "refused endpoint",
+        [
+            "read",
+            "llm",
+            "--model",
+            "m",
+            "--demos",
+            "0",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "--no-cache",
+            "--no-progress",
+            "-o",
+            f"{B}/o13.jsonl",
+        ],
+        "cannot connect",
+        "o13.jsonl",
+    ),
+    (
+        "no CUDA",
+        ["read", "llm", "--backend", "hf", "--model", f"{B}/nomodel", "--device", "cuda", "-o", f"{B}/o14.jsonl"],
+        "no CUDA device",
+        "o14.jsonl",
+    ),
+    (
+        "YAML questions not a mapping",
+        ["experiment", "run", f"{B}/wrong-shape.yaml"],
+        "'questions' must be a mapping",
+        None,
+    ),
     ("YAML readers not a list", ["experiment", "run", f"{B}/wrong-readers.yaml"], "'readers' must be a list", None),
     ("YAML k not a number", ["experiment", "run", f"{B}/wrong-k.yaml"], "'k' must be an integer", None),
     ("YAML stage without indexes", ["experiment", "run", f"{B}/wrong-stage.yaml"], "needs 'indexes'", None),
-    ("unknown query mode", ["retrieve", "--query-mode", "psychic", "-o", f"{B}/o15.jsonl"], "--query-mode", "o15.jsonl"),
-    ("bad weights", ["retrieve", "--index", "demo:bm25", "--weights", "1,x", "-o", f"{B}/o16.jsonl"], "--weights", "o16.jsonl"),
-    ("unknown demo index", ["retrieve", "--index", "demo:sparse", "-o", f"{B}/o17.jsonl"], "unknown demo index", "o17.jsonl"),
+    (
+        "unknown query mode",
+        ["retrieve", "--query-mode", "psychic", "-o", f"{B}/o15.jsonl"],
+        "--query-mode",
+        "o15.jsonl",
+    ),
+    (
+        "bad weights",
+        ["retrieve", "--index", "demo:bm25", "--weights", "1,x", "-o", f"{B}/o16.jsonl"],
+        "--weights",
+        "o16.jsonl",
+    ),
+    (
+        "unknown demo index",
+        ["retrieve", "--index", "demo:sparse", "-o", f"{B}/o17.jsonl"],
+        "unknown demo index",
+        "o17.jsonl",
+    ),
     ("zero k", ["retrieve", "--k", "0", "-o", f"{B}/o18.jsonl"], "--k", "o18.jsonl"),
-    ("zero words", ["corpus", "build", f"{B}/passages.jsonl", "-o", f"{B}/o19.jsonl", "--words", "0"], "--words", "o19.jsonl"),
+    (
+        "zero words",
+        ["corpus", "build", f"{B}/passages.jsonl", "-o", f"{B}/o19.jsonl", "--words", "0"],
+        "--words",
+        "o19.jsonl",
+    ),
     # counterfactual retrieval: reranking, query modes, training
-    ("rerank depth 0", ["rerank", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "--depth", "0", "-o", f"{B}/r1.jsonl"], "--depth", "r1.jsonl"),
-    ("rerank with a folder that is not a model", ["rerank", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/r2.jsonl"], "not a model folder", "r2.jsonl"),
-    ("rerank a run without passage text", ["rerank", "--run", f"{B}/notext-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/r3.jsonl"], "notext-run.jsonl:1: passage", "r3.jsonl"),
-    ("rerank onto its input", ["rerank", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/demo-run.jsonl"], "--output must differ", None),
-    ("rerank a missing run", ["rerank", "--run", f"{B}/nope-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/r4.jsonl"], "nope-run.jsonl", "r4.jsonl"),
-    ("rerank with an encoder that has no scoring head", ["rerank", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/bare-encoder", "-o", f"{B}/r8.jsonl"], "without a trained scoring head", "r8.jsonl"),
-    ("retrieve with rerank depth 0", ["retrieve", "--rerank", f"{B}/empty-model", "--rerank-depth", "0", "-o", f"{B}/r5.jsonl"], "--rerank-depth", "r5.jsonl"),
-    ("retrieve with a reranker that is not a model", ["retrieve", "--rerank", f"{B}/empty-model", "-o", f"{B}/r6.jsonl"], "not a model folder", "r6.jsonl"),
-    ("LLM query mode without a model", ["retrieve", "--query-mode", "hyde", "-o", f"{B}/r7.jsonl"], "needs a model: --rewrite-model", "r7.jsonl"),
-    ("train on dev", ["train", "--reranker", *TRAIN, "--split", "dev", "-o", f"{B}/m1"], "refusing to train on the dev split", "m1"),
-    ("train on test", ["train", "--control", "--index", "demo:bm25", "--setting", "supervised", "--split", "test", "-o", f"{B}/m2"], "refusing to train on the test split", "m2"),
-    ("train without gold passages", ["train", "--reranker", "--index", "demo:bm25", "--questions", f"{B}/nogold.json", "-o", f"{B}/m3"], "have no gold passage", "m3/model"),
-    ("train without an index", ["train", "--reranker", "--setting", "demo", "-o", f"{B}/m4"], "--index is needed", "m4/model"),
-    ("train with a missing index", ["train", "--control", "--index", f"{B}/nope-index", "--setting", "demo", "-o", f"{B}/m5"], "nope-index", "m5/model"),
-    ("train from a folder that is not a model", ["train", "--reranker", *TRAIN, "--model", f"{B}/empty-model", "-o", f"{B}/m6"], "not a model folder", "m6/model"),
+    (
+        "rerank depth 0",
+        [
+            "rerank",
+            "--run",
+            f"{B}/demo-run.jsonl",
+            "--model",
+            f"{B}/empty-model",
+            "--depth",
+            "0",
+            "-o",
+            f"{B}/r1.jsonl",
+        ],
+        "--depth",
+        "r1.jsonl",
+    ),
+    (
+        "rerank with a folder that is not a model",
+        ["rerank", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/r2.jsonl"],
+        "not a model folder",
+        "r2.jsonl",
+    ),
+    (
+        "rerank a run without passage text",
+        ["rerank", "--run", f"{B}/notext-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/r3.jsonl"],
+        "notext-run.jsonl:1: passage",
+        "r3.jsonl",
+    ),
+    (
+        "rerank onto its input",
+        ["rerank", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/demo-run.jsonl"],
+        "--output must differ",
+        None,
+    ),
+    (
+        "rerank a missing run",
+        ["rerank", "--run", f"{B}/nope-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/r4.jsonl"],
+        "nope-run.jsonl",
+        "r4.jsonl",
+    ),
+    (
+        "rerank with an encoder that has no scoring head",
+        ["rerank", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/bare-encoder", "-o", f"{B}/r8.jsonl"],
+        "without a trained scoring head",
+        "r8.jsonl",
+    ),
+    (
+        "retrieve with rerank depth 0",
+        ["retrieve", "--rerank", f"{B}/empty-model", "--rerank-depth", "0", "-o", f"{B}/r5.jsonl"],
+        "--rerank-depth",
+        "r5.jsonl",
+    ),
+    (
+        "retrieve with a reranker that is not a model",
+        ["retrieve", "--rerank", f"{B}/empty-model", "-o", f"{B}/r6.jsonl"],
+        "not a model folder",
+        "r6.jsonl",
+    ),
+    (
+        "LLM query mode without a model",
+        ["retrieve", "--query-mode", "hyde", "-o", f"{B}/r7.jsonl"],
+        "needs a model: --rewrite-model",
+        "r7.jsonl",
+    ),
+    (
+        "train on dev",
+        ["train", "--reranker", *TRAIN, "--split", "dev", "-o", f"{B}/m1"],
+        "refusing to train on the dev split",
+        "m1",
+    ),
+    (
+        "train on test",
+        ["train", "--control", "--index", "demo:bm25", "--setting", "supervised", "--split", "test", "-o", f"{B}/m2"],
+        "refusing to train on the test split",
+        "m2",
+    ),
+    (
+        "train without gold passages",
+        ["train", "--reranker", "--index", "demo:bm25", "--questions", f"{B}/nogold.json", "-o", f"{B}/m3"],
+        "have no gold passage",
+        "m3/model",
+    ),
+    (
+        "train without an index",
+        ["train", "--reranker", "--setting", "demo", "-o", f"{B}/m4"],
+        "--index is needed",
+        "m4/model",
+    ),
+    (
+        "train with a missing index",
+        ["train", "--control", "--index", f"{B}/nope-index", "--setting", "demo", "-o", f"{B}/m5"],
+        "nope-index",
+        "m5/model",
+    ),
+    (
+        "train from a folder that is not a model",
+        ["train", "--reranker", *TRAIN, "--model", f"{B}/empty-model", "-o", f"{B}/m6"],
+        "not a model folder",
+        "m6/model",
+    ),
     ("group of one", ["train", "--reranker", *TRAIN, "--group-size", "1", "-o", f"{B}/m7"], "--group-size", "m7"),
     ("learning rate not a number", ["train", "--reranker", *TRAIN, "--lr", "fast", "-o", f"{B}/m8"], "--lr", "m8"),
-    ("negative learning rate", ["train", "--reranker", *TRAIN, "--lr", "-1e-4", "-o", f"{B}/m10"], "--lr must be at least 0.0", "m10"),
-    ("attention dropout of 1", ["train", "--reranker", *TRAIN, "--attention-dropout", "1", "-o", f"{B}/m13"], "--attention-dropout must be at most 0.9", "m13"),
-    ("unknown source of other gold passages", ["train", "--reranker", *TRAIN, "--other-gold-from", "nearest", "-o", f"{B}/m14"], "--other-gold-from", "m14"),
-    ("zero temperature", ["train", "--retriever", *TRAIN, "--temperature", "0", "-o", f"{B}/m11"], "--temperature", "m11"),
-    ("FiD gradient norm below zero", ["train", "fid", "--run", f"{B}/demo-run.jsonl", "--max-grad-norm", "-1", "-o", f"{B}/m12"], "--max-grad-norm", "m12"),
-    ("one question per step", ["train", "--retriever", *TRAIN, "--questions-per-step", "1", "-o", f"{B}/m9"], "--questions-per-step", "m9"),
-    ("compare with a missing run", ["evaluate", "--run", f"{B}/demo-run.jsonl", "--compare", f"{B}/nope.jsonl"], "nope.jsonl", None),
-    ("compare runs of other questions", ["evaluate", "--run", f"{B}/demo-run.jsonl", "--compare", f"{B}/foreign-run.jsonl"], "share no question", None),
+    (
+        "negative learning rate",
+        ["train", "--reranker", *TRAIN, "--lr", "-1e-4", "-o", f"{B}/m10"],
+        "--lr must be at least 0.0",
+        "m10",
+    ),
+    (
+        "attention dropout of 1",
+        ["train", "--reranker", *TRAIN, "--attention-dropout", "1", "-o", f"{B}/m13"],
+        "--attention-dropout must be at most 0.9",
+        "m13",
+    ),
+    (
+        "unknown source of other gold passages",
+        ["train", "--reranker", *TRAIN, "--other-gold-from", "nearest", "-o", f"{B}/m14"],
+        "--other-gold-from",
+        "m14",
+    ),
+    (
+        "zero temperature",
+        ["train", "--retriever", *TRAIN, "--temperature", "0", "-o", f"{B}/m11"],
+        "--temperature",
+        "m11",
+    ),
+    (
+        "FiD gradient norm below zero",
+        ["train", "fid", "--run", f"{B}/demo-run.jsonl", "--max-grad-norm", "-1", "-o", f"{B}/m12"],
+        "--max-grad-norm",
+        "m12",
+    ),
+    (
+        "one question per step",
+        ["train", "--retriever", *TRAIN, "--questions-per-step", "1", "-o", f"{B}/m9"],
+        "--questions-per-step",
+        "m9",
+    ),
+    (
+        "compare with a missing run",
+        ["evaluate", "--run", f"{B}/demo-run.jsonl", "--compare", f"{B}/nope.jsonl"],
+        "nope.jsonl",
+        None,
+    ),
+    (
+        "compare runs of other questions",
+        ["evaluate", "--run", f"{B}/demo-run.jsonl", "--compare", f"{B}/foreign-run.jsonl"],
+        "share no question",
+        None,
+    ),
     ("YAML unknown stage type", ["experiment", "run", f"{B}/unknown-stage.yaml"], "unknown type 'dance'", None),
     ("YAML unknown stage key", ["experiment", "run", f"{B}/unknown-key.yaml"], "unknown key(s) colour", None),
-    ("YAML compare_to a later stage", ["experiment", "run", f"{B}/compare-later.yaml"], "'compare_to' must name an earlier retrieve stage, got 'nope'", None),
+    (
+        "YAML compare_to a later stage",
+        ["experiment", "run", f"{B}/compare-later.yaml"],
+        "'compare_to' must name an earlier retrieve stage, got 'nope'",
+        None,
+    ),
     ("YAML two stages with one name", ["experiment", "run", f"{B}/same-name.yaml"], "two stages are named 'r'", None),
-    ("YAML unknown collection preset", ["experiment", "run", f"{B}/bad-preset.yaml"], "unknown preset 'tiny-wiki'", None),
-    ("YAML train stage without its index", ["experiment", "run", f"{B}/train-no-index.yaml"], "'index' must name an earlier index stage", None),
+    (
+        "YAML unknown collection preset",
+        ["experiment", "run", f"{B}/bad-preset.yaml"],
+        "unknown preset 'tiny-wiki'",
+        None,
+    ),
+    (
+        "YAML train stage without its index",
+        ["experiment", "run", f"{B}/train-no-index.yaml"],
+        "'index' must name an earlier index stage",
+        None,
+    ),
     ("YAML unknown index engine", ["experiment", "run", f"{B}/bad-engine.yaml"], "engine must be bm25 or dense", None),
     # family: damaged index folders (every file an index opens is checked; one line naming it)
-    ("truncated offsets", ["retrieve", "--index", f"{B}/trunc-offsets", "-o", f"{B}/x1.jsonl"], "trunc-offsets", "x1.jsonl"),
-    ("truncated BM25 scores", ["retrieve", "--index", f"{B}/trunc-data", "-o", f"{B}/x2.jsonl"], "trunc-data: damaged index", "x2.jsonl"),
-    ("truncated BM25 pointers", ["retrieve", "--index", f"{B}/trunc-indptr", "-o", f"{B}/x3.jsonl"], "trunc-indptr: damaged index", "x3.jsonl"),
-    ("truncated vocabulary", ["retrieve", "--index", f"{B}/trunc-vocab", "-o", f"{B}/x4.jsonl"], "trunc-vocab: damaged index", "x4.jsonl"),
-    ("manifest that is a list", ["retrieve", "--index", f"{B}/manifest-list", "-o", f"{B}/x5.jsonl"], "damaged manifest: a JSON object is needed, not a list", "x5.jsonl"),
-    ("manifest with a null corpus", ["retrieve", "--index", f"{B}/manifest-null-corpus", "-o", f"{B}/x6.jsonl"], "manifest names no collection; pass --corpus", "x6.jsonl"),
-    ("manifest with string parameters", ["retrieve", "--index", f"{B}/manifest-string-params", "-o", f"{B}/x7.jsonl"], "'params' must be an object", "x7.jsonl"),
-    ("manifest of 0 passages", ["retrieve", "--index", f"{B}/manifest-zero", "-o", f"{B}/x8.jsonl"], "'passages' must be a positive integer", "x8.jsonl"),
-    ("manifest counting other passages", ["retrieve", "--index", f"{B}/manifest-more", "-o", f"{B}/x9.jsonl"], "holds 5 offsets, the manifest 7 passages", "x9.jsonl"),
-    ("manifest without an engine", ["retrieve", "--index", f"{B}/manifest-no-engine", "-o", f"{B}/x10.jsonl"], "'engine' must be a string", "x10.jsonl"),
-    ("damaged index reranked into", ["train", "--control", "--index", f"{B}/manifest-list", "--setting", "demo", "-o", f"{B}/x11"], "damaged manifest", "x11/model"),
+    (
+        "truncated offsets",
+        ["retrieve", "--index", f"{B}/trunc-offsets", "-o", f"{B}/x1.jsonl"],
+        "trunc-offsets",
+        "x1.jsonl",
+    ),
+    (
+        "truncated BM25 scores",
+        ["retrieve", "--index", f"{B}/trunc-data", "-o", f"{B}/x2.jsonl"],
+        "trunc-data: damaged index",
+        "x2.jsonl",
+    ),
+    (
+        "truncated BM25 pointers",
+        ["retrieve", "--index", f"{B}/trunc-indptr", "-o", f"{B}/x3.jsonl"],
+        "trunc-indptr: damaged index",
+        "x3.jsonl",
+    ),
+    (
+        "truncated vocabulary",
+        ["retrieve", "--index", f"{B}/trunc-vocab", "-o", f"{B}/x4.jsonl"],
+        "trunc-vocab: damaged index",
+        "x4.jsonl",
+    ),
+    (
+        "manifest that is a list",
+        ["retrieve", "--index", f"{B}/manifest-list", "-o", f"{B}/x5.jsonl"],
+        "damaged manifest: a JSON object is needed, not a list",
+        "x5.jsonl",
+    ),
+    (
+        "manifest with a null corpus",
+        ["retrieve", "--index", f"{B}/manifest-null-corpus", "-o", f"{B}/x6.jsonl"],
+        "manifest names no collection; pass --corpus",
+        "x6.jsonl",
+    ),
+    (
+        "manifest with string parameters",
+        ["retrieve", "--index", f"{B}/manifest-string-params", "-o", f"{B}/x7.jsonl"],
+        "'params' must be an object",
+        "x7.jsonl",
+    ),
+    (
+        "manifest of 0 passages",
+        ["retrieve", "--index", f"{B}/manifest-zero", "-o", f"{B}/x8.jsonl"],
+        "'passages' must be a positive integer",
+        "x8.jsonl",
+    ),
+    (
+        "manifest counting other passages",
+        ["retrieve", "--index", f"{B}/manifest-more", "-o", f"{B}/x9.jsonl"],
+        "holds 5 offsets, the manifest 7 passages",
+        "x9.jsonl",
+    ),
+    (
+        "manifest without an engine",
+        ["retrieve", "--index", f"{B}/manifest-no-engine", "-o", f"{B}/x10.jsonl"],
+        "'engine' must be a string",
+        "x10.jsonl",
+    ),
+    (
+        "damaged index reranked into",
+        ["train", "--control", "--index", f"{B}/manifest-list", "--setting", "demo", "-o", f"{B}/x11"],
+        "damaged manifest",
+        "x11/model",
+    ),
     # family: inputs that must never be accepted
-    ("collection of 0 passages (bm25)", ["index", "bm25", "--corpus", f"{B}/no-passages.jsonl", "-o", f"{B}/y1", "--no-progress"], "holds no passages", "y1"),
-    ("collection of 0 passages (dense)", ["index", "dense", "--corpus", f"{B}/no-passages.jsonl", "-o", f"{B}/y2", "--no-progress"], "holds no passages", "y2"),
-    ("passage ids that are objects", ["index", "bm25", "--corpus", f"{B}/object-ids.jsonl", "-o", f"{B}/y3", "--no-progress"], "'id' must be a non-empty string or an integer", "y3"),
-    ("passage titles that are lists", ["index", "bm25", "--corpus", f"{B}/list-title.jsonl", "-o", f"{B}/y4", "--no-progress"], "'title' must be a string", "y4"),
-    ("weights that are not numbers", ["retrieve", "--index", "demo:bm25", "--index", "demo:bm25", "--weights", "nan,1", "-o", f"{B}/y5.jsonl"], "weights (--weights) must be finite", "y5.jsonl"),
-    ("infinite weights", ["retrieve", "--index", "demo:bm25", "--index", "demo:bm25", "--weights", "inf,1", "-o", f"{B}/y6.jsonl"], "weights (--weights) must be finite", "y6.jsonl"),
-    ("negative weights", ["retrieve", "--index", "demo:bm25", "--index", "demo:bm25", "--weights", "-1,1", "-o", f"{B}/y7.jsonl"], "not negative", "y7.jsonl"),
+    (
+        "collection of 0 passages (bm25)",
+        ["index", "bm25", "--corpus", f"{B}/no-passages.jsonl", "-o", f"{B}/y1", "--no-progress"],
+        "holds no passages",
+        "y1",
+    ),
+    (
+        "collection of 0 passages (dense)",
+        ["index", "dense", "--corpus", f"{B}/no-passages.jsonl", "-o", f"{B}/y2", "--no-progress"],
+        "holds no passages",
+        "y2",
+    ),
+    (
+        "passage ids that are objects",
+        ["index", "bm25", "--corpus", f"{B}/object-ids.jsonl", "-o", f"{B}/y3", "--no-progress"],
+        "'id' must be a non-empty string or an integer",
+        "y3",
+    ),
+    (
+        "passage titles that are lists",
+        ["index", "bm25", "--corpus", f"{B}/list-title.jsonl", "-o", f"{B}/y4", "--no-progress"],
+        "'title' must be a string",
+        "y4",
+    ),
+    (
+        "weights that are not numbers",
+        ["retrieve", "--index", "demo:bm25", "--index", "demo:bm25", "--weights", "nan,1", "-o", f"{B}/y5.jsonl"],
+        "weights (--weights) must be finite",
+        "y5.jsonl",
+    ),
+    (
+        "infinite weights",
+        ["retrieve", "--index", "demo:bm25", "--index", "demo:bm25", "--weights", "inf,1", "-o", f"{B}/y6.jsonl"],
+        "weights (--weights) must be finite",
+        "y6.jsonl",
+    ),
+    (
+        "negative weights",
+        ["retrieve", "--index", "demo:bm25", "--index", "demo:bm25", "--weights", "-1,1", "-o", f"{B}/y7.jsonl"],
+        "not negative",
+        "y7.jsonl",
+    ),
     ("empty query", ["retrieve", "--query", ""], "--query is empty", None),
     ("blank query", ["retrieve", "--query", "   "], "--query is empty", None),
-    ("query encoder on a BM25 index", ["retrieve", "--query-encoder", f"{B}/empty-model", "-o", f"{B}/y8.jsonl"], "encodes questions for a dense index", "y8.jsonl"),
-    ("empty question list", ["retrieve", "--questions", f"{B}/no-questions.json", "-o", f"{B}/y9.jsonl"], "no-questions.json: holds no questions", "y9.jsonl"),
-    ("empty question lines", ["retrieve", "--questions", f"{B}/no-questions.jsonl", "-o", f"{B}/y10.jsonl"], "holds no questions", "y10.jsonl"),
-    ("convert onto its input", ["convert", "--run", f"{B}/demo-run.jsonl", "--to", "run", "-o", f"{B}/demo-run.jsonl"], "--output must differ from the input", None),
-    ("learning rate nan", ["train", "--reranker", *TRAIN, "--lr", "nan", "-o", f"{B}/y11"], "--lr must be a finite number", "y11"),
-    ("learning rate inf", ["train", "fid", "--run", f"{B}/demo-run.jsonl", "--lr", "inf", "-o", f"{B}/y12"], "--lr must be a finite number", "y12"),
-    ("temperature nan", ["read", "llm", "--model", "m", "--temperature", "nan", "-o", f"{B}/y13.jsonl"], "--temperature must be a finite number", "y13.jsonl"),
-    ("cache that is a folder", ["read", "llm", "--model", "m", "--demos", "0", "--cache", f"{B}/cache-folder", "--base-url", "http://127.0.0.1:9/v1", "-o", f"{B}/y14.jsonl"], "is a folder; --cache names", "y14.jsonl"),
-    ("cache that is not SQLite", ["read", "llm", "--model", "m", "--demos", "0", "--cache", f"{B}/not-sqlite.db", "--base-url", "http://127.0.0.1:9/v1", "-o", f"{B}/y15.jsonl"], "not a response cache", "y15.jsonl"),
+    (
+        "query encoder on a BM25 index",
+        ["retrieve", "--query-encoder", f"{B}/empty-model", "-o", f"{B}/y8.jsonl"],
+        "encodes questions for a dense index",
+        "y8.jsonl",
+    ),
+    (
+        "empty question list",
+        ["retrieve", "--questions", f"{B}/no-questions.json", "-o", f"{B}/y9.jsonl"],
+        "no-questions.json: holds no questions",
+        "y9.jsonl",
+    ),
+    (
+        "empty question lines",
+        ["retrieve", "--questions", f"{B}/no-questions.jsonl", "-o", f"{B}/y10.jsonl"],
+        "holds no questions",
+        "y10.jsonl",
+    ),
+    (
+        "convert onto its input",
+        ["convert", "--run", f"{B}/demo-run.jsonl", "--to", "run", "-o", f"{B}/demo-run.jsonl"],
+        "--output must differ from the input",
+        None,
+    ),
+    (
+        "learning rate nan",
+        ["train", "--reranker", *TRAIN, "--lr", "nan", "-o", f"{B}/y11"],
+        "--lr must be a finite number",
+        "y11",
+    ),
+    (
+        "learning rate inf",
+        ["train", "fid", "--run", f"{B}/demo-run.jsonl", "--lr", "inf", "-o", f"{B}/y12"],
+        "--lr must be a finite number",
+        "y12",
+    ),
+    (
+        "temperature nan",
+        ["read", "llm", "--model", "m", "--temperature", "nan", "-o", f"{B}/y13.jsonl"],
+        "--temperature must be a finite number",
+        "y13.jsonl",
+    ),
+    (
+        "cache that is a folder",
+        [
+            "read",
+            "llm",
+            "--model",
+            "m",
+            "--demos",
+            "0",
+            "--cache",
+            f"{B}/cache-folder",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "-o",
+            f"{B}/y14.jsonl",
+        ],
+        "is a folder; --cache names",
+        "y14.jsonl",
+    ),
+    (
+        "cache that is not SQLite",
+        [
+            "read",
+            "llm",
+            "--model",
+            "m",
+            "--demos",
+            "0",
+            "--cache",
+            f"{B}/not-sqlite.db",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "-o",
+            f"{B}/y15.jsonl",
+        ],
+        "not a response cache",
+        "y15.jsonl",
+    ),
     # family: experiment configs validated whole before any stage runs
     ("stage name climbing out", ["experiment", "run", f"{B}/escape.yaml"], "stage name '../../outside'", None),
     ("stage name with a slash", ["experiment", "run", f"{B}/slash.yaml"], "stage name 'a/b'", None),
     ("YAML alias bomb", ["experiment", "run", f"{B}/bomb.yaml"], "expands to more than 100,000 values", None),
     ("YAML config over 1 MB", ["experiment", "run", f"{B}/huge.yaml"], "at most 1,048,576", None),
     # family: refused starts leave nothing
-    ("dense index with a missing encoder", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/z1", "--encoder", f"{B}/no-such-encoder"], "no such model folder", "z1"),
-    ("dense index with a folder that is no model", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/z2", "--encoder", f"{B}/empty-model"], "not a model folder", "z2"),
-    ("FiD from a missing model", ["train", "fid", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/no-such-t5", "-o", f"{B}/z3"], "no such model folder", "z3"),
-    ("dense index on a GPU that is not there", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/z4", "--device", "cuda"], "no CUDA device", "z4"),
-    ("fp16 on a CPU", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/z5", "--precision", "fp16", "--device", "cpu"], "--precision fp16 needs a CUDA device", "z5"),
-    ("int8 without an exported backend", ["rerank", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "--quantize", "int8", "-o", f"{B}/z6.jsonl"], "--quantize int8 needs --backend onnx or openvino", "z6.jsonl"),
-    ("an exported backend on a GPU", ["retrieve", "--rerank", f"{B}/empty-model", "--rerank-backend", "openvino", "--device", "cuda", "-o", f"{B}/z7.jsonl"], "runs on the CPU", "z7.jsonl"),
+    (
+        "dense index with a missing encoder",
+        ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/z1", "--encoder", f"{B}/no-such-encoder"],
+        "no such model folder",
+        "z1",
+    ),
+    (
+        "dense index with a folder that is no model",
+        ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/z2", "--encoder", f"{B}/empty-model"],
+        "not a model folder",
+        "z2",
+    ),
+    (
+        "FiD from a missing model",
+        ["train", "fid", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/no-such-t5", "-o", f"{B}/z3"],
+        "no such model folder",
+        "z3",
+    ),
+    (
+        "dense index on a GPU that is not there",
+        ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/z4", "--device", "cuda"],
+        "no CUDA device",
+        "z4",
+    ),
+    (
+        "fp16 on a CPU",
+        [
+            "index",
+            "dense",
+            "--corpus",
+            f"{B}/passages.jsonl",
+            "-o",
+            f"{B}/z5",
+            "--precision",
+            "fp16",
+            "--device",
+            "cpu",
+        ],
+        "--precision fp16 needs a CUDA device",
+        "z5",
+    ),
+    (
+        "int8 without an exported backend",
+        [
+            "rerank",
+            "--run",
+            f"{B}/demo-run.jsonl",
+            "--model",
+            f"{B}/empty-model",
+            "--quantize",
+            "int8",
+            "-o",
+            f"{B}/z6.jsonl",
+        ],
+        "--quantize int8 needs --backend onnx or openvino",
+        "z6.jsonl",
+    ),
+    (
+        "an exported backend on a GPU",
+        [
+            "retrieve",
+            "--rerank",
+            f"{B}/empty-model",
+            "--rerank-backend",
+            "openvino",
+            "--device",
+            "cuda",
+            "-o",
+            f"{B}/z7.jsonl",
+        ],
+        "runs on the CPU",
+        "z7.jsonl",
+    ),
     # family: credentials never printed
-    ("key in a download URL's user part", ["-q", "data", "download", "--setting", "supervised", "--split", "dev", "--data-dir", f"{B}/dl1", "--base-url", "http://user:SECRETKEY123@127.0.0.1:9/x"], "***@127.0.0.1:9", None),
-    ("key in a download URL's query", ["-q", "data", "download", "--setting", "supervised", "--split", "dev", "--data-dir", f"{B}/dl2", "--base-url", "http://127.0.0.1:9/x?api-key=SECRETKEY123"], "x/full_split/dev.json?api-key=***: download failed", None),
-    ("key in an LLM endpoint's user part", ["read", "llm", "--model", "m", "--demos", "0", "--no-cache", "--base-url", "http://u:SECRETKEY123@127.0.0.1:9/v1", "--no-progress", "-o", f"{B}/c1.jsonl"], "***@127.0.0.1:9", "c1.jsonl"),
-    ("key in an LLM endpoint's query", ["read", "llm", "--model", "m", "--demos", "0", "--no-cache", "--base-url", "http://127.0.0.1:9/v1?api-key=SECRETKEY123", "--no-progress", "-o", f"{B}/c2.jsonl"], "cannot connect", "c2.jsonl"),
-    ("key in a download URL's fragment", ["-q", "data", "download", "--setting", "supervised", "--split", "dev", "--data-dir", f"{B}/dl3", "--base-url", "http://127.0.0.1:9/x#SECRETKEY123"], "dev.json#***: download failed", "dl3/full_split"),
-    ("key in a rewrite endpoint", ["retrieve", "--query-mode", "rewrite", "--rewrite-model", "m", "--rewrite-base-url", "http://u:SECRETKEY123@127.0.0.1:9/v1", "--no-progress", "-o", f"{B}/c3.jsonl"], "***@127.0.0.1:9", "c3.jsonl"),
-    ("a failed first download of a release", ["-q", "data", "download", "--setting", "wiqa", "--data-dir", f"{B}/dl4", "--url", "http://127.0.0.1:9/wiqa.zip"], "download failed", "dl4/wiqa"),
+    (
+        "key in a download URL's user part",
+        [
+            "-q",
+            "data",
+            "download",
+            "--setting",
+            "supervised",
+            "--split",
+            "dev",
+            "--data-dir",
+            f"{B}/dl1",
+            "--base-url",
+            "http://user:SECRETKEY123@127.0.0.1:9/x",
+        ],
+        "***@127.0.0.1:9",
+        None,
+    ),
+    (
+        "key in a download URL's query",
+        [
+            "-q",
+            "data",
+            "download",
+            "--setting",
+            "supervised",
+            "--split",
+            "dev",
+            "--data-dir",
+            f"{B}/dl2",
+            "--base-url",
+            "http://127.0.0.1:9/x?api-key=SECRETKEY123",
+        ],
+        "x/full_split/dev.json?api-key=***: download failed",
+        None,
+    ),
+    (
+        "key in an LLM endpoint's user part",
+        [
+            "read",
+            "llm",
+            "--model",
+            "m",
+            "--demos",
+            "0",
+            "--no-cache",
+            "--base-url",
+            "http://u:SECRETKEY123@127.0.0.1:9/v1",
+            "--no-progress",
+            "-o",
+            f"{B}/c1.jsonl",
+        ],
+        "***@127.0.0.1:9",
+        "c1.jsonl",
+    ),
+    (
+        "key in an LLM endpoint's query",
+        [
+            "read",
+            "llm",
+            "--model",
+            "m",
+            "--demos",
+            "0",
+            "--no-cache",
+            "--base-url",
+            "http://127.0.0.1:9/v1?api-key=SECRETKEY123",
+            "--no-progress",
+            "-o",
+            f"{B}/c2.jsonl",
+        ],
+        "cannot connect",
+        "c2.jsonl",
+    ),
+    (
+        "key in a download URL's fragment",
+        [
+            "-q",
+            "data",
+            "download",
+            "--setting",
+            "supervised",
+            "--split",
+            "dev",
+            "--data-dir",
+            f"{B}/dl3",
+            "--base-url",
+            "http://127.0.0.1:9/x#SECRETKEY123",
+        ],
+        "dev.json#***: download failed",
+        "dl3/full_split",
+    ),
+    (
+        "key in a rewrite endpoint",
+        [
+            "retrieve",
+            "--query-mode",
+            "rewrite",
+            "--rewrite-model",
+            "m",
+            "--rewrite-base-url",
+            "http://u:SECRETKEY123@127.0.0.1:9/v1",
+            "--no-progress",
+            "-o",
+            f"{B}/c3.jsonl",
+        ],
+        "***@127.0.0.1:9",
+        "c3.jsonl",
+    ),
+    (
+        "a failed first download of a release",
+        [
+            "-q",
+            "data",
+            "download",
+            "--setting",
+            "wiqa",
+            "--data-dir",
+            f"{B}/dl4",
+            "--url",
+            "http://127.0.0.1:9/wiqa.zip",
+        ],
+        "download failed",
+        "dl4/wiqa",
+    ),
     # third round: passage files taken as they are, never silently emptied
-    ("a TSV title holding a tab", ["corpus", "build", f"{B}/tab-title.tsv", "-o", f"{B}/w1.jsonl", "--no-progress"], "tab-title.tsv:2: not a passage record", "w1.jsonl"),
-    ("predictions given as passages", ["corpus", "build", f"{B}/predictions-not-passages.jsonl", "--format", "passages-jsonl", "-o", f"{B}/w2.jsonl", "--no-progress"], "predictions-not-passages.jsonl:1: not a passage record", "w2.jsonl"),
-    ("a run given as articles", ["corpus", "build", f"{B}/demo-run.jsonl", "--format", "wikiextractor-json", "-o", f"{B}/w3.jsonl", "--no-progress"], "no passages: 24 record(s), none kept", "w3.jsonl"),
-    ("a dump of redirects only", ["corpus", "build", f"{B}/redirects.xml", "-o", f"{B}/w4.jsonl", "--no-progress"], "no passages: 1 record(s), none kept (1 redirect)", "w4.jsonl"),
-    ("passages with a lone surrogate", ["index", "bm25", "--corpus", f"{B}/surrogate-passages.jsonl", "-o", f"{B}/w5", "--no-progress"], "unpaired surrogate", "w5"),
-    ("questions with a lone surrogate", ["retrieve", "--questions", f"{B}/surrogate-questions.json", "-o", f"{B}/w6.jsonl"], "example 0: holds an unpaired surrogate", "w6.jsonl"),
+    (
+        "a TSV title holding a tab",
+        ["corpus", "build", f"{B}/tab-title.tsv", "-o", f"{B}/w1.jsonl", "--no-progress"],
+        "tab-title.tsv:2: not a passage record",
+        "w1.jsonl",
+    ),
+    (
+        "predictions given as passages",
+        [
+            "corpus",
+            "build",
+            f"{B}/predictions-not-passages.jsonl",
+            "--format",
+            "passages-jsonl",
+            "-o",
+            f"{B}/w2.jsonl",
+            "--no-progress",
+        ],
+        "predictions-not-passages.jsonl:1: not a passage record",
+        "w2.jsonl",
+    ),
+    (
+        "a run given as articles",
+        [
+            "corpus",
+            "build",
+            f"{B}/demo-run.jsonl",
+            "--format",
+            "wikiextractor-json",
+            "-o",
+            f"{B}/w3.jsonl",
+            "--no-progress",
+        ],
+        "no passages: 24 record(s), none kept",
+        "w3.jsonl",
+    ),
+    (
+        "a dump of redirects only",
+        ["corpus", "build", f"{B}/redirects.xml", "-o", f"{B}/w4.jsonl", "--no-progress"],
+        "no passages: 1 record(s), none kept (1 redirect)",
+        "w4.jsonl",
+    ),
+    (
+        "passages with a lone surrogate",
+        ["index", "bm25", "--corpus", f"{B}/surrogate-passages.jsonl", "-o", f"{B}/w5", "--no-progress"],
+        "unpaired surrogate",
+        "w5",
+    ),
+    (
+        "questions with a lone surrogate",
+        ["retrieve", "--questions", f"{B}/surrogate-questions.json", "-o", f"{B}/w6.jsonl"],
+        "example 0: holds an unpaired surrogate",
+        "w6.jsonl",
+    ),
     # third round: damaged indexes
-    ("a vocabulary that is a list", ["retrieve", "--index", f"{B}/vocab-list", "-o", f"{B}/v1.jsonl"], "vocab-list: damaged index", "v1.jsonl"),
-    ("a manifest nested too deeply", ["retrieve", "--index", f"{B}/deep-manifest", "-o", f"{B}/v2.jsonl"], "unreadable manifest", "v2.jsonl"),
-    ("offsets that are floats", ["retrieve", "--index", f"{B}/float-offsets", "-o", f"{B}/v3.jsonl"], "must hold increasing integer byte offsets", "v3.jsonl"),
-    ("a FAISS file of other vectors", ["retrieve", "--index", f"{B}/dense-other-dims", "-o", f"{B}/v4.jsonl"], "index.faiss holds 0 vectors of 8 dimensions", "v4.jsonl"),
-    ("a dense manifest with a negative length", ["retrieve", "--index", f"{B}/dense-bad-length", "-o", f"{B}/v5.jsonl"], "'max_length' must be a positive integer", "v5.jsonl"),
+    (
+        "a vocabulary that is a list",
+        ["retrieve", "--index", f"{B}/vocab-list", "-o", f"{B}/v1.jsonl"],
+        "vocab-list: damaged index",
+        "v1.jsonl",
+    ),
+    (
+        "a manifest nested too deeply",
+        ["retrieve", "--index", f"{B}/deep-manifest", "-o", f"{B}/v2.jsonl"],
+        "unreadable manifest",
+        "v2.jsonl",
+    ),
+    (
+        "offsets that are floats",
+        ["retrieve", "--index", f"{B}/float-offsets", "-o", f"{B}/v3.jsonl"],
+        "must hold increasing integer byte offsets",
+        "v3.jsonl",
+    ),
+    (
+        "a FAISS file of other vectors",
+        ["retrieve", "--index", f"{B}/dense-other-dims", "-o", f"{B}/v4.jsonl"],
+        "index.faiss holds 0 vectors of 8 dimensions",
+        "v4.jsonl",
+    ),
+    (
+        "a dense manifest with a negative length",
+        ["retrieve", "--index", f"{B}/dense-bad-length", "-o", f"{B}/v5.jsonl"],
+        "'max_length' must be a positive integer",
+        "v5.jsonl",
+    ),
     # third round: run and prediction files
-    ("a run whose qid is an object", ["convert", "--run", f"{B}/object-qid-run.jsonl", "--to", "trec", "-o", f"{B}/u1.trec"], "object-qid-run.jsonl:1: 'qid' must be", "u1.trec"),
-    ("a run with a NaN score", ["convert", "--run", f"{B}/nan-score-run.jsonl", "--to", "trec", "-o", f"{B}/u2.trec"], "'score' must be a finite number", "u2.trec"),
-    ("a run with a word for a score", ["evaluate", "--run", f"{B}/word-score-run.jsonl"], "ctx 1: 'score' must be a finite number, found 'high'", None),
+    (
+        "a run whose qid is an object",
+        ["convert", "--run", f"{B}/object-qid-run.jsonl", "--to", "trec", "-o", f"{B}/u1.trec"],
+        "object-qid-run.jsonl:1: 'qid' must be",
+        "u1.trec",
+    ),
+    (
+        "a run with a NaN score",
+        ["convert", "--run", f"{B}/nan-score-run.jsonl", "--to", "trec", "-o", f"{B}/u2.trec"],
+        "'score' must be a finite number",
+        "u2.trec",
+    ),
+    (
+        "a run with a word for a score",
+        ["evaluate", "--run", f"{B}/word-score-run.jsonl"],
+        "ctx 1: 'score' must be a finite number, found 'high'",
+        None,
+    ),
     ("an empty run", ["evaluate", "--run", f"{B}/empty-run.jsonl"], "empty-run.jsonl: holds no run records", None),
-    ("an empty run reranked", ["rerank", "--run", f"{B}/empty-run.jsonl", "--model", f"{B}/tiny", "-o", f"{B}/u3.jsonl"], "holds no run records", "u3.jsonl"),
+    (
+        "an empty run reranked",
+        ["rerank", "--run", f"{B}/empty-run.jsonl", "--model", f"{B}/tiny", "-o", f"{B}/u3.jsonl"],
+        "holds no run records",
+        "u3.jsonl",
+    ),
     ("empty predictions", ["evaluate", "--predictions", f"{B}/empty-predictions.jsonl"], "holds no predictions", None),
-    ("predictions of other questions", ["evaluate", "--predictions", f"{B}/foreign-predictions.jsonl"], "answer none of the 24 questions of demo:dev", None),
-    ("a run manifest that is a list", ["evaluate", "--run", f"{B}/list-manifest-run.jsonl"], "damaged manifest: a JSON object is needed", None),
-    ("convert onto the input's manifest", ["convert", "--run", f"{B}/demo-run.jsonl", "--to", "trec", "-o", f"{B}/demo-run.jsonl.manifest.json"], "--output must differ from the input", None),
-    ("weights with one index", ["retrieve", "--index", "demo:bm25", "--weights", "1", "-o", f"{B}/u4.jsonl"], "weights (--weights) fuse several indexes", "u4.jsonl"),
-    ("a cache of another program", ["read", "llm", "--model", "m", "--demos", "0", "--cache", f"{B}/other-schema.db", "--base-url", "http://127.0.0.1:9/v1", "-o", f"{B}/u5.jsonl"], "not a response cache (its 'responses' table has columns a", "u5.jsonl"),
+    (
+        "predictions of other questions",
+        ["evaluate", "--predictions", f"{B}/foreign-predictions.jsonl"],
+        "answer none of the 24 questions of demo:dev",
+        None,
+    ),
+    (
+        "a run manifest that is a list",
+        ["evaluate", "--run", f"{B}/list-manifest-run.jsonl"],
+        "damaged manifest: a JSON object is needed",
+        None,
+    ),
+    (
+        "convert onto the input's manifest",
+        ["convert", "--run", f"{B}/demo-run.jsonl", "--to", "trec", "-o", f"{B}/demo-run.jsonl.manifest.json"],
+        "--output must differ from the input",
+        None,
+    ),
+    (
+        "weights with one index",
+        ["retrieve", "--index", "demo:bm25", "--weights", "1", "-o", f"{B}/u4.jsonl"],
+        "weights (--weights) fuse several indexes",
+        "u4.jsonl",
+    ),
+    (
+        "a cache of another program",
+        [
+            "read",
+            "llm",
+            "--model",
+            "m",
+            "--demos",
+            "0",
+            "--cache",
+            f"{B}/other-schema.db",
+            "--base-url",
+            "http://127.0.0.1:9/v1",
+            "-o",
+            f"{B}/u5.jsonl",
+        ],
+        "not a response cache (its 'responses' table has columns a",
+        "u5.jsonl",
+    ),
     # third round: experiment configs validated whole before any stage runs
-    ("an experiment name climbing out", ["experiment", "run", f"{B}/escaping-name.yaml"], "experiment name '../../escaped'", "results"),
-    ("a stage k that is a word", ["experiment", "run", f"{B}/word-k.yaml"], "k (--k) must be a whole number of at least 1, got 'five'", "results"),
+    (
+        "an experiment name climbing out",
+        ["experiment", "run", f"{B}/escaping-name.yaml"],
+        "experiment name '../../escaped'",
+        "results",
+    ),
+    (
+        "a stage k that is a word",
+        ["experiment", "run", f"{B}/word-k.yaml"],
+        "k (--k) must be a whole number of at least 1, got 'five'",
+        "results",
+    ),
     ("k that is a boolean", ["experiment", "run", f"{B}/bool-k.yaml"], "'k' must be an integer, got True", "results"),
     ("k that is a string", ["experiment", "run", f"{B}/string-k.yaml"], "'k' must be an integer, got '5'", "results"),
-    ("YAML weights that are NaN", ["experiment", "run", f"{B}/nan-weights.yaml"], "weights (--weights) must be finite", "results"),
-    ("an index stage on a retrieve stage", ["experiment", "run", f"{B}/wrong-kind-index.yaml"], "'collection' must name an earlier collection stage, got 'r' (a retrieve stage)", "results"),
-    ("a train stage on a collection", ["experiment", "run", f"{B}/wrong-kind-train.yaml"], "'index' must name an earlier index stage, got 'c' (a collection stage)", "results"),
-    ("a reader on an evaluate stage", ["experiment", "run", f"{B}/wrong-kind-reader.yaml"], "'retriever' must name an earlier retrieve stage, got 'e' (an evaluate stage)", "results"),
-    ("a reader on itself", ["experiment", "run", f"{B}/own-retriever.yaml"], "'retriever' must name an earlier retrieve stage, got 'rd'", "results"),
-    ("an index that is a number", ["experiment", "run", f"{B}/index-number.yaml"], "'indexes' must name an earlier index stage, got 5", "results"),
-    ("an unknown fusion after a good stage", ["experiment", "run", f"{B}/bad-fusion.yaml"], "retrieve stage 's': unknown fusion 'magic'", "results"),
-    ("a NaN learning rate after two build stages", ["experiment", "run", f"{B}/nan-lr.yaml"], "lr must be a finite number", "results"),
-    ("inputs that are a string", ["experiment", "run", f"{B}/inputs-string.yaml"], "'inputs' must be a list of files", "results"),
-    ("a negative max length", ["experiment", "run", f"{B}/negative-length.yaml"], "'max_length' must be a whole number of at least 1", "results"),
-    ("an unknown training setting", ["experiment", "run", f"{B}/unknown-setting.yaml"], "'train': unknown setting 'nonsense'", "results"),
-    ("a switch that is a list", ["experiment", "run", f"{B}/list-switch.yaml"], "'enabled' must be true or false", "results"),
+    (
+        "YAML weights that are NaN",
+        ["experiment", "run", f"{B}/nan-weights.yaml"],
+        "weights (--weights) must be finite",
+        "results",
+    ),
+    (
+        "an index stage on a retrieve stage",
+        ["experiment", "run", f"{B}/wrong-kind-index.yaml"],
+        "'collection' must name an earlier collection stage, got 'r' (a retrieve stage)",
+        "results",
+    ),
+    (
+        "a train stage on a collection",
+        ["experiment", "run", f"{B}/wrong-kind-train.yaml"],
+        "'index' must name an earlier index stage, got 'c' (a collection stage)",
+        "results",
+    ),
+    (
+        "a reader on an evaluate stage",
+        ["experiment", "run", f"{B}/wrong-kind-reader.yaml"],
+        "'retriever' must name an earlier retrieve stage, got 'e' (an evaluate stage)",
+        "results",
+    ),
+    (
+        "a reader on itself",
+        ["experiment", "run", f"{B}/own-retriever.yaml"],
+        "'retriever' must name an earlier retrieve stage, got 'rd'",
+        "results",
+    ),
+    (
+        "an index that is a number",
+        ["experiment", "run", f"{B}/index-number.yaml"],
+        "'indexes' must name an earlier index stage, got 5",
+        "results",
+    ),
+    (
+        "an unknown fusion after a good stage",
+        ["experiment", "run", f"{B}/bad-fusion.yaml"],
+        "retrieve stage 's': unknown fusion 'magic'",
+        "results",
+    ),
+    (
+        "a NaN learning rate after two build stages",
+        ["experiment", "run", f"{B}/nan-lr.yaml"],
+        "lr must be a finite number",
+        "results",
+    ),
+    (
+        "inputs that are a string",
+        ["experiment", "run", f"{B}/inputs-string.yaml"],
+        "'inputs' must be a list of files",
+        "results",
+    ),
+    (
+        "a negative max length",
+        ["experiment", "run", f"{B}/negative-length.yaml"],
+        "'max_length' must be a whole number of at least 1",
+        "results",
+    ),
+    (
+        "an unknown training setting",
+        ["experiment", "run", f"{B}/unknown-setting.yaml"],
+        "'train': unknown setting 'nonsense'",
+        "results",
+    ),
+    (
+        "a switch that is a list",
+        ["experiment", "run", f"{B}/list-switch.yaml"],
+        "'enabled' must be true or false",
+        "results",
+    ),
     ("YAML nested too deeply", ["experiment", "run", f"{B}/deep.yaml"], "nested too deeply", "results"),
     ("YAML that is not UTF-8", ["experiment", "run", f"{B}/latin1.yaml"], "not UTF-8 text", "results"),
     # third round: refused starts leave nothing
-    ("rerank of a question not in the set", ["rerank", "--run", f"{B}/foreign-good-run.jsonl", "--model", f"{B}/tiny", "--setting", "demo", "--split", "dev", "-o", f"{B}/s1.jsonl"], "question 'x0' is not in demo:dev", "s1.jsonl.partial"),
-    ("a group with no room for its gold", ["train", "--reranker", *TRAIN, "--split", "train", "--group-size", "2", "--other-gold", "2", "-o", f"{B}/s2"], "--group-size 2 leaves no room", "s2"),
-    ("more questions per step than questions", ["train", "--retriever", *TRAIN, "--split", "train", "-o", f"{B}/s3"], "12 training questions make no step of --questions-per-step 32", "s3"),
-    ("training on a GPU that is not there", ["train", "--reranker", *TRAIN, "--split", "train", "--device", "cuda", "-o", f"{B}/s4"], "no CUDA device", "s4"),
-    ("FiD from a BERT folder", ["train", "fid", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/bare-encoder", "-o", f"{B}/s5"], "not a T5 model (its config.json says model_type 'bert')", "s5"),
-    ("an Apple GPU that is not there", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/s6", "--device", "mps"], "no Apple GPU (MPS)", "s6"),
-    ("a length past the encoder's positions", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/s7", "--device", "cpu", "--max-length", "2000", "--no-progress"], "--max-length 2000 is more than", "s7"),
-    ("a model folder holding a pickle", ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/s8", "--device", "cpu", "--encoder", f"{B}/pickled", "--no-progress"], "pickle", "s8"),
-    ("retrieve on the demo dense index with no GPU", ["retrieve", "--index", "demo:dense", "--device", "cuda", "-o", f"{B}/s9.jsonl"], "no CUDA device", "s9.jsonl"),
+    (
+        "rerank of a question not in the set",
+        [
+            "rerank",
+            "--run",
+            f"{B}/foreign-good-run.jsonl",
+            "--model",
+            f"{B}/tiny",
+            "--setting",
+            "demo",
+            "--split",
+            "dev",
+            "-o",
+            f"{B}/s1.jsonl",
+        ],
+        "question 'x0' is not in demo:dev",
+        "s1.jsonl.partial",
+    ),
+    (
+        "a group with no room for its gold",
+        ["train", "--reranker", *TRAIN, "--split", "train", "--group-size", "2", "--other-gold", "2", "-o", f"{B}/s2"],
+        "--group-size 2 leaves no room",
+        "s2",
+    ),
+    (
+        "more questions per step than questions",
+        ["train", "--retriever", *TRAIN, "--split", "train", "-o", f"{B}/s3"],
+        "12 training questions make no step of --questions-per-step 32",
+        "s3",
+    ),
+    (
+        "training on a GPU that is not there",
+        ["train", "--reranker", *TRAIN, "--split", "train", "--device", "cuda", "-o", f"{B}/s4"],
+        "no CUDA device",
+        "s4",
+    ),
+    (
+        "FiD from a BERT folder",
+        ["train", "fid", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/bare-encoder", "-o", f"{B}/s5"],
+        "not a T5 model (its config.json says model_type 'bert')",
+        "s5",
+    ),
+    (
+        "an Apple GPU that is not there",
+        ["index", "dense", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/s6", "--device", "mps"],
+        "no Apple GPU (MPS)",
+        "s6",
+    ),
+    (
+        "a length past the encoder's positions",
+        [
+            "index",
+            "dense",
+            "--corpus",
+            f"{B}/passages.jsonl",
+            "-o",
+            f"{B}/s7",
+            "--device",
+            "cpu",
+            "--max-length",
+            "2000",
+            "--no-progress",
+        ],
+        "--max-length 2000 is more than",
+        "s7",
+    ),
+    (
+        "a model folder holding a pickle",
+        [
+            "index",
+            "dense",
+            "--corpus",
+            f"{B}/passages.jsonl",
+            "-o",
+            f"{B}/s8",
+            "--device",
+            "cpu",
+            "--encoder",
+            f"{B}/pickled",
+            "--no-progress",
+        ],
+        "pickle",
+        "s8",
+    ),
+    (
+        "retrieve on the demo dense index with no GPU",
+        ["retrieve", "--index", "demo:dense", "--device", "cuda", "-o", f"{B}/s9.jsonl"],
+        "no CUDA device",
+        "s9.jsonl",
+    ),
 ]
 
 
@@ -385,8 +1398,11 @@ def outcomes(work, request):
     from concurrent.futures import ThreadPoolExecutor
 
     base, env = work
-    selected = {item.callspec.params["name"] for item in request.session.items
-                if item.originalname == "test_bad_input_is_one_line_and_leaves_nothing"}
+    selected = {
+        item.callspec.params["name"]
+        for item in request.session.items
+        if item.originalname == "test_bad_input_is_one_line_and_leaves_nothing"
+    }
 
     def run(case):
         name, args, _, _ = case

@@ -19,8 +19,9 @@ def test_every_script_is_listed():
 
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
 def test_help(script):
-    result = subprocess.run([sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120,
-                            cwd=BENCHMARKS)
+    result = subprocess.run(
+        [sys.executable, str(script), "--help"], capture_output=True, text=True, timeout=120, cwd=BENCHMARKS
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "usage:" in result.stdout
 
@@ -30,13 +31,16 @@ def test_gpu_suite_without_cuda_says_so_in_one_line():
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")
-    result = subprocess.run([sys.executable, str(BENCHMARKS / "gpu_suite.py")], capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "gpu_suite.py")], capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0 and result.stdout.strip() == "gpu_suite: no CUDA device here; nothing measured"
 
 
 def gpu_suite(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(BENCHMARKS / "gpu_suite.py"), *args], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, str(BENCHMARKS / "gpu_suite.py"), *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def refused_in_one_line(result: subprocess.CompletedProcess, words: str) -> None:
@@ -65,8 +69,12 @@ def test_gpu_suite_refuses_a_work_folder_it_does_not_own(tmp_path):
 def test_gpu_suite_refuses_other_bad_flags_in_one_line(tmp_path):
     work = str(tmp_path / "work")
     refused_in_one_line(gpu_suite("--smoke", "--work", work, "--out", str(tmp_path)), "an existing folder")
-    refused_in_one_line(gpu_suite("--smoke", "--work", work, "--out", str(tmp_path / "work" / "t.md")), "inside the work")
-    refused_in_one_line(gpu_suite("--smoke", "--work", work, "--tokenizer", str(tmp_path)), "not a folder holding a tokenizer")
+    refused_in_one_line(
+        gpu_suite("--smoke", "--work", work, "--out", str(tmp_path / "work" / "t.md")), "inside the work"
+    )
+    refused_in_one_line(
+        gpu_suite("--smoke", "--work", work, "--tokenizer", str(tmp_path)), "not a folder holding a tokenizer"
+    )
     refused_in_one_line(gpu_suite("--smoke", "--work", work, "--pairs", "0"), "at least 1")
     refused_in_one_line(gpu_suite("--smoke", "--no-such-flag"), "unrecognized arguments")
     assert not (tmp_path / "work").exists()
@@ -109,8 +117,18 @@ def test_gpu_suite_measures_every_path_at_smoke_sizes(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     table = out.read_text()
     assert "not measured" not in table, table
-    for path in ("FiD training", "`ifqa train fid`", "FiD reading", "`ifqa index dense`", "`ifqa rerank`",
-                 "reranker training", "`ifqa serve --rerank`", "128 tokens", "256 tokens", "IfQA-shaped questions"):
+    for path in (
+        "FiD training",
+        "`ifqa train fid`",
+        "FiD reading",
+        "`ifqa index dense`",
+        "`ifqa rerank`",
+        "reranker training",
+        "`ifqa serve --rerank`",
+        "128 tokens",
+        "256 tokens",
+        "IfQA-shaped questions",
+    ):
         assert path in table
     goals = table.split("Measurements:")[0]
     assert goals.count("not judged (smoke sizes)") == 7, goals

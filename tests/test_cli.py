@@ -43,8 +43,14 @@ def test_evaluate_run(cli, tmp_path):
     run = tmp_path / "run.jsonl"
     with open(run, "w") as handle:
         for example in dev:
-            ctxs = [{"id": "x", "title": "", "text": "unrelated words only"}, {"id": "g", "title": "", "text": example.context[0]}]
-            handle.write(json.dumps({"qid": example.qid, "question": example.question, "answers": example.answers, "ctxs": ctxs}) + "\n")
+            ctxs = [
+                {"id": "x", "title": "", "text": "unrelated words only"},
+                {"id": "g", "title": "", "text": example.context[0]},
+            ]
+            handle.write(
+                json.dumps({"qid": example.qid, "question": example.question, "answers": example.answers, "ctxs": ctxs})
+                + "\n"
+            )
     result = cli("evaluate", "--run", run, "--setting", "demo", "--json")
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
@@ -96,8 +102,11 @@ def test_every_option_says_what_it_does():
     def walk(command, path):
         for name, sub in getattr(command, "commands", {}).items():
             walk(sub, path + [name])
-        missing.extend(f"{' '.join(path)} {p.opts[0]}" for p in command.params
-                       if isinstance(p, click.Option) and not p.help and not p.hidden)
+        missing.extend(
+            f"{' '.join(path)} {p.opts[0]}"
+            for p in command.params
+            if isinstance(p, click.Option) and not p.help and not p.hidden
+        )
 
     walk(group, ["ifqa"])
     assert missing == []
@@ -122,7 +131,14 @@ def test_inputs_and_outputs_are_spelled_the_same_on_every_command():
                     runs[" ".join(path)] = p.get_help_record(ctx)[0]
 
     walk(group, ["ifqa"])
-    assert {"ifqa index bm25", "ifqa index dense", "ifqa evaluate", "ifqa rerank", "ifqa convert", "ifqa retrieve"} <= set(outputs)
+    assert {
+        "ifqa index bm25",
+        "ifqa index dense",
+        "ifqa evaluate",
+        "ifqa rerank",
+        "ifqa convert",
+        "ifqa retrieve",
+    } <= set(outputs)
     assert all(shown.startswith("-o, --output ") for shown in outputs.values()), outputs
     assert {"ifqa rerank", "ifqa convert", "ifqa evaluate", "ifqa read llm", "ifqa train fid"} <= set(runs)
     assert all(shown.startswith("--run FILE") for shown in runs.values()), runs
@@ -130,7 +146,9 @@ def test_inputs_and_outputs_are_spelled_the_same_on_every_command():
 
 def test_earlier_spellings_still_work(cli, tmp_path):
     corpus = tmp_path / "passages.jsonl"
-    corpus.write_text("".join(json.dumps({"id": f"p{i}", "title": "T", "text": f"river number {i}"}) + "\n" for i in range(4)))
+    corpus.write_text(
+        "".join(json.dumps({"id": f"p{i}", "title": "T", "text": f"river number {i}"}) + "\n" for i in range(4))
+    )
     assert cli("index", "bm25", "--corpus", corpus, "--index", tmp_path / "old", "--no-progress").returncode == 0
     assert cli("index", "bm25", "--corpus", corpus, "-o", tmp_path / "new", "--no-progress").returncode == 0
     assert (tmp_path / "old" / "offsets.npy").read_bytes() == (tmp_path / "new" / "offsets.npy").read_bytes()
@@ -142,4 +160,8 @@ def test_earlier_spellings_still_work(cli, tmp_path):
     result = cli("convert", "--run", run, tmp_path / "other.jsonl", "--to", "trec", "-o", tmp_path / "x.trec")
     assert result.returncode != 0 and "two runs given" in result.stderr
     result = cli("rerank", "--model", "m", "-o", tmp_path / "x.jsonl")
-    assert result.returncode != 0 and "Missing option '--run'" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert (
+        result.returncode != 0
+        and "Missing option '--run'" in result.stderr
+        and len(result.stderr.strip().splitlines()) == 1
+    )

@@ -25,12 +25,24 @@ LAUNCH_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID", "SLURM_STEP_NU
 
 def torchrun(*args, ranks: int = 2, launcher: tuple = (), timeout: int = 300, background: bool = False):
     """``torchrun --standalone --nproc_per_node RANKS -m ifqa -- ARGS``, as the docs write it."""
-    command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(ranks),
-               *launcher, "-m", "ifqa", "--", *map(str, args)]
+    command = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        str(ranks),
+        *launcher,
+        "-m",
+        "ifqa",
+        "--",
+        *map(str, args),
+    ]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "IFQA_DIST_TIMEOUT": "30", "PYTHONWARNINGS": "ignore"}
     if background:
-        return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                                start_new_session=True)
+        return subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True
+        )
     return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env)
 
 
@@ -99,22 +111,64 @@ def fid_setup(tmp_path_factory):
     model.save_pretrained(root / "t5")
     AutoTokenizer.from_pretrained(str(root / "t5-dropout")).save_pretrained(root / "t5")
     run = root / "toy.jsonl"
-    run.write_text("".join(json.dumps({"qid": str(i), "question": q, "answers": [a], "ctxs": [
-        {"id": f"{i}-{j}", "title": f"T{j}", "text": f"{a} is mentioned in passage {j}" if j == i % 2 else "unrelated"}
-        for j in range(2)]}) + "\n" for i, (q, a) in enumerate(TOY)))
+    run.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "qid": str(i),
+                    "question": q,
+                    "answers": [a],
+                    "ctxs": [
+                        {
+                            "id": f"{i}-{j}",
+                            "title": f"T{j}",
+                            "text": f"{a} is mentioned in passage {j}" if j == i % 2 else "unrelated",
+                        }
+                        for j in range(2)
+                    ],
+                }
+            )
+            + "\n"
+            for i, (q, a) in enumerate(TOY)
+        )
+    )
     questions = root / "toy-questions.json"
-    questions.write_text(json.dumps([{"idx": i, "question": q, "answers": [a], "context": []}
-                                     for i, (q, a) in enumerate(TOY)]))
+    questions.write_text(
+        json.dumps([{"idx": i, "question": q, "answers": [a], "context": []} for i, (q, a) in enumerate(TOY)])
+    )
     return root, run, questions
 
 
-FID_ARGS = ("--steps", "4", "--batch-size", "2", "--warmup-steps", "0", "--n-context", "2", "--text-maxlength", "32",
-            "--answer-maxlength", "8", "--lr", "1e-3", "--no-progress")
+FID_ARGS = (
+    "--steps",
+    "4",
+    "--batch-size",
+    "2",
+    "--warmup-steps",
+    "0",
+    "--n-context",
+    "2",
+    "--text-maxlength",
+    "32",
+    "--answer-maxlength",
+    "8",
+    "--lr",
+    "1e-3",
+    "--no-progress",
+)
 
 
 def _fid_config(root: Path, **extra) -> FiDTrainConfig:
-    settings = dict(model=str(root / "t5"), steps=4, batch_size=2, warmup_steps=0, n_context=2, text_maxlength=32,
-                    answer_maxlength=8, lr=1e-3)
+    settings = dict(
+        model=str(root / "t5"),
+        steps=4,
+        batch_size=2,
+        warmup_steps=0,
+        n_context=2,
+        text_maxlength=32,
+        answer_maxlength=8,
+        lr=1e-3,
+    )
     return FiDTrainConfig(**{**settings, **extra})
 
 
@@ -130,26 +184,56 @@ def test_fid_on_two_ranks_trains_as_one_process_and_hands_over_to_one(fid_setup,
 
     root, run, questions = fid_setup
     alone = fid_train.train(run, None, tmp_path / "alone", _fid_config(root), "cpu", progress=False)
-    result = torchrun("train", "fid", "--run", run, "--model", root / "t5", "-o", tmp_path / "ranks", *FID_ARGS,
-                      "--stop-after", "2", "--device", "cpu")
+    result = torchrun(
+        "train",
+        "fid",
+        "--run",
+        run,
+        "--model",
+        root / "t5",
+        "-o",
+        tmp_path / "ranks",
+        *FID_ARGS,
+        "--stop-after",
+        "2",
+        "--device",
+        "cpu",
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("step 2") == 1  # rank 0 alone reports
     state = fid_train.load_trainer_state(tmp_path / "ranks" / "last" / "trainer_state.pt")["state"]
     assert [e["loss"] for e in state["log"]] == pytest.approx([e["loss"] for e in alone["log"][:2]], abs=1e-5)
     resumed = fid_train.train(run, None, tmp_path / "ranks", _fid_config(root), "cpu", progress=False)
     assert [e["loss"] for e in resumed["log"]] == pytest.approx(_losses(tmp_path / "alone"), abs=1e-5)
-    assert sorted(p.relative_to(tmp_path / "ranks").as_posix() for p in (tmp_path / "ranks").rglob("*")) == \
-        sorted(p.relative_to(tmp_path / "alone").as_posix() for p in (tmp_path / "alone").rglob("*"))
+    assert sorted(p.relative_to(tmp_path / "ranks").as_posix() for p in (tmp_path / "ranks").rglob("*")) == sorted(
+        p.relative_to(tmp_path / "alone").as_posix() for p in (tmp_path / "alone").rglob("*")
+    )
 
     # reading: each rank its whole batches, rank 0 one file in question order, byte for byte one process's
     one = tmp_path / "one.jsonl"
-    from ifqa.readers.fid.predict import read_to_file
     from ifqa.api import load_questions
+    from ifqa.readers.fid.predict import read_to_file
 
-    read_to_file(tmp_path / "alone", load_questions(path=questions), run, one, batch_size=1, device="cpu",
-                 progress=False)
-    result = torchrun("read", "fid", "--checkpoint", tmp_path / "alone", "--run", run, "--questions", questions,
-                      "--batch-size", "1", "--device", "cpu", "-o", tmp_path / "two.jsonl", "--no-progress")
+    read_to_file(
+        tmp_path / "alone", load_questions(path=questions), run, one, batch_size=1, device="cpu", progress=False
+    )
+    result = torchrun(
+        "read",
+        "fid",
+        "--checkpoint",
+        tmp_path / "alone",
+        "--run",
+        run,
+        "--questions",
+        questions,
+        "--batch-size",
+        "1",
+        "--device",
+        "cpu",
+        "-o",
+        tmp_path / "two.jsonl",
+        "--no-progress",
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert (tmp_path / "two.jsonl").read_bytes() == one.read_bytes()
 
@@ -182,8 +266,23 @@ def test_a_rank_killed_mid_run_is_restarted_and_resumes_to_the_uninterrupted_los
     root, run, _ = fid_setup
     alone = fid_train.train(run, None, tmp_path / "alone", _fid_config(root, steps=6), "cpu", progress=False)
     args = [*FID_ARGS[:1], "6", *FID_ARGS[2:]]
-    job = torchrun("train", "fid", "--run", run, "--model", root / "t5", "-o", tmp_path / "ranks", *args,
-                   "--save-every", "1", "--device", "cpu", launcher=("--max-restarts", "1"), background=True)
+    job = torchrun(
+        "train",
+        "fid",
+        "--run",
+        run,
+        "--model",
+        root / "t5",
+        "-o",
+        tmp_path / "ranks",
+        *args,
+        "--save-every",
+        "1",
+        "--device",
+        "cpu",
+        launcher=("--max-restarts", "1"),
+        background=True,
+    )
     state = tmp_path / "ranks" / "last" / "trainer_state.pt"
     deadline = time.time() + 240
     while not state.exists() and time.time() < deadline and job.poll() is None:
@@ -204,7 +303,9 @@ def bert_without_dropout(tmp_path_factory):
 
     root = tmp_path_factory.mktemp("bert-dist")
     tiny_bert(root / "with-dropout")
-    config = AutoConfig.from_pretrained(root / "with-dropout", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    config = AutoConfig.from_pretrained(
+        root / "with-dropout", hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0
+    )
     BertModel.from_pretrained(root / "with-dropout", config=config).save_pretrained(root / "bert")
     from transformers import AutoTokenizer
 
@@ -212,15 +313,34 @@ def bert_without_dropout(tmp_path_factory):
     return root / "bert"
 
 
-@pytest.mark.parametrize("kind, recipe", [
-    ("reranker", ["--group-size", "4", "--questions-per-step", "4", "--attention-dropout", "0"]),
-    ("retriever", ["--hard-negatives", "1", "--questions-per-step", "4", "--fp32"]),
-])
+@pytest.mark.parametrize(
+    "kind, recipe",
+    [
+        ("reranker", ["--group-size", "4", "--questions-per-step", "4", "--attention-dropout", "0"]),
+        ("retriever", ["--hard-negatives", "1", "--questions-per-step", "4", "--fp32"]),
+    ],
+)
 def test_rerankers_and_retrievers_on_two_ranks_train_as_one_process(bert_without_dropout, tmp_path, kind, recipe, cli):
     """Each rank scores its 2 of the 4 questions; the retriever's in-batch negatives come from both ranks
     (gathered, gradients back to their own rank): every step's loss is one process's."""
-    common = ["--index", "demo:bm25", "--setting", "demo", "--epochs", "1", "--max-length", "64", "--hard-depth", "10",
-              "--model", bert_without_dropout, "--no-progress", "--device", "cpu", *recipe]
+    common = [
+        "--index",
+        "demo:bm25",
+        "--setting",
+        "demo",
+        "--epochs",
+        "1",
+        "--max-length",
+        "64",
+        "--hard-depth",
+        "10",
+        "--model",
+        bert_without_dropout,
+        "--no-progress",
+        "--device",
+        "cpu",
+        *recipe,
+    ]
     alone = cli("train", kind, *common, "-o", tmp_path / "alone")
     assert alone.returncode == 0, alone.stderr[-3000:]
     ranks = torchrun("train", kind, *common, "-o", tmp_path / "ranks")

@@ -3,7 +3,6 @@ marked as running on the demo set runs (so the docs cannot drift from the code).
 
 import re
 import shlex
-import sys
 from pathlib import Path
 
 import pytest

@@ -37,7 +37,9 @@ def test_experiment_builds_trains_and_reuses(tmp_path, tiny_model):
     assert "vs" not in rows["bm25"] and rows["clean"]["vs"]["name"] == "bm25"
     assert set(rows["reranked"]["vs"]) == {"name", "1", "5"} and set(rows["bm25"]["gold_ci95"]) == {"1", "5"}
     out = tmp_path / "out"
-    assert (out / "collections" / "collection.jsonl").exists() and (out / "indexes" / "bm25-index" / "manifest.json").exists()
+    assert (out / "collections" / "collection.jsonl").exists() and (
+        out / "indexes" / "bm25-index" / "manifest.json"
+    ).exists()
     assert not (out / "models" / "skipped").exists()
     card = json.loads((out / "models" / "reranker" / "model" / "ifqa_card.json").read_text())
     assert card["training_data"]["questions"]["name"] == "demo:train"

@@ -1,10 +1,8 @@
-
 import pytest
 
 from ifqa.datasets.demo import load_demo
 from ifqa.errors import IfqaError
 from ifqa.experiments import compare, load_config, premise_effect, run_experiment, side_by_side, split_premise
-
 from tests.readers.fake_openai import FakeOpenAI
 
 DEV = load_demo("dev")
@@ -59,7 +57,9 @@ def test_missing_model_is_a_skipped_row_with_its_command(cache, tmp_path):
     results = run_experiment(_config(tmp_path, "http://127.0.0.1:9/v1", model=""), progress=False)
     assert all(r["status"].startswith("skipped") for r in results["readers"])
     command = results["readers"][1]["command"]
-    assert command.startswith("ifqa read llm --model MODEL --mode open --base-url http://127.0.0.1:9/v1 --passages 3 --demos 1 --run ")
+    assert command.startswith(
+        "ifqa read llm --model MODEL --mode open --base-url http://127.0.0.1:9/v1 --passages 3 --demos 1 --run "
+    )
     assert command.endswith("bm25-k10.jsonl --setting demo --split dev")
 
 

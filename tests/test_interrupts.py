@@ -17,6 +17,15 @@ def test_sigterm_raises_terminated_only_inside_the_block():
 
 @pytest.mark.parametrize("signum, raised", [(signal.SIGTERM, Terminated), (signal.SIGINT, KeyboardInterrupt)])
 def test_held_interrupts_wait_for_the_check(signum, raised):
+    # Ctrl-C's default handler, which a test run in the background lacks (started with SIGINT ignored)
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        _held_until_checked(signum, raised)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def _held_until_checked(signum, raised):
     with sigterm_as_interrupt():
         with held_interrupts() as check:
             os.kill(os.getpid(), signum)

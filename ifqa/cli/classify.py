@@ -16,7 +16,12 @@ def classify() -> None:
 
 @classify.command("causal")
 @question_options
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write one JSONL line per question: {qid, question, rule, rules}.")
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(dir_okay=False),
+    help="Also write one JSONL line per question: {qid, question, rule, rules}.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 def classify_causal(setting, split, questions, data_dir, output, as_json) -> None:
     """Count questions per causal rule (R1 why, R2 cause, R3 how come/how did, R4 effect/affect,
@@ -30,15 +35,29 @@ def classify_causal(setting, split, questions, data_dir, output, as_json) -> Non
     texts = [example.question for example in question_set]
     result = {"questions": question_set.name, **summarize(texts)}
     if output:
-        write_jsonl(output, ({"qid": e.qid, "question": e.question, "rule": causal_rule(e.question),
-                              "rules": matching_rules(e.question)} for e in question_set))
+        write_jsonl(
+            output,
+            (
+                {
+                    "qid": e.qid,
+                    "question": e.question,
+                    "rule": causal_rule(e.question),
+                    "rules": matching_rules(e.question),
+                }
+                for e in question_set
+            ),
+        )
     if as_json:
         click.echo(json.dumps(result))
         return
     examples = {rule.name: rule.example for rule in RULES}
-    rows = [[name, group["n"], f"{group['share']:.2f}", examples.get(name, "")] for name, group in result["by_rule"].items()]
-    click.echo(f"{result['questions']}: {result['causal']} of {result['n']} questions causal "
-               f"({result['causal_share']:.2f}%)\n\n" + table(["rule", "questions", "%", "the paper's example"], rows))
+    rows = [
+        [name, group["n"], f"{group['share']:.2f}", examples.get(name, "")] for name, group in result["by_rule"].items()
+    ]
+    click.echo(
+        f"{result['questions']}: {result['causal']} of {result['n']} questions causal "
+        f"({result['causal_share']:.2f}%)\n\n" + table(["rule", "questions", "%", "the paper's example"], rows)
+    )
 
 
 COMMANDS = [classify]

@@ -12,11 +12,28 @@ def corpus() -> None:
 
 @corpus.command("build")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path())
-@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="passages.jsonl, or .tsv for DPR's id/text/title layout.")
-@click.option("--format", "format_", type=click.Choice(["xml", "wikiextractor-json", "wikiextractor-doc", "passages-jsonl", "passages-tsv"]), help="Input format (default: detected from the content).")
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="passages.jsonl, or .tsv for DPR's id/text/title layout.",
+)
+@click.option(
+    "--format",
+    "format_",
+    type=click.Choice(["xml", "wikiextractor-json", "wikiextractor-doc", "passages-jsonl", "passages-tsv"]),
+    help="Input format (default: detected from the content).",
+)
 @click.option("--words", default=100, show_default=True, type=click.IntRange(min=1), help="Words per passage.")
 @click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="Worker processes.")
-@click.option("--batch-size", default=200, show_default=True, type=click.IntRange(min=1), help="Records per batch, at most (a batch also closes at 1 MB); the unit of resuming. Multistream bz2 dumps are batched by ~1 MB of compressed streams instead, decompressed by the workers.")
+@click.option(
+    "--batch-size",
+    default=200,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Records per batch, at most (a batch also closes at 1 MB); the unit of resuming. Multistream bz2 dumps are batched by ~1 MB of compressed streams instead, decompressed by the workers.",
+)
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def corpus_build(inputs, output, format_, words, workers, batch_size, no_progress) -> None:
     """Split Wikipedia (XML dump, WikiExtractor output or passages) into disjoint passages.

@@ -16,13 +16,25 @@ def data() -> None:
 
 
 @data.command("download")
-@click.option("--setting", "settings", type=click.Choice(["supervised", "few-shot", "wiqa", "causalqa"]), multiple=True,
-              help="What to fetch (default IfQA's supervised and few-shot): wiqa is AllenAI's WIQA v2 release, "
-                   "causalqa the Webis-CausalQA-22 CSVs.")
+@click.option(
+    "--setting",
+    "settings",
+    type=click.Choice(["supervised", "few-shot", "wiqa", "causalqa"]),
+    multiple=True,
+    help="What to fetch (default IfQA's supervised and few-shot): wiqa is AllenAI's WIQA v2 release, "
+    "causalqa the Webis-CausalQA-22 CSVs.",
+)
 @click.option("--split", "splits", type=SPLIT_CHOICES, multiple=True, help="IfQA split(s) to fetch (default all).")
-@click.option("--data-dir", type=click.Path(file_okay=False), help="Cache folder (default $IFQA_DATA_DIR or ~/.cache/ifqa/data).")
-@click.option("--base-url", help="Where IfQA's dataset/ folder is served (default the authors' GitHub; or $IFQA_BASE_URL).")
-@click.option("--url", help="The WIQA or CausalQA release archive (default the official one; or $IFQA_WIQA_URL / $IFQA_CAUSALQA_URL).")
+@click.option(
+    "--data-dir", type=click.Path(file_okay=False), help="Cache folder (default $IFQA_DATA_DIR or ~/.cache/ifqa/data)."
+)
+@click.option(
+    "--base-url", help="Where IfQA's dataset/ folder is served (default the authors' GitHub; or $IFQA_BASE_URL)."
+)
+@click.option(
+    "--url",
+    help="The WIQA or CausalQA release archive (default the official one; or $IFQA_WIQA_URL / $IFQA_CAUSALQA_URL).",
+)
 @click.option("--force", is_flag=True, help="Download again even when cached.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def data_download(settings, splits, data_dir, base_url, url, force, no_progress) -> None:

@@ -6,28 +6,20 @@ import json
 
 import click
 
-from ifqa.cli.options import output_option, question_source, recorded_question_options
+from ifqa.cli.options import output_option, question_source, questions_for, recorded_question_options
 from ifqa.errors import IfqaError
-
-
-def questions_for(path: str, source) -> "object":
-    """The questions a file is scored against: the ones named, else the set its manifest records."""
-    from ifqa.artifacts import check_questions, recorded_questions
-    from ifqa.datasets import QuestionSource
-
-    if not source.given:
-        recorded = recorded_questions(path)
-        if recorded:
-            source = QuestionSource.recorded(recorded, source.data_dir)
-    questions = source.load()
-    check_questions(path, questions)
-    return questions
 
 
 @click.command()
 @click.option("--predictions", type=click.Path(dir_okay=False), help="Predictions JSONL {qid, prediction, ...}.")
-@click.option("--run", "run_path", type=click.Path(dir_okay=False), help="Retrieval run JSONL {qid, question, answers, ctxs}.")
-@click.option("--compare", type=click.Path(dir_okay=False), help="A second predictions file (or, with --run, a baseline run): paired difference and p-value.")
+@click.option(
+    "--run", "run_path", type=click.Path(dir_okay=False), help="Retrieval run JSONL {qid, question, answers, ctxs}."
+)
+@click.option(
+    "--compare",
+    type=click.Path(dir_okay=False),
+    help="A second predictions file (or, with --run, a baseline run): paired difference and p-value.",
+)
 @recorded_question_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @output_option("Also write the report as JSON (metrics.json).", required=False)

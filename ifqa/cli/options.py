@@ -33,14 +33,27 @@ def question_options_for(setting: str = "demo", split: str = "dev", recorded: bo
     first = "the set the input's manifest records, else " if recorded else ""
 
     def decorate(function):
-        function = click.option("--data-dir", type=click.Path(file_okay=False), help="IfQA cache (default $IFQA_DATA_DIR or ~/.cache/ifqa/data).")(function)
-        function = click.option("--questions", type=click.Path(dir_okay=False), help="Any file in the IfQA format (JSON list or JSONL); overrides --setting/--split.")(function)
-        function = click.option("--split", type=SPLIT_CHOICES, default=None,
-                                help=f"Split (default: {first}the setting's {split}).")(function)
-        return click.option("--setting", type=RegistryChoice(DATASETS), default=None,
-                            help="IfQA supervised (full_split), few-shot (few_split), the embedded demo set; wiqa, "
-                            f"causalqa[-random] and their -demo sets (default: {first}{setting}). With --questions: the "
-                            "file's format.")(function)
+        function = click.option(
+            "--data-dir",
+            type=click.Path(file_okay=False),
+            help="IfQA cache (default $IFQA_DATA_DIR or ~/.cache/ifqa/data).",
+        )(function)
+        function = click.option(
+            "--questions",
+            type=click.Path(dir_okay=False),
+            help="Any file in the IfQA format (JSON list or JSONL); overrides --setting/--split.",
+        )(function)
+        function = click.option(
+            "--split", type=SPLIT_CHOICES, default=None, help=f"Split (default: {first}the setting's {split})."
+        )(function)
+        return click.option(
+            "--setting",
+            type=RegistryChoice(DATASETS),
+            default=None,
+            help="IfQA supervised (full_split), few-shot (few_split), the embedded demo set; wiqa, "
+            f"causalqa[-random] and their -demo sets (default: {first}{setting}). With --questions: the "
+            "file's format.",
+        )(function)
 
     return decorate
 
@@ -72,12 +85,22 @@ class AliasedOption(click.Option):
         return self._shown(super().get_error_hint, ctx)
 
 
-def output_option(help: str, name: str = "output", folder: bool = False, required: bool = True,
-                  aliases: tuple[str, ...] = ()):
+def output_option(
+    help: str, name: str = "output", folder: bool = False, required: bool = True, aliases: tuple[str, ...] = ()
+):
     """``-o/--output``: what a command writes, spelled the same on every command (``aliases``: earlier
     spellings, still accepted)."""
-    return click.option("--output", "-o", *aliases, name, cls=AliasedOption, hidden_aliases=aliases, required=required,
-                        type=click.Path(file_okay=not folder, dir_okay=folder), help=help)
+    return click.option(
+        "--output",
+        "-o",
+        *aliases,
+        name,
+        cls=AliasedOption,
+        hidden_aliases=aliases,
+        required=required,
+        type=click.Path(file_okay=not folder, dir_okay=folder),
+        help=help,
+    )
 
 
 class HiddenArgument(click.Argument):
@@ -92,7 +115,9 @@ def run_input(help: str):
     RUN, the earlier spelling of ``ifqa rerank`` and ``ifqa convert``, still works)."""
 
     def decorate(function):
-        function = click.argument("run_argument", required=False, cls=HiddenArgument, type=click.Path(dir_okay=False))(function)
+        function = click.argument("run_argument", required=False, cls=HiddenArgument, type=click.Path(dir_okay=False))(
+            function
+        )
         return click.option("--run", "run_option", type=click.Path(dir_okay=False), help=help)(function)
 
     return decorate
@@ -115,14 +140,23 @@ def backend_options(what: str, prefix: str = ""):
     """``--backend torch|onnx|openvino|auto`` and ``--quantize int8`` (``prefix``: ``rerank-`` on retrieve and serve)."""
 
     def decorate(function):
-        function = click.option(f"--{prefix}quantize", f"{prefix.replace('-', '_')}quantize", type=click.Choice(["int8"]),
-                                help=f"{what} with int8 weights (needs --{prefix}backend onnx, openvino or auto; checked "
-                                "against the fp32 model on a probe batch).")(function)
-        return click.option(f"--{prefix}backend", f"{prefix.replace('-', '_')}backend",
-                            type=click.Choice(["torch", "onnx", "openvino", "auto"]), default="torch", show_default=True,
-                            help=f"{what} on PyTorch (any device), or exported once to ONNX Runtime or OpenVINO for "
-                            "the CPU (cached; pip install 'ifqa[onnx]' or 'ifqa[openvino]'); auto: the export measured "
-                            "fastest on this kind of CPU (with int8: OpenVINO given VNNI or AMX, else ONNX Runtime).")(function)
+        function = click.option(
+            f"--{prefix}quantize",
+            f"{prefix.replace('-', '_')}quantize",
+            type=click.Choice(["int8"]),
+            help=f"{what} with int8 weights (needs --{prefix}backend onnx, openvino or auto; checked "
+            "against the fp32 model on a probe batch).",
+        )(function)
+        return click.option(
+            f"--{prefix}backend",
+            f"{prefix.replace('-', '_')}backend",
+            type=click.Choice(["torch", "onnx", "openvino", "auto"]),
+            default="torch",
+            show_default=True,
+            help=f"{what} on PyTorch (any device), or exported once to ONNX Runtime or OpenVINO for "
+            "the CPU (cached; pip install 'ifqa[onnx]' or 'ifqa[openvino]'); auto: the export measured "
+            "fastest on this kind of CPU (with int8: OpenVINO given VNNI or AMX, else ONNX Runtime).",
+        )(function)
 
     return decorate
 
@@ -132,3 +166,17 @@ def backend_label(backend: str, quantize: str | None) -> str:
     from ifqa.retrieval.exported import Backend
 
     return Backend(backend, quantize).label
+
+
+def questions_for(path: str, source) -> object:
+    """The questions a file is scored against: the ones named, else the set its manifest records."""
+    from ifqa.artifacts import check_questions, recorded_questions
+    from ifqa.datasets import QuestionSource
+
+    if not source.given:
+        recorded = recorded_questions(path)
+        if recorded:
+            source = QuestionSource.recorded(recorded, source.data_dir)
+    questions = source.load()
+    check_questions(path, questions)
+    return questions

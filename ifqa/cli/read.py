@@ -19,10 +19,10 @@ class ReadGroup(click.Group):
         args = list(args)
         for i, arg in enumerate(args):
             if arg == "--reader" and i + 1 < len(args):
-                args = [args[i + 1], *args[:i], *args[i + 2:]]
+                args = [args[i + 1], *args[:i], *args[i + 2 :]]
                 break
             if arg.startswith("--reader="):
-                args = [arg.split("=", 1)[1], *args[:i], *args[i + 1:]]
+                args = [arg.split("=", 1)[1], *args[:i], *args[i + 1 :]]
                 break
         return super().parse_args(ctx, args)
 
@@ -37,28 +37,38 @@ def _make_command(name: str) -> click.Command:
 
     @click.command(name, help=(entry.__doc__ or f"The {name} reader.").strip().splitlines()[0])
     @click_options(entry.config)
-    @click.option("--run", "run_path", type=click.Path(dir_okay=False), help="Run file with retrieved passages (open-book, FiD).")
+    @click.option(
+        "--run", "run_path", type=click.Path(dir_okay=False), help="Run file with retrieved passages (open-book, FiD)."
+    )
     @click.option("--api-key", help="API key (default $OPENAI_API_KEY). Never logged or stored.", hidden=name != "llm")
     @question_options
-    @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Predictions JSONL (default runs/<questions>-<reader>-<mode>-<model>.jsonl).")
+    @click.option(
+        "--output",
+        "-o",
+        type=click.Path(dir_okay=False),
+        help="Predictions JSONL (default runs/<questions>-<reader>-<mode>-<model>.jsonl).",
+    )
     @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
     def command(run_path, api_key, setting, split, questions, data_dir, output, no_progress, **options) -> None:
-        from ifqa.readers import ReadJob
-
         from ifqa.artifacts import check_output
+        from ifqa.readers import ReadJob
 
         config = from_options(entry.config, options)
         check_output(output, run_path, questions)
         source = question_source(setting, split, questions, data_dir)
         question_set = source.load()
         output = Path(output) if output else Path("runs") / config.output_name(source.label)
-        counters = entry.read(config, ReadJob(question_set, source, output, Path(run_path) if run_path else None,
-                                              not no_progress, api_key))
+        counters = entry.read(
+            config,
+            ReadJob(question_set, source, output, Path(run_path) if run_path else None, not no_progress, api_key),
+        )
         click.echo(f"predictions: {output}")
         if counters:
-            click.echo(f"requests: {counters['requests']}  cache hits: {counters['cache_hits']}  "
-                       f"prompt tokens: {counters['prompt_tokens']}  completion tokens: {counters['completion_tokens']}  "
-                       f"retries: {counters.get('retries', 0)}")
+            click.echo(
+                f"requests: {counters['requests']}  cache hits: {counters['cache_hits']}  "
+                f"prompt tokens: {counters['prompt_tokens']}  completion tokens: {counters['completion_tokens']}  "
+                f"retries: {counters.get('retries', 0)}"
+            )
 
     return command
 

@@ -6,25 +6,56 @@ import json
 
 import click
 
-from ifqa.cli.options import (backend_label, backend_options, given_run, output_option, recorded_question_options,
-                              question_source, run_input)
+from ifqa.cli.options import (
+    backend_label,
+    backend_options,
+    given_run,
+    output_option,
+    question_source,
+    recorded_question_options,
+    run_input,
+)
 
 
 @click.command()
 @run_input("The run to rerank (made by `ifqa retrieve`, or converted with passage texts).")
-@click.option("--model", required=True, help="Cross-encoder: a folder from `ifqa train --reranker` or a hub id "
-              "(cross-encoder/ms-marco-MiniLM-L-6-v2, BAAI/bge-reranker-base, ...).")
-@click.option("--depth", default=100, show_default=True, type=click.IntRange(min=1), help="Passages re-scored per question.")
+@click.option(
+    "--model",
+    required=True,
+    help="Cross-encoder: a folder from `ifqa train --reranker` or a hub id "
+    "(cross-encoder/ms-marco-MiniLM-L-6-v2, BAAI/bge-reranker-base, ...).",
+)
+@click.option(
+    "--depth", default=100, show_default=True, type=click.IntRange(min=1), help="Passages re-scored per question."
+)
 @output_option("The reranked run (+ manifest).")
 @recorded_question_options
-@click.option("--batch-size", type=click.IntRange(min=1), help="Pairs scored together (default: 512 on a GPU, 64 on a CPU).")
+@click.option(
+    "--batch-size", type=click.IntRange(min=1), help="Pairs scored together (default: 512 on a GPU, 64 on a CPU)."
+)
 @click.option("--max-length", type=click.IntRange(min=16), help="Tokens per pair (default: the model's).")
 @click.option("--device", help="cpu, cuda ... (default: GPU when present).")
 @backend_options("Scoring")
 @click.option("--json", "as_json", is_flag=True, help="Print the recall report as JSON.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def rerank(run_option, run_argument, model, depth, output, setting, split, questions, data_dir, batch_size, max_length, device, backend,
-           quantize, as_json, no_progress) -> None:
+def rerank(
+    run_option,
+    run_argument,
+    model,
+    depth,
+    output,
+    setting,
+    split,
+    questions,
+    data_dir,
+    batch_size,
+    max_length,
+    device,
+    backend,
+    quantize,
+    as_json,
+    no_progress,
+) -> None:
     """Rerank a run file (resumable: rerun the same command after an interruption)."""
     from ifqa.artifacts import check_output, read_run
     from ifqa.cli.options import questions_for

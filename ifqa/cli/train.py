@@ -22,11 +22,11 @@ class TrainGroup(click.Group):
         args = list(args)
         for i, arg in enumerate(args):
             if arg == "--reader" and i + 1 < len(args):
-                return super().parse_args(ctx, [args[i + 1], *args[:i], *args[i + 2:]])
+                return super().parse_args(ctx, [args[i + 1], *args[:i], *args[i + 2 :]])
             if arg.startswith("--reader="):
-                return super().parse_args(ctx, [arg.split("=", 1)[1], *args[:i], *args[i + 1:]])
+                return super().parse_args(ctx, [arg.split("=", 1)[1], *args[:i], *args[i + 1 :]])
             if arg in ALIASES:
-                return super().parse_args(ctx, [ALIASES[arg], *args[:i], *args[i + 1:]])
+                return super().parse_args(ctx, [ALIASES[arg], *args[:i], *args[i + 1 :]])
         if args and args[0].startswith("-") and args[0] not in ("-h", "--help"):
             args = ["fid", *args]  # the first version's `ifqa train --run ...` trained FiD
         return super().parse_args(ctx, args)
@@ -38,11 +38,29 @@ def train() -> None:
 
 
 @train.command("fid")
-@click.option("--run", "run_path", required=True, type=click.Path(dir_okay=False), help="Training run (questions, answers, retrieved passages).")
-@click.option("--dev-run", type=click.Path(dir_okay=False), help="Dev run: EM every --eval-every steps, best checkpoint kept.")
-@click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Training folder (best/, last/, train_log.jsonl).")
+@click.option(
+    "--run",
+    "run_path",
+    required=True,
+    type=click.Path(dir_okay=False),
+    help="Training run (questions, answers, retrieved passages).",
+)
+@click.option(
+    "--dev-run", type=click.Path(dir_okay=False), help="Dev run: EM every --eval-every steps, best checkpoint kept."
+)
+@click.option(
+    "--output",
+    "-o",
+    required=True,
+    type=click.Path(file_okay=False),
+    help="Training folder (best/, last/, train_log.jsonl).",
+)
 @click_options(FiDTrainConfig)
-@click.option("--stop-after", type=click.IntRange(min=1), help="Stop this invocation after N steps (state saved; rerun to continue).")
+@click.option(
+    "--stop-after",
+    type=click.IntRange(min=1),
+    help="Stop this invocation after N steps (state saved; rerun to continue).",
+)
 @click.option("--device", help="cpu, cuda ... (default: GPU when present).")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def train_fid(run_path, dev_run, output, stop_after, device, no_progress, **options) -> None:
@@ -62,11 +80,25 @@ def train_fid(run_path, dev_run, output, stop_after, device, no_progress, **opti
 def _learning_options(function):
     """What every learned retrieval component needs: training questions, the collection, output."""
     function = click.option("--no-progress", is_flag=True, help="Hide progress bars.")(function)
-    function = click.option("--stop-after", type=click.IntRange(min=1), help="Stop after N steps (state saved; rerun to resume).")(function)
+    function = click.option(
+        "--stop-after", type=click.IntRange(min=1), help="Stop after N steps (state saved; rerun to resume)."
+    )(function)
     function = click.option("--device", help="cpu, cuda ... (default: GPU when present).")(function)
-    function = click.option("--dev-run", type=click.Path(dir_okay=False), help="A first-stage run of dev questions: its recall before and after goes into the model card.")(function)
-    function = click.option("--corpus", type=click.Path(dir_okay=False), help="The collection file, if it moved since indexing.")(function)
-    function = click.option("--output", "-o", required=True, type=click.Path(file_okay=False), help="Training folder (model/, model_card.json).")(function)
+    function = click.option(
+        "--dev-run",
+        type=click.Path(dir_okay=False),
+        help="A first-stage run of dev questions: its recall before and after goes into the model card.",
+    )(function)
+    function = click.option(
+        "--corpus", type=click.Path(dir_okay=False), help="The collection file, if it moved since indexing."
+    )(function)
+    function = click.option(
+        "--output",
+        "-o",
+        required=True,
+        type=click.Path(file_okay=False),
+        help="Training folder (model/, model_card.json).",
+    )(function)
     return question_options_for("supervised", "train")(function)
 
 
@@ -76,7 +108,9 @@ def _learning_command(kind: str, recipe_class: type, help: str, summary) -> None
     @train.command(kind, help=help)
     @click_options(recipe_class)
     @_learning_options
-    def command(setting, split, questions, data_dir, output, corpus, dev_run, device, stop_after, no_progress, **options) -> None:
+    def command(
+        setting, split, questions, data_dir, output, corpus, dev_run, device, stop_after, no_progress, **options
+    ) -> None:
         from ifqa.training.jobs import train_job
 
         recipe = from_options(recipe_class, options)
@@ -90,16 +124,29 @@ def _card_line(output, card: dict) -> str:
     if not card.get("finished"):
         return f"{output}: stopped at step {card['step']} of {card['steps']}; rerun the same command to continue"
     dev = card.get("dev") or {}
-    scores = "  ".join(f"{name} R@1 {v['gold_recall']['1']:.1f} R@5 {v['gold_recall']['5']:.1f}" for name, v in dev.items())
+    scores = "  ".join(
+        f"{name} R@1 {v['gold_recall']['1']:.1f} R@5 {v['gold_recall']['5']:.1f}" for name, v in dev.items()
+    )
     return f"{output}/model: trained in {card['train_seconds']:.0f} s" + (f"; dev {scores}" if scores else "")
 
 
-_learning_command("reranker", RerankerRecipe, "Train a cross-encoder reranker on IfQA training questions with mined "
-                  "hard negatives.", _card_line)
-_learning_command("retriever", RetrieverRecipe, "Fine-tune a bi-encoder (all of it, or its question side only) on IfQA "
-                  "training questions.", _card_line)
-_learning_command("control", ControlRecipe, "Fit the question-agnostic control (a passage classifier that never sees "
-                  "the question).", lambda output, card: f"{output}/model: passage classifier, held-out AUC "
-                  f"{card['classifier']['held_out_auc']:.3f}")
+_learning_command(
+    "reranker",
+    RerankerRecipe,
+    "Train a cross-encoder reranker on IfQA training questions with mined hard negatives.",
+    _card_line,
+)
+_learning_command(
+    "retriever",
+    RetrieverRecipe,
+    "Fine-tune a bi-encoder (all of it, or its question side only) on IfQA training questions.",
+    _card_line,
+)
+_learning_command(
+    "control",
+    ControlRecipe,
+    "Fit the question-agnostic control (a passage classifier that never sees the question).",
+    lambda output, card: f"{output}/model: passage classifier, held-out AUC {card['classifier']['held_out_auc']:.3f}",
+)
 
 COMMANDS = [train]

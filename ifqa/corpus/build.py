@@ -19,17 +19,17 @@ import shutil
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Iterator
 
-from ifqa import __version__
-from ifqa.corpus.passages import DEFAULT_WORDS, TSV_HEADER
 from ifqa.corpus import multistream
 from ifqa.corpus.multistream import Segment
+from ifqa.corpus.passages import DEFAULT_WORDS, TSV_HEADER
 from ifqa.corpus.sources import Source, detect, expand_inputs, open_binary, stream_records, to_passages
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write, write_json
+from ifqa.version import __version__
 
 log = logging.getLogger(__name__)
 
@@ -86,8 +86,13 @@ def build(
         "batch_bytes": BATCH_BYTES,
         "segment_bytes": multistream.SEGMENT_BYTES,
         "inputs": [
-            {"path": str(s.path.resolve()), "format": s.format, "multistream": s.multistream, "bytes": s.size,
-             "mtime": int(s.path.stat().st_mtime)}
+            {
+                "path": str(s.path.resolve()),
+                "format": s.format,
+                "multistream": s.multistream,
+                "bytes": s.size,
+                "mtime": int(s.path.stat().st_mtime),
+            }
             for s in sources
         ],
     }
@@ -114,8 +119,14 @@ def build(
     }
     write_json(
         manifest_path(output),
-        {**settings, "output": str(output.resolve()), "sha256": checksum, "workers": workers, "summary": asdict(summary),
-         "cpu_seconds": cpu},
+        {
+            **settings,
+            "output": str(output.resolve()),
+            "sha256": checksum,
+            "workers": workers,
+            "summary": asdict(summary),
+            "cpu_seconds": cpu,
+        },
     )
     shutil.rmtree(parts, ignore_errors=True)
     return summary
@@ -128,14 +139,20 @@ def _refuse_dropped(sources: list, summary: BuildSummary, words: int) -> None:
     if summary.skipped.get("malformed record"):
         for source in sources:
             if source.format in passage_formats and (line := _first_malformed(source, words)):
-                hint = " (a row needs exactly 3 tab-separated fields, id, text and title: a tab inside a title?)" \
-                    if source.format == "passages-tsv" else " (a JSON object with 'id' and a string 'text')"
+                hint = (
+                    " (a row needs exactly 3 tab-separated fields, id, text and title: a tab inside a title?)"
+                    if source.format == "passages-tsv"
+                    else " (a JSON object with 'id' and a string 'text')"
+                )
                 raise IfqaError(f"not a passage record{hint}", source.path, line)
     if summary.passages == 0:
         reasons = ", ".join(f"{count} {reason}" for reason, count in summary.skipped.items()) or "none read"
         where = sources[0].path if len(sources) == 1 else None
-        raise IfqaError(f"no passages: {summary.records} record(s), none kept ({reasons}); is this the right input "
-                        f"and --format ({', '.join(sorted({s.format for s in sources}))})?", where)
+        raise IfqaError(
+            f"no passages: {summary.records} record(s), none kept ({reasons}); is this the right input "
+            f"and --format ({', '.join(sorted({s.format for s in sources}))})?",
+            where,
+        )
 
 
 def _first_malformed(source, words: int) -> int | None:
@@ -192,13 +209,19 @@ def _batches(source: Source, batch_size: int, progress) -> Iterator[list[bytes] 
         yield batch
 
 
-def _run_batches(sources: list[Source], parts: Path, words: int, tsv: bool, workers: int, batch_size: int, show: bool) -> None:
+def _run_batches(
+    sources: list[Source], parts: Path, words: int, tsv: bool, workers: int, batch_size: int, show: bool
+) -> None:
     from tqdm import tqdm
 
-    bar = tqdm(total=sum(s.size for s in sources), unit="B", unit_scale=True, desc="corpus", disable=not show, smoothing=0.1)
+    bar = tqdm(
+        total=sum(s.size for s in sources), unit="B", unit_scale=True, desc="corpus", disable=not show, smoothing=0.1
+    )
     counts = collections.Counter()
     executor = (
-        concurrent.futures.ProcessPoolExecutor(workers, initializer=_worker_setup, initargs=(os.getpid(),)) if workers > 1 else None
+        concurrent.futures.ProcessPoolExecutor(workers, initializer=_worker_setup, initargs=(os.getpid(),))
+        if workers > 1
+        else None
     )
     pending: collections.deque = collections.deque()
 
@@ -338,5 +361,3 @@ def _worker_setup(parent: int) -> None:
             pass
         if os.getppid() != parent:  # the parent died before the call above took effect
             os._exit(1)
-
-

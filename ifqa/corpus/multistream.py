@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import bz2
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO
 
 from ifqa.errors import IfqaError
 

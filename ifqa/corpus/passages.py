@@ -20,8 +20,10 @@ class Passage(NamedTuple):
         """One output line: DPR's ``id\\ttext\\ttitle`` or a JSON object ``{"id","title","text"}``."""
         if tsv:
             if "\t" in self.id or "\n" in self.id:
-                raise IfqaError(f"passage id {self.id!r} holds a tab or a line break, which DPR's TSV cannot; "
-                                "write JSONL (an output name not ending in .tsv)")
+                raise IfqaError(
+                    f"passage id {self.id!r} holds a tab or a line break, which DPR's TSV cannot; "
+                    "write JSONL (an output name not ending in .tsv)"
+                )
             return f"{self.id}\t{_tsv_field(self.text)}\t{_tsv_field(self.title)}\n"
         # the bytes json.dumps(..., ensure_ascii=False) writes, without its per-call set-up (a third of the time)
         return f'{{"id": {_json_string(self.id)}, "title": {_json_string(self.title)}, "text": {_json_string(self.text)}}}\n'

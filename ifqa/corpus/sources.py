@@ -14,9 +14,10 @@ import json
 import re
 import xml.etree.ElementTree as ET
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterator
+from typing import BinaryIO
 
 from ifqa.corpus import wikitext
 from ifqa.corpus.multistream import is_multistream
@@ -222,7 +223,7 @@ def _doc_blocks(chunks: Iterator[bytes], source: Source) -> Iterator[bytes]:
 
 # --- raw record -> passages (runs in worker processes) ----------------------------------------
 
-_DOC_HEADER = re.compile(r'<doc\s+([^>]*)>')
+_DOC_HEADER = re.compile(r"<doc\s+([^>]*)>")
 _DOC_ATTRIBUTE = re.compile(r'(\w+)="([^"]*)"')
 
 

@@ -18,8 +18,27 @@ from __future__ import annotations
 import html
 import re
 
-_DROPPED_NAMESPACES = {"file", "image", "category", "media", "wikipedia", "wp", "template", "help", "portal",
-                       "special", "user", "talk", "module", "draft", "wikt", "wiktionary", "s", "q", "commons"}
+_DROPPED_NAMESPACES = {
+    "file",
+    "image",
+    "category",
+    "media",
+    "wikipedia",
+    "wp",
+    "template",
+    "help",
+    "portal",
+    "special",
+    "user",
+    "talk",
+    "module",
+    "draft",
+    "wikt",
+    "wiktionary",
+    "s",
+    "q",
+    "commons",
+}
 _INTERWIKI = re.compile(r"[a-z]{2,3}(?:-[a-z]+)?:(?! )")  # "de:Foo", not "Ali: Fear Eats the Soul"
 _DISAMBIGUATION = re.compile(
     r"\{\{\s*(?:disambiguation|disambig|dab|disamb|hndis|geodis|numberdis|letter-numbercombdisambig|"
@@ -90,7 +109,9 @@ _EXTERNAL_LINK = re.compile(r"\[(?:https?:|ftp:|mailto:|//)[^\s\[\]]*(?:[ \t]+([
 #: http(s), ftp(s) (no IGNORECASE: five times faster); punctuation that ends a sentence is not the URL's.
 _BARE_URL = re.compile(r"[hHfF][tT][tTpP][pP]?[sS]?://[^\s\[\]<>\"{}|]*[^\s\[\]<>\"{}|.,;:!?')]")
 #: An innermost ``[[target|text]]``: captions holding links are reduced from the inside out.
-_WIKILINK = re.compile(r"\[\[([^\[\]|\n]*)(?:\|([^\[\]]*(?:(?:\[(?!\[)|\](?!\]))[^\[\]]*)*))?\]\]")  # text may hold single brackets
+_WIKILINK = re.compile(
+    r"\[\[([^\[\]|\n]*)(?:\|([^\[\]]*(?:(?:\[(?!\[)|\](?!\]))[^\[\]]*)*))?\]\]"
+)  # text may hold single brackets
 _BOLD_ITALIC = re.compile(r"'''''(.+?)'''''")
 _BOLD = re.compile(r"'''(.+?)'''")
 _ITALIC = re.compile(r"''(.+?)''")

@@ -68,11 +68,11 @@ class QuestionSource:
         entry = DATASETS.get(setting)
         return QuestionSet(self.name, entry.load(split, self.data_dir), task_of(entry))
 
-    def train(self) -> "QuestionSource":
+    def train(self) -> QuestionSource:
         """The training split of the same setting (where demonstrations come from)."""
         return QuestionSource(self.setting or DEFAULT_SETTING, "train", None, self.data_dir)
 
-    def training_source(self, file: str | None = None) -> "QuestionSource | None":
+    def training_source(self, file: str | None = None) -> QuestionSource | None:
         """Where training questions for these come from: ``file`` (read in this dataset's format), else
         the setting's train split; None for a question file named alone, which has no setting to
         take a train split from (never silently the demo set)."""
@@ -83,7 +83,7 @@ class QuestionSource:
         return self.train()
 
     @classmethod
-    def parse(cls, name: str, data_dir: str | None = None, dataset: str | None = None) -> "QuestionSource":
+    def parse(cls, name: str, data_dir: str | None = None, dataset: str | None = None) -> QuestionSource:
         """Back from a recorded name: ``setting:split`` for a registered setting, else a file path
         (read in ``dataset``'s format when the record names one)."""
         setting, _, split = name.partition(":")
@@ -92,6 +92,6 @@ class QuestionSource:
         return cls(dataset if dataset in DATASETS else None, None, name, data_dir)
 
     @classmethod
-    def recorded(cls, record: dict, data_dir: str | None = None) -> "QuestionSource":
+    def recorded(cls, record: dict, data_dir: str | None = None) -> QuestionSource:
         """The source a manifest's ``questions`` record describes."""
         return cls.parse(record["name"], data_dir, record.get("dataset"))

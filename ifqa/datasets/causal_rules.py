@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Sequence
 
 
 @dataclass(frozen=True)
@@ -30,7 +30,7 @@ class Rule:
             found = part.search(rest)
             if not found:
                 return False
-            rest = rest[: found.start()] + " " + rest[found.end():]
+            rest = rest[: found.start()] + " " + rest[found.end() :]
         return True
 
 
@@ -44,10 +44,16 @@ RULES: tuple[Rule, ...] = (
     Rule("R3", (_words(r"how\s+come|how\s+did"),), "How did the constellation Bootes get its name?"),
     Rule("R4", (_words(r"effects?|affects?"),), "What was the effect of the silk road on religions?"),
     Rule("R5", (_words(r"leads?\s+to"),), "What does increasing water vapor lead to?"),
-    Rule("R6", (_words(r"what\s+(?:will\s+|might\s+)?happens?"), _words("if|when")),
-         "What happens if we drink very hot water?"),
-    Rule("R7", (_words(r"what\s+(?:to\s+do|should\s+be\s+done)"), _words("if|to|when")),
-         "What to do if my Xbox won't connect to the Wi-Fi?"),
+    Rule(
+        "R6",
+        (_words(r"what\s+(?:will\s+|might\s+)?happens?"), _words("if|when")),
+        "What happens if we drink very hot water?",
+    ),
+    Rule(
+        "R7",
+        (_words(r"what\s+(?:to\s+do|should\s+be\s+done)"), _words("if|to|when")),
+        "What to do if my Xbox won't connect to the Wi-Fi?",
+    ),
 )
 
 
@@ -76,6 +82,11 @@ def summarize(questions: Sequence[str]) -> dict:
     counts = rule_counts(questions)
     n = len(questions)
     causal = n - counts["none"]
-    return {"n": n, "causal": causal, "causal_share": round(100 * causal / n, 2) if n else 0.0,
-            "by_rule": {name: {"n": count, "share": round(100 * count / n, 2) if n else 0.0}
-                        for name, count in counts.items()}}
+    return {
+        "n": n,
+        "causal": causal,
+        "causal_share": round(100 * causal / n, 2) if n else 0.0,
+        "by_rule": {
+            name: {"n": count, "share": round(100 * count / n, 2) if n else 0.0} for name, count in counts.items()
+        },
+    }

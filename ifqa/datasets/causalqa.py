@@ -30,7 +30,18 @@ from ifqa.errors import IfqaError
 log = logging.getLogger(__name__)
 
 DEFAULT_URL = "https://zenodo.org/record/7186761/files/Webis-CausalQA-22-v-1.0.zip"
-SOURCES = ("paq", "gooaq", "msmarco", "naturalquestions", "eli5", "searchqa", "squad2", "newsqa", "hotpotqa", "triviaqa")
+SOURCES = (
+    "paq",
+    "gooaq",
+    "msmarco",
+    "naturalquestions",
+    "eli5",
+    "searchqa",
+    "squad2",
+    "newsqa",
+    "hotpotqa",
+    "triviaqa",
+)
 SPLIT_FILES = {"train": "train", "dev": "valid"}
 QUESTION_COLUMNS = ("question_processed", "question")
 ANSWER_COLUMNS = ("answer", "answer_processed")
@@ -44,8 +55,9 @@ def cache_folder(directory: str | Path | None = None) -> Path:
     return data_dir(directory) / "causalqa"
 
 
-def download(directory: str | Path | None = None, url: str | None = None, force: bool = False,
-             progress: bool = True) -> list[Path]:
+def download(
+    directory: str | Path | None = None, url: str | None = None, force: bool = False, progress: bool = True
+) -> list[Path]:
     """Fetch the release's CSV files into ``<data dir>/causalqa/{original,random}-splits/``
     (``$IFQA_CAUSALQA_URL`` overrides the location); each is validated before it is kept."""
     from ifqa.datasets.download import install
@@ -107,7 +119,11 @@ def load_file(path: str | Path) -> list[Example]:
     def pick(options: tuple[str, ...], what: str, required: bool = True) -> str | None:
         found = next((c for c in options if c in columns), None)
         if found is None and required:
-            raise IfqaError(f"missing column {' or '.join(options)} (the {what}); found: {', '.join(columns) or 'no header'}", path, 1)
+            raise IfqaError(
+                f"missing column {' or '.join(options)} (the {what}); found: {', '.join(columns) or 'no header'}",
+                path,
+                1,
+            )
         return found
 
     question_col, answer_col = pick(QUESTION_COLUMNS, "question"), pick(ANSWER_COLUMNS, "answers")
@@ -147,7 +163,9 @@ def load_folder(folder: Path, split: str, kind: str) -> list[Example]:
     examples = []
     for path in split_files(folder, split, kind):
         if _ids_only(path):
-            log.warning("%s: ids only (%s may not be redistributed); rebuild its text to use it", path.name, source_of(path))
+            log.warning(
+                "%s: ids only (%s may not be redistributed); rebuild its text to use it", path.name, source_of(path)
+            )
             continue
         examples.extend(load_file(path))
     return examples
@@ -166,7 +184,9 @@ class CausalQASet:
 
     def load(self, split: str, directory: str | Path | None = None) -> list[Example]:
         if split not in self.splits:
-            raise IfqaError(f"{self.name} has {', '.join(self.splits)} splits (dev is the release's valid), not {split!r}")
+            raise IfqaError(
+                f"{self.name} has {', '.join(self.splits)} splits (dev is the release's valid), not {split!r}"
+            )
         if self.demo:
             with resources.as_file(resources.files("ifqa.demo") / "causalqa") as folder:
                 return load_folder(Path(folder), split, self.kind)

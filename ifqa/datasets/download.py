@@ -14,8 +14,8 @@ import tempfile
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ifqa.errors import IfqaError
@@ -86,8 +86,9 @@ def extract(archive: Path, url: str, wanted: Callable[[str], Path | None]) -> li
     return written
 
 
-def install(url: str, folder: Path, place: Callable[[str], str | None], check: Callable[[Path], object],
-            progress: bool = True) -> list[Path]:
+def install(
+    url: str, folder: Path, place: Callable[[str], str | None], check: Callable[[Path], object], progress: bool = True
+) -> list[Path]:
     """Download the archive at ``url`` and install the members ``place(member)`` names (a path relative
     to ``folder``): each is unpacked into a scratch folder and passed to ``check``, and they move into
     ``folder`` only when every one passed; the archive and the scratch folder never stay behind."""

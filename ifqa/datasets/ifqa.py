@@ -16,8 +16,8 @@ from typing import Any
 
 from ifqa.artifacts import Example
 from ifqa.errors import IfqaError
-from ifqa.paths import cache_dir
 from ifqa.io import SURROGATE_PROBLEM, atomic_write, read_json, read_jsonl, unpaired_surrogate
+from ifqa.paths import cache_dir
 
 log = logging.getLogger(__name__)
 

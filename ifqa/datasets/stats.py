@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import collections
 import statistics
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from ifqa.eval.categories import ANSWER_TYPES, QUESTION_WORDS, answer_type, question_word
 from ifqa.tables import table
@@ -35,7 +36,10 @@ def format_stats(stats: dict[str, Any]) -> str:
     n = stats["n"] or 1
     rows = [
         ["questions", stats["n"]],
-        ["question length (words): mean / median / max", "{mean} / {median:g} / {max}".format(**stats["question_words"])],
+        [
+            "question length (words): mean / median / max",
+            "{mean} / {median:g} / {max}".format(**stats["question_words"]),
+        ],
         ["answer length (words): mean / median / max", "{mean} / {median:g} / {max}".format(**stats["answer_words"])],
         ["questions with several answers (%)", stats["multi_answer_share"]],
         ["gold passages per question", stats["gold_passages_per_question"]],

@@ -24,8 +24,10 @@ from ifqa.artifacts import Example
 from ifqa.errors import IfqaError
 from ifqa.eval.wiqa import LABELS
 
-DEFAULT_URL = ("https://public-aristo-processes.s3-us-west-2.amazonaws.com/wiqa_dataset_no_explanation_v2/"
-               "wiqa-dataset-v2-october-2019.zip")
+DEFAULT_URL = (
+    "https://public-aristo-processes.s3-us-west-2.amazonaws.com/wiqa_dataset_no_explanation_v2/"
+    "wiqa-dataset-v2-october-2019.zip"
+)
 SPLITS = ("train", "dev", "test")
 
 
@@ -35,8 +37,9 @@ def cache_folder(directory: str | Path | None = None) -> Path:
     return data_dir(directory) / "wiqa"
 
 
-def download(directory: str | Path | None = None, url: str | None = None, force: bool = False,
-             progress: bool = True) -> list[Path]:
+def download(
+    directory: str | Path | None = None, url: str | None = None, force: bool = False, progress: bool = True
+) -> list[Path]:
     """Fetch the release into ``<data dir>/wiqa/`` (``$IFQA_WIQA_URL`` overrides the location);
     each split is validated before it is kept."""
     from ifqa.datasets.download import install
@@ -92,8 +95,11 @@ def parse_record(record: Any, path: str | Path, number: int) -> Example:
     if not isinstance(qid, str) or not qid:
         raise fail("missing 'metadata.ques_id'")
     path_length = metadata.get("path_len")
-    meta = {"question_type": metadata.get("question_type", ""),
-            "path_length": "unknown" if path_length is None else path_length, "paragraph": metadata.get("para_id")}
+    meta = {
+        "question_type": metadata.get("question_type", ""),
+        "path_length": "unknown" if path_length is None else path_length,
+        "paragraph": metadata.get("para_id"),
+    }
     return Example(qid, stem.strip(), [label], [s.strip() for s in steps if s.strip()], meta)
 
 

@@ -10,8 +10,9 @@ import collections
 import re
 import string
 import unicodedata
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 _ARTICLES = re.compile(r"\b(a|an|the)\b")
 _PUNCTUATION = set(string.punctuation)
@@ -75,7 +76,6 @@ def lenient_match(prediction: str, answer: str) -> float:
     return float(normalize_lenient(prediction) == normalize_lenient(answer))
 
 
-
 @dataclass
 class QuestionScore:
     qid: str
@@ -103,5 +103,3 @@ def score_predictions(examples: Sequence[Any], predictions: Mapping[str, str]) -
             )
         )
     return scores
-
-

@@ -9,9 +9,14 @@ from ifqa.eval.answers import NUMBER_WORDS
 QUESTION_WORDS = ("what", "who", "when", "which", "where", "how many/much", "other")
 ANSWER_TYPES = ("entity", "number", "date", "other")
 
-_WH = [("how many/much", re.compile(r"\bhow (many|much)\b")), ("what", re.compile(r"\bwhat\b")),
-       ("who", re.compile(r"\bwho(m|se)?\b")), ("when", re.compile(r"\bwhen\b")),
-       ("which", re.compile(r"\bwhich\b")), ("where", re.compile(r"\bwhere\b"))]
+_WH = [
+    ("how many/much", re.compile(r"\bhow (many|much)\b")),
+    ("what", re.compile(r"\bwhat\b")),
+    ("who", re.compile(r"\bwho(m|se)?\b")),
+    ("when", re.compile(r"\bwhen\b")),
+    ("which", re.compile(r"\bwhich\b")),
+    ("where", re.compile(r"\bwhere\b")),
+]
 
 
 def question_word(question: str) -> str:
@@ -54,10 +59,10 @@ def answer_type(answer: str) -> str:
     if _NUMBER.match(lowered):
         return "number"
     words = [word for word in re.split(r"[\s\-]+", text) if word]
-    if words and words[0][:1].isupper() and all(
-        word[:1].isupper() or word[:1].isdigit() or word.lower() in _LOWER_WORDS for word in words
+    if (
+        words
+        and words[0][:1].isupper()
+        and all(word[:1].isupper() or word[:1].isdigit() or word.lower() in _LOWER_WORDS for word in words)
     ):
         return "entity"
     return "other"
-
-

@@ -6,7 +6,8 @@ question's answers, per source dataset and macro- and micro-averaged over source
 from __future__ import annotations
 
 import collections
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ifqa.eval.answers import best_over_answers, exact_match, token_f1
 from ifqa.eval.significance import bootstrap_ci, paired_test
@@ -27,9 +28,15 @@ def question_scores(examples: Sequence[Any], predictions: Mapping[str, str]) -> 
     for example in examples:
         prediction = predictions.get(example.qid, "")
         best = max((scorer.score(answer, prediction)["rougeL"] for answer in example.answers), key=lambda s: s.fmeasure)
-        scores.append({"rouge_l_precision": best.precision, "rouge_l_recall": best.recall, "rouge_l_f1": best.fmeasure,
-                       "em": best_over_answers(exact_match, prediction, example.answers),
-                       "f1": best_over_answers(token_f1, prediction, example.answers)})
+        scores.append(
+            {
+                "rouge_l_precision": best.precision,
+                "rouge_l_recall": best.recall,
+                "rouge_l_f1": best.fmeasure,
+                "em": best_over_answers(exact_match, prediction, example.answers),
+                "f1": best_over_answers(token_f1, prediction, example.answers),
+            }
+        )
     return scores
 
 
@@ -37,8 +44,9 @@ def _means(scores: Sequence[Mapping[str, float]]) -> dict[str, float]:
     return {m: round(100 * sum(s[m] for s in scores) / len(scores), 2) if scores else 0.0 for m in METRICS}
 
 
-def summarize_causalqa(examples: Sequence[Any], predictions: Mapping[str, str],
-                       compare: Mapping[str, str] | None = None) -> dict[str, Any]:
+def summarize_causalqa(
+    examples: Sequence[Any], predictions: Mapping[str, str], compare: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """Micro averages with 95% bootstrap CIs, per-source scores, their macro average; paired test vs ``compare``."""
     scores = question_scores(examples, predictions)
     by_source: dict[str, list[dict[str, float]]] = collections.defaultdict(list)
@@ -46,7 +54,8 @@ def summarize_causalqa(examples: Sequence[Any], predictions: Mapping[str, str],
         by_source[example.meta.get("source", "unknown")].append(score)
     sources = {name: {"n": len(group), **_means(group)} for name, group in sorted(by_source.items())}
     report: dict[str, Any] = {
-        "task": "causalqa", "n": len(examples),
+        "task": "causalqa",
+        "n": len(examples),
         "answered": sum(1 for e in examples if predictions.get(e.qid, "").strip()),
         **_means(scores),
         "rouge_l_f1_ci95": list(bootstrap_ci([s["rouge_l_f1"] for s in scores])),
@@ -58,8 +67,13 @@ def summarize_causalqa(examples: Sequence[Any], predictions: Mapping[str, str],
     }
     if compare is not None:
         other = question_scores(examples, compare)
-        report["compare"] = {**_means(other), **{
-            f"{m}_difference": paired_test([s[m] for s in scores], [s[m] for s in other]) for m in ("rouge_l_f1", "em", "f1")}}
+        report["compare"] = {
+            **_means(other),
+            **{
+                f"{m}_difference": paired_test([s[m] for s in scores], [s[m] for s in other])
+                for m in ("rouge_l_f1", "em", "f1")
+            },
+        }
     return report
 
 
@@ -73,14 +87,30 @@ def format_causalqa_report(report: dict[str, Any]) -> str:
     rows = [[name, g["n"], *[f"{g[m]:.2f}" for m in METRICS]] for name, g in report["by_source"].items()]
     rows.append(["macro average", len(report["by_source"]), *[f"{report['macro'][m]:.2f}" for m in METRICS]])
     rows.append(["micro average", report["n"], *[f"{report[m]:.2f}" for m in METRICS]])
-    parts = [f"CausalQA: ROUGE-L F1 {report['rouge_l_f1']:.2f} {ci(report['rouge_l_f1_ci95'])}, EM {report['em']:.2f} "
-             f"{ci(report['em_ci95'])}, F1 {report['f1']:.2f} {ci(report['f1_ci95'])} over {report['n']} questions "
-             f"({report['answered']} answered)", table(header, rows)]
+    parts = [
+        f"CausalQA: ROUGE-L F1 {report['rouge_l_f1']:.2f} {ci(report['rouge_l_f1_ci95'])}, EM {report['em']:.2f} "
+        f"{ci(report['em_ci95'])}, F1 {report['f1']:.2f} {ci(report['f1_ci95'])} over {report['n']} questions "
+        f"({report['answered']} answered)",
+        table(header, rows),
+    ]
     if "compare" in report:
         c = report["compare"]
-        parts.append(table(["metric", "A", "B", "A-B", "95% CI", "p (paired permutation)"],
-                           [[m, f"{report[m]:.2f}", f"{c[m]:.2f}", f"{c[m + '_difference']['difference']:+.2f}",
-                             ci(c[m + "_difference"]["ci95"]), c[m + "_difference"]["p_value"]] for m in ("rouge_l_f1", "em", "f1")]))
+        parts.append(
+            table(
+                ["metric", "A", "B", "A-B", "95% CI", "p (paired permutation)"],
+                [
+                    [
+                        m,
+                        f"{report[m]:.2f}",
+                        f"{c[m]:.2f}",
+                        f"{c[m + '_difference']['difference']:+.2f}",
+                        ci(c[m + "_difference"]["ci95"]),
+                        c[m + "_difference"]["p_value"],
+                    ]
+                    for m in ("rouge_l_f1", "em", "f1")
+                ],
+            )
+        )
     if report["unknown_qids"]:
         parts.append(f"{report['unknown_qids']} predictions name questions not in the set (ignored)")
     return "\n\n".join(parts)

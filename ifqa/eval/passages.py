@@ -9,13 +9,16 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 import regex
 
 RECALL_DEPTHS = (1, 5, 10, 20, 50, 100)
 
-_DPR_TOKEN = regex.compile(r"[\p{L}\p{N}\p{M}]+|[^\p{Z}\p{C}]", flags=regex.IGNORECASE | regex.UNICODE | regex.MULTILINE)
+_DPR_TOKEN = regex.compile(
+    r"[\p{L}\p{N}\p{M}]+|[^\p{Z}\p{C}]", flags=regex.IGNORECASE | regex.UNICODE | regex.MULTILINE
+)
 
 
 def _dpr_tokens(text: str) -> list[str]:
@@ -105,7 +108,6 @@ class GoldMatcher:
         return False
 
 
-
 def percent(values: Sequence[float]) -> float:
     """Mean of 0/1 (or fractional) values in percent; 0 for no values."""
     return 100.0 * sum(values) / len(values) if values else 0.0
@@ -131,8 +133,11 @@ def run_record(example: Any, ctxs: list[dict[str, Any]], flagged_for: Any = None
     only reorders them); where it holds the example's answers and every passage carries its flags,
     they are kept rather than computed again (the same values: they depend on the texts, answers and
     gold passages alone)."""
-    if not (flagged_for is not None and flagged_for.get("answers") == example.answers
-            and all("has_answer" in ctx and ("gold" in ctx or not example.context) for ctx in ctxs)):
+    if not (
+        flagged_for is not None
+        and flagged_for.get("answers") == example.answers
+        and all("has_answer" in ctx and ("gold" in ctx or not example.context) for ctx in ctxs)
+    ):
         flag_contexts(ctxs, example.answers, GoldMatcher(example.context))
     return {"qid": example.qid, "question": example.question, "answers": example.answers, "ctxs": ctxs}
 
@@ -140,5 +145,3 @@ def run_record(example: Any, ctxs: list[dict[str, Any]], flagged_for: Any = None
 def recall_at(hits: Sequence[Sequence[bool]], depths: Iterable[int]) -> dict[str, float]:
     """Share of questions (percent) with at least one hit in the top K, for each K."""
     return {str(k): round(percent([float(any(flags[:k])) for flags in hits]), 2) for k in depths}
-
-

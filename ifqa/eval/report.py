@@ -13,8 +13,11 @@ def format_prediction_report(report: dict[str, Any]) -> str:
     parts = [
         table(
             ["metric", "value", "95% CI"],
-            [["EM", report["em"], f"[{low:.2f}, {high:.2f}]"], ["F1", report["f1"], f"[{f_low:.2f}, {f_high:.2f}]"],
-             ["EM (lenient normalization)", report["em_lenient"], ""]],
+            [
+                ["EM", report["em"], f"[{low:.2f}, {high:.2f}]"],
+                ["F1", report["f1"], f"[{f_low:.2f}, {f_high:.2f}]"],
+                ["EM (lenient normalization)", report["em_lenient"], ""],
+            ],
         ),
         f"questions: {report['n']}  answered: {report['answered']}  predictions for unknown qids: {report['unknown_qids']}",
     ]
@@ -24,8 +27,14 @@ def format_prediction_report(report: dict[str, Any]) -> str:
     if "compare" in report:
         compare = report["compare"]
         rows = [
-            [metric.upper(), report[metric], compare[metric], compare[f"{metric}_difference"]["difference"],
-             "[{:.2f}, {:.2f}]".format(*compare[f"{metric}_difference"]["ci95"]), compare[f"{metric}_difference"]["p_value"]]
+            [
+                metric.upper(),
+                report[metric],
+                compare[metric],
+                compare[f"{metric}_difference"]["difference"],
+                "[{:.2f}, {:.2f}]".format(*compare[f"{metric}_difference"]["ci95"]),
+                compare[f"{metric}_difference"]["p_value"],
+            ]
             for metric in ("em", "f1")
         ]
         parts.append(table(["metric", "A", "B", "A-B", "95% CI", "p (paired permutation)"], rows))
@@ -36,14 +45,28 @@ def format_run_comparison(comparison: dict[str, Any], gold: dict[str, float]) ->
     rows = []
     for k, test in comparison["vs_baseline"].items():
         low, high = comparison["gold_ci95"][k]
-        rows.append([f"@{k}", gold.get(k, ""), f"[{low:.1f}, {high:.1f}]", f"{test['difference']:+.2f}", f"{test['p_value']:.4f}"])
-    return (f"gold recall against {comparison['baseline']} ({comparison['n']} paired questions; "
-            "permutation test):\n" + table(["depth", "recall", "95% CI", "difference", "p"], rows))
+        rows.append(
+            [
+                f"@{k}",
+                gold.get(k, ""),
+                f"[{low:.1f}, {high:.1f}]",
+                f"{test['difference']:+.2f}",
+                f"{test['p_value']:.4f}",
+            ]
+        )
+    return (
+        f"gold recall against {comparison['baseline']} ({comparison['n']} paired questions; "
+        "permutation test):\n" + table(["depth", "recall", "95% CI", "difference", "p"], rows)
+    )
 
 
 def format_run_report(report: dict[str, Any]) -> str:
     depths = list(report["recall"]["answer"])
-    rows = [[flavour, *[report["recall"][flavour][k] for k in depths]] for flavour in ("gold", "answer") if flavour in report["recall"]]
+    rows = [
+        [flavour, *[report["recall"][flavour][k] for k in depths]]
+        for flavour in ("gold", "answer")
+        if flavour in report["recall"]
+    ]
     parts = [
         table(["recall (%)", *[f"@{k}" for k in depths]], rows),
         f"questions: {report['n']}  depth: {report['depth']}",

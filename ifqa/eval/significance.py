@@ -5,9 +5,12 @@ Seeds are fixed so that reruns print the same intervals and p-values.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
-def bootstrap_ci(values: Sequence[float], samples: int = 1000, seed: int = 0, level: float = 0.95) -> tuple[float, float]:
+
+def bootstrap_ci(
+    values: Sequence[float], samples: int = 1000, seed: int = 0, level: float = 0.95
+) -> tuple[float, float]:
     """Percentile bootstrap interval of the mean, in percent (fixed seed: reruns print the same)."""
     import numpy as np
 
@@ -35,5 +38,3 @@ def paired_test(a: Sequence[float], b: Sequence[float], samples: int = 10000, se
     p_value = (1 + int((permuted >= abs(observed) - 1e-12).sum())) / (samples + 1)
     low, high = bootstrap_ci(diff, seed=seed)
     return {"difference": round(100 * observed, 2), "p_value": round(p_value, 4), "ci95": [low, high]}
-
-

@@ -7,13 +7,15 @@ recomputed (that is how a DPR or pyserini run is scored here).
 from __future__ import annotations
 
 import collections
-from typing import Any, Mapping, Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from ifqa.errors import IfqaError
 from ifqa.eval.answers import QuestionScore, score_predictions
 from ifqa.eval.categories import ANSWER_TYPES, QUESTION_WORDS, answer_type, question_word
 from ifqa.eval.passages import RECALL_DEPTHS, GoldMatcher, flag_contexts, percent, recall_at
 from ifqa.eval.significance import bootstrap_ci, paired_test
+
 
 def summarize_predictions(
     examples: Sequence[Any], predictions: Mapping[str, str], compare: Mapping[str, str] | None = None
@@ -31,7 +33,9 @@ def summarize_predictions(
         "f1_ci95": list(bootstrap_ci(f1)),
         "em_lenient": round(percent([score.em_lenient for score in scores]), 2),
         "by_answer_type": _breakdown(examples, scores, lambda example: answer_type(example.answers[0]), ANSWER_TYPES),
-        "by_question_word": _breakdown(examples, scores, lambda example: question_word(example.question), QUESTION_WORDS),
+        "by_question_word": _breakdown(
+            examples, scores, lambda example: question_word(example.question), QUESTION_WORDS
+        ),
     }
     known = set(predictions)
     report["unknown_qids"] = len(known - {example.qid for example in examples})
@@ -47,12 +51,18 @@ def summarize_predictions(
     return report
 
 
-def paired_comparison(examples: Sequence[Any], a: Mapping[str, str], b: Mapping[str, str],
-                      scores: tuple[list[QuestionScore], list[QuestionScore]] | None = None) -> dict[str, Any]:
+def paired_comparison(
+    examples: Sequence[Any],
+    a: Mapping[str, str],
+    b: Mapping[str, str],
+    scores: tuple[list[QuestionScore], list[QuestionScore]] | None = None,
+) -> dict[str, Any]:
     """Paired permutation test and bootstrap interval of system A minus B, for EM and for F1."""
     sa, sb = scores or (score_predictions(examples, a), score_predictions(examples, b))
-    return {"em": paired_test([s.em for s in sa], [s.em for s in sb]),
-            "f1": paired_test([s.f1 for s in sa], [s.f1 for s in sb])}
+    return {
+        "em": paired_test([s.em for s in sa], [s.em for s in sb]),
+        "f1": paired_test([s.f1 for s in sa], [s.f1 for s in sb]),
+    }
 
 
 def _breakdown(examples, scores, key, order) -> dict[str, dict[str, float]]:
@@ -60,12 +70,14 @@ def _breakdown(examples, scores, key, order) -> dict[str, dict[str, float]]:
     for example, score in zip(examples, scores):
         groups[key(example)].append(score)
     return {
-        name: {"n": len(groups[name]), "em": round(percent([s.em for s in groups[name]]), 2),
-               "f1": round(percent([s.f1 for s in groups[name]]), 2)}
+        name: {
+            "n": len(groups[name]),
+            "em": round(percent([s.em for s in groups[name]]), 2),
+            "f1": round(percent([s.f1 for s in groups[name]]), 2),
+        }
         for name in order
         if groups.get(name)
     }
-
 
 
 def summarize_run(records: Sequence[Mapping[str, Any]], examples: Sequence[Any] | None = None) -> dict[str, Any]:
@@ -95,21 +107,26 @@ def summarize_run(records: Sequence[Mapping[str, Any]], examples: Sequence[Any] 
     report["recall"]["answer"] = recall_at(answer_hits, depths)
     k = 20 if 20 in depths else (depths[-1] if depths else 0)
     report["answer_recall_by_question_word"] = {
-        name: {"n": sum(w == name for w in words),
-               f"recall@{k}": round(percent([float(any(h[:k])) for h, w in zip(answer_hits, words) if w == name]), 2)}
-        for name in QUESTION_WORDS if name in words
+        name: {
+            "n": sum(w == name for w in words),
+            f"recall@{k}": round(percent([float(any(h[:k])) for h, w in zip(answer_hits, words) if w == name]), 2),
+        }
+        for name in QUESTION_WORDS
+        if name in words
     }
     return report
 
 
-
 def gold_hits_at(records: Sequence[Mapping[str, Any]], depths: Sequence[int]) -> dict[int, list[float]]:
     """Per question, 1.0 when a gold passage is in the top k (flags as stored in the run)."""
-    return {k: [float(any(ctx.get("gold") for ctx in record.get("ctxs", [])[:k])) for record in records] for k in depths}
+    return {
+        k: [float(any(ctx.get("gold") for ctx in record.get("ctxs", [])[:k])) for record in records] for k in depths
+    }
 
 
-def compare_runs(records: Sequence[Mapping[str, Any]], baseline: Sequence[Mapping[str, Any]],
-                 depths: Sequence[int] = (1, 5, 20)) -> dict[str, Any]:
+def compare_runs(
+    records: Sequence[Mapping[str, Any]], baseline: Sequence[Mapping[str, Any]], depths: Sequence[int] = (1, 5, 20)
+) -> dict[str, Any]:
     """Gold recall@k of ``records`` with 95% bootstrap intervals, and the paired permutation test
     against ``baseline`` on the questions both runs hold (matched by qid)."""
 
@@ -121,5 +138,8 @@ def compare_runs(records: Sequence[Mapping[str, Any]], baseline: Sequence[Mappin
     deepest = min(max(len(r.get("ctxs", [])) for r in mine), max(len(r.get("ctxs", [])) for r in theirs))
     depths = [k for k in depths if k <= deepest]
     a, b = gold_hits_at(mine, depths), gold_hits_at(theirs, depths)
-    return {"n": len(mine), "gold_ci95": {str(k): list(bootstrap_ci(a[k])) for k in depths},
-            "vs_baseline": {str(k): paired_test(a[k], b[k]) for k in depths}}
+    return {
+        "n": len(mine),
+        "gold_ci95": {str(k): list(bootstrap_ci(a[k])) for k in depths},
+        "vs_baseline": {str(k): paired_test(a[k], b[k]) for k in depths},
+    }

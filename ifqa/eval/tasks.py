@@ -7,15 +7,18 @@ runner pick the scorer from it, so the same commands score IfQA, WIQA and Causal
 from __future__ import annotations
 
 import importlib
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any
 
 
 @dataclass(frozen=True)
 class Task:
     name: str
-    headline: tuple[tuple[str, str], ...]  # (report key, column label): what results tables show, each with "<key>_ci95"
+    headline: tuple[
+        tuple[str, str], ...
+    ]  # (report key, column label): what results tables show, each with "<key>_ci95"
     read: Callable[[str | Path], dict[str, str]]
     summarize: Callable[[Sequence[Any], Mapping[str, str], Mapping[str, str] | None], dict[str, Any]]
     format: Callable[[dict[str, Any]], str]
@@ -33,15 +36,32 @@ def _lazy(target: str) -> Callable:
     return call
 
 
-QA = Task("qa", (("em", "EM"), ("f1", "F1")), _lazy("ifqa.artifacts:read_predictions"),
-          _lazy("ifqa.eval.summary:summarize_predictions"), _lazy("ifqa.eval.report:format_prediction_report"),
-          ("by_answer_type", "by_question_word"))
-WIQA = Task("wiqa", (("accuracy", "Accuracy"),), _lazy("ifqa.eval.wiqa:read_label_predictions"),
-            _lazy("ifqa.eval.wiqa:summarize_wiqa"), _lazy("ifqa.eval.wiqa:format_wiqa_report"),
-            ("by_question_type", "by_path_length"), ("by_question_type", "accuracy"))
-CAUSALQA = Task("causalqa", (("rouge_l_f1", "ROUGE-L F1"), ("em", "EM"), ("f1", "F1")), _lazy("ifqa.artifacts:read_predictions"),
-                _lazy("ifqa.eval.causalqa:summarize_causalqa"), _lazy("ifqa.eval.causalqa:format_causalqa_report"),
-                ("by_source", "macro"), ("by_source", "rouge_l_f1"))
+QA = Task(
+    "qa",
+    (("em", "EM"), ("f1", "F1")),
+    _lazy("ifqa.artifacts:read_predictions"),
+    _lazy("ifqa.eval.summary:summarize_predictions"),
+    _lazy("ifqa.eval.report:format_prediction_report"),
+    ("by_answer_type", "by_question_word"),
+)
+WIQA = Task(
+    "wiqa",
+    (("accuracy", "Accuracy"),),
+    _lazy("ifqa.eval.wiqa:read_label_predictions"),
+    _lazy("ifqa.eval.wiqa:summarize_wiqa"),
+    _lazy("ifqa.eval.wiqa:format_wiqa_report"),
+    ("by_question_type", "by_path_length"),
+    ("by_question_type", "accuracy"),
+)
+CAUSALQA = Task(
+    "causalqa",
+    (("rouge_l_f1", "ROUGE-L F1"), ("em", "EM"), ("f1", "F1")),
+    _lazy("ifqa.artifacts:read_predictions"),
+    _lazy("ifqa.eval.causalqa:summarize_causalqa"),
+    _lazy("ifqa.eval.causalqa:format_causalqa_report"),
+    ("by_source", "macro"),
+    ("by_source", "rouge_l_f1"),
+)
 
 
 def task_for(questions) -> Task:

@@ -9,8 +9,9 @@ wrong and counted. Anything else is an error naming the file and line.
 from __future__ import annotations
 
 import collections
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 from ifqa.eval.significance import bootstrap_ci, paired_test
 
@@ -43,8 +44,11 @@ def read_label_predictions(path: str | Path) -> dict[str, str]:
 
 
 def _accuracy(correct: Sequence[float]) -> dict[str, Any]:
-    return {"n": len(correct), "accuracy": round(100 * sum(correct) / len(correct), 2) if correct else 0.0,
-            "ci95": list(bootstrap_ci(correct))}
+    return {
+        "n": len(correct),
+        "accuracy": round(100 * sum(correct) / len(correct), 2) if correct else 0.0,
+        "ci95": list(bootstrap_ci(correct)),
+    }
 
 
 def _groups(examples: Sequence[Any], correct: Sequence[float], key) -> dict[str, dict[str, Any]]:
@@ -61,15 +65,18 @@ def question_type(example) -> str:
     return QUESTION_TYPES.get(kind, kind or "unknown")
 
 
-def summarize_wiqa(examples: Sequence[Any], predictions: Mapping[str, str],
-                   compare: Mapping[str, str] | None = None) -> dict[str, Any]:
+def summarize_wiqa(
+    examples: Sequence[Any], predictions: Mapping[str, str], compare: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     """Accuracy with 95% bootstrap intervals, by question type and path length; paired test vs ``compare``."""
     correct = [float(predictions.get(e.qid, "") == e.answers[0]) for e in examples]
     overall = _accuracy(correct)
     report: dict[str, Any] = {
-        "task": "wiqa", "n": len(examples),
+        "task": "wiqa",
+        "n": len(examples),
         "answered": sum(1 for e in examples if predictions.get(e.qid, "")),
-        "accuracy": overall["accuracy"], "accuracy_ci95": overall["ci95"],
+        "accuracy": overall["accuracy"],
+        "accuracy_ci95": overall["ci95"],
         "by_question_type": _groups(examples, correct, question_type),
         "by_path_length": _groups(examples, correct, lambda e: str(e.meta.get("path_length", "unknown"))),
         "gold_labels": dict(collections.Counter(e.answers[0] for e in examples)),
@@ -84,8 +91,10 @@ def summarize_wiqa(examples: Sequence[Any], predictions: Mapping[str, str],
         report["compare"] = {
             "accuracy": round(100 * sum(other) / len(other), 2) if other else 0.0,
             "accuracy_difference": paired_test(correct, other),
-            "by_question_type": {name: paired_test([correct[i] for i in idx], [other[i] for i in idx])
-                                 for name, idx in sorted(by_type.items())},
+            "by_question_type": {
+                name: paired_test([correct[i] for i in idx], [other[i] for i in idx])
+                for name, idx in sorted(by_type.items())
+            },
         }
     return report
 
@@ -96,21 +105,39 @@ def format_wiqa_report(report: dict[str, Any]) -> str:
     def ci(pair) -> str:
         return f"[{pair[0]:.1f}, {pair[1]:.1f}]"
 
-    lines = [f"WIQA accuracy {report['accuracy']:.2f} {ci(report['accuracy_ci95'])} over {report['n']} questions "
-             f"({report['answered']} answered)", ""]
-    lines.append(table(["question type", "n", "accuracy", "95% CI"],
-                       [[name, g["n"], f"{g['accuracy']:.2f}", ci(g["ci95"])] for name, g in report["by_question_type"].items()]))
+    lines = [
+        f"WIQA accuracy {report['accuracy']:.2f} {ci(report['accuracy_ci95'])} over {report['n']} questions "
+        f"({report['answered']} answered)",
+        "",
+    ]
+    lines.append(
+        table(
+            ["question type", "n", "accuracy", "95% CI"],
+            [[name, g["n"], f"{g['accuracy']:.2f}", ci(g["ci95"])] for name, g in report["by_question_type"].items()],
+        )
+    )
     lines.append("")
-    lines.append(table(["path length", "n", "accuracy", "95% CI"],
-                       [[name, g["n"], f"{g['accuracy']:.2f}", ci(g["ci95"])] for name, g in report["by_path_length"].items()]))
+    lines.append(
+        table(
+            ["path length", "n", "accuracy", "95% CI"],
+            [[name, g["n"], f"{g['accuracy']:.2f}", ci(g["ci95"])] for name, g in report["by_path_length"].items()],
+        )
+    )
     lines.append("")
-    lines.append("gold labels: " + ", ".join(f"{k} {v}" for k, v in sorted(report["gold_labels"].items())) +
-                 "; predicted: " + ", ".join(f"{k} {v}" for k, v in sorted(report["predicted_labels"].items())))
+    lines.append(
+        "gold labels: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(report["gold_labels"].items()))
+        + "; predicted: "
+        + ", ".join(f"{k} {v}" for k, v in sorted(report["predicted_labels"].items()))
+    )
     if "compare" in report:
         c = report["compare"]
         d = c["accuracy_difference"]
-        lines += ["", f"vs the compared predictions ({c['accuracy']:.2f}): {d['difference']:+.2f} "
-                      f"{ci(d['ci95'])}, paired permutation p={d['p_value']:.4f}"]
+        lines += [
+            "",
+            f"vs the compared predictions ({c['accuracy']:.2f}): {d['difference']:+.2f} "
+            f"{ci(d['ci95'])}, paired permutation p={d['p_value']:.4f}",
+        ]
         for name, t in c["by_question_type"].items():
             lines.append(f"  {name}: {t['difference']:+.2f} {ci(t['ci95'])}, p={t['p_value']:.4f}")
     if report["unknown_qids"]:

@@ -9,5 +9,15 @@ from ifqa.experiments.experiment import Experiment
 from ifqa.experiments.runner import run_experiment
 from ifqa.retrieval.queries import split_premise
 
-__all__ = ["Experiment", "compare", "load_config", "load_system_predictions", "output_dir", "premise_effect", "rescued", "run_experiment",
-           "side_by_side", "split_premise"]
+__all__ = [
+    "Experiment",
+    "compare",
+    "load_config",
+    "load_system_predictions",
+    "output_dir",
+    "premise_effect",
+    "rescued",
+    "run_experiment",
+    "side_by_side",
+    "split_premise",
+]

@@ -17,8 +17,11 @@ from ifqa.eval.summary import paired_comparison
 def load_system_predictions(output: str | Path) -> dict[str, dict[str, str]]:
     """Predictions of every reader that ran: ``name -> {qid: prediction}``."""
     results = json.loads((Path(output) / "results.json").read_text())
-    return {r["name"]: read_predictions(Path(output) / "predictions" / f"{r['name']}.jsonl")
-            for r in results["readers"] if r["status"] == "ran"}
+    return {
+        r["name"]: read_predictions(Path(output) / "predictions" / f"{r['name']}.jsonl")
+        for r in results["readers"]
+        if r["status"] == "ran"
+    }
 
 
 def compare(examples: list, a: dict[str, str], b: dict[str, str]) -> dict[str, Any]:
@@ -31,10 +34,18 @@ def side_by_side(examples: list, systems: dict[str, dict[str, str]], limit: int 
     rows = []
     for example in examples:
         answers = {name: predictions.get(example.qid, "") for name, predictions in systems.items()}
-        correct = {name: bool(best_over_answers(exact_match, answer, example.answers)) for name, answer in answers.items()}
-        rows.append({"qid": example.qid, "question": example.question, "gold": " | ".join(example.answers),
-                     **{name: f"{answer} {'✓' if correct[name] else '✗'}" for name, answer in answers.items()},
-                     "_disagree": len(set(correct.values())) > 1})
+        correct = {
+            name: bool(best_over_answers(exact_match, answer, example.answers)) for name, answer in answers.items()
+        }
+        rows.append(
+            {
+                "qid": example.qid,
+                "question": example.question,
+                "gold": " | ".join(example.answers),
+                **{name: f"{answer} {'✓' if correct[name] else '✗'}" for name, answer in answers.items()},
+                "_disagree": len(set(correct.values())) > 1,
+            }
+        )
     random.Random(seed).shuffle(rows)
     rows.sort(key=lambda row: not row["_disagree"])
     return [{k: v for k, v in row.items() if k != "_disagree"} for row in rows[:limit]]
@@ -52,19 +63,32 @@ def premise_effect(retriever, examples: list, k: int = 5) -> dict[str, Any]:
     def hits(mode: str) -> tuple[list[bool], list]:
         pipeline = RetrievalPipeline(RetrievalConfig(indexes=[], k=k, query_mode=mode), retrievers=[retriever])
         results = pipeline.search([e.question for e in examples])
-        return [any(GoldMatcher(e.context).matches(retriever.passages[p]["text"]) for p, _ in found)
-                for e, found in zip(examples, results)], results
+        return [
+            any(GoldMatcher(e.context).matches(retriever.passages[p]["text"]) for p, _ in found)
+            for e, found in zip(examples, results)
+        ], results
 
     whole, whole_results = hits("question")
     main, _ = hits("main-clause")
     premise, _ = hits("premise")
-    misled = [{"qid": e.qid, "question": e.question,
-               "top passage (whole question)": retriever.passages[found[0][0]]["title"] if found else ""}
-              for e, w, m, found in zip(examples, whole, main, whole_results) if m and not w]
+    misled = [
+        {
+            "qid": e.qid,
+            "question": e.question,
+            "top passage (whole question)": retriever.passages[found[0][0]]["title"] if found else "",
+        }
+        for e, w, m, found in zip(examples, whole, main, whole_results)
+        if m and not w
+    ]
     n = len(examples) or 1
-    return {"k": k, "whole question": 100 * sum(whole) / n, "main clause only": 100 * sum(main) / n,
-            "premise only": 100 * sum(premise) / n, "misled by the premise": misled,
-            "helped by the premise": sum(1 for w, m in zip(whole, main) if w and not m)}
+    return {
+        "k": k,
+        "whole question": 100 * sum(whole) / n,
+        "main clause only": 100 * sum(main) / n,
+        "premise only": 100 * sum(premise) / n,
+        "misled by the premise": misled,
+        "helped by the premise": sum(1 for w, m in zip(whole, main) if w and not m),
+    }
 
 
 def rescued(baseline_run: str | Path, new_run: str | Path, limit: int = 5) -> dict[str, Any]:

@@ -41,13 +41,21 @@ class CollectionStage(Stage):
         typed(spec, "workers", int, path, minimum=1)
         inputs = spec.get("inputs")
         if inputs is not None and (not isinstance(inputs, list) or not all(isinstance(i, str) and i for i in inputs)):
-            raise IfqaError(f"collection stage {spec['name']!r}: 'inputs' must be a list of files, got {inputs!r}"[:240], path)
+            raise IfqaError(
+                f"collection stage {spec['name']!r}: 'inputs' must be a list of files, got {inputs!r}"[:240], path
+            )
         if bool(spec.get("preset")) == bool(spec.get("inputs")):
-            raise IfqaError(f"collection stage {spec['name']!r} needs either 'preset' ({', '.join(COLLECTIONS)}) "
-                            "with 'wiki_dir', or 'inputs'", path)
+            raise IfqaError(
+                f"collection stage {spec['name']!r} needs either 'preset' ({', '.join(COLLECTIONS)}) "
+                "with 'wiki_dir', or 'inputs'",
+                path,
+            )
         if spec.get("preset") and spec["preset"] not in COLLECTIONS:
-            raise IfqaError(f"collection stage {spec['name']!r}: unknown preset {spec['preset']!r}; choose from "
-                            f"{', '.join(COLLECTIONS)}", path)
+            raise IfqaError(
+                f"collection stage {spec['name']!r}: unknown preset {spec['preset']!r}; choose from "
+                f"{', '.join(COLLECTIONS)}",
+                path,
+            )
 
     def run(self, context, spec: dict) -> None:
         from ifqa.corpus.build import build
@@ -60,8 +68,9 @@ class CollectionStage(Stage):
             inputs = [Path(context.resolve(p)) for p in spec["inputs"]]
         missing = [str(p) for p in inputs if not p.exists()]
         if missing:
-            raise IfqaError(f"collection stage {spec['name']!r}: missing input(s) {', '.join(missing)}",
-                            context.config["_path"])
+            raise IfqaError(
+                f"collection stage {spec['name']!r}: missing input(s) {', '.join(missing)}", context.config["_path"]
+            )
         target = context.output / "collections" / f"{spec['name']}.jsonl"
         params = {"inputs": [_file_identity(p) for p in inputs], "words": int(spec.get("words", 100))}
         key = stage_key(params, [])
@@ -97,9 +106,14 @@ class IndexStage(Stage):
 
         corpus = context.artifacts[spec["collection"]]
         folder = context.output / "indexes" / spec["name"]
-        params = {"engine": spec.get("engine", "bm25"), "encoder": spec.get("encoder"), "max_length": spec.get("max_length"),
-                  "titles": spec.get("titles", True), "index_type": spec.get("index_type", "flat"),
-                  "collection": Path(f"{corpus}.stage.json").read_text()}
+        params = {
+            "engine": spec.get("engine", "bm25"),
+            "encoder": spec.get("encoder"),
+            "max_length": spec.get("max_length"),
+            "titles": spec.get("titles", True),
+            "index_type": spec.get("index_type", "flat"),
+            "collection": Path(f"{corpus}.stage.json").read_text(),
+        }
         key = stage_key(params, [])
         if not context.up_to_date(folder / MANIFEST, key):
             log.info("index: %s (%s)", spec["name"], params["engine"])
@@ -114,8 +128,15 @@ class IndexStage(Stage):
                 from ifqa.retrieval.encoders import DEFAULT_ENCODER
 
                 encoder = context.resolve(spec.get("encoder")) or DEFAULT_ENCODER
-                dense.build(corpus, folder, encoder, index_type=params["index_type"], progress=context.progress,
-                            max_length=params["max_length"], titles=params["titles"])
+                dense.build(
+                    corpus,
+                    folder,
+                    encoder,
+                    index_type=params["index_type"],
+                    progress=context.progress,
+                    max_length=params["max_length"],
+                    titles=params["titles"],
+                )
             context.mark(folder / MANIFEST, key, params)
         context.artifacts[spec["name"]] = folder
 
@@ -143,15 +164,17 @@ class TrainStage(Stage):
             raise IfqaError(f"train stage {spec['name']!r}: 'kind' must be reranker, retriever or control", path)
         earlier(spec, "index", names, ("index",), path)
         recipe = typed(spec, "recipe", dict, path) or {}
-        from_options(_recipe_class(spec["kind"]), {**recipe, "index": spec["index"]}, f"{path}: train stage {spec['name']!r}")
+        from_options(
+            _recipe_class(spec["kind"]), {**recipe, "index": spec["index"]}, f"{path}: train stage {spec['name']!r}"
+        )
 
     def run(self, context, spec: dict) -> None:
         import dataclasses
 
+        from ifqa.cards import CARD
         from ifqa.configs import from_options
         from ifqa.experiments.runner import stage_key
         from ifqa.retrieval.index import MANIFEST
-        from ifqa.cards import CARD
         from ifqa.training.jobs import train_job
 
         recipe_class = _recipe_class(spec["kind"])
@@ -162,12 +185,18 @@ class TrainStage(Stage):
         recipe = from_options(recipe_class, options, f"train stage {spec['name']}")
         source = context.source.train()
         if source.file:
-            raise IfqaError(f"train stage {spec['name']!r}: the experiment's questions are a file; name a setting "
-                            "so its train split can be used", context.config["_path"])
+            raise IfqaError(
+                f"train stage {spec['name']!r}: the experiment's questions are a file; name a setting "
+                "so its train split can be used",
+                context.config["_path"],
+            )
         folder = context.output / "models" / spec["name"]
-        params = {"kind": spec["kind"], "recipe": {**dataclasses.asdict(recipe), "index": None},
-                  "index": (index / MANIFEST).read_text() if (index / MANIFEST).exists() else str(index),
-                  "train": source.name}
+        params = {
+            "kind": spec["kind"],
+            "recipe": {**dataclasses.asdict(recipe), "index": None},
+            "index": (index / MANIFEST).read_text() if (index / MANIFEST).exists() else str(index),
+            "train": source.name,
+        }
         key = stage_key(params, [])
         card = folder / "model" / CARD
         if not context.up_to_date(card, key):

@@ -79,13 +79,19 @@ def stage_list(config: dict, path: Path) -> list[dict]:
         if "name" not in stage:
             raise IfqaError(f"a {stage.get('stage', '?')} stage needs a 'name'", path)
         if not isinstance(stage["name"], str) or not SAFE_NAME.fullmatch(stage["name"]):
-            raise IfqaError(f"stage name {stage['name']!r}: use letters, digits, '.', '_', '+' and '-' (it names files "
-                            "under the output folder)", path)
+            raise IfqaError(
+                f"stage name {stage['name']!r}: use letters, digits, '.', '_', '+' and '-' (it names files "
+                "under the output folder)",
+                path,
+            )
         if stage["name"] in names:
             raise IfqaError(f"two stages are named {stage['name']!r}", path)
         if not isinstance(stage.get("stage"), str) or stage["stage"] not in STAGES:
-            raise IfqaError(f"stage {stage['name']!r}: unknown type {stage.get('stage')!r}; "
-                            f"choose from {', '.join(STAGES.names())}", path)
+            raise IfqaError(
+                f"stage {stage['name']!r}: unknown type {stage.get('stage')!r}; "
+                f"choose from {', '.join(STAGES.names())}",
+                path,
+            )
         STAGES.get(stage["stage"]).check(stage, names, path)
         names[stage["name"]] = stage["stage"]
     return stages
@@ -103,7 +109,9 @@ def _check_questions(value: Any, what: str, path: Path) -> None:
         if questions.get(key) is not None and not isinstance(questions[key], str):
             raise IfqaError(f"{what}: '{key}' must be a string, got {questions[key]!r}", path)
     if questions.get("setting") and questions["setting"] not in DATASETS:
-        raise IfqaError(f"{what}: unknown setting {questions['setting']!r}; choose from {', '.join(DATASETS.names())}", path)
+        raise IfqaError(
+            f"{what}: unknown setting {questions['setting']!r}; choose from {', '.join(DATASETS.names())}", path
+        )
     if questions.get("split") and questions["split"] not in ("train", "dev", "test"):
         raise IfqaError(f"{what}: unknown split {questions['split']!r}; choose from train, dev, test", path)
 
@@ -124,14 +132,19 @@ def load_config(path: str | Path) -> dict:
         raise IfqaError("invalid YAML (nested too deeply)", path) from None
     except yaml.YAMLError as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
-        raise IfqaError(f"invalid YAML ({getattr(exc, 'problem', exc)})", path, line + 1 if line is not None else None) from None
+        raise IfqaError(
+            f"invalid YAML ({getattr(exc, 'problem', exc)})", path, line + 1 if line is not None else None
+        ) from None
     _check_size(config, path)
     if not isinstance(config, dict) or "name" not in config or "questions" not in config:
         raise IfqaError("an experiment needs at least 'name' and 'questions'", path)
     config = _expand(config)
     if not isinstance(config["name"], str) or not SAFE_NAME.fullmatch(config["name"]):
-        raise IfqaError(f"experiment name {config['name']!r}: use letters, digits, '.', '_', '+' and '-' (it names "
-                        "the results folder)", path)
+        raise IfqaError(
+            f"experiment name {config['name']!r}: use letters, digits, '.', '_', '+' and '-' (it names "
+            "the results folder)",
+            path,
+        )
     if "output" in config and (not isinstance(config["output"], str) or not config["output"].strip()):
         raise IfqaError(f"'output' must be a folder, got {config['output']!r}", path)
     _check_questions(config["questions"], "'questions'", path)

@@ -21,21 +21,34 @@ def write_results(output: Path, results: dict) -> None:
     rows: list[dict[str, Any]] = []
     if results["retrievers"]:
         depths = list(results["retrievers"][0]["recall"]["answer"])
-        lines += ["## Retrieval (recall %, gold passage / answer string)", "",
-                  "| retriever | " + " | ".join(f"R@{k}" for k in depths) + " |", "|---" * (len(depths) + 1) + "|"]
+        lines += [
+            "## Retrieval (recall %, gold passage / answer string)",
+            "",
+            "| retriever | " + " | ".join(f"R@{k}" for k in depths) + " |",
+            "|---" * (len(depths) + 1) + "|",
+        ]
         for r in results["retrievers"]:
             gold = r["recall"].get("gold", {})
             cells = [f"{gold.get(k, float('nan')):.1f} / {r['recall']['answer'][k]:.1f}" for k in depths]
             lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
-            rows.append({"system": r["name"], "kind": "retriever",
-                         **{f"gold@{k}": gold.get(k) for k in depths}, **{f"answer@{k}": r["recall"]["answer"][k] for k in depths}})
+            rows.append(
+                {
+                    "system": r["name"],
+                    "kind": "retriever",
+                    **{f"gold@{k}": gold.get(k) for k in depths},
+                    **{f"answer@{k}": r["recall"]["answer"][k] for k in depths},
+                }
+            )
         lines.append("")
         tested = [r for r in results["retrievers"] if r.get("gold_ci95")]
         if tested:
             depths_ = list(tested[0]["gold_ci95"])
-            lines += ["Gold recall with 95% bootstrap intervals; paired permutation test against the `compare_to` stage:", "",
-                      "| retriever | " + " | ".join(f"R@{k} [95% CI] | Δ vs baseline (p)" for k in depths_) + " |",
-                      "|---" * (2 * len(depths_) + 1) + "|"]
+            lines += [
+                "Gold recall with 95% bootstrap intervals; paired permutation test against the `compare_to` stage:",
+                "",
+                "| retriever | " + " | ".join(f"R@{k} [95% CI] | Δ vs baseline (p)" for k in depths_) + " |",
+                "|---" * (2 * len(depths_) + 1) + "|",
+            ]
             for r in tested:
                 cells = []
                 for k in depths_:
@@ -49,9 +62,14 @@ def write_results(output: Path, results: dict) -> None:
 
         headline = TASKS.get(results.get("task", "qa")).headline
         labels = " / ".join(label for _, label in headline)
-        lines += [f"## Readers ({labels} %, 95% bootstrap CI)", "",
-                  "| system | retriever | " + " | ".join(f"{label} | {label} 95% CI" for _, label in headline) +
-                  f" | paper {labels} | status |", "|---" * (2 * len(headline) + 4) + "|"]
+        lines += [
+            f"## Readers ({labels} %, 95% bootstrap CI)",
+            "",
+            "| system | retriever | "
+            + " | ".join(f"{label} | {label} 95% CI" for _, label in headline)
+            + f" | paper {labels} | status |",
+            "|---" * (2 * len(headline) + 4) + "|",
+        ]
         for r in results["readers"]:
             paper = r.get("paper") or {}
             paper_cell = " / ".join(str(paper.get(metric, "")) for metric, _ in headline) if paper else ""
@@ -60,12 +78,20 @@ def write_results(output: Path, results: dict) -> None:
                 lines.append(f"| {r['name']} | {r.get('retriever') or 'none'} | {cells} | {paper_cell} | ran |")
             else:
                 cells = " | ".join("– | " for _ in headline)
-                lines.append(f"| {r['name']} | {r.get('retriever') or 'none'} | {cells} | {paper_cell} | "
-                             f"{r['status']}: `{r['command']}` |")
+                lines.append(
+                    f"| {r['name']} | {r.get('retriever') or 'none'} | {cells} | {paper_cell} | "
+                    f"{r['status']}: `{r['command']}` |"
+                )
             row = {"system": r["name"], "kind": "reader", "retriever": r.get("retriever"), "status": r["status"]}
             for metric, _ in headline:
-                row.update({metric: r.get(metric), f"{metric}_low": (r.get(f"{metric}_ci95") or [None])[0],
-                            f"{metric}_high": (r.get(f"{metric}_ci95") or [None, None])[1], f"paper_{metric}": paper.get(metric)})
+                row.update(
+                    {
+                        metric: r.get(metric),
+                        f"{metric}_low": (r.get(f"{metric}_ci95") or [None])[0],
+                        f"{metric}_high": (r.get(f"{metric}_ci95") or [None, None])[1],
+                        f"paper_{metric}": paper.get(metric),
+                    }
+                )
             rows.append({**row, "command": r["command"]})
         lines += _breakdown_table(results, TASKS.get(results.get("task", "qa")))
     with atomic_write(output / "results.md") as handle:
@@ -94,11 +120,21 @@ def _breakdown_table(results: dict, task) -> list[str]:
     for r in ran:
         groups += [g for g in r[key] if g not in groups]
     label = dict(task.headline).get(metric, metric)
-    lines = ["", f"{label} by {key.removeprefix('by_').replace('_', ' ')} (paper in brackets where given):", "",
-             "| system | " + " | ".join(groups) + " | all |", "|---" * (len(groups) + 2) + "|"]
+    lines = [
+        "",
+        f"{label} by {key.removeprefix('by_').replace('_', ' ')} (paper in brackets where given):",
+        "",
+        "| system | " + " | ".join(groups) + " | all |",
+        "|---" * (len(groups) + 2) + "|",
+    ]
     for r in ran:
         paper = (r.get("paper") or {}).get(key, {})
-        cells = [f"{r[key][g][metric]:.2f}" + (f" ({paper[g]})" if g in paper else "") if g in r[key] else "–" for g in groups]
-        total = f"{r[metric]:.2f}" + (f" ({r['paper'][metric]})" if (r.get("paper") or {}).get(metric) is not None else "")
+        cells = [
+            f"{r[key][g][metric]:.2f}" + (f" ({paper[g]})" if g in paper else "") if g in r[key] else "–"
+            for g in groups
+        ]
+        total = f"{r[metric]:.2f}" + (
+            f" ({r['paper'][metric]})" if (r.get("paper") or {}).get(metric) is not None else ""
+        )
         lines.append(f"| {r['name']} | " + " | ".join(cells) + f" | {total} |")
     return lines + [""]

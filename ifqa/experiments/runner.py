@@ -78,8 +78,11 @@ def enabled(spec: dict) -> bool:
 
 def question_source(config: dict, spec: dict) -> QuestionSource:
     if "file" in spec:
-        return QuestionSource(file=str(Path(config["_root"]) / spec["file"]) if not Path(spec["file"]).is_absolute()
-                              and (Path(config["_root"]) / spec["file"]).exists() else spec["file"])
+        return QuestionSource(
+            file=str(Path(config["_root"]) / spec["file"])
+            if not Path(spec["file"]).is_absolute() and (Path(config["_root"]) / spec["file"]).exists()
+            else spec["file"]
+        )
     return QuestionSource(spec.get("setting"), spec.get("split"))
 
 
@@ -90,8 +93,14 @@ def run_experiment(path: str | Path | dict, force: bool = False, progress: bool 
     source = question_source(config, config["questions"])
     questions = source.load()
     context = ExperimentContext(config, output_dir(config), source, questions, force, progress)
-    context.results = {"name": config["name"], "questions": source.name, "n": len(questions), "task": questions.task,
-                       "retrievers": [], "readers": []}
+    context.results = {
+        "name": config["name"],
+        "questions": source.name,
+        "n": len(questions),
+        "task": questions.task,
+        "retrievers": [],
+        "readers": [],
+    }
     for spec in config["_stages"]:
         if not enabled(spec):
             log.info("%s: skipped (enabled: %s)", spec["name"], spec.get("enabled"))

@@ -31,11 +31,15 @@ def typed(spec: dict, key: str, kind: type | tuple, path: Path, minimum: int | N
     if wrong:
         wanted = " or ".join(k.__name__ for k in kinds).replace("str", "a string").replace("int", "a whole number")
         floor = f" of at least {minimum}" if minimum is not None else ""
-        raise IfqaError(f"{spec['stage']} stage {spec['name']!r}: '{key}' must be {wanted}{floor}, got {value!r}"[:240], path)
+        raise IfqaError(
+            f"{spec['stage']} stage {spec['name']!r}: '{key}' must be {wanted}{floor}, got {value!r}"[:240], path
+        )
     return value
 
 
-def earlier(spec: dict, key: str, names: dict[str, str], kinds: tuple[str, ...], path: Path, stage_only: bool = True) -> None:
+def earlier(
+    spec: dict, key: str, names: dict[str, str], kinds: tuple[str, ...], path: Path, stage_only: bool = True
+) -> None:
     """``spec[key]`` names an earlier stage of one of ``kinds`` (with ``stage_only`` False it may be
     a folder, spec or hub id instead, but a stage it names must still be of the right kind)."""
     value = spec.get(key)
@@ -47,7 +51,9 @@ def earlier(spec: dict, key: str, names: dict[str, str], kinds: tuple[str, ...],
         return
     what = f"an earlier {' or '.join(kinds)} stage"
     found = f" ({'an' if names[value][0] in 'aeiou' else 'a'} {names[value]} stage)" if value in names else ""
-    raise IfqaError(f"{spec['stage']} stage {spec['name']!r}: '{key}' must name {what}, got {value!r}{found}"[:240], path)
+    raise IfqaError(
+        f"{spec['stage']} stage {spec['name']!r}: '{key}' must name {what}, got {value!r}{found}"[:240], path
+    )
 
 
 class Stage:
@@ -58,19 +64,38 @@ class Stage:
         """``names``: the earlier stages' names and types (a stage may only use what ran before it)."""
         unknown = set(spec) - cls.KEYS
         if unknown:
-            raise IfqaError(f"{spec['stage']} stage {spec['name']!r}: unknown key(s) {', '.join(sorted(unknown))}", path)
+            raise IfqaError(
+                f"{spec['stage']} stage {spec['name']!r}: unknown key(s) {', '.join(sorted(unknown))}", path
+            )
         switch = spec.get("enabled", True)  # a bool, or a word from the environment: enabled: "${IFQA_DENSE:-yes}"
-        if not isinstance(switch, bool) and (isinstance(switch, (list, dict)) or str(switch).strip().lower() not in SWITCH_WORDS):
-            raise IfqaError(f"{spec['stage']} stage {spec['name']!r}: 'enabled' must be true or false (or yes, no, on, "
-                            f"off, 1, 0), got {switch!r}"[:240], path)
+        if not isinstance(switch, bool) and (
+            isinstance(switch, (list, dict)) or str(switch).strip().lower() not in SWITCH_WORDS
+        ):
+            raise IfqaError(
+                f"{spec['stage']} stage {spec['name']!r}: 'enabled' must be true or false (or yes, no, on, "
+                f"off, 1, 0), got {switch!r}"[:240],
+                path,
+            )
 
     def run(self, context, spec: dict) -> None:
         raise NotImplementedError
 
 
 class RetrieveStage(Stage):
-    KEYS = Stage.KEYS | {"indexes", "fusion", "weights", "query_mode", "k", "rerank", "rerank_depth", "query_encoder",
-                         "rewrite_model", "rewrite_base_url", "rewrite_backend", "compare_to"}
+    KEYS = Stage.KEYS | {
+        "indexes",
+        "fusion",
+        "weights",
+        "query_mode",
+        "k",
+        "rerank",
+        "rerank_depth",
+        "query_encoder",
+        "rewrite_model",
+        "rewrite_base_url",
+        "rewrite_backend",
+        "compare_to",
+    }
 
     @classmethod
     def check(cls, spec: dict, names: dict[str, str], path: Path) -> None:
@@ -101,16 +126,22 @@ class RetrieveStage(Stage):
         config = self.config(context, spec)
         target = context.output / "runs" / f"{spec['name']}-k{config.k}.jsonl"
         manifests = [index_manifest(i) for i in config.indexes]  # enough to tell whether the run is stale
-        params = {"indexes": [m.get("corpus", {}).get("sha256") for m in manifests],
-                  "index_params": [m.get("params") for m in manifests], "k": config.k, "fusion": config.fusion,
-                  "weights": config.weights, "questions": context.questions_key}
+        params = {
+            "indexes": [m.get("corpus", {}).get("sha256") for m in manifests],
+            "index_params": [m.get("params") for m in manifests],
+            "k": config.k,
+            "fusion": config.fusion,
+            "weights": config.weights,
+            "questions": context.questions_key,
+        }
         if config.query_mode != "question":
             params["query_mode"] = config.query_mode
         for name in ("rerank", "query_encoder"):
             if getattr(config, name):
                 params[name] = _model_identity(getattr(config, name))
                 params[name + "_depth" if name == "rerank" else name + "_path"] = (
-                    config.rerank_depth if name == "rerank" else getattr(config, name))
+                    config.rerank_depth if name == "rerank" else getattr(config, name)
+                )
         if config.rewrite_model:
             params["rewrite"] = [config.rewrite_backend, config.rewrite_model]
         key = stage_key(params, [])
@@ -123,7 +154,12 @@ class RetrieveStage(Stage):
         context.runs[spec["name"]] = target
         records = read_run(target)
         report = summarize_run(records, context.questions.examples)
-        row = {"name": spec["name"], "indexes": spec["indexes"], **report, **gold_uncertainty(context, spec, records, config.k)}
+        row = {
+            "name": spec["name"],
+            "indexes": spec["indexes"],
+            **report,
+            **gold_uncertainty(context, spec, records, config.k),
+        }
         context.results["retrievers"].append(row)
         if config.rerank and context.questions.name.endswith(":dev"):
             from ifqa.cards import add_dev_scores
@@ -136,12 +172,19 @@ def retrieval_config(spec: dict, resolve, k: int):
     experiment's default)."""
     from ifqa.retrieval.pipeline import RetrievalConfig
 
-    return RetrievalConfig(indexes=[resolve(i) for i in spec["indexes"]], k=spec.get("k", k),
-                           query_mode=spec.get("query_mode", "question"), fusion=spec.get("fusion", "rrf"),
-                           weights=spec.get("weights"), rerank=resolve(spec.get("rerank")),
-                           rerank_depth=spec.get("rerank_depth", 100), query_encoder=resolve(spec.get("query_encoder")),
-                           rewrite_model=spec.get("rewrite_model"), rewrite_base_url=spec.get("rewrite_base_url"),
-                           rewrite_backend=spec.get("rewrite_backend", "openai"))
+    return RetrievalConfig(
+        indexes=[resolve(i) for i in spec["indexes"]],
+        k=spec.get("k", k),
+        query_mode=spec.get("query_mode", "question"),
+        fusion=spec.get("fusion", "rrf"),
+        weights=spec.get("weights"),
+        rerank=resolve(spec.get("rerank")),
+        rerank_depth=spec.get("rerank_depth", 100),
+        query_encoder=resolve(spec.get("query_encoder")),
+        rewrite_model=spec.get("rewrite_model"),
+        rewrite_base_url=spec.get("rewrite_base_url"),
+        rewrite_backend=spec.get("rewrite_backend", "openai"),
+    )
 
 
 #: Depths at which experiments report gold-recall intervals and the paired test.
@@ -161,8 +204,10 @@ def gold_uncertainty(context, spec: dict, records: list, k: int) -> dict:
     baseline = spec.get("compare_to")
     if baseline:
         if baseline not in context.gold_hits:
-            raise IfqaError(f"retrieve stage {spec['name']!r}: compare_to {baseline!r} is not an earlier retrieve stage",
-                            context.config["_path"])
+            raise IfqaError(
+                f"retrieve stage {spec['name']!r}: compare_to {baseline!r} is not an earlier retrieve stage",
+                context.config["_path"],
+            )
         other = context.gold_hits[baseline]
         out["vs"] = {"name": baseline, **{str(d): paired_test(hits[d], other[d]) for d in depths if d in other}}
     return out
@@ -177,9 +222,15 @@ def _model_identity(model: str) -> str:
 
 
 def _reader_row(context, spec: dict, report: dict, status: str, command: str) -> dict:
-    row: dict[str, Any] = {"name": spec["name"], "reader": spec.get("reader", "llm"), "mode": spec.get("mode"),
-                           "retriever": spec.get("retriever"), "paper": spec.get("paper"), "command": command,
-                           "status": status}
+    row: dict[str, Any] = {
+        "name": spec["name"],
+        "reader": spec.get("reader", "llm"),
+        "mode": spec.get("mode"),
+        "retriever": spec.get("retriever"),
+        "paper": spec.get("paper"),
+        "command": command,
+        "status": status,
+    }
     if report:
         from ifqa.eval.tasks import task_for
 
@@ -238,7 +289,9 @@ class ReadStage(Stage):
         command = reader_command(name, shown, source, os.path.relpath(run) if run else None)
         target = context.output / "predictions" / f"{spec['name']}.jsonl"
         if needs and not getattr(config, needs):
-            context.results["readers"].append(_reader_row(context, spec, {}, f"skipped: no {needs} configured", command))
+            context.results["readers"].append(
+                _reader_row(context, spec, {}, f"skipped: no {needs} configured", command)
+            )
             return
         params = {"reader": name, **dataclasses.asdict(config), "retriever": spec.get("retriever")}
         key = stage_key({**params, "questions": context.questions_key}, [run] if run else [])
@@ -275,4 +328,6 @@ class EvaluateStage(Stage):
             context.results["retrievers"].append({"name": spec["name"], "indexes": [str(path)], **report})
             return
         report = score_predictions_file(context, path)
-        context.results["readers"].append(_reader_row(context, spec, report, "ran", f"ifqa evaluate --predictions {path}"))
+        context.results["readers"].append(
+            _reader_row(context, spec, report, "ran", f"ifqa evaluate --predictions {path}")
+        )

@@ -5,9 +5,17 @@ OpenAI-compatible and local transformers backends (``backends``), a persistent r
 from __future__ import annotations
 
 
-def make_backend(backend: str, model: str, base_url: str | None = None, api_key: str | None = None,
-                 completions: bool = False, device: str | None = None, batch_size: int = 8,
-                 timeout: float = 60.0, retries: int = 6):
+def make_backend(
+    backend: str,
+    model: str,
+    base_url: str | None = None,
+    api_key: str | None = None,
+    completions: bool = False,
+    device: str | None = None,
+    batch_size: int = 8,
+    timeout: float = 60.0,
+    retries: int = 6,
+):
     """A backend by name: ``openai`` (any OpenAI-compatible endpoint), ``hf`` (local transformers) or
     ``vllm`` (vLLM's offline engine on the local GPUs)."""
     from ifqa.errors import IfqaError

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import logging
 import random
-import time
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 from ifqa.errors import IfqaError
 from ifqa.redact import redact, redact_url  # noqa: F401 (redact_url: imported from here elsewhere)
@@ -36,8 +35,13 @@ class GenerationParams:
     seed: int = 0
 
     def as_dict(self) -> dict:
-        return {"max_tokens": self.max_tokens, "temperature": self.temperature, "top_p": self.top_p,
-                "stop": list(self.stop), "seed": self.seed}
+        return {
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "stop": list(self.stop),
+            "seed": self.seed,
+        }
 
 
 class TransientError(Exception):
@@ -47,13 +51,23 @@ class TransientError(Exception):
 class OpenAIBackend:
     """Chat or completions on any OpenAI-compatible server (OpenAI, vLLM, llama.cpp, Ollama)."""
 
-    def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, chat: bool = True,
-                 timeout: float = 60.0, retries: int = 6, backoff: float = 1.0):
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        chat: bool = True,
+        timeout: float = 60.0,
+        retries: int = 6,
+        backoff: float = 1.0,
+    ):
         import os
+        import threading
 
         import openai
 
         self.model, self.chat, self.retries, self.backoff = model, chat, retries, backoff
+        self.stopping = threading.Event()  # set by the caller's concurrency on its way out (generation.concurrently)
         key = api_key or os.environ.get("OPENAI_API_KEY") or ("EMPTY" if base_url else None)
         if key is None:
             raise IfqaError("no API key: pass --api-key or set OPENAI_API_KEY (or --base-url for a local server)")
@@ -66,8 +80,15 @@ class OpenAIBackend:
         add_secret(key if key != "EMPTY" else None)
         add_url_secrets(self._url)  # an experiment's or a library caller's URL, not only the command line's
         parts = urlsplit(self._url)  # a query (?api-version=..., ?api-key=...) goes on every request, not into the path
-        self._client = openai.OpenAI(base_url=urlunsplit(parts._replace(query="")), api_key=key, timeout=timeout,
-                                     max_retries=0, default_query=dict(parse_qsl(parts.query)) or None)
+        if parts.scheme not in ("http", "https") or not parts.netloc:  # "URL", "localhost:8000/v1": no request can go
+            raise IfqaError(f"--base-url {self.base_url!r} is not a URL; give one like http://localhost:8000/v1")
+        self._client = openai.OpenAI(
+            base_url=urlunsplit(parts._replace(query="")),
+            api_key=key,
+            timeout=timeout,
+            max_retries=0,
+            default_query=dict(parse_qsl(parts.query)) or None,
+        )
         self._openai = openai
 
     def describe(self) -> dict:
@@ -85,20 +106,28 @@ class OpenAIBackend:
             except TransientError as exc:
                 if attempt == self.retries:
                     raise IfqaError(f"{self.base_url}: giving up after {attempt + 1} attempts ({exc})") from None
-                delay = self.backoff * (2 ** attempt) * (0.5 + random.random() / 2)
+                delay = self.backoff * (2**attempt) * (0.5 + random.random() / 2)
                 log.warning("request failed (%s); retrying in %.1f s", exc, delay)
-                time.sleep(delay)
+                if self.stopping.wait(delay):  # the job is stopping (Ctrl-C, SIGTERM): no more attempts
+                    raise IfqaError(f"{self.base_url}: stopped while retrying") from None
         raise AssertionError("unreachable")
 
     def _request(self, prompt: str, params: GenerationParams) -> Completion:
         openai = self._openai
-        common = {"model": self.model, "max_tokens": params.max_tokens, "temperature": params.temperature,
-                  "top_p": params.top_p, "seed": params.seed}
+        common = {
+            "model": self.model,
+            "max_tokens": params.max_tokens,
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+            "seed": params.seed,
+        }
         if params.stop:
             common["stop"] = list(params.stop)
         try:
             if self.chat:
-                response = self._client.chat.completions.create(messages=[{"role": "user", "content": prompt}], **common)
+                response = self._client.chat.completions.create(
+                    messages=[{"role": "user", "content": prompt}], **common
+                )
                 text = response.choices[0].message.content
             else:
                 response = self._client.completions.create(prompt=prompt, **common)
@@ -146,28 +175,39 @@ def _safe_message(exc: Exception) -> str:
 
 def chat_text(tokenizer, prompt: str) -> str:
     """The prompt as one user turn in the model's chat template, ready for the assistant's reply."""
-    return tokenizer.apply_chat_template([{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True)
+    return tokenizer.apply_chat_template(
+        [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
+    )
 
 
 class HFBackend:
     """A local causal LM through transformers: batched generation, chat template when the model has one."""
 
-    def __init__(self, model: str, device: str | None = None, batch_size: int = 8, chat: bool | None = None,
-                 dtype: str | None = None):
+    def __init__(
+        self,
+        model: str,
+        device: str | None = None,
+        batch_size: int = 8,
+        chat: bool | None = None,
+        dtype: str | None = None,
+    ):
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
         from ifqa.devices import pick_device
-
         from ifqa.models import check_model_location, loading
 
         self.device = pick_device(device)
         check_model_location(model)
         with loading(model, "model"):
             self.tokenizer = AutoTokenizer.from_pretrained(model)
-            torch_dtype = getattr(torch, dtype) if dtype else (torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
+            torch_dtype = (
+                getattr(torch, dtype)
+                if dtype
+                else (torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
+            )
             self.model = AutoModelForCausalLM.from_pretrained(model, dtype=torch_dtype).to(self.device).eval()
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
@@ -193,14 +233,19 @@ class HFBackend:
         out: list[Completion] = []
         for start in range(0, len(prompts), self.batch_size):
             batch = [self._format(p) for p in prompts[start : start + self.batch_size]]
-            encoded = self.tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=not self.chat).to(self.device)
+            encoded = self.tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=not self.chat).to(
+                self.device
+            )
             sampling = params.temperature > 0
             if sampling:
                 torch.manual_seed(params.seed)
             with torch.inference_mode():
                 generated = self.model.generate(
-                    **encoded, max_new_tokens=params.max_tokens, do_sample=sampling,
-                    temperature=params.temperature if sampling else None, top_p=params.top_p if sampling else None,
+                    **encoded,
+                    max_new_tokens=params.max_tokens,
+                    do_sample=sampling,
+                    temperature=params.temperature if sampling else None,
+                    top_p=params.top_p if sampling else None,
                     pad_token_id=self.tokenizer.pad_token_id,
                 )
             width = encoded["input_ids"].shape[1]

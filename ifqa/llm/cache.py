@@ -41,8 +41,11 @@ class ResponseCache:
             raise IfqaError(f"not a response cache (an SQLite file): {exc}", self.path) from None
         if not {"key", "value"} <= columns:  # another program's database that happens to have the table name
             self._db.close()
-            raise IfqaError(f"not a response cache (its 'responses' table has columns {', '.join(sorted(columns))}, not "
-                            "key and value); name another --cache file", self.path)
+            raise IfqaError(
+                f"not a response cache (its 'responses' table has columns {', '.join(sorted(columns))}, not "
+                "key and value); name another --cache file",
+                self.path,
+            )
 
     def get(self, cache_key: str) -> dict | None:
         with self._lock:
@@ -51,8 +54,10 @@ class ResponseCache:
 
     def put(self, cache_key: str, value: dict) -> None:
         with self._lock:
-            self._db.execute("INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
-                             (cache_key, json.dumps(value, ensure_ascii=False)))
+            self._db.execute(
+                "INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
+                (cache_key, json.dumps(value, ensure_ascii=False)),
+            )
 
     def close(self) -> None:
         with self._lock:

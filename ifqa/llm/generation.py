@@ -6,11 +6,11 @@ Each completion is stored the moment it arrives, so an interrupted job loses not
 
 from __future__ import annotations
 
-import concurrent.futures
 import math
+import queue
 import threading
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Sequence
 
 from ifqa.llm.backends import Completion, GenerationParams
 from ifqa.llm.cache import ResponseCache, key
@@ -36,8 +36,56 @@ class Counters:
                 self.retries += completion.retries
 
     def public(self) -> dict:
-        return {"requests": self.requests, "cache_hits": self.cache_hits, "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens, "retries": self.retries}
+        return {
+            "requests": self.requests,
+            "cache_hits": self.cache_hits,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "retries": self.retries,
+        }
+
+
+def concurrently(function, items: Sequence, workers: int, stopping: threading.Event | None = None):
+    """``(item, function(item))`` as each call finishes, ``workers`` at a time on daemon threads.
+
+    Ctrl-C or SIGTERM stops it at once: the calls still waiting never start, ``stopping`` (set on
+    the way out) ends a call's retry backoff, and a request still in flight is abandoned with its
+    thread instead of being waited for (a thread pool joins its threads at exit: up to a request's
+    timeout, minutes with retries)."""
+    pending: queue.SimpleQueue = queue.SimpleQueue()
+    for item in items:
+        pending.put(item)
+    done: queue.SimpleQueue = queue.SimpleQueue()
+    stop = stopping or threading.Event()
+
+    def work() -> None:
+        while not stop.is_set():
+            try:
+                item = pending.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                done.put((item, function(item), None))
+            except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread, which raises it
+                done.put((item, None, exc))
+
+    stop.clear()
+    for _ in range(max(1, min(workers, len(items)))):
+        threading.Thread(target=work, daemon=True, name="ifqa-request").start()
+    try:
+        for _ in range(len(items)):
+            while True:
+                try:
+                    item, value, error = done.get(timeout=0.2)  # a short wait: signals are handled between waits
+                    break
+                except queue.Empty:
+                    continue
+            if error is not None:
+                raise error
+            yield item, value
+    except BaseException:  # an error, Ctrl-C or SIGTERM, or the caller gave up: the other calls stop too
+        stop.set()
+        raise
 
 
 def estimate_tokens(text: str) -> int:
@@ -70,10 +118,14 @@ class CachedGenerator:
             self.counters.add(False, completion)
 
         if description["backend"] == "openai":
-            with concurrent.futures.ThreadPoolExecutor(max(1, self.concurrency)) as pool:
-                futures = {pool.submit(self.backend.complete, [prompts_[i]], params[i]): i for i in todo}
-                for future in concurrent.futures.as_completed(futures):
-                    finish(futures[future], future.result()[0])
+            calls = concurrently(
+                lambda i: self.backend.complete([prompts_[i]], params[i])[0],
+                todo,
+                self.concurrency,
+                getattr(self.backend, "stopping", None),
+            )
+            for i, completion in calls:
+                finish(i, completion)
         else:
             groups: dict[GenerationParams, list[int]] = {}
             for i in todo:

@@ -9,15 +9,22 @@ CUDA): ``pip install 'ifqa[vllm]'``.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ifqa.errors import IfqaError
 from ifqa.llm.backends import Completion, GenerationParams, chat_text
 
 
 class VLLMBackend:
-    def __init__(self, model: str, tensor_parallel: int | None = None, chat: bool | None = None,
-                 dtype: str = "auto", max_model_len: int | None = None, seed: int = 0):
+    def __init__(
+        self,
+        model: str,
+        tensor_parallel: int | None = None,
+        chat: bool | None = None,
+        dtype: str = "auto",
+        max_model_len: int | None = None,
+        seed: int = 0,
+    ):
         import torch
         from vllm import LLM
 
@@ -25,8 +32,14 @@ class VLLMBackend:
             raise IfqaError("--backend vllm needs a CUDA GPU; use --backend hf on CPU")
         gpus = tensor_parallel or torch.cuda.device_count()
         try:
-            self.engine = LLM(model=model, tensor_parallel_size=gpus, dtype=dtype, seed=seed,
-                              max_model_len=max_model_len, disable_log_stats=True)
+            self.engine = LLM(
+                model=model,
+                tensor_parallel_size=gpus,
+                dtype=dtype,
+                seed=seed,
+                max_model_len=max_model_len,
+                disable_log_stats=True,
+            )
         except (OSError, ValueError) as exc:
             raise IfqaError(f"vLLM cannot load model {model!r} ({str(exc).splitlines()[0]})") from None
         self.tokenizer = self.engine.get_tokenizer()
@@ -45,17 +58,26 @@ class VLLMBackend:
     def complete(self, prompts: Sequence[str], params: GenerationParams) -> list[Completion]:
         from vllm import SamplingParams
 
-        sampling = SamplingParams(max_tokens=params.max_tokens, temperature=params.temperature,
-                                  top_p=params.top_p if params.temperature > 0 else 1.0,
-                                  stop=list(params.stop) or None, seed=params.seed)
+        sampling = SamplingParams(
+            max_tokens=params.max_tokens,
+            temperature=params.temperature,
+            top_p=params.top_p if params.temperature > 0 else 1.0,
+            stop=list(params.stop) or None,
+            seed=params.seed,
+        )
         if self.chat:  # the chat template already wrote BOS and friends: tokenize without adding them again
             from vllm.inputs import TokensPrompt
 
-            inputs = [TokensPrompt(prompt_token_ids=self.tokenizer(chat_text(self.tokenizer, p),
-                                                                   add_special_tokens=False)["input_ids"])
-                      for p in prompts]
+            inputs = [
+                TokensPrompt(
+                    prompt_token_ids=self.tokenizer(chat_text(self.tokenizer, p), add_special_tokens=False)["input_ids"]
+                )
+                for p in prompts
+            ]
         else:
             inputs = list(prompts)
         outputs = self.engine.generate(inputs, sampling, use_tqdm=False)
-        return [Completion(out.outputs[0].text, len(out.prompt_token_ids or []), len(out.outputs[0].token_ids))
-                for out in outputs]
+        return [
+            Completion(out.outputs[0].text, len(out.prompt_token_ids or []), len(out.outputs[0].token_ids))
+            for out in outputs
+        ]

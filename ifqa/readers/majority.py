@@ -14,7 +14,12 @@ from ifqa.errors import IfqaError
 
 @dataclass(frozen=True)
 class MajorityConfig:
-    train: str | None = field(default=None, metadata={"help": "Question file whose most frequent answer is predicted (default: the setting's train split)."})
+    train: str | None = field(
+        default=None,
+        metadata={
+            "help": "Question file whose most frequent answer is predicted (default: the setting's train split)."
+        },
+    )
 
     def output_name(self, label: str) -> str:
         return f"{label}-majority.jsonl"
@@ -38,6 +43,7 @@ class MajorityReaderEntry:
 
     def read(self, config: MajorityConfig, job) -> dict:
         from ifqa.artifacts import write_manifest, write_predictions
+
         pool = job.source.training_source(config.train)
         if pool is None:
             raise IfqaError("with --questions FILE, name the training questions: --train FILE or --setting NAME")

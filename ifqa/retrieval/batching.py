@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -77,9 +78,11 @@ def in_flight(batch_bytes: int, workers: int, free: int | None) -> tuple[int, in
     if free is None or batch_bytes <= 0:
         return workers, PREFETCH
     if batch_bytes > free:
-        raise IfqaError(f"a batch of {batch_bytes / 2**20:.1f} MB does not fit the {free / 2**20:.1f} MB free in "
-                        f"{SHARED_MEMORY}, where tokenizing workers hand batches over; lower --batch-size, or give "
-                        "the container more shared memory (docker run --shm-size 2g)")
+        raise IfqaError(
+            f"a batch of {batch_bytes / 2**20:.1f} MB does not fit the {free / 2**20:.1f} MB free in "
+            f"{SHARED_MEMORY}, where tokenizing workers hand batches over; lower --batch-size, or give "
+            "the container more shared memory (docker run --shm-size 2g)"
+        )
     slots = max(1, free // (2 * batch_bytes))
     workers = min(workers, slots)
     return workers, max(1, min(PREFETCH, slots // workers))
@@ -103,9 +106,17 @@ def feed(work: Sequence, prepare: Callable[[Any], Any], device: str, workers: in
     previous = os.environ.get("TOKENIZERS_PARALLELISM")
     os.environ["TOKENIZERS_PARALLELISM"] = "false"
     try:
-        batches = iter(DataLoader(_Prepared(work, prepare), batch_size=None, num_workers=workers,
-                                  pin_memory=device.startswith("cuda"), prefetch_factor=prefetch, multiprocessing_context="fork",
-                                  worker_init_fn=_leave_signals_to_parent))
+        batches = iter(
+            DataLoader(
+                _Prepared(work, prepare),
+                batch_size=None,
+                num_workers=workers,
+                pin_memory=device.startswith("cuda"),
+                prefetch_factor=prefetch,
+                multiprocessing_context="fork",
+                worker_init_fn=_leave_signals_to_parent,
+            )
+        )
     finally:
         if previous is None:
             os.environ.pop("TOKENIZERS_PARALLELISM", None)
@@ -125,18 +136,32 @@ def _leave_signals_to_parent(_worker: int) -> None:
 
 
 def to_device(features: dict, device: str) -> dict:
-    return {key: value.to(device, non_blocking=True) if hasattr(value, "to") else value for key, value in features.items()}
+    return {
+        key: value.to(device, non_blocking=True) if hasattr(value, "to") else value for key, value in features.items()
+    }
 
 
-def run_planned(items: Sequence, lengths: Sequence[int], batch_size: int, prepare: Callable[[list], dict],
-                model: Callable[[dict], Any], device: str) -> "Any":
+def run_planned(
+    items: Sequence,
+    lengths: Sequence[int],
+    batch_size: int,
+    prepare: Callable[[list], dict],
+    model: Callable[[dict], Any],
+    device: str,
+) -> Any:
     """``model(prepare(batch))`` over length-planned batches of ``items``, rows back in the items' order
     (one tensor on ``device``, or None for no items)."""
     return next(run_planned_groups([items], [lengths], batch_size, prepare, model, device))
 
 
-def run_planned_groups(groups: Sequence[Sequence], lengths: Sequence[Sequence[int]], batch_size: int,
-                       prepare: Callable[[list], dict], model: Callable[[dict], Any], device: str) -> Iterator:
+def run_planned_groups(
+    groups: Sequence[Sequence],
+    lengths: Sequence[Sequence[int]],
+    batch_size: int,
+    prepare: Callable[[list], dict],
+    model: Callable[[dict], Any],
+    device: str,
+) -> Iterator:
     """``run_planned`` for each group in turn, yielded as each group finishes, with one feed for all of
     them: worker processes start once and tokenize ahead across group boundaries."""
     import torch
@@ -166,7 +191,7 @@ class out_of_memory_hint:
     def __init__(self, what: str, option: str = "--batch-size", kept: str = ""):
         self.what, self.option, self.kept = what, option, kept
 
-    def __enter__(self) -> "out_of_memory_hint":
+    def __enter__(self) -> out_of_memory_hint:
         return self
 
     def __exit__(self, kind, exc, tb) -> bool:

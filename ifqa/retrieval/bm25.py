@@ -15,8 +15,8 @@ import array
 import logging
 import re
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -27,8 +27,15 @@ from ifqa.retrieval.store import PassageStore, UniqueIds, iter_corpus
 
 log = logging.getLogger(__name__)
 
-DEFAULT_PARAMS = {"k1": BM25_K1, "b": BM25_B, "method": "lucene", "stemmer": "porter", "stopwords": "en",
-                  "token_pattern": r"(?u)\d+(?:[.,]\d+)+|\w+(?:['\u2019.]\w+)*", "possessives": True}
+DEFAULT_PARAMS = {
+    "k1": BM25_K1,
+    "b": BM25_B,
+    "method": "lucene",
+    "stemmer": "porter",
+    "stopwords": "en",
+    "token_pattern": r"(?u)\d+(?:[.,]\d+)+|\w+(?:['\u2019.]\w+)*",
+    "possessives": True,
+}
 _POSSESSIVE = re.compile(r"(\w)['\u2019]s\b")
 
 
@@ -46,6 +53,7 @@ def analyzer(params: dict = DEFAULT_PARAMS):
 
     token = re.compile(params["token_pattern"])
     if params.get("possessives"):
+
         def splitter(text: str) -> list[str]:
             return token.findall(_POSSESSIVE.sub(r"\1", text))
     else:
@@ -59,8 +67,15 @@ def document_text(passage: dict) -> str:
     return f"{passage['title']}\n{passage['text']}" if passage["title"] else passage["text"]
 
 
-def build(corpus: str | Path, index_dir: str | Path, k1: float = BM25_K1, b: float = BM25_B, force: bool = False,
-          progress: bool = True, chunk_docs: int = DEFAULT_CHUNK_DOCS) -> dict:
+def build(
+    corpus: str | Path,
+    index_dir: str | Path,
+    k1: float = BM25_K1,
+    b: float = BM25_B,
+    force: bool = False,
+    progress: bool = True,
+    chunk_docs: int = DEFAULT_CHUNK_DOCS,
+) -> dict:
     """Index a passage file into bm25s's format, ``chunk_docs`` passages in memory at a time
     (``bm25_build``: the same files bm25s's own indexer writes); returns the manifest."""
     from tqdm import tqdm
@@ -114,8 +129,11 @@ class MemoryBM25:
     def top(self, query: str, k: int) -> list[int]:
         """Positions of the ``k`` best-scoring texts, best first (ties and zero scores in bm25s's order;
         none when no query word is known)."""
-        words = [w for w in self.tokenizer.tokenize([query], update_vocab=False, return_as="string",
-                                                    show_progress=False)[0] if w]
+        words = [
+            w
+            for w in self.tokenizer.tokenize([query], update_vocab=False, return_as="string", show_progress=False)[0]
+            if w
+        ]
         if not words or not self.size or k < 1:
             return []
         documents, _ = self.model.retrieve([words], k=min(k, self.size), show_progress=False)
@@ -129,14 +147,17 @@ class BM25Retriever:
         self.model, self.tokenizer, self.manifest, self.passages, self.name = model, tokenizer, manifest, passages, name
 
     @classmethod
-    def load(cls, index_dir: str | Path, manifest: dict, corpus: str | Path | None = None,
-             device: str | None = None) -> "BM25Retriever":
+    def load(
+        cls, index_dir: str | Path, manifest: dict, corpus: str | Path | None = None, device: str | None = None
+    ) -> BM25Retriever:
         import bm25s
 
         model = bm25s.BM25.load(str(index_dir), mmap=True, show_progress=False, verbosity=0)
         tokenizer = analyzer(manifest["params"])
         tokenizer.load_vocab(str(index_dir))
-        return cls(model, tokenizer, manifest, passage_store(Path(index_dir), manifest, corpus), f"bm25:{Path(index_dir).name}")
+        return cls(
+            model, tokenizer, manifest, passage_store(Path(index_dir), manifest, corpus), f"bm25:{Path(index_dir).name}"
+        )
 
     def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Hits]:
         k = min(k, len(self.passages))
@@ -145,8 +166,9 @@ class BM25Retriever:
         results: list[Hits] = [[] for _ in queries]
         answerable = [i for i, words in enumerate(tokens) if words]  # all-stopword queries match nothing
         if answerable:
-            documents, scores = self.model.retrieve([tokens[i] for i in answerable], k=k, n_threads=threads,
-                                                    show_progress=False)
+            documents, scores = self.model.retrieve(
+                [tokens[i] for i in answerable], k=k, n_threads=threads, show_progress=False
+            )
             for row, i in enumerate(answerable):
                 results[i] = [(int(d), float(s)) for d, s in zip(documents[row], scores[row]) if s > 0]
         return results

@@ -23,8 +23,8 @@ import json
 import math
 import mmap
 import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable
 
 import numpy as np
 
@@ -52,8 +52,10 @@ def plan_chunks(passages: int, budget: int, source: str, chunk_docs: int = DEFAU
         chunk_docs = max(MIN_CHUNK_DOCS, chunk_docs // 2)
     needed = estimate_peak(passages, chunk_docs)
     if needed > budget:
-        raise IfqaError(f"indexing about {passages:,} passages with BM25 needs about {size_text(needed)} "
-                        f"(even {chunk_docs:,} passages at a time), over {source}; split the collection or raise the limit")
+        raise IfqaError(
+            f"indexing about {passages:,} passages with BM25 needs about {size_text(needed)} "
+            f"(even {chunk_docs:,} passages at a time), over {source}; split the collection or raise the limit"
+        )
     return chunk_docs
 
 
@@ -109,8 +111,16 @@ def _drop_pages(array: np.memmap) -> None:
         handle.madvise(mmap.MADV_DONTNEED)
 
 
-def build_scores(documents: Iterable[str], tokenizer, folder: Path, k1: float, b: float, method: str = "lucene",
-                 chunk_docs: int = DEFAULT_CHUNK_DOCS, on_chunk: Callable[[int], None] = lambda n: None) -> int:
+def build_scores(
+    documents: Iterable[str],
+    tokenizer,
+    folder: Path,
+    k1: float,
+    b: float,
+    method: str = "lucene",
+    chunk_docs: int = DEFAULT_CHUNK_DOCS,
+    on_chunk: Callable[[int], None] = lambda n: None,
+) -> int:
     """Index ``documents`` (texts, in collection order) into ``folder`` in bm25s's file format;
     returns the number of documents. ``on_chunk(n)`` is called after each chunk of n documents."""
     import bm25s
@@ -170,8 +180,17 @@ def build_scores(documents: Iterable[str], tokenizer, folder: Path, k1: float, b
         vocab[""] = max(vocab.values(), default=-1) + 1
     (folder / "vocab.index.json").write_text(json_functions.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     model = bm25s.BM25(k1=k1, b=b, method=method)
-    params = {"k1": model.k1, "b": model.b, "delta": model.delta, "method": model.method, "idf_method": model.idf_method,
-              "dtype": model.dtype, "int_dtype": model.int_dtype, "num_docs": n_docs, "version": bm25s.__version__,
-              "backend": model.backend}
+    params = {
+        "k1": model.k1,
+        "b": model.b,
+        "delta": model.delta,
+        "method": model.method,
+        "idf_method": model.idf_method,
+        "dtype": model.dtype,
+        "int_dtype": model.int_dtype,
+        "num_docs": n_docs,
+        "version": bm25s.__version__,
+        "backend": model.backend,
+    }
     (folder / "params.index.json").write_text(json.dumps(params, indent=4))
     return n_docs

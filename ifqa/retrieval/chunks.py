@@ -4,8 +4,8 @@ of resuming of ``ifqa index dense`` (``dense``), whether one process, a ``--shar
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import numpy as np
 
@@ -20,7 +20,6 @@ def chunk_path(folder: Path, j: int) -> Path:
     return folder / "embeddings" / f"chunk-{j:07d}.npy"
 
 
-
 class ChunkEncoder:
     """Encodes chunks of a collection into ``embeddings/chunk-j.npy`` (each written whole or not at all).
 
@@ -30,9 +29,21 @@ class ChunkEncoder:
     runs ahead across chunk boundaries (``encode_many``).
     """
 
-    def __init__(self, corpus: str | Path, folder: str | Path, encoder_name: str, query_encoder: str | None,
-                 device: str | None, max_length: int | None, titles: bool, batch_size: int | None, chunk: int,
-                 threads: int | None = None, precision: str = "auto", backend: str = "torch"):
+    def __init__(
+        self,
+        corpus: str | Path,
+        folder: str | Path,
+        encoder_name: str,
+        query_encoder: str | None,
+        device: str | None,
+        max_length: int | None,
+        titles: bool,
+        batch_size: int | None,
+        chunk: int,
+        threads: int | None = None,
+        precision: str = "auto",
+        backend: str = "torch",
+    ):
         if threads:
             import torch
 
@@ -71,9 +82,12 @@ class ChunkEncoder:
                 owner.append(j)
         outputs, first, pending = [], 0, None
         device = self.encoder.device
-        with ThreadPoolExecutor(1, thread_name_prefix="chunk-writer") as writer, \
-                out_of_memory_hint(f"a batch of {self.batch_size} passages", kept=" (finished chunks are kept; the "
-                                   "same command resumes)"):
+        with (
+            ThreadPoolExecutor(1, thread_name_prefix="chunk-writer") as writer,
+            out_of_memory_hint(
+                f"a batch of {self.batch_size} passages", kept=" (finished chunks are kept; the same command resumes)"
+            ),
+        ):
             for n, features in enumerate(feed(work, self._inputs, device)):
                 outputs.append(self.encoder.passage_vectors(to_device(features, device)))
                 if n + 1 < len(work) and owner[n + 1] == owner[n]:
@@ -93,9 +107,12 @@ class ChunkEncoder:
         vectors = np.empty((len(positions), self.encoder.dim), np.float32)
         vectors[positions - j * self.chunk] = host.numpy()
         if not np.isfinite(vectors).all():  # fp16 can overflow (T5-based encoders): never index NaN
-            raise IfqaError(f"the encoder gave non-finite vectors for chunk {j} at --precision "
-                            f"{self.encoder.precision}; rerun with --precision bf16 or fp32 (finished chunks "
-                            "are kept)", self.folder)
+            raise IfqaError(
+                f"the encoder gave non-finite vectors for chunk {j} at --precision "
+                f"{self.encoder.precision}; rerun with --precision bf16 or fp32 (finished chunks "
+                "are kept)",
+                self.folder,
+            )
         with atomic_write(chunk_path(self.folder, j), "wb") as handle:
             np.save(handle, vectors)
         return len(positions)

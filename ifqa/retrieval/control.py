@@ -4,8 +4,8 @@ logit, the question never read (how it is trained, and why: ``ifqa.training.cont
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 

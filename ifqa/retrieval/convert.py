@@ -8,13 +8,13 @@ question and answers) and the collection (for passage text). DPR's result file i
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
-from ifqa.errors import IfqaError
 from ifqa.artifacts import QuestionSet, write_manifest, write_run
-from ifqa.io import atomic_write, read_json
+from ifqa.errors import IfqaError
 from ifqa.eval.passages import run_record
+from ifqa.io import atomic_write, read_json
 from ifqa.retrieval.store import iter_corpus
 
 
@@ -43,8 +43,10 @@ def run_to_qrels(records: Sequence[dict], output: str | Path) -> int:
 
 def run_to_dpr(records: Sequence[dict], output: str | Path) -> None:
     """DPR/FiD JSON list; ``id`` (FiD's key) and ``qid`` both carry the question id."""
-    payload = [{"id": r["qid"], "qid": r["qid"], "question": r["question"], "answers": r["answers"],
-                "ctxs": r["ctxs"]} for r in records]
+    payload = [
+        {"id": r["qid"], "qid": r["qid"], "question": r["question"], "answers": r["answers"], "ctxs": r["ctxs"]}
+        for r in records
+    ]
     with atomic_write(output) as handle:
         json.dump(payload, handle, ensure_ascii=False)
 
@@ -95,8 +97,15 @@ def dpr_to_run(dpr: str | Path, questions: QuestionSet, output: str | Path) -> i
         example = by_question.get(str(item["question"]).strip())
         if example is None:
             raise IfqaError(f"result {number}: question not in the question set: {item['question'][:60]!r}", dpr)
-        ctxs = [{"id": str(c.get("id")), "title": c.get("title", ""), "text": c.get("text", ""),
-                 "score": float(c.get("score", 0.0))} for c in item["ctxs"]]
+        ctxs = [
+            {
+                "id": str(c.get("id")),
+                "title": c.get("title", ""),
+                "text": c.get("text", ""),
+                "score": float(c.get("score", 0.0)),
+            }
+            for c in item["ctxs"]
+        ]
         records.append(run_record(example, ctxs))
     count = write_run(output, records)
     write_manifest(output, questions, converted_from={"format": "dpr", "path": str(dpr)}, n=count)

@@ -21,10 +21,10 @@ import numpy as np
 from ifqa import memory
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write, write_json
-from ifqa.retrieval.encoders import DEFAULT_ENCODER, check_encoder_location, resolve
-from ifqa.retrieval.dense_search import FAISS_FILE, INDEX_TYPES
-from ifqa.retrieval.index import MANIFEST, OFFSETS, corpus_record, finish_manifest
 from ifqa.retrieval.chunks import ChunkEncoder, chunk_path
+from ifqa.retrieval.dense_search import FAISS_FILE, INDEX_TYPES
+from ifqa.retrieval.encoders import DEFAULT_ENCODER, check_encoder_location, resolve
+from ifqa.retrieval.index import MANIFEST, OFFSETS, corpus_record, finish_manifest
 from ifqa.retrieval.store import iter_corpus
 
 log = logging.getLogger(__name__)
@@ -78,8 +78,11 @@ def _check_settings(folder: Path, settings: dict, precision: str) -> None:
                 write_json(path, {**settings, "precision": "fp32" if _has_chunks(folder) else precision})
             return
         if _has_chunks(folder):
-            raise IfqaError("holds embeddings made with another encoder or collection; use another -o "
-                            "folder, or --force to discard them", folder)
+            raise IfqaError(
+                "holds embeddings made with another encoder or collection; use another -o "
+                "folder, or --force to discard them",
+                folder,
+            )
         log.info("%s: replacing the settings of an unfinished build that encoded nothing", folder)
         (folder / OFFSETS).unlink(missing_ok=True)
     write_json(path, {**settings, "precision": precision})
@@ -89,11 +92,24 @@ def _has_chunks(folder: Path) -> bool:
     return any((folder / "embeddings").glob("chunk-*.npy"))
 
 
-def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT_ENCODER,
-           query_encoder: str | None = None, shard: tuple[int, int] | None = None, batch_size: int | None = None,
-           device: str | None = None, progress: bool = True, chunk: int = CHUNK, max_length: int | None = None,
-           titles: bool = True, threads: int | None = None, ray: str | None = None, ray_workers: int | None = None,
-           precision: str = "auto", backend: str = "torch") -> int:
+def encode(
+    corpus: str | Path,
+    index_dir: str | Path,
+    encoder_name: str = DEFAULT_ENCODER,
+    query_encoder: str | None = None,
+    shard: tuple[int, int] | None = None,
+    batch_size: int | None = None,
+    device: str | None = None,
+    progress: bool = True,
+    chunk: int = CHUNK,
+    max_length: int | None = None,
+    titles: bool = True,
+    threads: int | None = None,
+    ray: str | None = None,
+    ray_workers: int | None = None,
+    precision: str = "auto",
+    backend: str = "torch",
+) -> int:
     """Encode the chunks of one shard (or all) that are not on disk yet; returns how many were encoded.
 
     ``titles=False`` encodes passage text alone: the form trained retrievers read (IfQA's gold
@@ -116,9 +132,15 @@ def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAUL
         from ifqa.devices import pick_device, pick_precision
 
         precision = pick_precision(precision, pick_device(device))
-    settings = {"encoder": encoder_name, "query_encoder": query_encoder, "chunk": chunk, "max_length": max_length,
-                "corpus_sha256": record["sha256"], **({} if titles else {"titles": False}),
-                **({"backend": backend} if backend != "torch" else {})}  # another backend's vectors never mix in
+    settings = {
+        "encoder": encoder_name,
+        "query_encoder": query_encoder,
+        "chunk": chunk,
+        "max_length": max_length,
+        "corpus_sha256": record["sha256"],
+        **({} if titles else {"titles": False}),
+        **({"backend": backend} if backend != "torch" else {}),
+    }  # another backend's vectors never mix in
     _check_settings(folder, settings, precision)
     offsets = _offsets(corpus, folder)
     chunks = math.ceil(len(offsets) / chunk)
@@ -127,9 +149,13 @@ def encode(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAUL
     if not todo:
         return 0
     args = (corpus, folder, encoder_name, query_encoder, device, max_length, titles, batch_size, chunk)
-    kwargs = {**({"precision": precision} if precision != "auto" else {}), **({"backend": backend} if backend != "torch" else {})}
-    bar = tqdm(total=sum(min(chunk, len(offsets) - j * chunk) for j in todo), unit="psg", desc="encode",
-               disable=not progress)
+    kwargs = {
+        **({"precision": precision} if precision != "auto" else {}),
+        **({"backend": backend} if backend != "torch" else {}),
+    }
+    bar = tqdm(
+        total=sum(min(chunk, len(offsets) - j * chunk) for j in todo), unit="psg", desc="encode", disable=not progress
+    )
     if ray:
         from ifqa.retrieval.dense_ray import encode_on_ray
 
@@ -181,8 +207,9 @@ def index_memory(index_type: str, passages: int, dim: int, chunk: int = CHUNK) -
     return passages * per_passage + centroids + (min(passages, SAMPLE) + min(passages, chunk)) * vector
 
 
-def check_memory(index_type: str, passages: int, dim: int, budget: tuple[int, str], about: bool = False,
-                 chunk: int = CHUNK) -> None:
+def check_memory(
+    index_type: str, passages: int, dim: int, budget: tuple[int, str], about: bool = False, chunk: int = CHUNK
+) -> None:
     """Stop before the work when the index cannot fit ``budget`` (bytes and where the limit comes
     from, ``memory.limit``); ``about``: ``passages`` is an estimate."""
     limit, source = budget
@@ -192,8 +219,10 @@ def check_memory(index_type: str, passages: int, dim: int, budget: tuple[int, st
     hint = ""
     if index_type != "ivfpq" and (compressed := index_memory("ivfpq", passages, dim, chunk)) <= limit:
         hint = f"; --index-type ivfpq (compressed) needs about {memory.size_text(compressed)}"
-    raise IfqaError(f"a {index_type} index of {'about ' if about else ''}{passages:,} passages x {dim} dimensions needs "
-                    f"about {memory.size_text(needed)} of memory to build and to search, over {source}{hint}")
+    raise IfqaError(
+        f"a {index_type} index of {'about ' if about else ''}{passages:,} passages x {dim} dimensions needs "
+        f"about {memory.size_text(needed)} of memory to build and to search, over {source}{hint}"
+    )
 
 
 def embedding_size(encoder_name: str) -> int | None:
@@ -217,8 +246,14 @@ def embedding_size(encoder_name: str) -> int | None:
         return None
 
 
-def merge(corpus: str | Path, index_dir: str | Path, index_type: str = "flat", seed: int = 0,
-          started: float | None = None, max_memory: str | None = None) -> dict:
+def merge(
+    corpus: str | Path,
+    index_dir: str | Path,
+    index_type: str = "flat",
+    seed: int = 0,
+    started: float | None = None,
+    max_memory: str | None = None,
+) -> dict:
     """Build the FAISS index from all chunks (memory-mapped), then write the manifest.
 
     The encoder settings come from the embeddings folder, so the manifest says what made them.
@@ -232,8 +267,11 @@ def merge(corpus: str | Path, index_dir: str | Path, index_type: str = "flat", s
     chunks = math.ceil(len(offsets) / chunk)
     missing = [j for j in range(chunks) if not chunk_path(folder, j).exists()]
     if missing:
-        raise IfqaError(f"{len(missing)} of {chunks} embedding chunks are missing (first: chunk {missing[0]}); "
-                        "finish every --shard first", folder)
+        raise IfqaError(
+            f"{len(missing)} of {chunks} embedding chunks are missing (first: chunk {missing[0]}); "
+            "finish every --shard first",
+            folder,
+        )
     arrays = [np.load(chunk_path(folder, j), mmap_mode="r") for j in range(chunks)]
     dim = int(arrays[0].shape[1])
     total = len(offsets)
@@ -251,25 +289,53 @@ def merge(corpus: str | Path, index_dir: str | Path, index_type: str = "flat", s
     faiss.write_index(index, str(tmp))
     os.replace(tmp, folder / FAISS_FILE)
     settings = json.loads((folder / "embeddings" / "settings.json").read_text())
-    params = {"encoder": settings["encoder"], "query_encoder": settings["query_encoder"],
-              "max_length": settings.get("max_length"), "titles": settings.get("titles", True),
-              "index_type": index_type, "dim": dim,
-              "metric": "inner_product", **extra}
+    params = {
+        "encoder": settings["encoder"],
+        "query_encoder": settings["query_encoder"],
+        "max_length": settings.get("max_length"),
+        "titles": settings.get("titles", True),
+        "index_type": index_type,
+        "dim": dim,
+        "metric": "inner_product",
+        **extra,
+    }
     if settings.get("backend"):
         params["backend"] = settings["backend"]
     if settings.get("precision") in ("fp16", "bf16"):  # questions are encoded alike (devices.search_precision)
         params["precision"] = settings["precision"]
-    return finish_manifest(folder, "faiss", params, corpus_record(Path(corpus)), total, started,
-                           index_bytes=(folder / FAISS_FILE).stat().st_size,
-                           embeddings_bytes=sum(a.nbytes for a in arrays))
+    return finish_manifest(
+        folder,
+        "faiss",
+        params,
+        corpus_record(Path(corpus)),
+        total,
+        started,
+        index_bytes=(folder / FAISS_FILE).stat().st_size,
+        embeddings_bytes=sum(a.nbytes for a in arrays),
+    )
 
 
-def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT_ENCODER,
-          query_encoder: str | None = None, index_type: str = "flat", shard: tuple[int, int] | None = None,
-          batch_size: int | None = None, device: str | None = None, force: bool = False, progress: bool = True,
-          chunk: int = CHUNK, max_length: int | None = None, titles: bool = True, threads: int | None = None,
-          ray: str | None = None, ray_workers: int | None = None, max_memory: str | None = None,
-          precision: str = "auto", backend: str = "torch") -> dict | None:
+def build(
+    corpus: str | Path,
+    index_dir: str | Path,
+    encoder_name: str = DEFAULT_ENCODER,
+    query_encoder: str | None = None,
+    index_type: str = "flat",
+    shard: tuple[int, int] | None = None,
+    batch_size: int | None = None,
+    device: str | None = None,
+    force: bool = False,
+    progress: bool = True,
+    chunk: int = CHUNK,
+    max_length: int | None = None,
+    titles: bool = True,
+    threads: int | None = None,
+    ray: str | None = None,
+    ray_workers: int | None = None,
+    max_memory: str | None = None,
+    precision: str = "auto",
+    backend: str = "torch",
+) -> dict | None:
     """Encode (one shard, or everything missing; on Ray when ``ray`` names a cluster) and, without a
     shard, build the index. Whether the index will fit ``max_memory`` is checked before encoding.
     ``batch_size`` None: ``batching.default_batch_size`` (512 on a GPU, 64 on a CPU). ``backend``:
@@ -296,8 +362,24 @@ def build(corpus: str | Path, index_dir: str | Path, encoder_name: str = DEFAULT
         shutil.rmtree(folder)
     started, created = time.time(), not folder.exists()
     try:
-        encode(corpus, folder, encoder_name, query_encoder, shard, batch_size, device, progress, chunk, max_length,
-               titles, threads, ray, ray_workers, precision, backend)
+        encode(
+            corpus,
+            folder,
+            encoder_name,
+            query_encoder,
+            shard,
+            batch_size,
+            device,
+            progress,
+            chunk,
+            max_length,
+            titles,
+            threads,
+            ray,
+            ray_workers,
+            precision,
+            backend,
+        )
     except IfqaError:  # refused before a chunk was written: leave nothing behind
         if created and not any((folder / "embeddings").glob("chunk-*.npy")):
             shutil.rmtree(folder, ignore_errors=True)

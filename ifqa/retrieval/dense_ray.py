@@ -12,7 +12,7 @@ node sees (the same paths). Ray is an optional extra: ``pip install 'ifqa[ray]'`
 from __future__ import annotations
 
 import logging
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 from ifqa.errors import IfqaError
 
@@ -31,23 +31,35 @@ def _pool_size(ray, workers: int | None) -> tuple[int, dict]:
     return (min(workers, cpus) if workers else cpus), {"num_cpus": 1}
 
 
-def encode_on_ray(address: str, worker: type, args: tuple, todo: Sequence[int], advance: Callable[[int], None],
-                  workers: int | None = None, threads: int | None = None, options: dict | None = None) -> None:
+def encode_on_ray(
+    address: str,
+    worker: type,
+    args: tuple,
+    todo: Sequence[int],
+    advance: Callable[[int], None],
+    workers: int | None = None,
+    threads: int | None = None,
+    options: dict | None = None,
+) -> None:
     """Encode chunks ``todo`` with a pool of Ray actors of class ``worker`` (``worker(*args, threads=,
     **options).encode(j)`` writes chunk j and returns its passage count; ``address``: ``local`` starts
     Ray here)."""
+    from pathlib import Path
+
     import ray
     from ray.util import ActorPool
-
-    from pathlib import Path
 
     args = (Path(args[0]).resolve(), Path(args[1]).resolve(), *args[2:])  # actors run elsewhere on a cluster
 
     started_here = not ray.is_initialized()
     if started_here:
         try:
-            ray.init(address=None if address == "local" else address, include_dashboard=False,
-                     log_to_driver=False, logging_level=logging.WARNING)
+            ray.init(
+                address=None if address == "local" else address,
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level=logging.WARNING,
+            )
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise IfqaError(f"cannot start or reach Ray at {address!r} ({str(exc).splitlines()[0]})") from None
     try:
@@ -55,7 +67,12 @@ def encode_on_ray(address: str, worker: type, args: tuple, todo: Sequence[int], 
         log.info("encoding %d chunks on %d Ray actors (%s)", len(todo), size, resources)
         actor = ray.remote(**resources)(worker)
         # one thread per actor unless told: a local run with the same --threads writes the same bytes
-        pool = ActorPool([actor.remote(*args, threads=threads or resources["num_cpus"], **(options or {})) for _ in range(min(size, len(todo)))])
+        pool = ActorPool(
+            [
+                actor.remote(*args, threads=threads or resources["num_cpus"], **(options or {}))
+                for _ in range(min(size, len(todo)))
+            ]
+        )
         try:
             # a few chunks per call: an actor on a GPU tokenizes ahead across them (one set of worker processes)
             groups = [list(todo[start : start + CHUNKS_PER_CALL]) for start in range(0, len(todo), CHUNKS_PER_CALL)]

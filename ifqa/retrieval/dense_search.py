@@ -4,8 +4,8 @@ the index opens, so a damaged or hand-edited folder is one line, never a wrong a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -42,15 +42,19 @@ class DenseRetriever:
         self.index, self.encoder, self.manifest, self.passages, self.name = index, encoder, manifest, passages, name
 
     @classmethod
-    def load(cls, index_dir: str | Path, manifest: dict, corpus: str | Path | None = None,
-             device: str | None = None) -> "DenseRetriever":
+    def load(
+        cls, index_dir: str | Path, manifest: dict, corpus: str | Path | None = None, device: str | None = None
+    ) -> DenseRetriever:
         import faiss
 
         path = Path(index_dir) / FAISS_FILE
         size, machine = path.stat().st_size, memory.physical_memory()
         if machine and size > machine:  # FAISS reads the whole index into memory
-            raise IfqaError(f"searching this index needs about {memory.size_text(size)} of memory, more "
-                            f"than this machine's {memory.size_text(machine)}; rebuild it with --index-type ivfpq", path)
+            raise IfqaError(
+                f"searching this index needs about {memory.size_text(size)} of memory, more "
+                f"than this machine's {memory.size_text(machine)}; rebuild it with --index-type ivfpq",
+                path,
+            )
         params = manifest["params"]
         check_params(params, Path(index_dir))
         index = faiss.read_index(str(path))
@@ -63,9 +67,11 @@ class DenseRetriever:
         encoder = query_encoder(params["encoder"], params.get("query_encoder"), params, device)
         store = passage_store(Path(index_dir), manifest, corpus)
         if index.ntotal != len(store) or index.d != encoder.dim:  # searching would fail, or answer from other vectors
-            raise IfqaError(f"damaged index: {FAISS_FILE} holds {index.ntotal} vectors of {index.d} dimensions, the "
-                            f"collection {len(store)} passages and the encoder {encoder.dim}; rebuild it with --force",
-                            index_dir)
+            raise IfqaError(
+                f"damaged index: {FAISS_FILE} holds {index.ntotal} vectors of {index.d} dimensions, the "
+                f"collection {len(store)} passages and the encoder {encoder.dim}; rebuild it with --force",
+                index_dir,
+            )
         return cls(index, encoder, manifest, store, f"dense:{Path(index_dir).name}")
 
     def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Hits]:
@@ -74,8 +80,10 @@ class DenseRetriever:
         faiss.omp_set_num_threads(max(1, threads))
         vectors = self.encoder.encode_queries(list(queries))
         if not np.isfinite(vectors).all():  # a NaN query ranks passages at random: never answer from it
-            raise IfqaError(f"the encoder gave non-finite vectors for {int((~np.isfinite(vectors)).any(axis=1).sum())} "
-                            f"of {len(vectors)} questions at precision {getattr(self.encoder, 'precision', 'fp32')}",
-                            self.name)
+            raise IfqaError(
+                f"the encoder gave non-finite vectors for {int((~np.isfinite(vectors)).any(axis=1).sum())} "
+                f"of {len(vectors)} questions at precision {getattr(self.encoder, 'precision', 'fp32')}",
+                self.name,
+            )
         scores, positions = self.index.search(np.ascontiguousarray(vectors), min(k, len(self.passages)))
         return [[(int(p), float(s)) for p, s in zip(row_p, row_s) if p >= 0] for row_p, row_s in zip(positions, scores)]

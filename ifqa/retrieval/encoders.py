@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import importlib.util
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -62,7 +62,9 @@ class _BatchedEncoder:
     def _run(self, items: Sequence, lengths: Sequence[int], prepare, model, batch_size: int | None) -> np.ndarray:
         from ifqa.retrieval.batching import default_batch_size, run_planned
 
-        vectors = run_planned(items, lengths, batch_size or default_batch_size(self.device), prepare, model, self.device)
+        vectors = run_planned(
+            items, lengths, batch_size or default_batch_size(self.device), prepare, model, self.device
+        )
         if vectors is None:
             return np.zeros((0, self.dim), np.float32)
         return vectors.float().cpu().numpy()
@@ -98,8 +100,14 @@ class SentenceEncoder(_BatchedEncoder):
     """Any sentence-transformers model; embeddings L2-normalized so inner product is cosine.
     ``backend``: ``exported.Backend`` or its label (torch, onnx, openvino, onnx-int8, openvino-int8)."""
 
-    def __init__(self, name: str, device: str | None = None, max_length: int | None = None, precision: str = "auto",
-                 backend="torch"):
+    def __init__(
+        self,
+        name: str,
+        device: str | None = None,
+        max_length: int | None = None,
+        precision: str = "auto",
+        backend="torch",
+    ):
         from sentence_transformers import SentenceTransformer
 
         from ifqa.devices import pick_device, pick_precision
@@ -119,8 +127,11 @@ class SentenceEncoder(_BatchedEncoder):
             check_max_length(max_length, getattr(getattr(self.model[0], "auto_model", None), "config", None), name)
             self.model.max_seq_length = max_length
         self.name = name
-        self.dim = int(self.model.get_embedding_dimension() if hasattr(self.model, "get_embedding_dimension")
-                       else self.model.get_sentence_embedding_dimension())
+        self.dim = int(
+            self.model.get_embedding_dimension()
+            if hasattr(self.model, "get_embedding_dimension")
+            else self.model.get_sentence_embedding_dimension()
+        )
         prompts, default = getattr(self.model, "prompts", {}) or {}, getattr(self.model, "default_prompt_name", None)
         self._prompt = prompts.get(default) if default else None
         self._exported = None
@@ -128,8 +139,14 @@ class SentenceEncoder(_BatchedEncoder):
             from ifqa.retrieval.exported import embedding_module, load_exported
 
             texts = demo_texts()
-            self._exported = load_exported(embedding_module(self.model), self._inputs, "embedding", self.backend,
-                                           probe=texts[:64], calibration=texts[64:320])
+            self._exported = load_exported(
+                embedding_module(self.model),
+                self._inputs,
+                "embedding",
+                self.backend,
+                probe=texts[:64],
+                calibration=texts[64:320],
+            )
 
     def _inputs(self, texts: list[str]) -> dict:
         if self._prompt:  # what encode() does with a model's default prompt
@@ -155,8 +172,14 @@ class SentenceEncoder(_BatchedEncoder):
 class DPREncoder(_BatchedEncoder):
     """DPR's two BERT encoders (pooler output, inner product), as in Karpukhin et al. (2020)."""
 
-    def __init__(self, context_name: str, question_name: str | None = None, device: str | None = None,
-                 max_length: int | None = None, precision: str = "auto"):
+    def __init__(
+        self,
+        context_name: str,
+        question_name: str | None = None,
+        device: str | None = None,
+        max_length: int | None = None,
+        precision: str = "auto",
+    ):
         from transformers import AutoTokenizer, DPRContextEncoder, DPRQuestionEncoder
 
         from ifqa.devices import pick_device, pick_precision
@@ -169,14 +192,22 @@ class DPREncoder(_BatchedEncoder):
             self.tokenizer = AutoTokenizer.from_pretrained(context_name)
             self.context = _inference(DPRContextEncoder.from_pretrained(context_name).to(self.device), self.precision)
         with loading(question_name, "DPR question encoder (--query-encoder)"):
-            self.question = _inference(DPRQuestionEncoder.from_pretrained(question_name).to(self.device), self.precision)
+            self.question = _inference(
+                DPRQuestionEncoder.from_pretrained(question_name).to(self.device), self.precision
+            )
         self.name, self.question_name, self.max_length = context_name, question_name, max_length or 256
-        self.dim = int(self.context.config.hidden_size if self.context.config.projection_dim == 0
-                       else self.context.config.projection_dim)
+        self.dim = int(
+            self.context.config.hidden_size
+            if self.context.config.projection_dim == 0
+            else self.context.config.projection_dim
+        )
 
     def _tokenize(self, first: list[str], second: list[str] | None = None) -> dict:
-        return dict(self.tokenizer(first, second, padding=True, truncation=True, max_length=self.max_length,
-                                   return_tensors="pt"))
+        return dict(
+            self.tokenizer(
+                first, second, padding=True, truncation=True, max_length=self.max_length, return_tensors="pt"
+            )
+        )
 
     def passage_inputs(self, passages: Sequence[dict]) -> dict:
         return self._tokenize([p["title"] for p in passages], [p["text"] for p in passages])
@@ -197,8 +228,14 @@ class DPREncoder(_BatchedEncoder):
             return self.question(**features).pooler_output.float()
 
 
-def load_encoder(name: str = DEFAULT_ENCODER, question_name: str | None = None, device: str | None = None,
-                 max_length: int | None = None, precision: str = "auto", backend: str = "torch"):
+def load_encoder(
+    name: str = DEFAULT_ENCODER,
+    question_name: str | None = None,
+    device: str | None = None,
+    max_length: int | None = None,
+    precision: str = "auto",
+    backend: str = "torch",
+):
     """The encoder pair for ``name``: DPR when the name or config says so, else sentence-transformers.
 
     ``max_length`` truncates inputs (in tokens); None keeps the model's own limit. ``precision``:
@@ -210,7 +247,9 @@ def load_encoder(name: str = DEFAULT_ENCODER, question_name: str | None = None, 
     hf_logging.disable_progress_bar()
     if is_dpr(name):
         if backend != "torch":
-            raise IfqaError(f"--backend {backend}: DPR encoders run on torch; exported backends take sentence-transformers models")
+            raise IfqaError(
+                f"--backend {backend}: DPR encoders run on torch; exported backends take sentence-transformers models"
+            )
         return DPREncoder(name, question_name, device, max_length, precision)
     return SentenceEncoder(name, device, max_length, precision, backend)
 
@@ -234,17 +273,24 @@ def use_query_encoder(retriever, name: str, device: str | None = None) -> None:
     from ifqa.cards import read_card
 
     if retriever.manifest.get("engine") != "faiss":
-        raise IfqaError(f"--query-encoder encodes questions for a dense index; {retriever.name} is a "
-                        f"{retriever.manifest.get('engine')} index")
+        raise IfqaError(
+            f"--query-encoder encodes questions for a dense index; {retriever.name} is a "
+            f"{retriever.manifest.get('engine')} index"
+        )
     params = retriever.manifest["params"]
     extra = read_card(name).get("extra", {})
     if not extra.get("question_side_only"):
-        raise IfqaError(f"{name}: not a question-side encoder (its ifqa_card.json does not say question_side_only); "
-                        "a fully trained retriever needs its own index: ifqa index dense --encoder MODEL --no-titles")
+        raise IfqaError(
+            f"{name}: not a question-side encoder (its ifqa_card.json does not say question_side_only); "
+            "a fully trained retriever needs its own index: ifqa index dense --encoder MODEL --no-titles"
+        )
     if extra.get("passage_encoder") not in (params["encoder"], resolve(params["encoder"])):
-        raise IfqaError(f"{name}: trained against passage encoder {extra.get('passage_encoder')!r}, but "
-                        f"{retriever.name} was encoded with {params['encoder']!r}")
+        raise IfqaError(
+            f"{name}: trained against passage encoder {extra.get('passage_encoder')!r}, but "
+            f"{retriever.name} was encoded with {params['encoder']!r}"
+        )
     if params.get("titles", True):
-        raise IfqaError(f"{retriever.name}: encodes titles, which trained retrievers never see; build the index "
-                        "with --no-titles")
+        raise IfqaError(
+            f"{retriever.name}: encodes titles, which trained retrievers never see; build the index with --no-titles"
+        )
     retriever.encoder = query_encoder(name, None, params, device)

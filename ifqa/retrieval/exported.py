@@ -23,9 +23,9 @@ import hashlib
 import json
 import logging
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
@@ -55,11 +55,13 @@ class Backend:
         if self.quantize not in (None, *QUANTIZATIONS):
             raise IfqaError(f"--quantize {self.quantize!r}: choose from {', '.join(QUANTIZATIONS)}")
         if self.quantize and self.name == "torch":
-            raise IfqaError("--quantize int8 needs --backend onnx or openvino (PyTorch's dynamic int8 moved "
-                            "MiniLM's embeddings to a cosine of 0.85)")
+            raise IfqaError(
+                "--quantize int8 needs --backend onnx or openvino (PyTorch's dynamic int8 moved "
+                "MiniLM's embeddings to a cosine of 0.85)"
+            )
 
     @classmethod
-    def parse(cls, label: str | None) -> "Backend":
+    def parse(cls, label: str | None) -> Backend:
         """``torch``, ``onnx``, ``openvino``, ``onnx-int8``, ``openvino-int8`` (as manifests write it),
         or ``auto``/``auto-int8`` (``fastest_export``)."""
         name, _, quantize = (label or "torch").partition("-")
@@ -104,8 +106,10 @@ def fastest_export(quantize: str | None) -> str:
     import importlib.util
 
     preferred = ["openvino", "onnx"] if (not quantize or cpu_has_int8_dot_products()) else ["onnx", "openvino"]
-    installed = {"openvino": importlib.util.find_spec("openvino") is not None,
-                 "onnx": importlib.util.find_spec("onnxruntime") is not None}
+    installed = {
+        "openvino": importlib.util.find_spec("openvino") is not None,
+        "onnx": importlib.util.find_spec("onnxruntime") is not None,
+    }
     return next((name for name in preferred if installed[name]), preferred[0])
 
 
@@ -136,7 +140,9 @@ class Exported:
             options = ort.SessionOptions()
             options.intra_op_num_threads = threads
             options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            self._session = ort.InferenceSession(str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"])
+            self._session = ort.InferenceSession(
+                str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
+            )
             self._names = [i.name for i in self._session.get_inputs()]
             self._run = lambda feed: self._session.run(None, feed)[0]
             self.precision = "int8" if backend.quantize else "f32"
@@ -145,8 +151,11 @@ class Exported:
 
             # f32 for what is not int8: OpenVINO's default on CPUs with AVX-512 BF16 or AMX is bf16, 10-70%
             # faster, but it reorders a cross-encoder's close scores (rank correlation 0.55 on a small model)
-            compiled = ov.Core().compile_model(str(folder / "model.xml"), "CPU", {
-                "PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32"})
+            compiled = ov.Core().compile_model(
+                str(folder / "model.xml"),
+                "CPU",
+                {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32"},
+            )
             self.precision = str(compiled.get_property("INFERENCE_PRECISION_HINT"))
             self._names = [i.get_any_name() for i in compiled.inputs]
             self._run = lambda feed: compiled(feed)[0]
@@ -154,23 +163,37 @@ class Exported:
     def __call__(self, features: dict):
         import torch
 
-        feed = {name: np.asarray(features[name].cpu() if hasattr(features[name], "cpu") else features[name], dtype=np.int64)
-                for name in self._names}
+        feed = {
+            name: np.asarray(features[name].cpu() if hasattr(features[name], "cpu") else features[name], dtype=np.int64)
+            for name in self._names
+        }
         return torch.from_numpy(np.ascontiguousarray(self._run(feed), dtype=np.float32))
 
 
-def load_exported(module, tokenize: Callable[[list], dict], kind: str, backend: Backend, probe: list,
-                  calibration: list, threads: int | None = None) -> Exported:
+def load_exported(
+    module,
+    tokenize: Callable[[list], dict],
+    kind: str,
+    backend: Backend,
+    probe: list,
+    calibration: list,
+    threads: int | None = None,
+) -> Exported:
     """The export of ``module`` (a ``features -> tensor`` PyTorch module) for ``backend``: from the
     cache when its manifest matches, else exported, checked on ``probe`` and cached."""
-    from ifqa import __version__
     from ifqa.paths import cache_dir
+    from ifqa.version import __version__
 
     backend.check("cpu")
     source = checksum(module)
     folder = cache_dir() / "exported" / f"{source[:20]}-{kind}-{backend.label}"
-    manifest = {"kind": kind, "backend": backend.name, "quantize": backend.quantize, "source_sha256": source,
-                "inputs": list(tokenize(probe[:2]))}
+    manifest = {
+        "kind": kind,
+        "backend": backend.name,
+        "quantize": backend.quantize,
+        "source_sha256": source,
+        "inputs": list(tokenize(probe[:2])),
+    }
     if (folder / "manifest.json").exists():
         try:
             saved = json.loads((folder / "manifest.json").read_text())
@@ -188,17 +211,22 @@ def load_exported(module, tokenize: Callable[[list], dict], kind: str, backend: 
         _export(module, tokenize, backend, tmp, calibration)
         agreement = _agreement(module, Exported(tmp, backend, threads), tokenize(probe), kind)
         if agreement < TOLERANCE[backend.quantize]:
-            raise IfqaError(f"the {backend.label} export of this model differs from it on a probe batch "
-                            f"({'lowest cosine' if kind == 'embedding' else 'rank correlation'} {agreement:.4f}, "
-                            f"needs {TOLERANCE[backend.quantize]}); use --backend torch")
-        (tmp / "manifest.json").write_text(json.dumps({**manifest, "ifqa": __version__, "probe_agreement": round(agreement, 6)},
-                                                      indent=2))
+            raise IfqaError(
+                f"the {backend.label} export of this model differs from it on a probe batch "
+                f"({'lowest cosine' if kind == 'embedding' else 'rank correlation'} {agreement:.4f}, "
+                f"needs {TOLERANCE[backend.quantize]}); use --backend torch"
+            )
+        (tmp / "manifest.json").write_text(
+            json.dumps({**manifest, "ifqa": __version__, "probe_agreement": round(agreement, 6)}, indent=2)
+        )
         shutil.rmtree(folder, ignore_errors=True)
         tmp.rename(folder)
     except IfqaError:
         raise
     except Exception as exc:  # an exporter's own failure: one line, nothing cached
-        raise IfqaError(f"exporting to {backend.label} failed ({type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}); use --backend torch") from None
+        raise IfqaError(
+            f"exporting to {backend.label} failed ({type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}); use --backend torch"
+        ) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return Exported(folder, backend, threads)
@@ -260,11 +288,24 @@ def _export(module, tokenize, backend: Backend, folder: Path, calibration: list)
     onnx_path = folder / "model.fp32.onnx"
     with warnings.catch_warnings(), torch.inference_mode(False), torch.no_grad():
         warnings.simplefilter("ignore")
-        torch.onnx.export(_modules()[2](module, names).eval(), tuple(example[name] for name in names), str(onnx_path),
-                          input_names=names, output_names=["output"], dynamic_axes={**axes, "output": {0: "batch"}},
-                          opset_version=17, dynamo=False)
-    batches = [{name: np.asarray(value, dtype=np.int64) for name, value in tokenize(calibration[i : i + 16]).items()
-                if name in names} for i in range(0, len(calibration), 16)]
+        torch.onnx.export(
+            _modules()[2](module, names).eval(),
+            tuple(example[name] for name in names),
+            str(onnx_path),
+            input_names=names,
+            output_names=["output"],
+            dynamic_axes={**axes, "output": {0: "batch"}},
+            opset_version=17,
+            dynamo=False,
+        )
+    batches = [
+        {
+            name: np.asarray(value, dtype=np.int64)
+            for name, value in tokenize(calibration[i : i + 16]).items()
+            if name in names
+        }
+        for i in range(0, len(calibration), 16)
+    ]
     if backend.name == "onnx":
         target = folder / "model.onnx"
         if backend.quantize:
@@ -272,8 +313,13 @@ def _export(module, tokenize, backend: Backend, folder: Path, calibration: list)
             from onnxruntime.quantization import QuantType, quantize_dynamic
 
             # per-channel int8 weights: lowest cosine 0.985 on MiniLM (per-tensor: 0.91)
-            quantize_dynamic(str(onnx_path), str(target), weight_type=QuantType.QInt8, per_channel=True,
-                             extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
+            quantize_dynamic(
+                str(onnx_path),
+                str(target),
+                weight_type=QuantType.QInt8,
+                per_channel=True,
+                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
+            )
         else:
             onnx_path.rename(target)
     else:
@@ -283,8 +329,12 @@ def _export(module, tokenize, backend: Backend, folder: Path, calibration: list)
         if backend.quantize:
             import nncf
 
-            model = nncf.quantize(model, nncf.Dataset(batches), model_type=nncf.ModelType.TRANSFORMER,
-                                  subset_size=sum(len(b["input_ids"]) for b in batches))
+            model = nncf.quantize(
+                model,
+                nncf.Dataset(batches),
+                model_type=nncf.ModelType.TRANSFORMER,
+                subset_size=sum(len(b["input_ids"]) for b in batches),
+            )
         ov.save_model(model, str(folder / "model.xml"), compress_to_fp16=False)
     onnx_path.unlink(missing_ok=True)
     for leftover in folder.glob("*.data"):
@@ -302,4 +352,8 @@ def _agreement(module, exported: Exported, features: dict, kind: str) -> float:
         b = got / np.linalg.norm(got, axis=1, keepdims=True)
         return float(np.min(np.sum(a * b, axis=1)))
     ranks = lambda values: np.argsort(np.argsort(values.ravel())).astype(np.float64)  # noqa: E731
-    return float(np.corrcoef(ranks(expected), ranks(got))[0, 1]) if expected.size > 1 else float(np.isclose(expected, got, atol=1e-3).all())
+    return (
+        float(np.corrcoef(ranks(expected), ranks(got))[0, 1])
+        if expected.size > 1
+        else float(np.isclose(expected, got, atol=1e-3).all())
+    )

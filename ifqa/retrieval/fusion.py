@@ -6,7 +6,7 @@ Linear fusion min-max normalizes each list's scores and adds them with weights.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ifqa.retrieval.index import Hits
 

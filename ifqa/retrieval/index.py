@@ -9,21 +9,22 @@ Opening an index by its spec (a folder, ``demo:NAME``, ``prebuilt:NAME``) is ``i
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import fcntl
+import hashlib
 import json
 import shutil
 import tempfile
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
-from ifqa import __version__
 from ifqa.errors import IfqaError
 from ifqa.io import read_manifest_object, write_json
 from ifqa.retrieval.store import PassageStore
+from ifqa.version import __version__
 
 MANIFEST = "manifest.json"
 OFFSETS = "offsets.npy"
@@ -103,7 +104,9 @@ def staging(index_dir: str | Path, force: bool = False) -> Iterator[Path]:
             shutil.rmtree(temporary, ignore_errors=True)
 
 
-def finish_manifest(folder: Path, engine: str, params: dict, corpus: dict, passages: int, started: float, **extra) -> dict:
+def finish_manifest(
+    folder: Path, engine: str, params: dict, corpus: dict, passages: int, started: float, **extra
+) -> dict:
     manifest = {
         "engine": engine,
         "ifqa": __version__,
@@ -156,19 +159,28 @@ def passage_store(index_dir: Path, manifest: dict, corpus: str | Path | None = N
     except (ValueError, OSError) as exc:
         raise IfqaError(f"damaged index: unreadable {OFFSETS} ({exc})", index_dir) from None
     if offsets.ndim != 1 or offsets.dtype.kind not in "iu" or (len(offsets) > 1 and not (np.diff(offsets) > 0).all()):
-        raise IfqaError(f"damaged index: {OFFSETS} must hold increasing integer byte offsets (found {offsets.dtype} "
-                        f"of shape {offsets.shape}); rebuild it with --force", index_dir)
+        raise IfqaError(
+            f"damaged index: {OFFSETS} must hold increasing integer byte offsets (found {offsets.dtype} "
+            f"of shape {offsets.shape}); rebuild it with --force",
+            index_dir,
+        )
     recorded = manifest.get("corpus") or {}
     if manifest.get("passages") is not None and len(offsets) != manifest["passages"]:
-        raise IfqaError(f"damaged index: {OFFSETS} holds {len(offsets)} offsets, the manifest {manifest['passages']} "
-                        "passages (rebuild it)", index_dir)
+        raise IfqaError(
+            f"damaged index: {OFFSETS} holds {len(offsets)} offsets, the manifest {manifest['passages']} "
+            "passages (rebuild it)",
+            index_dir,
+        )
     if not (corpus or recorded.get("path")):
         raise IfqaError("the manifest names no collection; pass --corpus", Path(index_dir) / MANIFEST)
     store = PassageStore(corpus or recorded["path"], offsets)
     size = store.corpus.stat().st_size
     if recorded.get("bytes") is not None and size != recorded["bytes"]:
-        raise IfqaError(f"not the collection this index was built from ({size} bytes, the index's has "
-                        f"{recorded['bytes']}; manifest {Path(index_dir) / MANIFEST})", store.corpus)
+        raise IfqaError(
+            f"not the collection this index was built from ({size} bytes, the index's has "
+            f"{recorded['bytes']}; manifest {Path(index_dir) / MANIFEST})",
+            store.corpus,
+        )
     store.check_offsets()
     return store
 
@@ -180,5 +192,6 @@ def verify_collection(retriever) -> None:
     if corpus is None or not recorded.get("sha256"):
         return  # prebuilt indexes carry their own passages
     if file_sha256(corpus) != recorded["sha256"]:
-        raise IfqaError(f"not the collection {retriever.name} was built from (its sha256 differs from the "
-                        "index manifest's)", corpus)
+        raise IfqaError(
+            f"not the collection {retriever.name} was built from (its sha256 differs from the index manifest's)", corpus
+        )

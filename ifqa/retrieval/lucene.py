@@ -14,8 +14,8 @@ import json
 import logging
 import os
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 
@@ -74,8 +74,14 @@ def _importing_pyserini():
             os.environ.pop("OPENAI_API_KEY", None)
 
 
-def build(corpus: str | Path, index_dir: str | Path, k1: float = BM25_K1, b: float = BM25_B, threads: int = 1,
-          force: bool = False) -> dict:
+def build(
+    corpus: str | Path,
+    index_dir: str | Path,
+    k1: float = BM25_K1,
+    b: float = BM25_B,
+    threads: int = 1,
+    force: bool = False,
+) -> dict:
     """Build a Lucene index (positions and raw documents stored, as pyserini's Wikipedia indexes)."""
     check_bm25(k1, b)
     with _importing_pyserini():
@@ -121,17 +127,20 @@ class LuceneRetriever:
         self.searcher, self.manifest, self.passages, self.name = searcher, manifest, passages, name
 
     @classmethod
-    def load(cls, index_dir: str | Path, manifest: dict, corpus: str | Path | None = None,
-             device: str | None = None) -> "LuceneRetriever":
+    def load(
+        cls, index_dir: str | Path, manifest: dict, corpus: str | Path | None = None, device: str | None = None
+    ) -> LuceneRetriever:
         with _importing_pyserini():
             from pyserini.search.lucene import LuceneSearcher
 
         searcher = LuceneSearcher(str(Path(index_dir) / LUCENE_DIR))
         searcher.set_bm25(manifest["params"]["k1"], manifest["params"]["b"])
-        return cls(searcher, manifest, passage_store(Path(index_dir), manifest, corpus), f"lucene:{Path(index_dir).name}")
+        return cls(
+            searcher, manifest, passage_store(Path(index_dir), manifest, corpus), f"lucene:{Path(index_dir).name}"
+        )
 
     @classmethod
-    def prebuilt(cls, name: str) -> "LuceneRetriever":
+    def prebuilt(cls, name: str) -> LuceneRetriever:
         """pyserini's prebuilt index (downloaded by pyserini on first use, e.g. wikipedia-dpr-100w)."""
         with _importing_pyserini():
             from pyserini.search.lucene import LuceneSearcher
@@ -142,8 +151,11 @@ class LuceneRetriever:
             raise IfqaError(f"cannot open prebuilt index {name!r}: {exc}") from None
         if searcher is None:
             raise IfqaError(f"cannot open prebuilt index {name!r}")
-        manifest = {"engine": "pyserini", "params": {"k1": BM25_K1, "b": BM25_B, "prebuilt": name},
-                    "corpus": {"sha256": f"prebuilt:{name}"}}
+        manifest = {
+            "engine": "pyserini",
+            "params": {"k1": BM25_K1, "b": BM25_B, "prebuilt": name},
+            "corpus": {"sha256": f"prebuilt:{name}"},
+        }
         return cls(searcher, manifest, _PrebuiltPassages(searcher), f"prebuilt:{name}")
 
     def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Hits]:

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import logging
+import math
 import time
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Protocol, Sequence
+from typing import Protocol
 
 from ifqa.artifacts import Context, Example, QuestionSet, RunRecord, write_manifest
 from ifqa.errors import IfqaError
@@ -67,20 +68,36 @@ class RetrievalConfig:
             raise IfqaError(f"unknown fusion {self.fusion!r}; choose from {', '.join(FUSIONS)}")
         if self.weights is not None:
             weights = list(self.weights) if isinstance(self.weights, (list, tuple)) else None
-            if weights is None or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights) \
-                    or not all(math.isfinite(w) and w >= 0 for w in weights) or not any(weights):
-                raise IfqaError(f"{_named('weights')} must be finite numbers, not negative and not all 0, got "
-                                f"{self.weights!r}"[:200])
+            if (
+                weights is None
+                or not all(isinstance(w, (int, float)) and not isinstance(w, bool) for w in weights)
+                or not all(math.isfinite(w) and w >= 0 for w in weights)
+                or not any(weights)
+            ):
+                raise IfqaError(
+                    f"{_named('weights')} must be finite numbers, not negative and not all 0, got {self.weights!r}"[
+                        :200
+                    ]
+                )
             if len(self.indexes) < 2:
                 raise IfqaError(f"{_named('weights')} fuse several indexes; give two or more indexes, or no weights")
             if len(weights) != len(self.indexes):
-                raise IfqaError(f"{_named('weights')} need one weight per index ({len(self.indexes)}), got {len(weights)}")
+                raise IfqaError(
+                    f"{_named('weights')} need one weight per index ({len(self.indexes)}), got {len(weights)}"
+                )
         for name in ("rerank", "query_encoder", "rewrite_model", "rewrite_base_url", "corpus", "device"):
             if getattr(self, name) is not None and not isinstance(getattr(self, name), str):
                 raise IfqaError(f"{_named(name)} must be a string, got {getattr(self, name)!r}"[:200])
         if not isinstance(self.query_mode, str):
             raise IfqaError(f"query mode must be a string, got {self.query_mode!r}")
         QUERY_MODES.get(self.query_mode)  # an unknown mode fails here, before any index is opened
+        for name, needed in DEPENDS_ON.items():  # a setting that would do nothing without another is refused
+            if getattr(self, name) != getattr(RetrievalConfig, name, None) and getattr(self, needed) is None:
+                raise IfqaError(f"{_named(name)} applies to {_named(needed)}, which is not given")
+
+
+#: Settings that only act through another one: given without it, they would silently do nothing.
+DEPENDS_ON = {"rerank_backend": "rerank", "rerank_depth": "rerank"}
 
 
 def _named(field: str) -> str:
@@ -103,8 +120,9 @@ def check_same_collection(retrievers: Sequence[Retriever]) -> None:
 
 
 class RetrievalPipeline:
-    def __init__(self, config: RetrievalConfig, retrievers: Sequence[Retriever] | None = None,
-                 rerankers: Sequence[Reranker] = ()):
+    def __init__(
+        self, config: RetrievalConfig, retrievers: Sequence[Retriever] | None = None, rerankers: Sequence[Reranker] = ()
+    ):
         from ifqa.devices import check_device
         from ifqa.retrieval.specs import open_index
 
@@ -114,8 +132,11 @@ class RetrievalPipeline:
             Backend.parse(config.rerank_backend).check(config.device)
         check_device(config.device)  # before an index is opened (or the demo's is built on first use)
         self.config = config
-        self.retrievers = list(retrievers) if retrievers is not None else [
-            open_index(spec, config.corpus, config.device) for spec in config.indexes]
+        self.retrievers = (
+            list(retrievers)
+            if retrievers is not None
+            else [open_index(spec, config.corpus, config.device) for spec in config.indexes]
+        )
         if not self.retrievers:
             raise IfqaError("no index to search: name one or more indexes")
         if config.verify_corpus:
@@ -131,23 +152,28 @@ class RetrievalPipeline:
             for retriever in self.retrievers:
                 use_query_encoder(retriever, config.query_encoder, config.device)
         formulation = QUERY_MODES.get(config.query_mode)
-        self.formulate = (formulation.for_config(config) if hasattr(formulation, "for_config")
-                          else lambda questions: [formulation(question) for question in questions])
+        self.formulate = (
+            formulation.for_config(config)
+            if hasattr(formulation, "for_config")
+            else lambda questions: [formulation(question) for question in questions]
+        )
         self.rerankers = list(rerankers)
         # a run reads the same passage for many questions (half of them recur): parse each once
         self._passage = functools.lru_cache(maxsize=65536)(self.passages.__getitem__)
         if config.rerank and not rerankers:
             from ifqa.retrieval.rerank import load_reranker
 
-            self.rerankers = [load_reranker(config.rerank, config.rerank_depth, device=config.device,
-                                            backend=config.rerank_backend)]
+            self.rerankers = [
+                load_reranker(config.rerank, config.rerank_depth, device=config.device, backend=config.rerank_backend)
+            ]
 
     @property
     def passages(self):
         return self.retrievers[0].passages
 
-    def search(self, questions: Sequence[str], k: int | None = None,
-               subqueries: Sequence[Sequence[str]] | None = None) -> list[Hits]:
+    def search(
+        self, questions: Sequence[str], k: int | None = None, subqueries: Sequence[Sequence[str]] | None = None
+    ) -> list[Hits]:
         """Top-k for each question: every (index, sub-query) list, fused when there are several.
 
         ``k`` overrides the configured depth for this call; ``subqueries`` are the questions' query
@@ -167,17 +193,24 @@ class RetrievalPipeline:
         for queries in subqueries:
             lists = [(weight, hits[start + j]) for weight, hits in zip(weights, per_index) for j in range(len(queries))]
             start += len(queries)
-            results.append(lists[0][1] if not several else combine([h for _, h in lists], wanted, [w for w, _ in lists]))
+            results.append(
+                lists[0][1] if not several else combine([h for _, h in lists], wanted, [w for w, _ in lists])
+            )
         for reranker in self.rerankers:  # the questions' pairs together: a GPU scores them in full batches
-            results = (reranker.rerank_many(questions, results, self.passages) if hasattr(reranker, "rerank_many")
-                       else [reranker.rerank(question, hits, self.passages) for question, hits in zip(questions, results)])
+            results = (
+                reranker.rerank_many(questions, results, self.passages)
+                if hasattr(reranker, "rerank_many")
+                else [reranker.rerank(question, hits, self.passages) for question, hits in zip(questions, results)]
+            )
         return [hits[:k] for hits in results]
 
     def record(self, example: Example, hits: Hits) -> RunRecord:
         ctxs: list[Context] = []
         for position, score in hits:
             passage = self._passage(position)
-            ctxs.append({"id": passage["id"], "title": passage["title"], "text": passage["text"], "score": round(score, 6)})
+            ctxs.append(
+                {"id": passage["id"], "title": passage["title"], "text": passage["text"], "score": round(score, 6)}
+            )
         return run_record(example, ctxs)
 
     def records(self, examples: Sequence[Example]) -> Iterator[RunRecord]:
@@ -193,17 +226,33 @@ class RetrievalPipeline:
 
         started = time.time()
         records: list[RunRecord] = []
-        with atomic_write(output) as handle, tqdm(total=len(questions), desc="retrieve", unit="q", disable=not progress) as bar:
+        with (
+            atomic_write(output) as handle,
+            tqdm(total=len(questions), desc="retrieve", unit="q", disable=not progress) as bar,
+        ):
             for record in self.records(questions.examples):
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
                 records.append(record)
                 bar.update(1)
         config = self.config
-        write_manifest(output, questions, n=len(records), k=config.k, query_mode=config.query_mode, indexes=[
-            {"name": r.name, "engine": r.manifest["engine"], "params": r.manifest.get("params"),
-             "corpus": r.manifest.get("corpus")} for r in self.retrievers],
+        write_manifest(
+            output,
+            questions,
+            n=len(records),
+            k=config.k,
+            query_mode=config.query_mode,
+            indexes=[
+                {
+                    "name": r.name,
+                    "engine": r.manifest["engine"],
+                    "params": r.manifest.get("params"),
+                    "corpus": r.manifest.get("corpus"),
+                }
+                for r in self.retrievers
+            ],
             fusion=config.fusion if len(self.retrievers) > 1 else None,
             weights=list(config.weights) if config.weights else None,
             rerankers=[r.describe() if hasattr(r, "describe") else type(r).__name__ for r in self.rerankers],
-            seconds=round(time.time() - started, 2))
+            seconds=round(time.time() - started, 2),
+        )
         return records

@@ -15,11 +15,13 @@ from __future__ import annotations
 import re
 
 #: Words that mark the counterfactual or hypothetical frame rather than a fact to be found.
-CUE_WORDS = frozenset("""
+CUE_WORDS = frozenset(
+    """
 if had have has would could should might will shall were was not no never instead suppose supposing
 imagine imagining hypothetically hypothetical assume assuming what which who whom whose when where
 how many much be been being become became happen happened still did does do
-""".split())
+""".split()
+)
 
 _WORD = re.compile(r"[\w'’.-]+|[^\w\s]")
 

@@ -8,7 +8,7 @@ A reranker here is an object with ``depth`` and ``score(question, texts, first_s
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ifqa.retrieval.index import Hits
 
@@ -25,8 +25,13 @@ def rerank_many(reranker, questions: Sequence[str], hits_lists: Sequence[Hits], 
     """For each question: its top ``depth`` hits in the reranker's order, then the rest in their
     first-stage order; all questions' pairs are scored together."""
     heads = [hits[: reranker.depth] for hits in hits_lists]
-    scores = score_many(reranker, [(question, [passages[position]["text"] for position, _ in head], [s for _, s in head])
-                                   for question, head in zip(questions, heads)])
+    scores = score_many(
+        reranker,
+        [
+            (question, [passages[position]["text"] for position, _ in head], [s for _, s in head])
+            for question, head in zip(questions, heads)
+        ],
+    )
     out = []
     for hits, head, values in zip(hits_lists, heads, scores):
         ranked = sorted(zip(head, values), key=lambda pair: -pair[1])

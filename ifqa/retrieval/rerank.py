@@ -13,8 +13,8 @@ import json
 import logging
 import os
 import time
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Iterator, Sequence
 
 from ifqa.errors import IfqaError
 from ifqa.retrieval.reordering import Reorders, score_many
@@ -22,8 +22,13 @@ from ifqa.retrieval.reordering import Reorders, score_many
 log = logging.getLogger(__name__)
 
 
-def load_cross_encoder(name: str, device: str | None = None, max_length: int | None = None, num_labels: int | None = None,
-                       config: dict | None = None):
+def load_cross_encoder(
+    name: str,
+    device: str | None = None,
+    max_length: int | None = None,
+    num_labels: int | None = None,
+    config: dict | None = None,
+):
     """A ``CrossEncoder`` from a folder or hub id (``config``: model-config values to override); a folder
     that holds no model is one clear error."""
     from sentence_transformers import CrossEncoder
@@ -33,15 +38,19 @@ def load_cross_encoder(name: str, device: str | None = None, max_length: int | N
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
-    from ifqa.retrieval.encoders import resolve
-
     from ifqa.models import check_model, loading
+    from ifqa.retrieval.encoders import resolve
 
     path = check_model(resolve(name), "; train one with `ifqa train --reranker` or give a hub id", ("config.json",))
     device = pick_device(device)
     with loading(name, "cross-encoder"):
-        return CrossEncoder(str(path) if path.exists() else name, device=device, max_length=max_length,
-                            num_labels=num_labels, config_kwargs=config)
+        return CrossEncoder(
+            str(path) if path.exists() else name,
+            device=device,
+            max_length=max_length,
+            num_labels=num_labels,
+            config_kwargs=config,
+        )
 
 
 def check_scoring_head(model: str) -> None:
@@ -56,8 +65,11 @@ def check_scoring_head(model: str) -> None:
     except ValueError:
         raise IfqaError("unreadable config.json", model) from None
     if not any(name.endswith("ForSequenceClassification") for name in architectures):
-        raise IfqaError("an encoder without a trained scoring head, not a reranker; train one from it with "
-                        "`ifqa train --reranker --model ...`", model)
+        raise IfqaError(
+            "an encoder without a trained scoring head, not a reranker; train one from it with "
+            "`ifqa train --reranker --model ...`",
+            model,
+        )
 
 
 class CrossEncoderReranker(Reorders):
@@ -65,8 +77,16 @@ class CrossEncoderReranker(Reorders):
     in length-planned batches (``batching.run_planned``: tokenized ahead by worker processes on
     CUDA), with bf16 weights where the device supports it."""
 
-    def __init__(self, model: str, depth: int = 100, batch_size: int | None = None, device: str | None = None,
-                 max_length: int | None = None, bf16: bool = True, backend: str = "torch"):
+    def __init__(
+        self,
+        model: str,
+        depth: int = 100,
+        batch_size: int | None = None,
+        device: str | None = None,
+        max_length: int | None = None,
+        bf16: bool = True,
+        backend: str = "torch",
+    ):
         from ifqa.devices import bf16_supported, pick_device
         from ifqa.retrieval.batching import default_batch_size
         from ifqa.retrieval.exported import Backend
@@ -95,8 +115,14 @@ class CrossEncoderReranker(Reorders):
             from ifqa.retrieval.exported import load_exported, score_module
 
             pairs = _probe_pairs()
-            self._exported = load_exported(score_module(self.encoder.model), self._inputs, "score", self.backend,
-                                           probe=pairs[:64], calibration=pairs[64:256])
+            self._exported = load_exported(
+                score_module(self.encoder.model),
+                self._inputs,
+                "score",
+                self.backend,
+                probe=pairs[:64],
+                calibration=pairs[64:256],
+            )
 
     def describe(self) -> dict:
         described = {"model": self.name, "depth": self.depth, "max_length": self.encoder.max_seq_length}
@@ -106,8 +132,16 @@ class CrossEncoderReranker(Reorders):
         questions, texts = zip(*pairs)
         from ifqa.models import pair_inputs
 
-        return dict(pair_inputs(self.encoder.tokenizer, list(questions), list(texts), self.encoder.max_seq_length,
-                                padding=True, return_tensors="pt"))
+        return dict(
+            pair_inputs(
+                self.encoder.tokenizer,
+                list(questions),
+                list(texts),
+                self.encoder.max_seq_length,
+                padding=True,
+                return_tensors="pt",
+            )
+        )
 
     def _logits(self, features: dict):
         import torch
@@ -121,15 +155,18 @@ class CrossEncoderReranker(Reorders):
         """Cross-encoder logits for each (question, texts, first-stage scores); the first stage's scores are not used."""
         return next(self.score_groups([items]))
 
-    def score_groups(self, groups: Sequence[Sequence[tuple[str, Sequence[str], Sequence[float]]]]) -> Iterator[list[list[float]]]:
+    def score_groups(
+        self, groups: Sequence[Sequence[tuple[str, Sequence[str], Sequence[float]]]]
+    ) -> Iterator[list[list[float]]]:
         """``score_many`` for each group of items in turn, yielded as each finishes; one feed of
         tokenized batches serves them all (worker processes start once, on CUDA)."""
         from ifqa.retrieval.batching import run_planned_groups
 
         pairs = [[(question, text) for question, texts, _ in items for text in texts] for items in groups]
         lengths = [[len(q) + len(t) for q, t in group] for group in pairs]
-        for items, logits in zip(groups, run_planned_groups(pairs, lengths, self.batch_size, self._inputs, self._logits,
-                                                            self.device)):
+        for items, logits in zip(
+            groups, run_planned_groups(pairs, lengths, self.batch_size, self._inputs, self._logits, self.device)
+        ):
             flat = logits.cpu().tolist() if logits is not None else []
             out, start = [], 0
             for _, texts, _ in items:
@@ -152,13 +189,25 @@ def _probe_pairs() -> list[tuple[str, str]]:
     pairs = []
     for i in range(8):
         for n, example in enumerate(examples):
-            pairs.append((example.question, example.context[i % len(example.context)] if i % 2 == 0 and example.context
-                          else texts[(7 * n + 13 * i) % len(texts)]))
+            pairs.append(
+                (
+                    example.question,
+                    example.context[i % len(example.context)]
+                    if i % 2 == 0 and example.context
+                    else texts[(7 * n + 13 * i) % len(texts)],
+                )
+            )
     return pairs
 
 
-def load_reranker(model: str, depth: int = 100, batch_size: int | None = None, device: str | None = None,
-                  max_length: int | None = None, backend: str = "torch"):
+def load_reranker(
+    model: str,
+    depth: int = 100,
+    batch_size: int | None = None,
+    device: str | None = None,
+    max_length: int | None = None,
+    backend: str = "torch",
+):
     """A cross-encoder, or the question-agnostic control when ``model`` is a folder holding one."""
     from ifqa.retrieval.control import PassagePriorReranker, is_control
 
@@ -177,13 +226,18 @@ def read_rerankable(run_path: str | Path, depth: int) -> list:
     for number, record in enumerate(records, start=1):
         for ctx in record["ctxs"][:depth]:
             if not str(ctx.get("text") or "").strip():
-                raise IfqaError(f"passage {ctx.get('id')!r} has no text; rerank needs passage texts "
-                                "(make the run with `ifqa retrieve`, or `ifqa convert --corpus`)", run_path, number)
+                raise IfqaError(
+                    f"passage {ctx.get('id')!r} has no text; rerank needs passage texts "
+                    "(make the run with `ifqa retrieve`, or `ifqa convert --corpus`)",
+                    run_path,
+                    number,
+                )
     return records
 
 
-def rerank_run(run_path: str | Path, reranker, output: str | Path, questions,
-               progress: bool = True, records: list | None = None) -> int:
+def rerank_run(
+    run_path: str | Path, reranker, output: str | Path, questions, progress: bool = True, records: list | None = None
+) -> int:
     """Rerank every question of a run; resumable (finished questions are kept in ``<output>.partial``).
 
     Flags (``has_answer``, ``gold``) are those of ``questions``: the run's own when its manifest says
@@ -221,16 +275,34 @@ def rerank_run(run_path: str | Path, reranker, output: str | Path, questions,
     ordered = [done[r["qid"]] for r in records]
     write_jsonl(output, ordered)
     previous = read_manifest(run_path) or {}
-    write_manifest(output, questions, n=len(ordered), k=previous.get("k"), query_mode=previous.get("query_mode"),
-                   indexes=previous.get("indexes"), fusion=previous.get("fusion"), weights=previous.get("weights"),
-                   rerankers=list(previous.get("rerankers") or []) + [reranker.describe()], source_run=str(run_path),
-                   seconds=round(time.time() - started, 2))
+    write_manifest(
+        output,
+        questions,
+        n=len(ordered),
+        k=previous.get("k"),
+        query_mode=previous.get("query_mode"),
+        indexes=previous.get("indexes"),
+        fusion=previous.get("fusion"),
+        weights=previous.get("weights"),
+        rerankers=list(previous.get("rerankers") or []) + [reranker.describe()],
+        source_run=str(run_path),
+        seconds=round(time.time() - started, 2),
+    )
     os.unlink(partial)
     return len(ordered)
 
 
-def _rerank_groups(reranker, todo: list, examples: dict, partial: Path, done: dict, per_group: int, total: int,
-                   progress: bool, flags_kept: bool = False) -> None:
+def _rerank_groups(
+    reranker,
+    todo: list,
+    examples: dict,
+    partial: Path,
+    done: dict,
+    per_group: int,
+    total: int,
+    progress: bool,
+    flags_kept: bool = False,
+) -> None:
     """Score ``todo`` a group of questions at a time, each finished question's line appended to ``partial``.
     ``flags_kept``: the run was made for these questions, so its passages' flags are reused
     (``run_record``) instead of computed between the device's batches."""
@@ -238,20 +310,36 @@ def _rerank_groups(reranker, todo: list, examples: dict, partial: Path, done: di
 
     from ifqa.eval.passages import run_record
 
-    with open(partial, "a", encoding="utf-8") as handle, tqdm(total=total, initial=len(done), desc="rerank",
-                                                                 unit="q", disable=not progress) as bar:
+    with (
+        open(partial, "a", encoding="utf-8") as handle,
+        tqdm(total=total, initial=len(done), desc="rerank", unit="q", disable=not progress) as bar,
+    ):
         groups = [todo[start : start + per_group] for start in range(0, len(todo), per_group)]
-        items = [[(record["question"], [c["text"] for c in record["ctxs"][: reranker.depth]],
-                   [float(c.get("score") or 0.0) for c in record["ctxs"][: reranker.depth]]) for record in group]
-                 for group in groups]
-        scored = (reranker.score_groups(items) if hasattr(reranker, "score_groups")
-                  else (score_many(reranker, group_items) for group_items in items))
+        items = [
+            [
+                (
+                    record["question"],
+                    [c["text"] for c in record["ctxs"][: reranker.depth]],
+                    [float(c.get("score") or 0.0) for c in record["ctxs"][: reranker.depth]],
+                )
+                for record in group
+            ]
+            for group in groups
+        ]
+        scored = (
+            reranker.score_groups(items)
+            if hasattr(reranker, "score_groups")
+            else (score_many(reranker, group_items) for group_items in items)
+        )
         for group, scores in zip(groups, scored):
             heads = [record["ctxs"][: reranker.depth] for record in group]
             for record, head, values in zip(group, heads, scores):
                 ranked = [{**c, "score": round(s, 6)} for c, s in sorted(zip(head, values), key=lambda pair: -pair[1])]
-                line = run_record(examples[record["qid"]], ranked + list(record["ctxs"][reranker.depth :]),
-                                  record if flags_kept else None)
+                line = run_record(
+                    examples[record["qid"]],
+                    ranked + list(record["ctxs"][reranker.depth :]),
+                    record if flags_kept else None,
+                )
                 handle.write(json.dumps(line, ensure_ascii=False) + "\n")
                 done[record["qid"]] = line
             handle.flush()

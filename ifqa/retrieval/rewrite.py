@@ -11,7 +11,7 @@ Model access is ``ifqa.llm``: any OpenAI-compatible endpoint (``--rewrite-model`
 from __future__ import annotations
 
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 from ifqa.errors import IfqaError
 from ifqa.retrieval.queries import clean_cues
@@ -20,10 +20,12 @@ PROMPTS = {
     "rewrite": (
         "The question below assumes something that did not happen. Write up to three short search queries "
         "for the real-world facts needed to answer it (entities, dates, places), one per line, nothing else.\n\n"
-        "Question: {question}\nQueries:\n"),
+        "Question: {question}\nQueries:\n"
+    ),
     "hyde": (
         "Write one short Wikipedia-style paragraph stating the real-world facts that the question below "
-        "builds on (ignore its hypothetical premise's outcome).\n\nQuestion: {question}\nParagraph:\n"),
+        "builds on (ignore its hypothetical premise's outcome).\n\nQuestion: {question}\nParagraph:\n"
+    ),
 }
 MAX_TOKENS = {"rewrite": 64, "hyde": 160}
 
@@ -41,10 +43,17 @@ class LLMFormulation:
         from ifqa.llm.generation import CachedGenerator, Counters
 
         if not config.rewrite_model:
-            raise IfqaError(f"query mode {self.mode!r} needs a model: --rewrite-model NAME (and --rewrite-base-url "
-                            "for an OpenAI-compatible server)")
-        backend = make_backend(config.rewrite_backend, config.rewrite_model, config.rewrite_base_url,
-                               os.environ.get("OPENAI_API_KEY"), device=config.device)
+            raise IfqaError(
+                f"query mode {self.mode!r} needs a model: --rewrite-model NAME (and --rewrite-base-url "
+                "for an OpenAI-compatible server)"
+            )
+        backend = make_backend(
+            config.rewrite_backend,
+            config.rewrite_model,
+            config.rewrite_base_url,
+            os.environ.get("OPENAI_API_KEY"),
+            device=config.device,
+        )
         counters = Counters()
         generate = CachedGenerator(backend, ResponseCache(config.rewrite_cache), 8, counters)
         params = GenerationParams(max_tokens=MAX_TOKENS[self.mode], temperature=0.0)

@@ -90,7 +90,10 @@ class DemoIndexes:
         current = False
         if manifest.exists():
             built = read_manifest(folder)
-            current = built["corpus"]["sha256"] == file_sha256(corpus) and self.recipe(name).items() <= built["params"].items()
+            current = (
+                built["corpus"]["sha256"] == file_sha256(corpus)
+                and self.recipe(name).items() <= built["params"].items()
+            )
         if not current:  # first use, or a newer ifqa ships another collection or index recipe
             log.info("building the demo %s index in %s (first use)", name, folder)
             shutil.rmtree(folder, ignore_errors=True)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import json
 import mmap
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import numpy as np
 
@@ -80,7 +80,9 @@ class UniqueIds:
             if hash(passage["id"]) in suspects:
                 seen[passage["id"]] = seen.get(passage["id"], 0) + 1
                 if seen[passage["id"]] > 1:
-                    raise IfqaError(f"passage id {passage['id']!r} occurs more than once; ids must be unique", self.corpus)
+                    raise IfqaError(
+                        f"passage id {passage['id']!r} occurs more than once; ids must be unique", self.corpus
+                    )
 
 
 class PassageStore:
@@ -106,8 +108,10 @@ class PassageStore:
         for position in sorted({int(i) for i in np.linspace(0, n - 1, num=min(n, samples))} if n else set()):
             start = int(self.offsets[position])
             if start and self._map[start - 1 : start] != b"\n":
-                raise IfqaError(f"not the collection this index was built from (passage {position + 1} does not "
-                                "start a line)", self.corpus)
+                raise IfqaError(
+                    f"not the collection this index was built from (passage {position + 1} does not start a line)",
+                    self.corpus,
+                )
             self[position]
 
     def byte_lengths(self, start: int, end: int) -> np.ndarray:

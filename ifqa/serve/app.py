@@ -57,8 +57,9 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 def create_app(service: QAService) -> FastAPI:
-    app = FastAPI(title="ifqa", summary="Counterfactual QA: retrieve, rerank, read.",
-                  docs_url=None, redoc_url=None)  # the stock docs pages load scripts from a CDN
+    app = FastAPI(
+        title="ifqa", summary="Counterfactual QA: retrieve, rerank, read.", docs_url=None, redoc_url=None
+    )  # the stock docs pages load scripts from a CDN
 
     @app.middleware("http")
     async def limit_body(request: Request, call_next):

@@ -17,13 +17,14 @@ import hashlib
 import re
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Sequence
+from typing import Any
 
 from ifqa.artifacts import Example
 from ifqa.errors import IfqaError
 from ifqa.eval.passages import run_record
-from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline
+from ifqa.retrieval.pipeline import DEPENDS_ON, RetrievalConfig, RetrievalPipeline
 
 
 @dataclass(frozen=True)
@@ -60,17 +61,30 @@ def configure_hint(retrieval: RetrievalConfig) -> str:
 
 
 class QAService:
-    def __init__(self, retrieval: RetrievalConfig, reader_config=None, known: Sequence = (),
-                 api_key: str | None = None, limits: Limits = Limits()):
+    def __init__(
+        self,
+        retrieval: RetrievalConfig,
+        reader_config=None,
+        known: Sequence = (),
+        api_key: str | None = None,
+        limits: Limits = Limits(),
+    ):
         """``reader_config`` is an ``LLMReaderConfig`` (None: search only); ``known`` are
         ``QuestionSource``s whose questions get answer and gold flags when asked verbatim."""
         from ifqa.retrieval.rerank import load_reranker
 
         self.config, self.limits = retrieval, limits
-        self.pipeline = RetrievalPipeline(replace(retrieval, rerank=None))  # the reranker runs here, to show ranks
-        self.reranker = (load_reranker(retrieval.rerank, retrieval.rerank_depth, device=retrieval.device,
-                                       backend=retrieval.rerank_backend)
-                         if retrieval.rerank else None)
+        first_stage = {name: getattr(RetrievalConfig, name) for name in DEPENDS_ON}  # the reranker's settings stay here
+        self.pipeline = RetrievalPipeline(
+            replace(retrieval, rerank=None, **first_stage)
+        )  # the reranker runs here, to show ranks
+        self.reranker = (
+            load_reranker(
+                retrieval.rerank, retrieval.rerank_depth, device=retrieval.device, backend=retrieval.rerank_backend
+            )
+            if retrieval.rerank
+            else None
+        )
         self.reranker_info = self.reranker.describe() if self.reranker else None
         question_sets = [source.load() for source in known]
         self.known: dict[str, tuple[str, Example]] = {}
@@ -96,8 +110,17 @@ class QAService:
         from ifqa.readers.llm.reader import LLMReader
 
         source = known[0] if known else QuestionSource()
-        engine = make_backend(config.backend, config.model, config.base_url, api_key, config.completions,
-                              config.device, config.batch_size, config.timeout, config.retries)
+        engine = make_backend(
+            config.backend,
+            config.model,
+            config.base_url,
+            api_key,
+            config.completions,
+            config.device,
+            config.batch_size,
+            config.timeout,
+            config.retries,
+        )
         train, setting = demonstration_pool(config, source)
         cache = None if config.no_cache else ResponseCache(config.cache)
         return LLMReader(engine, config, train.examples, cache, rationale_setting=setting, keep_prompts=True, task=task)
@@ -133,21 +156,35 @@ class QAService:
         for rank, (position, score) in enumerate(hits, start=1):
             passage = self.pipeline.passages[position]
             before, first_score = first_rank[position]
-            passages.append({"rank": rank, "first_stage_rank": before, "score": round(float(score), 4),
-                             "first_stage_score": round(float(first_score), 4), "id": passage["id"],
-                             "title": passage["title"], "text": passage["text"]})
+            passages.append(
+                {
+                    "rank": rank,
+                    "first_stage_rank": before,
+                    "score": round(float(score), 4),
+                    "first_stage_score": round(float(first_score), 4),
+                    "id": passage["id"],
+                    "title": passage["title"],
+                    "text": passage["text"],
+                }
+            )
         known = self.lookup(question)
         if known is not None:
             split, example = known
             flagged = run_record(example, [dict(p) for p in passages])["ctxs"]
             for passage, ctx in zip(passages, flagged):
                 passage["has_answer"], passage["gold"] = ctx["has_answer"], ctx["gold"]
-        return {"question": question, "k": k, "query_mode": config.query_mode, "queries": list(queries),
-                "indexes": [r.name for r in self.pipeline.retrievers],
-                "reranker": self.reranker_info,
-                "known": ({"split": known[0], "qid": known[1].qid, "answers": known[1].answers} if known else None),
-                "terms": highlight_terms(question), "passages": passages,
-                "seconds": round(time.perf_counter() - started, 4)}
+        return {
+            "question": question,
+            "k": k,
+            "query_mode": config.query_mode,
+            "queries": list(queries),
+            "indexes": [r.name for r in self.pipeline.retrievers],
+            "reranker": self.reranker_info,
+            "known": ({"split": known[0], "qid": known[1].qid, "answers": known[1].answers} if known else None),
+            "terms": highlight_terms(question),
+            "passages": passages,
+            "seconds": round(time.perf_counter() - started, 4),
+        }
 
     def answer(self, question: str, k: int = 10) -> dict[str, Any]:
         """The search result plus the reader's answer, reasoning and prompt."""
@@ -158,21 +195,33 @@ class QAService:
         started = time.perf_counter()
         known = self.lookup(question)
         if self.reader_config.mode == "context" and not known:
-            raise IfqaError("--mode context reads a question's own passages (WIQA's procedure, CausalQA's source "
-                            "passage); this question is not in the loaded split")
-        example = known[1] if known else Example("ask-" + hashlib.sha1(question.encode("utf-8")).hexdigest()[:12],
-                                                 question, [])
+            raise IfqaError(
+                "--mode context reads a question's own passages (WIQA's procedure, CausalQA's source "
+                "passage); this question is not in the loaded split"
+            )
+        example = (
+            known[1]
+            if known
+            else Example("ask-" + hashlib.sha1(question.encode("utf-8")).hexdigest()[:12], question, [])
+        )
         contexts = {example.qid: [{"title": p["title"], "text": p["text"]} for p in result["passages"]]}
         with self._read_lock if self.local_reader else contextlib.nullcontext():
             try:
                 record = self.reader.read_batch([example], contexts)[0]
             except IfqaError as exc:
                 raise UpstreamError(f"the reader's model failed: {exc}") from exc
-        result["answer"] = {"prediction": record["prediction"], "reasoning": record.get("reasoning", ""),
-                            "raw": record["raw"], "prompt": record.get("prompt", ""), "model": self.reader_config.model,
-                            "mode": self.reader_config.mode, "passages_in_prompt": record["passages"],
-                            "demos": record["demos"], "background": record.get("background"),
-                            "seconds": round(time.perf_counter() - started, 4)}
+        result["answer"] = {
+            "prediction": record["prediction"],
+            "reasoning": record.get("reasoning", ""),
+            "raw": record["raw"],
+            "prompt": record.get("prompt", ""),
+            "model": self.reader_config.model,
+            "mode": self.reader_config.mode,
+            "passages_in_prompt": record["passages"],
+            "demos": record["demos"],
+            "background": record.get("background"),
+            "seconds": round(time.perf_counter() - started, 4),
+        }
         if known:
             from ifqa.eval.answers import best_over_answers, exact_match
 
@@ -181,15 +230,27 @@ class QAService:
 
     def health(self) -> dict[str, Any]:
         retrievers = self.pipeline.retrievers
-        return {"status": "ok", "uptime_s": round(time.time() - self.started, 1),
-                "indexes": [{"name": r.name, "engine": r.manifest.get("engine"), "passages": len(r.passages)}
-                            for r in retrievers],
-                "query_mode": self.config.query_mode,
-                "reranker": self.reranker_info,
-                "reader": ({"model": self.reader_config.model, "mode": self.reader_config.mode,
-                            "backend": self.reader_config.backend} if self.reader_config else None),
-                "reader_hint": None if self.reader_config else f"start it with: {configure_hint(self.config)}",
-                "known_questions": len(self.known), "limits": vars(self.limits)}
+        return {
+            "status": "ok",
+            "uptime_s": round(time.time() - self.started, 1),
+            "indexes": [
+                {"name": r.name, "engine": r.manifest.get("engine"), "passages": len(r.passages)} for r in retrievers
+            ],
+            "query_mode": self.config.query_mode,
+            "reranker": self.reranker_info,
+            "reader": (
+                {
+                    "model": self.reader_config.model,
+                    "mode": self.reader_config.mode,
+                    "backend": self.reader_config.backend,
+                }
+                if self.reader_config
+                else None
+            ),
+            "reader_hint": None if self.reader_config else f"start it with: {configure_hint(self.config)}",
+            "known_questions": len(self.known),
+            "limits": vars(self.limits),
+        }
 
 
 class ReaderMissing(IfqaError):

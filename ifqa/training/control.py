@@ -26,6 +26,7 @@ from ifqa.retrieval.control import DEFAULT_WEIGHT, N_FEATURES, SETTINGS, WEIGHTS
 
 log = logging.getLogger(__name__)
 
+
 def train_control(groups, output: str | Path, seed: int = 0, weight: float = DEFAULT_WEIGHT) -> dict:
     """Fit gold-vs-negative on passages alone; returns the held-out AUC (a fifth of the questions)."""
     from sklearn.linear_model import LogisticRegression
@@ -48,9 +49,15 @@ def train_control(groups, output: str | Path, seed: int = 0, weight: float = DEF
     output.mkdir(parents=True, exist_ok=True)
     with atomic_write(output / WEIGHTS, "wb") as handle:
         np.save(handle, model.coef_.astype(np.float32).ravel())
-    info = {"kind": "passage-prior", "weight": weight, "n_features": N_FEATURES, "ngram_range": [1, 2], "intercept": float(model.intercept_[0]),
-            "held_out_auc": round(auc, 4), "passages": len(texts), "seconds": round(time.time() - started, 1)}
+    info = {
+        "kind": "passage-prior",
+        "weight": weight,
+        "n_features": N_FEATURES,
+        "ngram_range": [1, 2],
+        "intercept": float(model.intercept_[0]),
+        "held_out_auc": round(auc, 4),
+        "passages": len(texts),
+        "seconds": round(time.time() - started, 1),
+    }
     write_json(output / SETTINGS, info)
     return info
-
-

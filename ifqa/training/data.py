@@ -12,9 +12,9 @@ from __future__ import annotations
 import json
 import logging
 import random
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Sequence
 
 from ifqa.artifacts import Example
 from ifqa.errors import IfqaError
@@ -43,12 +43,21 @@ def check_has_gold(examples: Sequence[Example], where: str) -> None:
         raise IfqaError(f"{where}: no training questions")
     missing = [e for e in examples if not any(text.strip() for text in e.context)]
     if missing:
-        raise IfqaError(f"{where}: {len(missing)} of {len(examples)} training questions have no gold passage "
-                        f"(first: {missing[0].qid!r}); training needs the 'context' field")
+        raise IfqaError(
+            f"{where}: {len(missing)} of {len(examples)} training questions have no gold passage "
+            f"(first: {missing[0].qid!r}); training needs the 'context' field"
+        )
 
 
-def mine_groups(examples: Sequence[Example], pipeline, depth: int = 30, other_gold: int = 1,
-                seed: int = 0, progress: bool = True, closest: bool = False) -> list[TrainingGroup]:
+def mine_groups(
+    examples: Sequence[Example],
+    pipeline,
+    depth: int = 30,
+    other_gold: int = 1,
+    seed: int = 0,
+    progress: bool = True,
+    closest: bool = False,
+) -> list[TrainingGroup]:
     """For each question, up to ``depth`` retrieved non-gold passages (in the retriever's order) and
     ``other_gold`` random gold passages of other questions, or with ``closest`` the ``depth`` nearest
     the question, best first (sampling from both lists happens at training time)."""
@@ -77,8 +86,11 @@ def mine_groups(examples: Sequence[Example], pipeline, depth: int = 30, other_go
                     if not matcher.matches(text):
                         negatives.append(text)
                 if nearest is not None:
-                    others = [pool[i] for i in nearest.top(" ".join(queries), depth + len(example.context))
-                              if not matcher.matches(pool[i])][:depth]
+                    others = [
+                        pool[i]
+                        for i in nearest.top(" ".join(queries), depth + len(example.context))
+                        if not matcher.matches(pool[i])
+                    ][:depth]
                 else:
                     others = []
                     while len(others) < other_gold and len(pool) > len(example.context):
@@ -110,8 +122,15 @@ def read_groups(path: str | Path) -> list[TrainingGroup]:
     return groups
 
 
-def plan_steps(groups: Sequence[TrainingGroup], epochs: int, questions_per_step: int, seed: int, group_size: int,
-               hard_depth: int, other_gold: int = 0) -> list[list[tuple[str, list[str]]]]:
+def plan_steps(
+    groups: Sequence[TrainingGroup],
+    epochs: int,
+    questions_per_step: int,
+    seed: int,
+    group_size: int,
+    hard_depth: int,
+    other_gold: int = 0,
+) -> list[list[tuple[str, list[str]]]]:
     """Every step's (question, [gold, other gold..., mined negative...]) groups, fixed by the seed:
     ``group_size`` passages per question, ``other_gold`` of them other questions' gold passages;
     mined negatives, and other gold passages mined as a longer ranked list, are sampled from the first

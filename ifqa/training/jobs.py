@@ -8,10 +8,10 @@ import logging
 import time
 from pathlib import Path
 
-from ifqa.version import __version__
-from ifqa.errors import IfqaError
 from ifqa.cards import add_dev_scores, write_card
+from ifqa.errors import IfqaError
 from ifqa.training.data import check_has_gold, mine_groups, read_groups, write_groups
+from ifqa.version import __version__
 
 log = logging.getLogger(__name__)
 
@@ -42,14 +42,19 @@ def check_before_mining(kind: str, recipe, questions: int, device: str | None) -
 
     check_model(resolve(recipe.model), "; --model takes an encoder or cross-encoder")
     if kind == "reranker" and recipe.group_size < recipe.other_gold + 1:
-        raise IfqaError(f"--group-size {recipe.group_size} leaves no room for the gold passage and --other-gold "
-                        f"{recipe.other_gold}; use a group of at least {recipe.other_gold + 1}")
+        raise IfqaError(
+            f"--group-size {recipe.group_size} leaves no room for the gold passage and --other-gold "
+            f"{recipe.other_gold}; use a group of at least {recipe.other_gold + 1}"
+        )
     if world.active and recipe.questions_per_step % world.size:
-        raise IfqaError(f"--questions-per-step {recipe.questions_per_step} is a global batch: {world.size} ranks need "
-                        f"a multiple of {world.size}")
+        raise IfqaError(
+            f"--questions-per-step {recipe.questions_per_step} is a global batch: {world.size} ranks need "
+            f"a multiple of {world.size}"
+        )
     if questions < recipe.questions_per_step:
-        raise IfqaError(f"{questions} training questions make no step of --questions-per-step "
-                        f"{recipe.questions_per_step}; lower it")
+        raise IfqaError(
+            f"{questions} training questions make no step of --questions-per-step {recipe.questions_per_step}; lower it"
+        )
 
 
 def _groups(recipe, questions, output: Path, corpus: str | None, progress: bool):
@@ -60,29 +65,51 @@ def _groups(recipe, questions, output: Path, corpus: str | None, progress: bool)
 
     if not recipe.index:
         raise IfqaError("--index is needed: the collection's index that hard negatives are mined from")
-    identity = {"questions": questions.describe(), "index": index_manifest(recipe.index).get("corpus"),
-                "query_mode": recipe.query_mode, "hard_depth": recipe.hard_depth, "other_gold": recipe.other_gold,
-                "seed": recipe.seed}
+    identity = {
+        "questions": questions.describe(),
+        "index": index_manifest(recipe.index).get("corpus"),
+        "query_mode": recipe.query_mode,
+        "hard_depth": recipe.hard_depth,
+        "other_gold": recipe.other_gold,
+        "seed": recipe.seed,
+    }
     if recipe.other_gold_from != "random":
         identity["other_gold_from"] = recipe.other_gold_from
     path, meta = output / "groups.jsonl", output / "groups.json"
     if path.exists() and meta.exists() and read_json(meta) == identity:
         return read_groups(path), identity
-    pipeline = RetrievalPipeline(RetrievalConfig(indexes=[recipe.index], k=recipe.hard_depth,
-                                                 query_mode=recipe.query_mode, corpus=corpus))
+    pipeline = RetrievalPipeline(
+        RetrievalConfig(indexes=[recipe.index], k=recipe.hard_depth, query_mode=recipe.query_mode, corpus=corpus)
+    )
     from ifqa.distributed import launched
 
     main = launched().main  # every rank mines the same groups (seeded); rank 0 alone writes them
-    groups = mine_groups(questions.examples, pipeline, recipe.hard_depth, recipe.other_gold, recipe.seed,
-                         progress and main, closest=recipe.other_gold_from == "closest")
+    groups = mine_groups(
+        questions.examples,
+        pipeline,
+        recipe.hard_depth,
+        recipe.other_gold,
+        recipe.seed,
+        progress and main,
+        closest=recipe.other_gold_from == "closest",
+    )
     if main:
         write_groups(groups, path)
         write_json(meta, identity)
     return groups, identity
 
 
-def train_job(kind: str, recipe, source, output: Path, corpus: str | None = None, dev_run: str | None = None,
-              device: str | None = None, progress: bool = True, stop_after: int | None = None) -> dict:
+def train_job(
+    kind: str,
+    recipe,
+    source,
+    output: Path,
+    corpus: str | None = None,
+    dev_run: str | None = None,
+    device: str | None = None,
+    progress: bool = True,
+    stop_after: int | None = None,
+) -> dict:
     """Train a ``reranker`` or ``retriever`` into ``output/model``; returns its card (plus progress fields)."""
     check_training_split(source)
     questions = source.load()
@@ -98,9 +125,15 @@ def train_job(kind: str, recipe, source, output: Path, corpus: str | None = None
         from ifqa.training.control import train_control
 
         info = train_control(groups, output / "model", recipe.seed, recipe.weight)
-        card = {"ifqa": __version__, "kind": "control", "recipe": dataclasses.asdict(recipe), "classifier": info,
-                "training_data": {"questions": questions.describe(), "groups": len(groups), "mining": mined},
-                "seed": recipe.seed, "train_seconds": round(time.time() - started, 1)}
+        card = {
+            "ifqa": __version__,
+            "kind": "control",
+            "recipe": dataclasses.asdict(recipe),
+            "classifier": info,
+            "training_data": {"questions": questions.describe(), "groups": len(groups), "mining": mined},
+            "seed": recipe.seed,
+            "train_seconds": round(time.time() - started, 1),
+        }
         write_card(output / "model", card)
         return {"finished": True, **card}
     if kind == "reranker":
@@ -109,16 +142,30 @@ def train_job(kind: str, recipe, source, output: Path, corpus: str | None = None
         from ifqa.training.retriever import train_retriever as train
     result = train(groups, output, recipe, device, progress, stop_after)
     if not launched().main:  # the other ranks trained their share; rank 0 writes the card and scores dev
-        return {"finished": result["finished"], "step": result["step"], "steps": result["steps"], "rank": launched().rank}
+        return {
+            "finished": result["finished"],
+            "step": result["step"],
+            "steps": result["steps"],
+            "rank": launched().rank,
+        }
     if not result["finished"]:
         return {"finished": False, "step": result["step"], "steps": result["steps"]}
-    card = {"ifqa": __version__, "kind": kind, "base_model": recipe.model, "recipe": dataclasses.asdict(recipe),
-            "training_data": {"questions": questions.describe(), "groups": len(groups), "mining": mined},
-            "passages_read_as": "text without title (IfQA gold passages have none; every other passage has one)",
-            "negatives": f"top-{recipe.hard_depth} of the first stage minus gold matches, plus "
-                         f"{recipe.other_gold} other questions' gold passage(s), {recipe.other_gold_from}",
-            "seed": recipe.seed, "steps": result["steps"], "train_seconds": round(time.time() - started, 1),
-            "device": result["device"], "loss": result["history"][-3:], "extra": result.get("extra", {})}
+    card = {
+        "ifqa": __version__,
+        "kind": kind,
+        "base_model": recipe.model,
+        "recipe": dataclasses.asdict(recipe),
+        "training_data": {"questions": questions.describe(), "groups": len(groups), "mining": mined},
+        "passages_read_as": "text without title (IfQA gold passages have none; every other passage has one)",
+        "negatives": f"top-{recipe.hard_depth} of the first stage minus gold matches, plus "
+        f"{recipe.other_gold} other questions' gold passage(s), {recipe.other_gold_from}",
+        "seed": recipe.seed,
+        "steps": result["steps"],
+        "train_seconds": round(time.time() - started, 1),
+        "device": result["device"],
+        "loss": result["history"][-3:],
+        "extra": result.get("extra", {}),
+    }
     model_dir = output / "model"
     write_card(model_dir, card)
     if dev_run:
@@ -128,8 +175,9 @@ def train_job(kind: str, recipe, source, output: Path, corpus: str | None = None
     return {"finished": True, **read_card(model_dir)}
 
 
-def score_dev_run(kind: str, model_dir: Path, dev_run: str, data_dir: str | None, device: str | None,
-                  progress: bool) -> None:
+def score_dev_run(
+    kind: str, model_dir: Path, dev_run: str, data_dir: str | None, device: str | None, progress: bool
+) -> None:
     """Rerank a dev run with the new reranker and record gold recall before and after in the card."""
     from ifqa.artifacts import read_run, recorded_questions
     from ifqa.datasets import QuestionSource

@@ -13,9 +13,9 @@ import logging
 import os
 import shutil
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
 
 from ifqa import distributed
 from ifqa.devices import bf16_supported
@@ -38,10 +38,20 @@ class LoopSettings:
     seed: int = 0
 
 
-def run_loop(model, parameters, batches: Sequence, loss_of: Callable, output: Path, settings: LoopSettings,
-             device: str, progress: bool = True, stop_after: int | None = None,
-             save_model: Callable[[Path], None] | None = None, world: World = World(),
-             unused_parameters: bool = False) -> dict:
+def run_loop(
+    model,
+    parameters,
+    batches: Sequence,
+    loss_of: Callable,
+    output: Path,
+    settings: LoopSettings,
+    device: str,
+    progress: bool = True,
+    stop_after: int | None = None,
+    save_model: Callable[[Path], None] | None = None,
+    world: World = World(),
+    unused_parameters: bool = False,
+) -> dict:
     """Train ``model`` on ``batches[i]`` for i in [state step, steps); returns the training log.
 
     ``loss_of(batch, forward)`` computes the loss calling ``forward`` (the model, or under several
@@ -52,7 +62,9 @@ def run_loop(model, parameters, batches: Sequence, loss_of: Callable, output: Pa
 
     optimizer = torch.optim.AdamW(parameters, lr=settings.lr, weight_decay=settings.weight_decay)
     warmup = max(1, int(settings.warmup * settings.steps))
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: min((s + 1) / warmup, max(0.0, (settings.steps - s) / max(1, settings.steps - warmup))))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (settings.steps - s) / max(1, settings.steps - warmup)))
+    )
     state_dir = output / STATE
     step, history, running = 0, [], None  # running: the loss average the progress bar and history show
     losses: list[float] = []  # every step's loss (the ranks' mean), for train_log.jsonl
@@ -79,16 +91,29 @@ def run_loop(model, parameters, batches: Sequence, loss_of: Callable, output: Pa
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
         torch.save(model.state_dict(), tmp / "model.pt")
-        torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), "step": step,
-                    "history": json.dumps(history), "running_loss": running, "rng": torch.get_rng_state(),
-                    "losses": json.dumps(losses)},
-                   tmp / "trainer.pt")
+        torch.save(
+            {
+                "optimizer": optimizer.state_dict(),
+                "scheduler": scheduler.state_dict(),
+                "step": step,
+                "history": json.dumps(history),
+                "running_loss": running,
+                "rng": torch.get_rng_state(),
+                "losses": json.dumps(losses),
+            },
+            tmp / "trainer.pt",
+        )
         shutil.rmtree(state_dir, ignore_errors=True)
         os.replace(tmp, state_dir)
 
     started = time.time()
-    with distributed.collective_errors(world), held_interrupts() as check_interrupts, \
-            tqdm(total=settings.steps, initial=step, desc="train", unit="step", disable=not progress or not world.main) as bar:
+    with (
+        distributed.collective_errors(world),
+        held_interrupts() as check_interrupts,
+        tqdm(
+            total=settings.steps, initial=step, desc="train", unit="step", disable=not progress or not world.main
+        ) as bar,
+    ):
         try:
             while step < end:
                 with torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=autocast):
@@ -106,7 +131,9 @@ def run_loop(model, parameters, batches: Sequence, loss_of: Callable, output: Pa
                 running = value if running is None else 0.98 * running + 0.02 * value
                 losses.append(round(value, 6))
                 if step % 50 == 0 or step == settings.steps:
-                    history.append({"step": step, "loss": round(running, 4), "seconds": round(time.time() - started, 1)})
+                    history.append(
+                        {"step": step, "loss": round(running, 4), "seconds": round(time.time() - started, 1)}
+                    )
                 bar.set_postfix(loss=f"{running:.3f}")
                 bar.update(1)
                 if step % settings.save_every == 0 and step < settings.steps:
@@ -130,5 +157,11 @@ def run_loop(model, parameters, batches: Sequence, loss_of: Callable, output: Pa
             handle.write("".join(json.dumps({"step": n, "loss": loss}) + "\n" for n, loss in enumerate(losses, 1)))
     if world.main:
         shutil.rmtree(state_dir, ignore_errors=True)
-    return {"step": step, "steps": settings.steps, "history": history, "finished": True, "device": device,
-            "bf16": autocast}
+    return {
+        "step": step,
+        "steps": settings.steps,
+        "history": history,
+        "finished": True,
+        "device": device,
+        "bf16": autocast,
+    }

@@ -21,24 +21,32 @@ class MiningRecipe:
     query_mode: str = option("clean", "Query formulation used for mining.")
     hard_depth: int = option(30, "Mine negatives from this many top passages.", min=1)
     other_gold: int = option(2, "Gold passages of other questions added to each group as negatives.", min=0)
-    other_gold_from: str = option("random", "Other questions' gold passages: random, or sampled from the "
-                                  "--hard-depth closest to the question by BM25 (lowers the gold-style "
-                                  "preference; see docs/results.md).",
-                                  choices=("random", "closest"))
+    other_gold_from: str = option(
+        "random",
+        "Other questions' gold passages: random, or sampled from the "
+        "--hard-depth closest to the question by BM25 (lowers the gold-style "
+        "preference; see docs/results.md).",
+        choices=("random", "closest"),
+    )
 
 
 @dataclass(frozen=True)
 class RerankerRecipe(MiningRecipe):
     model: str = option(DEFAULT_ENCODER, "Starting checkpoint: any encoder or cross-encoder (folder or hub id).")
     epochs: int = option(1, "Passes over the training questions.", min=1)
-    questions_per_step: int = option(3, "Questions per optimizer step, over all ranks under torchrun/srun (each rank "
-                                                "takes an equal share).", min=1)
+    questions_per_step: int = option(
+        3, "Questions per optimizer step, over all ranks under torchrun/srun (each rank takes an equal share).", min=1
+    )
     group_size: int = option(10, "Passages scored per question: one gold + negatives.", min=2)
     lr: float = option(8e-5, "Peak learning rate (linear warm-up over 10% of steps, then linear decay).", min=0.0)
     max_length: int = option(192, "Tokens per question+passage pair.", min=16)
-    attention_dropout: float = option(0.1, "Dropout on attention probabilities while training (BERT-family "
-                                      "encoders); 0 lets CPU attention use its fused kernel, about 2x faster steps.",
-                                      min=0.0, max=0.9)
+    attention_dropout: float = option(
+        0.1,
+        "Dropout on attention probabilities while training (BERT-family "
+        "encoders); 0 lets CPU attention use its fused kernel, about 2x faster steps.",
+        min=0.0,
+        max=0.9,
+    )
     seed: int = option(0, "Seed for the head's initialization, data order and negative sampling.")
     fp32: bool = option(False, "Train in fp32 even where bf16 autocast is supported.")
 
@@ -46,10 +54,16 @@ class RerankerRecipe(MiningRecipe):
 @dataclass(frozen=True)
 class RetrieverRecipe(MiningRecipe):
     model: str = option(DEFAULT_ENCODER, "Starting sentence-transformers bi-encoder (folder or hub id).")
-    question_side_only: bool = option(False, "Train only a copy used for questions: an existing passage index stays valid.")
+    question_side_only: bool = option(
+        False, "Train only a copy used for questions: an existing passage index stays valid."
+    )
     epochs: int = option(1, "Passes over the training questions.", min=1)
-    questions_per_step: int = option(32, "Questions per step, over all ranks under torchrun/srun (every "
-                                                 "question's passages are in-batch negatives for all).", min=2)
+    questions_per_step: int = option(
+        32,
+        "Questions per step, over all ranks under torchrun/srun (every "
+        "question's passages are in-batch negatives for all).",
+        min=2,
+    )
     hard_negatives: int = option(1, "Mined negatives per question per step.", min=0)
     lr: float = option(2e-5, "Peak learning rate.", min=0.0)
     max_length: int = option(192, "Tokens per passage (questions are short).", min=16)

@@ -9,9 +9,9 @@ all-MiniLM-L6-v2 weights, given a fresh scoring head) or a trained cross-encoder
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Sequence
 
 from ifqa.errors import IfqaError
 from ifqa.models import pair_inputs
@@ -23,8 +23,14 @@ from ifqa.training.recipes import RerankerRecipe
 log = logging.getLogger(__name__)
 
 
-def train_reranker(groups: Sequence[TrainingGroup], output: str | Path, recipe: RerankerRecipe,
-                   device: str | None = None, progress: bool = True, stop_after: int | None = None) -> dict:
+def train_reranker(
+    groups: Sequence[TrainingGroup],
+    output: str | Path,
+    recipe: RerankerRecipe,
+    device: str | None = None,
+    progress: bool = True,
+    stop_after: int | None = None,
+) -> dict:
     """Train (or resume) into ``output``; the finished model is ``output/model`` (a CrossEncoder folder)."""
     import torch
 
@@ -39,20 +45,34 @@ def train_reranker(groups: Sequence[TrainingGroup], output: str | Path, recipe: 
     torch.manual_seed(recipe.seed)
     world = distributed.launched()
     device = distributed.pick_device(device, world)
-    encoder = load_cross_encoder(recipe.model, "cpu", recipe.max_length, num_labels=1,
-                                 config={"attention_probs_dropout_prob": recipe.attention_dropout})
+    encoder = load_cross_encoder(
+        recipe.model,
+        "cpu",
+        recipe.max_length,
+        num_labels=1,
+        config={"attention_probs_dropout_prob": recipe.attention_dropout},
+    )
     model, tokenizer = encoder.model, encoder.tokenizer
     if not hasattr(type(model.config)(), "attention_probs_dropout_prob"):  # an override only adds the key
         log.warning("%s has no attention_probs_dropout_prob; --attention-dropout has no effect", recipe.model)
-    steps = plan_steps(groups, recipe.epochs, recipe.questions_per_step, recipe.seed, recipe.group_size,
-                       recipe.hard_depth, recipe.other_gold)
+    steps = plan_steps(
+        groups,
+        recipe.epochs,
+        recipe.questions_per_step,
+        recipe.seed,
+        recipe.group_size,
+        recipe.hard_depth,
+        recipe.other_gold,
+    )
     if not steps:
         raise IfqaError(f"{len(groups)} training groups make no step of {recipe.questions_per_step} questions")
 
-    def loss_of(batch, forward) -> "torch.Tensor":
+    def loss_of(batch, forward) -> torch.Tensor:
         questions = [q for q, passages in batch for _ in passages]
         passages = [p for _, passages in batch for p in passages]
-        inputs = pair_inputs(tokenizer, questions, passages, recipe.max_length, padding=True, return_tensors="pt").to(device)
+        inputs = pair_inputs(tokenizer, questions, passages, recipe.max_length, padding=True, return_tensors="pt").to(
+            device
+        )
         logits = forward(**inputs).logits.float().view(-1)
         losses, start = [], 0
         for _, group in batch:
@@ -71,8 +91,19 @@ def train_reranker(groups: Sequence[TrainingGroup], output: str | Path, recipe: 
     settings = LoopSettings(steps=len(steps), lr=recipe.lr, bf16=not recipe.fp32, seed=recipe.seed)
     if world.main:
         output.mkdir(parents=True, exist_ok=True)
-    result = run_loop(model, list(model.parameters()), steps, loss_of, output, settings, device, progress,
-                      stop_after, save_model, world)
+    result = run_loop(
+        model,
+        list(model.parameters()),
+        steps,
+        loss_of,
+        output,
+        settings,
+        device,
+        progress,
+        stop_after,
+        save_model,
+        world,
+    )
     result["recipe"] = asdict(recipe)
     result["groups"] = len(groups)
     return result

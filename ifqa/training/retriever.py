@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 from ifqa.errors import IfqaError
 from ifqa.retrieval.encoders import resolve
@@ -36,8 +36,14 @@ def load_bi_encoder(name: str, max_length: int):
     return model
 
 
-def train_retriever(groups: Sequence[TrainingGroup], output: str | Path, recipe: RetrieverRecipe,
-                    device: str | None = None, progress: bool = True, stop_after: int | None = None) -> dict:
+def train_retriever(
+    groups: Sequence[TrainingGroup],
+    output: str | Path,
+    recipe: RetrieverRecipe,
+    device: str | None = None,
+    progress: bool = True,
+    stop_after: int | None = None,
+) -> dict:
     import torch
     import torch.nn.functional as F
 
@@ -51,8 +57,14 @@ def train_retriever(groups: Sequence[TrainingGroup], output: str | Path, recipe:
     device = distributed.pick_device(device, world)
     model = load_bi_encoder(recipe.model, recipe.max_length)
     passage_model = copy.deepcopy(model).to(device).eval() if recipe.question_side_only else model
-    steps = plan_steps([g for g in groups if g.positives], recipe.epochs, recipe.questions_per_step, recipe.seed,
-                       recipe.hard_negatives + 1, recipe.hard_depth)
+    steps = plan_steps(
+        [g for g in groups if g.positives],
+        recipe.epochs,
+        recipe.questions_per_step,
+        recipe.seed,
+        recipe.hard_negatives + 1,
+        recipe.hard_depth,
+    )
     if not steps:
         raise IfqaError(f"{len(groups)} training groups make no step of {recipe.questions_per_step} questions")
 
@@ -61,7 +73,7 @@ def train_retriever(groups: Sequence[TrainingGroup], output: str | Path, recipe:
         features = {k: v.to(device) if hasattr(v, "to") else v for k, v in model.tokenize(texts).items()}
         return F.normalize(encoder(features)["sentence_embedding"].float(), dim=-1)
 
-    def loss_of(batch, forward) -> "torch.Tensor":
+    def loss_of(batch, forward) -> torch.Tensor:
         texts, targets = [], []
         for _, passages in batch:
             targets.append(len(texts))
@@ -90,8 +102,22 @@ def train_retriever(groups: Sequence[TrainingGroup], output: str | Path, recipe:
     settings = LoopSettings(steps=len(steps), lr=recipe.lr, bf16=not recipe.fp32, seed=recipe.seed)
     if world.main:
         output.mkdir(parents=True, exist_ok=True)
-    result = run_loop(model, [p for p in model.parameters() if p.requires_grad], steps, loss_of, output, settings,
-                      device, progress, stop_after, save_model, world, unused_parameters=True)  # the unused pooler
-    result["extra"] = {"question_side_only": recipe.question_side_only,
-                       "passage_encoder": recipe.model if recipe.question_side_only else "the trained model"}
+    result = run_loop(
+        model,
+        [p for p in model.parameters() if p.requires_grad],
+        steps,
+        loss_of,
+        output,
+        settings,
+        device,
+        progress,
+        stop_after,
+        save_model,
+        world,
+        unused_parameters=True,
+    )  # the unused pooler
+    result["extra"] = {
+        "question_side_only": recipe.question_side_only,
+        "passage_encoder": recipe.model if recipe.question_side_only else "the trained model",
+    }
     return result

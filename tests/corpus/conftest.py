@@ -19,7 +19,7 @@ def page(page_id: int, title: str, text: str, ns: int = 0, redirect: str | None 
     redirect_tag = f'    <redirect title="{escape(redirect)}" />\n' if redirect else ""
     return (
         f"  <page>\n    <title>{escape(title)}</title>\n    <ns>{ns}</ns>\n    <id>{page_id}</id>\n{redirect_tag}"
-        f"    <revision>\n      <id>{page_id}00</id>\n      <text xml:space=\"preserve\">{body}</text>\n    </revision>\n  </page>\n"
+        f'    <revision>\n      <id>{page_id}00</id>\n      <text xml:space="preserve">{body}</text>\n    </revision>\n  </page>\n'
     )
 
 
@@ -38,7 +38,7 @@ ARTICLE = (
     "[[File:Glimmerton.jpg|thumb|The [[market]] square]]\n"
     "== History ==\n"
     "Founded in 1190 by [[monk]]s &amp; traders.\n"
-    "{| class=\"wikitable\"\n|-\n| year || 1190\n|}\n"
+    '{| class="wikitable"\n|-\n| year || 1190\n|}\n'
     "== See also ==\n* [[Lune]]\n"
     "[[Category:Towns]]"
 )

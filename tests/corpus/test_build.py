@@ -8,7 +8,6 @@ import pytest
 
 from ifqa.corpus.build import build, manifest_path
 from ifqa.errors import IfqaError
-
 from tests.corpus.conftest import bz2_file, dump, page, prose, wikipedia_multistream
 
 
@@ -54,15 +53,21 @@ def test_bz2_multistream_workers_and_tsv_agree(tmp_path, small_dump, monkeypatch
 
 def test_words_option_and_wikiextractor_inputs(tmp_path):
     (tmp_path / "wiki.json").write_text(
-        json.dumps({"id": "7", "url": "u", "title": "Seven", "text": "one two three\nfour five"}) + "\n"
+        json.dumps({"id": "7", "url": "u", "title": "Seven", "text": "one two three\nfour five"})
+        + "\n"
         + '{"broken json\n'
     )
-    (tmp_path / "wiki_00").write_text('<doc id="8" url="u" title="Eight &amp; more">\nEight &amp; more\n\nsix seven eight\n</doc>\n')
+    (tmp_path / "wiki_00").write_text(
+        '<doc id="8" url="u" title="Eight &amp; more">\nEight &amp; more\n\nsix seven eight\n</doc>\n'
+    )
     out = tmp_path / "p.jsonl"
     summary = build([tmp_path / "wiki.json", tmp_path / "wiki_00"], out, words=2, progress=False)
     assert [(p["id"], p["title"], p["text"]) for p in _lines(out)] == [
-        ("7-0", "Seven", "one two"), ("7-1", "Seven", "three four"), ("7-2", "Seven", "five"),
-        ("8-0", "Eight & more", "six seven"), ("8-1", "Eight & more", "eight"),
+        ("7-0", "Seven", "one two"),
+        ("7-1", "Seven", "three four"),
+        ("7-2", "Seven", "five"),
+        ("8-0", "Eight & more", "six seven"),
+        ("8-1", "Eight & more", "eight"),
     ]
     assert summary.skipped == {"malformed record": 1}
 
@@ -118,14 +123,29 @@ def test_cli_build_prints_summary_and_errors_in_one_line(cli, tmp_path, small_du
 
 
 def test_interrupted_build_resumes_to_the_same_output(tmp_path):
-    pages = [page(100 + i, f"Article {i}", prose(120 + i % 50, seed=i) + "\n== Part ==\n" + prose(80, seed=i + 1)) for i in range(600)]
+    pages = [
+        page(100 + i, f"Article {i}", prose(120 + i % 50, seed=i) + "\n== Part ==\n" + prose(80, seed=i + 1))
+        for i in range(600)
+    ]
     source = tmp_path / "big.xml"
     source.write_text(dump(pages))
     reference = tmp_path / "reference.jsonl"
     build([source], reference, batch_size=5, progress=False)
 
     out = tmp_path / "out" / "p.jsonl"
-    command = [sys.executable, "-m", "ifqa.cli", "corpus", "build", str(source), "-o", str(out), "--batch-size", "5", "--no-progress"]
+    command = [
+        sys.executable,
+        "-m",
+        "ifqa.cli",
+        "corpus",
+        "build",
+        str(source),
+        "-o",
+        str(out),
+        "--batch-size",
+        "5",
+        "--no-progress",
+    ]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     parts = out.parent / ".p.jsonl.parts"
     deadline = time.time() + 60

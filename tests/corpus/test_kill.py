@@ -40,8 +40,19 @@ def test_sigkill_kills_workers_and_the_rerun_resumes(tmp_path):
     with articles.open("w") as handle:
         for i in range(40_000):
             handle.write(json.dumps({"id": str(i), "url": "u", "title": f"T{i}", "text": f"Para {i}. {words}"}) + "\n")
-    command = [sys.executable, "-m", "ifqa.cli", "corpus", "build", str(articles), "--workers", "2", "--no-progress",
-               "--batch-size", "50"]
+    command = [
+        sys.executable,
+        "-m",
+        "ifqa.cli",
+        "corpus",
+        "build",
+        str(articles),
+        "--workers",
+        "2",
+        "--no-progress",
+        "--batch-size",
+        "50",
+    ]
     reference = tmp_path / "reference.jsonl"
     assert subprocess.run(command + ["-o", str(reference)], capture_output=True).returncode == 0
     out = tmp_path / "out.jsonl"

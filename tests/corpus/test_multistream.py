@@ -6,7 +6,6 @@ import pytest
 
 from ifqa.corpus import multistream, sources
 from ifqa.errors import IfqaError
-
 from tests.corpus.conftest import bz2_file, wikipedia_multistream
 
 
@@ -36,8 +35,15 @@ def test_streams_cut_anywhere_still_give_every_page_once(tmp_path, small_dump, m
     close = data.index(b"</page>", third)
     end = data.index(b"</mediawiki>")
     text_close = data.index(b"</text>", second)
-    for cuts in ([second + 3], [close + 4], [second + 1, second + 40, close + 6], [second, close + len(b"</page>")],
-                 [end + 1], [end - 1], [second + 50, text_close + 1]):  # a stream inside a page, ending "<"  # "<" + "/mediawiki>", "\n" + "</mediawiki>"
+    for cuts in (
+        [second + 3],
+        [close + 4],
+        [second + 1, second + 40, close + 6],
+        [second, close + len(b"</page>")],
+        [end + 1],
+        [end - 1],
+        [second + 50, text_close + 1],
+    ):  # a stream inside a page, ending "<"  # "<" + "/mediawiki>", "\n" + "</mediawiki>"
         dump = sources.detect(bz2_file(small_dump, tmp_path / "cut.xml.bz2", cuts=[100, *cuts]))
         assert dump.multistream
         assert _segment_pages(dump, monkeypatch) == expected, cuts

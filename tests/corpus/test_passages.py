@@ -7,7 +7,7 @@ from ifqa.errors import IfqaError
 
 
 def test_jsonl_line_is_what_json_dumps_writes():
-    for text in ['plain', 'quotes " and \\ backslash', "tab\tnew\nline \u2028 \x00 \x7f", "é ü 中文 😀", ""]:
+    for text in ["plain", 'quotes " and \\ backslash', "tab\tnew\nline \u2028 \x00 \x7f", "é ü 中文 😀", ""]:
         passage = Passage("12-0", 'Title "x"', text)
         line = passage.to_line(tsv=False)
         assert line == json.dumps(passage._asdict(), ensure_ascii=False) + "\n"

@@ -4,7 +4,6 @@ import pytest
 
 from ifqa.corpus import sources
 from ifqa.errors import IfqaError
-
 from tests.corpus.conftest import bz2_file
 
 
@@ -60,4 +59,3 @@ def test_xml_without_its_end(tmp_path, small_dump):
     cut.write_text(text.replace("</mediawiki>", ""))
     with pytest.raises(IfqaError, match=r"ends before </mediawiki>"):
         list(sources.stream_records(sources.detect(cut)))
-

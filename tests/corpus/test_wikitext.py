@@ -11,12 +11,16 @@ def test_keeps_prose_and_link_text_drops_markup():
 
 
 def test_headings_become_short_sentences_only_when_followed_by_prose():
-    text = wikitext.clean("Intro.\n== History ==\nOld.\n== See also ==\n* [[A]]\n== References ==\n{{reflist}}\n=== Deep ===\nDeep text.")
+    text = wikitext.clean(
+        "Intro.\n== History ==\nOld.\n== See also ==\n* [[A]]\n== References ==\n{{reflist}}\n=== Deep ===\nDeep text."
+    )
     assert text.split("\n") == ["Intro.", "History.", "Old.", "References.", "Deep.", "Deep text."]
 
 
 def test_tables_lists_and_templates_go():
-    text = wikitext.clean("A.\n{| class=wikitable\n|-\n| cell || cell\n|}\n* item\n# numbered\n; term\n{{Infobox|a=b}}\nB.")
+    text = wikitext.clean(
+        "A.\n{| class=wikitable\n|-\n| cell || cell\n|}\n* item\n# numbered\n; term\n{{Infobox|a=b}}\nB."
+    )
     assert text == "A.\nB."
 
 
@@ -57,7 +61,7 @@ def test_links_reduce_from_the_inside_out():
         "[[File:C4.png|thumb|Bicyclo[1.1.0]butane and [[n-butane|''n''-butane]] isomers]]"
         "A [[:Category:Derelict satellites|derelict]] [[space debris|object]] and [[Moon#Orbit|]] [[#Local]] [[ Earth ]]."
     )
-    assert text == 'A Kruskal–Wallis test. A derelict object and Local Earth.'
+    assert text == "A Kruskal–Wallis test. A derelict object and Local Earth."
 
 
 def test_markup_that_is_not_a_tag_or_url_stays_text():
@@ -72,11 +76,13 @@ def test_html_lists_go_and_unbalanced_headings_keep_their_extra_signs():
 
 def test_quotes_pair_before_links_are_reduced():
     assert wikitext.clean("serving as ''[[wikt:pro forma|pro-forma]]'' advisor") == 'serving as "" advisor'
-    assert wikitext.clean("The '''''Iliad''''' and ''[[Odyssey]]'''s end") == '''The "Iliad" and "Odyssey"'s end'''
+    assert wikitext.clean("The '''''Iliad''''' and ''[[Odyssey]]'''s end") == """The "Iliad" and "Odyssey"'s end"""
 
 
 def test_list_items_take_only_their_line_closed_or_not():
-    text = wikitext.clean("Intro.\n<ul>\n<li>one\n<li>two\n</ul>\nProse that must survive.\n<dl><dt>term<dd>def</dl>\nMore.")
+    text = wikitext.clean(
+        "Intro.\n<ul>\n<li>one\n<li>two\n</ul>\nProse that must survive.\n<dl><dt>term<dd>def</dl>\nMore."
+    )
     assert text == "Intro.\nProse that must survive.\ndef\nMore."
     assert wikitext.clean("Colors:<ul><li>red</li></ul> are primary.") == "Colors:\nare primary."
 
@@ -93,4 +99,6 @@ def test_template_closing_on_a_line_of_its_own_after_a_bar():
     assert wikitext.clean("{{Infobox\n|a=b\n|}}\nBody. [[Ali: Fear Eats the Soul]] and [[de:Foo]].") == (
         "Body. Ali: Fear Eats the Soul and."
     )
-    assert wikitext.clean("Before.{{Infobox|data=\n{|\n|a\n|}}} After.") == "Before. After."  # a table closing in a template
+    assert (
+        wikitext.clean("Before.{{Infobox|data=\n{|\n|a\n|}}} After.") == "Before. After."
+    )  # a table closing in a template

@@ -10,27 +10,34 @@ POSITIVES = {
     "R1": ["Why does a kettle whistle?", "So why is the sea salty", "WHY do owls hoot at night?"],
     "R2": ["What causes a rainbow?", "Can stress cause hair loss?", "what is the cause of inflation"],
     "R3": ["How come cats land on their feet?", "How did the river get its name?", "how  did Rome fall?"],
-    "R4": ["What is the effect of salt on ice?", "How does sugar affect teeth?", "What effects did the war have?",
-           "Which factor affects the price most?"],
+    "R4": [
+        "What is the effect of salt on ice?",
+        "How does sugar affect teeth?",
+        "What effects did the war have?",
+        "Which factor affects the price most?",
+    ],
     "R5": ["What does a lack of sleep lead to?", "Does poverty lead to crime?", "which habit leads to obesity"],
-    "R6": ["What happens if you swallow gum?", "What will happen when the sun dies?",
-           "what might happen if the dam breaks", "What happens to bread when it is toasted?"],
-    "R7": ["What to do if a dog bites you?", "What should be done when a fuse blows?",
-           "what to do to stop hiccups"],
+    "R6": [
+        "What happens if you swallow gum?",
+        "What will happen when the sun dies?",
+        "what might happen if the dam breaks",
+        "What happens to bread when it is toasted?",
+    ],
+    "R7": ["What to do if a dog bites you?", "What should be done when a fuse blows?", "what to do to stop hiccups"],
 }
 
 NEAR_MISSES = [
-    "Who wrote the novel Whyte Notes?",       # 'why' only inside a word
-    "Which causeway links the two islands?",   # 'cause' only inside a word
-    "How do bees make honey?",                 # how, but neither 'how come' nor 'how did'
+    "Who wrote the novel Whyte Notes?",  # 'why' only inside a word
+    "Which causeway links the two islands?",  # 'cause' only inside a word
+    "How do bees make honey?",  # how, but neither 'how come' nor 'how did'
     "Who starred in Special Effects Team?".replace("Effects", "Effex"),
     "Where is the effectiveness report kept?",  # 'effect' only inside a word
-    "Who was the lead singer of the band?",    # 'lead' without 'to'
-    "What happened in 1066?",                  # 'happened' is not 'happen(s)', and no if/when
-    "What happens next in the story?",         # 'what happens' without if/when
-    "What to eat in Lisbon?",                  # 'what to' but not 'what to do'
-    "What do you do for a living?",            # 'what ... do' without 'what to do'
-    "What to do with leftover rice?",          # 'what to do' without a condition word of its own
+    "Who was the lead singer of the band?",  # 'lead' without 'to'
+    "What happened in 1066?",  # 'happened' is not 'happen(s)', and no if/when
+    "What happens next in the story?",  # 'what happens' without if/when
+    "What to eat in Lisbon?",  # 'what to' but not 'what to do'
+    "What do you do for a living?",  # 'what ... do' without 'what to do'
+    "What to do with leftover rice?",  # 'what to do' without a condition word of its own
     "What would happen if the Moon vanished?",  # R6 names will/might, not would (as the paper writes it)
     "If the Eiffel Tower were in London, which river would it stand beside?",  # counterfactual, not causal
 ]
@@ -74,7 +81,9 @@ def test_classify_command_counts_and_writes_each_question(cli, tmp_path):
 
 def test_classifying_a_file_of_questions_needs_no_answers(cli, tmp_path):
     questions = tmp_path / "q.jsonl"
-    questions.write_text('{"idx": 1, "question": "Why is the sky blue?"}\n{"idx": 2, "question": "Who won?", "answers": []}\n')
+    questions.write_text(
+        '{"idx": 1, "question": "Why is the sky blue?"}\n{"idx": 2, "question": "Who won?", "answers": []}\n'
+    )
     result = cli("classify", "causal", "--questions", questions, "--json")
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["n"] == 2 and json.loads(result.stdout)["causal"] == 1

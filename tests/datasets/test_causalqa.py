@@ -29,8 +29,10 @@ def test_download_extracts_the_input_csvs_and_skips_id_only_sources(http_server,
     with zipfile.ZipFile(root / "causalqa.zip", "w") as archive:
         for path in DEMO.iterdir():
             archive.writestr(f"Webis-CausalQA-22-v-1.0/input/original-splits/{path.name}", path.read_text())
-            archive.writestr(f"Webis-CausalQA-22-v-1.0/input/random-splits/{path.name.replace('original', 'random')}",
-                             path.read_text())
+            archive.writestr(
+                f"Webis-CausalQA-22-v-1.0/input/random-splits/{path.name.replace('original', 'random')}",
+                path.read_text(),
+            )
         archive.writestr("Webis-CausalQA-22-v-1.0/input/original-splits/eli5_valid_original_split.csv", "id\ne1\ne2\n")
         archive.writestr("Webis-CausalQA-22-v-1.0/models/original-splits/paq/config.json", "{}")
     paths = download(tmp_path / "data", f"{url}/causalqa.zip", progress=False)
@@ -41,12 +43,18 @@ def test_download_extracts_the_input_csvs_and_skips_id_only_sources(http_server,
     assert len(QuestionSource("causalqa-random", "train", None, data).load()) == 8
 
 
-@pytest.mark.parametrize("content, message", [
-    ("id,context,answer\n1,c,a\n", ":1: missing column question_processed or question (the question); found: id, context, answer"),
-    ("id,question\n1,q\n", ":1: missing column answer or answer_processed (the answers)"),
-    (HEADER + '1,q,q,c,c,a,a,extra\n', ":2: 8 fields, the header has 7"),
-    (HEADER + "1,q,q,c,c,a,a\n1,r,r,c,c,b,b\n", ":3: duplicate id 'squad2:1' (first on line 2)"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        (
+            "id,context,answer\n1,c,a\n",
+            ":1: missing column question_processed or question (the question); found: id, context, answer",
+        ),
+        ("id,question\n1,q\n", ":1: missing column answer or answer_processed (the answers)"),
+        (HEADER + "1,q,q,c,c,a,a,extra\n", ":2: 8 fields, the header has 7"),
+        (HEADER + "1,q,q,c,c,a,a\n1,r,r,c,c,b,b\n", ":3: duplicate id 'squad2:1' (first on line 2)"),
+    ],
+)
 def test_bad_csvs_are_one_line_errors(tmp_path, cli, content, message):
     path = tmp_path / "squad2_valid_original_split.csv"
     path.write_text(content)

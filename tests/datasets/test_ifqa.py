@@ -5,11 +5,15 @@ import pytest
 from ifqa.datasets import ifqa as data
 from ifqa.datasets.demo import load_demo
 from ifqa.errors import IfqaError
-
 from tests.conftest import write_questions
 
 GOOD = [
-    {"idx": 0, "question": "If the sky were green, what colour would grass look against it?", "answers": ["green", "Green"], "context": ["The sky is blue."]},
+    {
+        "idx": 0,
+        "question": "If the sky were green, what colour would grass look against it?",
+        "answers": ["green", "Green"],
+        "context": ["The sky is blue."],
+    },
     {"idx": 1, "question": "If Paris were in Spain, what would its currency be?", "answers": ["euro"], "context": []},
 ]
 
@@ -35,7 +39,10 @@ def test_loads_jsonl_too(tmp_path):
         ({"idx": 5, "question": "q?", "answers": []}, "example 1: 'answers' must be a non-empty list"),
         ({"idx": 5, "question": "q?", "answers": "a"}, "example 1: 'answers' must be a non-empty list"),
         ({"idx": 5, "question": "q?", "answers": ["a", 3]}, "example 1: 'answers' must hold non-empty strings"),
-        ({"idx": 5, "question": "q?", "answers": ["a"], "context": [1]}, "example 1: 'context' must be a list of strings"),
+        (
+            {"idx": 5, "question": "q?", "answers": ["a"], "context": [1]},
+            "example 1: 'context' must be a list of strings",
+        ),
         ({"idx": 0, "question": "q?", "answers": ["a"]}, "example 1: duplicate idx '0'"),
         ("just a string", "example 1: expected an object"),
     ],

@@ -17,8 +17,12 @@ def _line(stem="suppose it rains more happens, how will it affect MORE puddles?"
     question = {"stem": stem, "para_steps": ["Rain falls.", "Water collects in low ground.", ""], "choices": []}
     if label is not None:
         question["answer_label"] = label
-    return json.dumps({"question": question, "metadata": {"ques_id": "q1", "question_type": "INPARA_EFFECT",
-                                                          "path_len": 1, **metadata}})
+    return json.dumps(
+        {
+            "question": question,
+            "metadata": {"ques_id": "q1", "question_type": "INPARA_EFFECT", "path_len": 1, **metadata},
+        }
+    )
 
 
 def test_demo_splits_load_with_steps_type_and_path_length():
@@ -56,14 +60,17 @@ def test_a_broken_release_never_reaches_the_cache(http_server, tmp_path):
     assert not list((tmp_path / "data" / "wiqa").rglob("*.jsonl"))
 
 
-@pytest.mark.parametrize("line, message", [
-    (_line(label=None), ":2: missing 'question.answer_label'"),
-    (_line(label="more effect"), ":2: unknown answer_label 'more effect' (expected more, less, no_effect)"),
-    (_line(stem=""), ":2: missing 'question.stem'"),
-    (json.dumps({"question": {"stem": "x", "answer_label": "less"}}), ":2: missing 'metadata.ques_id'"),
-    ("[1, 2]", ":2: expected an object with a 'question' object"),
-    ("{not json", ":2: invalid JSON"),
-])
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        (_line(label=None), ":2: missing 'question.answer_label'"),
+        (_line(label="more effect"), ":2: unknown answer_label 'more effect' (expected more, less, no_effect)"),
+        (_line(stem=""), ":2: missing 'question.stem'"),
+        (json.dumps({"question": {"stem": "x", "answer_label": "less"}}), ":2: missing 'metadata.ques_id'"),
+        ("[1, 2]", ":2: expected an object with a 'question' object"),
+        ("{not json", ":2: invalid JSON"),
+    ],
+)
 def test_bad_lines_are_one_line_errors_naming_file_and_line(tmp_path, cli, line, message):
     path = tmp_path / "wiqa.jsonl"
     path.write_text(_line(ques_id="q0") + "\n" + line + "\n")

@@ -42,11 +42,15 @@ def test_rouge_l_matches_a_hand_computation_and_rouge_score(prediction, referenc
 
 
 def test_best_answer_per_question_and_per_source_macro_and_micro():
-    examples = [Example("1", "q", ["heavy rain falls", "rain"], [], {"source": "a"}),
-                Example("2", "q", ["the sun"], [], {"source": "a"}),
-                Example("3", "q", ["ice floats"], [], {"source": "b"})]
+    examples = [
+        Example("1", "q", ["heavy rain falls", "rain"], [], {"source": "a"}),
+        Example("2", "q", ["the sun"], [], {"source": "a"}),
+        Example("3", "q", ["ice floats"], [], {"source": "b"}),
+    ]
     report = summarize_causalqa(examples, {"1": "rain", "2": "the moon", "3": "ice floats"})
-    assert report["by_source"]["a"]["rouge_l_f1"] == pytest.approx(100 * (1.0 + 0.5) / 2)  # 'rain' matches an answer exactly
+    assert report["by_source"]["a"]["rouge_l_f1"] == pytest.approx(
+        100 * (1.0 + 0.5) / 2
+    )  # 'rain' matches an answer exactly
     assert report["by_source"]["b"]["em"] == 100.0 and report["by_source"]["a"]["em"] == 50.0
     assert report["macro"]["em"] == pytest.approx((50.0 + 100.0) / 2)
     assert report["em"] == pytest.approx(100 * 2 / 3, abs=0.01)  # micro: 2 of 3 questions

@@ -5,12 +5,12 @@ import string
 
 import pytest
 
-from ifqa.eval import answers as answer_metrics
-from ifqa.eval import categories, significance, summary
-from ifqa.eval import passages as passage_rules
 from ifqa.artifacts import Example
 from ifqa.datasets.demo import load_demo
 from ifqa.datasets.demo import packaged_passages as passages_path
+from ifqa.eval import answers as answer_metrics
+from ifqa.eval import categories, significance, summary
+from ifqa.eval import passages as passage_rules
 from ifqa.io import read_jsonl
 
 
@@ -102,11 +102,46 @@ def test_has_answer_shortcut_agrees_with_tokenizing_everything():
                 return True
         return False
 
-    texts = ["He lived in PARIS.", "ΟΔΟΣ.", "x.Σ y", "ὈΔΥΣΣΕΎΣ ἦλθε", "İstanbul's İZMİR", "café CAFÉ cafe\u0301",
-             "straße STRASSE", "ﬁnance ﬁ", "１２３ 123", "a—b", "New\u00a0York", "Ǆ ǅ ǆ", "ΣΑΣ σας"]
-    answers = [["paris"], ["οδος"], ["οδοσ"], ["σ"], ["ς"], ["y"], ["οδυσσευσ"], ["οδυσσεύς"], ["istanbul"], ["i̇stanbul"],
-               ["izmir"], ["café"], ["cafe"], ["straße"], ["strasse"], ["finance"], ["ﬁ"], ["123"], ["b"], ["new york"],
-               ["ǆ"], ["σας"], ["ςας"]]
+    texts = [
+        "He lived in PARIS.",
+        "ΟΔΟΣ.",
+        "x.Σ y",
+        "ὈΔΥΣΣΕΎΣ ἦλθε",
+        "İstanbul's İZMİR",
+        "café CAFÉ cafe\u0301",
+        "straße STRASSE",
+        "ﬁnance ﬁ",
+        "１２３ 123",
+        "a—b",
+        "New\u00a0York",
+        "Ǆ ǅ ǆ",
+        "ΣΑΣ σας",
+    ]
+    answers = [
+        ["paris"],
+        ["οδος"],
+        ["οδοσ"],
+        ["σ"],
+        ["ς"],
+        ["y"],
+        ["οδυσσευσ"],
+        ["οδυσσεύς"],
+        ["istanbul"],
+        ["i̇stanbul"],
+        ["izmir"],
+        ["café"],
+        ["cafe"],
+        ["straße"],
+        ["strasse"],
+        ["finance"],
+        ["ﬁ"],
+        ["123"],
+        ["b"],
+        ["new york"],
+        ["ǆ"],
+        ["σας"],
+        ["ςας"],
+    ]
     for text in texts:
         for answer in answers:
             assert passage_rules.has_answer(answer, text) == by_tokens(answer, text), (answer, text)
@@ -150,9 +185,20 @@ def test_question_words_skip_the_premise():
 
 @pytest.mark.parametrize(
     "answer, kind",
-    [("1990", "date"), ("May 5, 1990", "date"), ("19th century", "date"), ("1980s", "date"),
-     ("17", "number"), ("1,000", "number"), ("2 hours", "number"), ("$5 million", "number"), ("nine", "number"),
-     ("Bank of England", "entity"), ("Paris", "entity"), ("fixed exchange rate system", "other")],
+    [
+        ("1990", "date"),
+        ("May 5, 1990", "date"),
+        ("19th century", "date"),
+        ("1980s", "date"),
+        ("17", "number"),
+        ("1,000", "number"),
+        ("2 hours", "number"),
+        ("$5 million", "number"),
+        ("nine", "number"),
+        ("Bank of England", "entity"),
+        ("Paris", "entity"),
+        ("fixed exchange rate system", "other"),
+    ],
 )
 def test_answer_types(answer, kind):
     assert categories.answer_type(answer) == kind
@@ -173,8 +219,10 @@ def test_paired_test():
 
 def test_run_recall_uses_flags_or_recomputes_them():
     examples = [Example("1", "If X, what would Y be?", ["blue"], ["the sky is blue on clear days when the sun is up"])]
-    ctxs = [{"id": "a", "title": "t", "text": "nothing here at all"},
-            {"id": "b", "title": "t", "text": "The sky is blue on clear days when the sun is up!"}]
+    ctxs = [
+        {"id": "a", "title": "t", "text": "nothing here at all"},
+        {"id": "b", "title": "t", "text": "The sky is blue on clear days when the sun is up!"},
+    ]
     record = {"qid": "1", "question": examples[0].question, "answers": ["blue"], "ctxs": ctxs}
     report = summary.summarize_run([json.loads(json.dumps(record))], examples)
     assert report["recall"]["gold"] == {"1": 0.0, "2": 100.0}

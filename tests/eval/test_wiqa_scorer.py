@@ -21,9 +21,17 @@ def test_accuracy_overall_by_type_and_path_length_match_a_hand_count():
     report = summarize_wiqa(EXAMPLES, predictions)
     assert report["accuracy"] == 60.0 and report["answered"] == 4
     assert list(report["by_question_type"]) == ["in-para", "out-of-para", "no-effect"]  # the paper's order
-    assert {k: v["accuracy"] for k, v in report["by_question_type"].items()} == {"in-para": 50.0, "out-of-para": 50.0, "no-effect": 100.0}
+    assert {k: v["accuracy"] for k, v in report["by_question_type"].items()} == {
+        "in-para": 50.0,
+        "out-of-para": 50.0,
+        "no-effect": 100.0,
+    }
     assert {k: (v["n"], v["accuracy"]) for k, v in report["by_path_length"].items()} == {
-        "0": (1, 100.0), "1": (1, 100.0), "2": (2, 50.0), "3": (1, 0.0)}
+        "0": (1, 100.0),
+        "1": (1, 100.0),
+        "2": (2, 50.0),
+        "3": (1, 0.0),
+    }
     low, high = report["accuracy_ci95"]
     assert 0 <= low <= 60.0 <= high <= 100
 
@@ -36,9 +44,19 @@ def test_paired_comparison_per_question_type():
     assert compare["by_question_type"]["in-para"]["difference"] == 100.0
 
 
-@pytest.mark.parametrize("text, label", [("more", "more"), (" LESS ", "less"), ("no effect", "no_effect"),
-                                         ("No_Effect", "no_effect"), ("no-effect", "no_effect"), ("", ""),
-                                         ("maybe", None), ("more or less", None)])
+@pytest.mark.parametrize(
+    "text, label",
+    [
+        ("more", "more"),
+        (" LESS ", "less"),
+        ("no effect", "no_effect"),
+        ("No_Effect", "no_effect"),
+        ("no-effect", "no_effect"),
+        ("", ""),
+        ("maybe", None),
+        ("more or less", None),
+    ],
+)
 def test_prediction_labels(text, label):
     assert normalize_label(text) == label
 
@@ -49,8 +67,12 @@ def test_evaluate_picks_accuracy_for_wiqa_and_refuses_a_non_label(cli, tmp_path)
     result = cli("evaluate", "--predictions", good, "--json")  # questions inferred from the manifest
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
-    gold = [json.loads(line)["question"]["answer_label"] for line in
-            (__import__("importlib").resources.files("ifqa.demo") / "wiqa" / "dev.jsonl").read_text().splitlines()]
+    gold = [
+        json.loads(line)["question"]["answer_label"]
+        for line in (__import__("importlib").resources.files("ifqa.demo") / "wiqa" / "dev.jsonl")
+        .read_text()
+        .splitlines()
+    ]
     predicted = json.loads(good.read_text().splitlines()[0])["prediction"]
     assert report["task"] == "wiqa" and report["accuracy"] == round(100 * gold.count(predicted) / len(gold), 2)
     bad = tmp_path / "bad.jsonl"
@@ -60,5 +82,7 @@ def test_evaluate_picks_accuracy_for_wiqa_and_refuses_a_non_label(cli, tmp_path)
     out = tmp_path / "metrics.json"
     result = cli("evaluate", "--predictions", bad, "--setting", "wiqa-demo", "--output", out)
     assert result.returncode == 1 and not out.exists()
-    assert result.stderr.strip() == (f"ifqa: error: {bad}:3: prediction 'probably more' is not a WIQA label "
-                                     "(more, less, no_effect, or empty to abstain)")
+    assert result.stderr.strip() == (
+        f"ifqa: error: {bad}:3: prediction 'probably more' is not a WIQA label "
+        "(more, less, no_effect, or empty to abstain)"
+    )

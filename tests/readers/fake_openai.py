@@ -15,8 +15,14 @@ import time
 
 
 class FakeOpenAI:
-    def __init__(self, answers: dict[str, str], sampled: dict[int, str] | None = None, latency: float = 0.0,
-                 failure_rate: float = 0.0, seed: int = 0):
+    def __init__(
+        self,
+        answers: dict[str, str],
+        sampled: dict[int, str] | None = None,
+        latency: float = 0.0,
+        failure_rate: float = 0.0,
+        seed: int = 0,
+    ):
         self.answers = answers  # question -> answer
         self.sampled = sampled or {}  # seed -> answer, used when temperature > 0
         self.failures: list[str] = []
@@ -73,8 +79,16 @@ class FakeOpenAI:
                 if failure == "401":  # as some servers do: the refused key quoted back
                     header = self.headers.get("Authorization", "")
                     key, query = header.removeprefix("Bearer "), self.path.partition("?")[2]
-                    return self._send(401, {"error": {"message": f"Incorrect API key provided: {key}. See the docs. "
-                                                      f"(header: {header}; query: {query})", "type": "invalid_request_error"}})
+                    return self._send(
+                        401,
+                        {
+                            "error": {
+                                "message": f"Incorrect API key provided: {key}. See the docs. "
+                                f"(header: {header}; query: {query})",
+                                "type": "invalid_request_error",
+                            }
+                        },
+                    )
                 if failure in ("429", "500"):
                     return self._send(int(failure), {"error": {"message": "try later", "type": "server_error"}})
                 if failure == "slow":
@@ -84,12 +98,27 @@ class FakeOpenAI:
                 chat = self.path.split("?")[0].endswith("/chat/completions")
                 prompt = body["messages"][-1]["content"] if chat else body["prompt"]
                 text = fake.reply(prompt, body)
-                choice = {"index": 0, "finish_reason": "stop",
-                          **({"message": {"role": "assistant", "content": text}} if chat else {"text": text})}
-                usage = {"prompt_tokens": len(prompt.split()), "completion_tokens": len(text.split()),
-                         "total_tokens": len(prompt.split()) + len(text.split())}
-                self._send(200, {"id": "x", "object": "chat.completion" if chat else "text_completion",
-                                 "created": 0, "model": body["model"], "choices": [choice], "usage": usage})
+                choice = {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    **({"message": {"role": "assistant", "content": text}} if chat else {"text": text}),
+                }
+                usage = {
+                    "prompt_tokens": len(prompt.split()),
+                    "completion_tokens": len(text.split()),
+                    "total_tokens": len(prompt.split()) + len(text.split()),
+                }
+                self._send(
+                    200,
+                    {
+                        "id": "x",
+                        "object": "chat.completion" if chat else "text_completion",
+                        "created": 0,
+                        "model": body["model"],
+                        "choices": [choice],
+                        "usage": usage,
+                    },
+                )
 
             def _send(self, status, payload):
                 data = json.dumps(payload).encode()

@@ -13,11 +13,31 @@ from ifqa.experiments import run_experiment
 from ifqa.readers.fid import FiDReaderConfig
 from ifqa.readers.llm.config import LLMReaderConfig
 
-NON_DEFAULT = {"model": "m/odel:1", "mode": "open", "cot": True, "backend": "hf", "base_url": "http://h:1/v1",
-               "completions": True, "passages": 3, "demos": 2, "selection": "similar", "train": "pool file.json",
-               "seed": 3, "samples": 5, "temperature": 0.9, "max_tokens": 7, "max_prompt_tokens": 900,
-               "concurrency": 2, "timeout": 5.5, "retries": 1, "batch_size": 3, "cache": "c.sqlite", "no_cache": True, "prompts_dir": "p",
-               "device": "cpu"}
+NON_DEFAULT = {
+    "model": "m/odel:1",
+    "mode": "open",
+    "cot": True,
+    "backend": "hf",
+    "base_url": "http://h:1/v1",
+    "completions": True,
+    "passages": 3,
+    "demos": 2,
+    "selection": "similar",
+    "train": "pool file.json",
+    "seed": 3,
+    "samples": 5,
+    "temperature": 0.9,
+    "max_tokens": 7,
+    "max_prompt_tokens": 900,
+    "concurrency": 2,
+    "timeout": 5.5,
+    "retries": 1,
+    "batch_size": 3,
+    "cache": "c.sqlite",
+    "no_cache": True,
+    "prompts_dir": "p",
+    "device": "cpu",
+}
 
 
 def _parse(command: str):
@@ -61,8 +81,11 @@ def test_the_experiment_runner_shows_the_command_of_its_configuration(tmp_path, 
     monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
     entry = {k: v for k, v in NON_DEFAULT.items() if k not in ("model", "train")}
     path = tmp_path / "e.yaml"
-    path.write_text("name: e\nquestions: {setting: demo, split: dev}\noutput: out\nreaders:\n  - "
-                    + str({"name": "r", **entry}).replace("'", '"').replace("True", "true") + "\n")
+    path.write_text(
+        "name: e\nquestions: {setting: demo, split: dev}\noutput: out\nreaders:\n  - "
+        + str({"name": "r", **entry}).replace("'", '"').replace("True", "true")
+        + "\n"
+    )
     row = run_experiment(path, progress=False)["readers"][0]
     assert row["status"] == "skipped: no model configured"
     rebuilt, _ = _parse(row["command"])
@@ -75,11 +98,17 @@ def test_temperature_follows_samples():
     assert LLMReaderConfig(samples=3, temperature=0.2).effective_temperature == 0.2
 
 
-@pytest.mark.parametrize("options, message", [
-    ({"samples": 0}, "samples must be at least 1"), ({"demos": -1}, "demos must be at least 0"),
-    ({"passages": "x"}, "must be an integer"), ({"mode": "oracle"}, "must be one of qa, cot"),
-    ({"modle": "qa"}, "unknown key"), ({"cot": "yes"}, "must be true or false"),
-])
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"samples": 0}, "samples must be at least 1"),
+        ({"demos": -1}, "demos must be at least 0"),
+        ({"passages": "x"}, "must be an integer"),
+        ({"mode": "oracle"}, "must be one of qa, cot"),
+        ({"modle": "qa"}, "unknown key"),
+        ({"cot": "yes"}, "must be true or false"),
+    ],
+)
 def test_bad_values_are_one_line(options, message):
     with pytest.raises(IfqaError, match=message):
         from_options(LLMReaderConfig, options, where="e.yaml")

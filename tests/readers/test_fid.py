@@ -11,13 +11,14 @@ from ifqa.readers.fid import data as fid_data
 from ifqa.readers.fid import model as fid_model
 from ifqa.readers.fid import predict as fid_predict
 from ifqa.readers.fid import train as fid_train
-
 from tests.readers.tiny_models import tiny_t5
 
-TOY = [("If the Gulf dried up, which state would border Alabama to the south?", "Florida"),
-       ("If the strait were land, which country would border Alaska?", "Russia"),
-       ("If Achilles spared him, which hero would survive?", "Hector"),
-       ("Where would Allan Dwan have lived?", "Toronto")]
+TOY = [
+    ("If the Gulf dried up, which state would border Alabama to the south?", "Florida"),
+    ("If the strait were land, which country would border Alaska?", "Russia"),
+    ("If Achilles spared him, which hero would survive?", "Hector"),
+    ("Where would Allan Dwan have lived?", "Toronto"),
+]
 
 
 @pytest.fixture(scope="module")
@@ -28,9 +29,27 @@ def t5_dir(tmp_path_factory):
 @pytest.fixture
 def toy_run(tmp_path):
     path = tmp_path / "toy.jsonl"
-    path.write_text("".join(json.dumps({"qid": str(i), "question": q, "answers": [a], "ctxs": [
-        {"id": f"{i}-{j}", "title": f"T{j}", "text": f"{a} is mentioned in passage {j}" if j == i % 2 else "unrelated text"}
-        for j in range(2)]}) + "\n" for i, (q, a) in enumerate(TOY)))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "qid": str(i),
+                    "question": q,
+                    "answers": [a],
+                    "ctxs": [
+                        {
+                            "id": f"{i}-{j}",
+                            "title": f"T{j}",
+                            "text": f"{a} is mentioned in passage {j}" if j == i % 2 else "unrelated text",
+                        }
+                        for j in range(2)
+                    ],
+                }
+            )
+            + "\n"
+            for i, (q, a) in enumerate(TOY)
+        )
+    )
     return path
 
 
@@ -57,11 +76,15 @@ def test_forward_equals_a_hand_computation(t5_dir):
     # by hand: each passage through the encoder alone, states concatenated in passage order
     states, masks = [], []
     for b in range(2):
-        row = [model.encoder(input_ids=ids[b, n][None], attention_mask=mask[b, n][None]).last_hidden_state for n in range(3)]
+        row = [
+            model.encoder(input_ids=ids[b, n][None], attention_mask=mask[b, n][None]).last_hidden_state
+            for n in range(3)
+        ]
         states.append(torch.cat(row, dim=1))
         masks.append(mask[b].reshape(1, -1))
-    expected = T5ForConditionalGeneration.forward(model, encoder_outputs=BaseModelOutput(torch.cat(states)),
-                                                  attention_mask=torch.cat(masks), labels=labels)
+    expected = T5ForConditionalGeneration.forward(
+        model, encoder_outputs=BaseModelOutput(torch.cat(states)), attention_mask=torch.cat(masks), labels=labels
+    )
     assert torch.allclose(fused.logits, expected.logits, atol=1e-5)
     assert torch.allclose(fused.loss, expected.loss, atol=1e-6)
     # masked positions do not matter; unmasked ones do
@@ -69,7 +92,9 @@ def test_forward_equals_a_hand_computation(t5_dir):
     changed[0, 1, 5] = 7
     assert torch.allclose(model(input_ids=changed, attention_mask=mask, labels=labels).logits, fused.logits, atol=1e-6)
     changed[0, 1, 0] = 7
-    assert not torch.allclose(model(input_ids=changed, attention_mask=mask, labels=labels).logits, fused.logits, atol=1e-4)
+    assert not torch.allclose(
+        model(input_ids=changed, attention_mask=mask, labels=labels).logits, fused.logits, atol=1e-4
+    )
 
 
 def test_collator_shapes_prefixes_and_padding(t5_dir):
@@ -87,9 +112,37 @@ def test_collator_shapes_prefixes_and_padding(t5_dir):
 def test_cli_training_overfits_and_the_checkpoint_reproduces_predictions(cli, t5_dir, toy_run, tmp_path):
     env = {**os.environ, "IFQA_CACHE_DIR": str(tmp_path / "cache")}
     out = tmp_path / "fid"
-    result = cli("train", "--reader", "fid", "--run", toy_run, "--dev-run", toy_run, "--model", t5_dir, "--output", out,
-                 "--steps", "120", "--lr", "0.01", "--batch-size", "2", "--warmup-steps", "5", "--eval-every", "40",
-                 "--n-context", "2", "--text-maxlength", "40", "--answer-maxlength", "8", "--no-progress", env=env)
+    result = cli(
+        "train",
+        "--reader",
+        "fid",
+        "--run",
+        toy_run,
+        "--dev-run",
+        toy_run,
+        "--model",
+        t5_dir,
+        "--output",
+        out,
+        "--steps",
+        "120",
+        "--lr",
+        "0.01",
+        "--batch-size",
+        "2",
+        "--warmup-steps",
+        "5",
+        "--eval-every",
+        "40",
+        "--n-context",
+        "2",
+        "--text-maxlength",
+        "40",
+        "--answer-maxlength",
+        "8",
+        "--no-progress",
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert "best dev EM 100.00" in result.stdout
     log = [json.loads(line) for line in (out / "train_log.jsonl").read_text().splitlines()]
@@ -97,8 +150,23 @@ def test_cli_training_overfits_and_the_checkpoint_reproduces_predictions(cli, t5
     questions = tmp_path / "toy.json"
     questions.write_text(json.dumps([{"idx": i, "question": q, "answers": [a]} for i, (q, a) in enumerate(TOY)]))
     predictions = tmp_path / "pred.jsonl"
-    result = cli("read", "--reader", "fid", "--checkpoint", out, "--run", toy_run, "--questions", questions,
-                 "-o", predictions, "--batch-size", "3", "--no-progress", env=env)
+    result = cli(
+        "read",
+        "--reader",
+        "fid",
+        "--checkpoint",
+        out,
+        "--run",
+        toy_run,
+        "--questions",
+        questions,
+        "-o",
+        predictions,
+        "--batch-size",
+        "3",
+        "--no-progress",
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     from_disk = [json.loads(line)["prediction"] for line in predictions.read_text().splitlines()]
     assert from_disk == [a for _, a in TOY]
@@ -110,8 +178,16 @@ def test_cli_training_overfits_and_the_checkpoint_reproduces_predictions(cli, t5
 
 
 def test_resume_gives_the_same_next_losses(t5_dir, toy_run, tmp_path):
-    config = FiDTrainConfig(model=str(t5_dir), steps=6, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
-                            text_maxlength=32, answer_maxlength=6)
+    config = FiDTrainConfig(
+        model=str(t5_dir),
+        steps=6,
+        lr=1e-3,
+        batch_size=2,
+        warmup_steps=1,
+        n_context=2,
+        text_maxlength=32,
+        answer_maxlength=6,
+    )
     straight = fid_train.train(toy_run, None, tmp_path / "a", config, "cpu", progress=False)
     first = fid_train.train(toy_run, None, tmp_path / "b", config, "cpu", progress=False, stop_after=3)
     assert first["step"] == 3 and not (tmp_path / "b" / "best").exists()
@@ -131,7 +207,7 @@ def test_loads_an_original_fid_checkpoint(t5_dir, tmp_path):
     original = {}
     for name, tensor in model.state_dict().items():  # the layout facebookresearch/FiD saves
         if name.startswith("encoder.block."):
-            index, rest = name[len("encoder.block."):].split(".", 1)
+            index, rest = name[len("encoder.block.") :].split(".", 1)
             name = f"encoder.encoder.block.{index}.module.{rest}"
         elif name.startswith("encoder."):
             name = "encoder." + name
@@ -143,15 +219,26 @@ def test_loads_an_original_fid_checkpoint(t5_dir, tmp_path):
     loaded = fid_model.load_model(folder).eval()
     ids = torch.randint(4, 200, (1, 2, 5))
     mask = torch.ones_like(ids)
-    assert torch.equal(loaded.generate(input_ids=ids, attention_mask=mask, max_new_tokens=4),
-                       model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=4))
+    assert torch.equal(
+        loaded.generate(input_ids=ids, attention_mask=mask, max_new_tokens=4),
+        model.generate(input_ids=ids, attention_mask=mask, max_new_tokens=4),
+    )
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_bf16_training_step_on_gpu(t5_dir, toy_run, tmp_path):
-    config = FiDTrainConfig(model=str(t5_dir), steps=2, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
-                            text_maxlength=32, answer_maxlength=6, gradient_checkpointing=True)
+    config = FiDTrainConfig(
+        model=str(t5_dir),
+        steps=2,
+        lr=1e-3,
+        batch_size=2,
+        warmup_steps=1,
+        n_context=2,
+        text_maxlength=32,
+        answer_maxlength=6,
+        gradient_checkpointing=True,
+    )
     state = fid_train.train(toy_run, None, tmp_path / "gpu", config, "cuda", progress=False)
     assert state["step"] == 2 and all(e["loss"] == e["loss"] for e in state["log"])
 
@@ -161,9 +248,19 @@ def test_bf16_training_step_on_gpu(t5_dir, toy_run, tmp_path):
 def test_compiled_training_on_gpu_follows_eager_and_reads_in_bf16(t5_without_dropout, toy_run, tmp_path):
     """On CUDA, where compiling is the default: the compiled losses follow the eager ones (bf16, so
     within rounding), and the first decoding step under bf16 autocast, as generation runs, scores as in fp32."""
-    common = dict(model=str(t5_without_dropout), steps=4, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
-                  text_maxlength=32, answer_maxlength=6)
-    eager = fid_train.train(toy_run, None, tmp_path / "eager", FiDTrainConfig(**common, no_compile=True), "cuda", progress=False)
+    common = dict(
+        model=str(t5_without_dropout),
+        steps=4,
+        lr=1e-3,
+        batch_size=2,
+        warmup_steps=1,
+        n_context=2,
+        text_maxlength=32,
+        answer_maxlength=6,
+    )
+    eager = fid_train.train(
+        toy_run, None, tmp_path / "eager", FiDTrainConfig(**common, no_compile=True), "cuda", progress=False
+    )
     compiled = fid_train.train(toy_run, None, tmp_path / "compiled", FiDTrainConfig(**common), "cuda", progress=False)
     assert [e["loss"] for e in compiled["log"]] == pytest.approx([e["loss"] for e in eager["log"]], rel=2e-2, abs=2e-2)
     model = fid_model.FiDT5.from_pretrained(str(t5_without_dropout)).to("cuda")
@@ -176,7 +273,9 @@ def test_compiled_training_on_gpu_follows_eager_and_reads_in_bf16(t5_without_dro
         fp32 = model(**batch, decoder_input_ids=start).logits.float()
         with torch.autocast("cuda", dtype=torch.bfloat16):
             bf16 = model(**batch, decoder_input_ids=start).logits.float()
-    assert torch.allclose(bf16, fp32, rtol=5e-2, atol=5e-2 * fp32.abs().max().item())  # random weights: near-ties may flip a token
+    assert torch.allclose(
+        bf16, fp32, rtol=5e-2, atol=5e-2 * fp32.abs().max().item()
+    )  # random weights: near-ties may flip a token
     assert len(fid_predict.predict(model, tokenizer, records, settings, bf16=True)) == len(records)
 
 
@@ -189,8 +288,16 @@ def test_compiled_training_equals_eager_and_resumes(t5_without_dropout, toy_run,
 
     if compile_unavailable("cpu"):
         pytest.skip(compile_unavailable("cpu"))
-    config = FiDTrainConfig(model=str(t5_without_dropout), steps=4, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
-                            text_maxlength=32, answer_maxlength=6)
+    config = FiDTrainConfig(
+        model=str(t5_without_dropout),
+        steps=4,
+        lr=1e-3,
+        batch_size=2,
+        warmup_steps=1,
+        n_context=2,
+        text_maxlength=32,
+        answer_maxlength=6,
+    )
     eager = fid_train.train(toy_run, None, tmp_path / "eager", config, "cpu", progress=False)
     compiled_config = FiDTrainConfig(**{**config.__dict__, "compile": True})
     first = fid_train.train(toy_run, None, tmp_path / "compiled", config, "cpu", progress=False, stop_after=2)
@@ -216,13 +323,12 @@ def test_compile_settings_are_checked_before_any_work(t5_dir, toy_run, tmp_path,
 def test_a_compile_that_cannot_work_is_found_by_compiling_before_any_work(t5_dir, toy_run, tmp_path, monkeypatch):
     """The compiler is there by name but does not work: the test compile (once per process) finds it,
     so --compile is one line before the model loads, and a default compile trains eagerly."""
+    import torch._dynamo
     import torch._inductor.config as inductor_config
 
     from ifqa import devices
     from ifqa.errors import IfqaError
     from ifqa.readers.fid.train import _use_compile
-
-    import torch._dynamo
 
     monkeypatch.setattr(inductor_config.cpp, "cxx", ("no-such-compiler-here",))
     monkeypatch.setattr(inductor_config, "fx_graph_cache", False)  # nothing compiled earlier is reused
@@ -256,8 +362,16 @@ def test_interrupted_training_keeps_whole_steps(t5_dir, toy_run, tmp_path, monke
     command resumes as if nothing happened. Out of memory is one line naming the batch size."""
     from ifqa.errors import IfqaError
 
-    config = FiDTrainConfig(model=str(t5_dir), steps=4, lr=1e-3, batch_size=2, warmup_steps=1, n_context=2,
-                            text_maxlength=32, answer_maxlength=6)
+    config = FiDTrainConfig(
+        model=str(t5_dir),
+        steps=4,
+        lr=1e-3,
+        batch_size=2,
+        warmup_steps=1,
+        n_context=2,
+        text_maxlength=32,
+        answer_maxlength=6,
+    )
     straight = fid_train.train(toy_run, None, tmp_path / "a", config, "cpu", progress=False)
     real_step, calls = torch.optim.AdamW.step, []
 
@@ -268,8 +382,11 @@ def test_interrupted_training_keeps_whole_steps(t5_dir, toy_run, tmp_path, monke
         return real_step(self, *args, **kwargs)
 
     monkeypatch.setattr(torch.optim.AdamW, "step", failing_step)
-    expected = (pytest.raises(KeyboardInterrupt) if stop == "interrupt" else
-                pytest.raises(IfqaError, match="ran out of memory on a batch of 2 questions x 2 passages; lower"))
+    expected = (
+        pytest.raises(KeyboardInterrupt)
+        if stop == "interrupt"
+        else pytest.raises(IfqaError, match="ran out of memory on a batch of 2 questions x 2 passages; lower")
+    )
     with expected:
         fid_train.train(toy_run, None, tmp_path / "b", config, "cpu", progress=False)
     monkeypatch.setattr(torch.optim.AdamW, "step", real_step)
@@ -320,9 +437,20 @@ def test_checkpointed_fid_compiles_to_one_graph_without_recompiles():
 
     def tiny():
         torch.manual_seed(0)
-        return fid_model.FiDT5(T5Config(vocab_size=64, d_model=32, d_ff=64, num_layers=2, num_decoder_layers=2,
-                                        num_heads=2, d_kv=16, dropout_rate=0.0, decoder_start_token_id=0,
-                                        pad_token_id=0)).train()
+        return fid_model.FiDT5(
+            T5Config(
+                vocab_size=64,
+                d_model=32,
+                d_ff=64,
+                num_layers=2,
+                num_decoder_layers=2,
+                num_heads=2,
+                d_kv=16,
+                dropout_rate=0.0,
+                decoder_start_token_id=0,
+                pad_token_id=0,
+            )
+        ).train()
 
     def step(call, model):
         model.zero_grad(set_to_none=True)

@@ -5,7 +5,6 @@ import pytest
 
 from ifqa.datasets.demo import load_demo
 from ifqa.llm.backends import GenerationParams, HFBackend
-
 from tests.readers.tiny_models import tiny_llama
 
 
@@ -31,8 +30,27 @@ def test_chat_template_is_applied(tmp_path):
 def test_cli_reads_with_a_local_model(cli, model_dir, tmp_path):
     env = {**os.environ, "IFQA_CACHE_DIR": str(tmp_path / "cache")}
     out = tmp_path / "hf.jsonl"
-    result = cli("read", "--reader", "llm", "--backend", "hf", "--model", model_dir, "--mode", "cot", "--demos", "2",
-                 "--max-tokens", "8", "--batch-size", "8", "-o", out, "--no-progress", env=env)
+    result = cli(
+        "read",
+        "--reader",
+        "llm",
+        "--backend",
+        "hf",
+        "--model",
+        model_dir,
+        "--mode",
+        "cot",
+        "--demos",
+        "2",
+        "--max-tokens",
+        "8",
+        "--batch-size",
+        "8",
+        "-o",
+        out,
+        "--no-progress",
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(records) == 24 and all(isinstance(r["prediction"], str) and "raw" in r for r in records)

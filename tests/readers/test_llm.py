@@ -9,7 +9,6 @@ from ifqa.llm import backends
 from ifqa.llm.cache import ResponseCache
 from ifqa.readers.llm import reader as llm
 from ifqa.readers.llm.config import LLMReaderConfig
-
 from tests.readers.fake_openai import FakeOpenAI
 
 DEV, TRAIN = load_demo("dev"), load_demo("train")
@@ -40,8 +39,23 @@ def _predictions(path):
 
 def test_closed_book_through_the_cli_and_scorer(cli, server, env, tmp_path):
     out = tmp_path / "qa.jsonl"
-    result = cli("read", "--reader", "llm", "--mode", "qa", "--model", "test-model", "--base-url", server.url,
-                 "--demos", "3", "-o", out, "--no-progress", env=env)
+    result = cli(
+        "read",
+        "--reader",
+        "llm",
+        "--mode",
+        "qa",
+        "--model",
+        "test-model",
+        "--base-url",
+        server.url,
+        "--demos",
+        "3",
+        "-o",
+        out,
+        "--no-progress",
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert "requests: 24  cache hits: 0" in result.stdout
     prompt = server.requests[0]["messages"][0]["content"]
@@ -52,8 +66,23 @@ def test_closed_book_through_the_cli_and_scorer(cli, server, env, tmp_path):
     manifest = json.loads((tmp_path / "qa.jsonl.manifest.json").read_text())
     assert manifest["counters"]["requests"] == 24 and manifest["prompt_tokens"]["max"] > 0
     # a rerun answers from the cache: no request is sent
-    again = cli("read", "--reader", "llm", "--mode", "qa", "--model", "test-model", "--base-url", server.url,
-                "--demos", "3", "-o", out, "--no-progress", env=env)
+    again = cli(
+        "read",
+        "--reader",
+        "llm",
+        "--mode",
+        "qa",
+        "--model",
+        "test-model",
+        "--base-url",
+        server.url,
+        "--demos",
+        "3",
+        "-o",
+        out,
+        "--no-progress",
+        env=env,
+    )
     assert "requests: 0  cache hits: 24" in again.stdout and len(server.requests) == 24
     # the key reaches the server, and nothing else
     assert server.headers[0]["authorization"] == f"Bearer {SECRET}"
@@ -74,8 +103,22 @@ def test_chain_of_thought_uses_rationales_and_parses_the_answer(server, tmp_path
 
 def test_open_book_puts_retrieved_passages_in_the_prompt(server, tmp_path):
     run = tmp_path / "run.jsonl"
-    run.write_text("".join(json.dumps({"qid": e.qid, "question": e.question, "answers": e.answers, "ctxs": [
-        {"id": f"{e.qid}-{i}", "title": f"Title {i}", "text": f"passage {i} " * 30} for i in range(8)]}) + "\n" for e in DEV))
+    run.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "qid": e.qid,
+                    "question": e.question,
+                    "answers": e.answers,
+                    "ctxs": [
+                        {"id": f"{e.qid}-{i}", "title": f"Title {i}", "text": f"passage {i} " * 30} for i in range(8)
+                    ],
+                }
+            )
+            + "\n"
+            for e in DEV
+        )
+    )
     reader = _reader(server, tmp_path, mode="open", passages=3, demos=1)
     records = llm.read_to_file(reader, DEV, tmp_path / "open.jsonl", run_path=run, progress=False)
     prompt = server.requests[0]["messages"][0]["content"]
@@ -111,7 +154,9 @@ def test_interrupted_run_resumes_without_resending(server, tmp_path):
     llm.read_to_file(reader, DEV[:10], tmp_path / "part.jsonl", progress=False)  # the first ten got answers
     server.fail_always = True
     with pytest.raises(IfqaError, match="giving up"):
-        llm.read_to_file(_reader(server, tmp_path, mode="qa", demos=1, concurrency=1), DEV, tmp_path / "all.jsonl", progress=False)
+        llm.read_to_file(
+            _reader(server, tmp_path, mode="qa", demos=1, concurrency=1), DEV, tmp_path / "all.jsonl", progress=False
+        )
     assert not (tmp_path / "all.jsonl").exists()
     server.fail_always = False
     sent_before = len([r for r in server.requests])
@@ -130,8 +175,20 @@ def test_self_consistency_majority_vote(server, tmp_path):
 
 def test_prompt_fitting_shortens_passages_then_drops_demos(server, tmp_path):
     run = tmp_path / "run.jsonl"
-    run.write_text("".join(json.dumps({"qid": e.qid, "question": e.question, "answers": e.answers, "ctxs": [
-        {"id": "a", "title": "T", "text": "word " * 100}] * 5}) + "\n" for e in DEV[:1]))
+    run.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "qid": e.qid,
+                    "question": e.question,
+                    "answers": e.answers,
+                    "ctxs": [{"id": "a", "title": "T", "text": "word " * 100}] * 5,
+                }
+            )
+            + "\n"
+            for e in DEV[:1]
+        )
+    )
     reader = _reader(server, tmp_path, mode="open", passages=5, demos=4, max_prompt_tokens=420)
     record = llm.read_to_file(reader, DEV[:1], tmp_path / "fit.jsonl", run_path=run, progress=False)[0]
     assert record["prompt_tokens"] <= 420 and record["fit"][0].startswith("passages cut to")
@@ -141,8 +198,25 @@ def test_prompt_fitting_shortens_passages_then_drops_demos(server, tmp_path):
 
 
 def test_completions_api_and_missing_key(cli, server, tmp_path, env):
-    result = cli("read", "--reader", "llm", "--mode", "qa", "--model", "m", "--base-url", server.url, "--completions",
-                 "--demos", "0", "--no-cache", "-o", tmp_path / "c.jsonl", "--no-progress", env=env)
+    result = cli(
+        "read",
+        "--reader",
+        "llm",
+        "--mode",
+        "qa",
+        "--model",
+        "m",
+        "--base-url",
+        server.url,
+        "--completions",
+        "--demos",
+        "0",
+        "--no-cache",
+        "-o",
+        tmp_path / "c.jsonl",
+        "--no-progress",
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert "prompt" in server.requests[0] and "messages" not in server.requests[0]
     no_key = {k: v for k, v in env.items() if k != "OPENAI_API_KEY"}
@@ -156,8 +230,21 @@ def test_credentials_in_the_endpoint_url_are_never_written(cli, server, env, tmp
     assert redact_url("https://h/v1?api-key=QUERYSECRET&x=1") == "https://h/v1?api-key=***&x=***"
     url = server.url.replace("http://", "http://user:URLSECRET@")
     out = tmp_path / "cred.jsonl"
-    result = cli("-v", "read", "llm", "--model", "test-model", "--base-url", url, "--demos", "1", "-o", out,
-                 "--no-progress", env=env)
+    result = cli(
+        "-v",
+        "read",
+        "llm",
+        "--model",
+        "test-model",
+        "--base-url",
+        url,
+        "--demos",
+        "1",
+        "-o",
+        out,
+        "--no-progress",
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     manifest = (tmp_path / "cred.jsonl.manifest.json").read_text()
     assert "***@127.0.0.1" in manifest
@@ -166,8 +253,27 @@ def test_credentials_in_the_endpoint_url_are_never_written(cli, server, env, tmp
 
 def test_evaluate_infers_the_question_set_and_refuses_another(cli, server, env, tmp_path):
     out = tmp_path / "train.jsonl"
-    assert cli("read", "llm", "--model", "test-model", "--base-url", server.url, "--demos", "0", "--setting", "demo",
-               "--split", "train", "-o", out, "--no-progress", env=env).returncode == 0
+    assert (
+        cli(
+            "read",
+            "llm",
+            "--model",
+            "test-model",
+            "--base-url",
+            server.url,
+            "--demos",
+            "0",
+            "--setting",
+            "demo",
+            "--split",
+            "train",
+            "-o",
+            out,
+            "--no-progress",
+            env=env,
+        ).returncode
+        == 0
+    )
     inferred = json.loads(cli("evaluate", "--predictions", out, "--json", env=env).stdout)
     assert inferred["n"] == len(TRAIN) and inferred["em"] == 100.0
     refused = cli("evaluate", "--predictions", out, "--setting", "demo", "--split", "dev", env=env)
@@ -189,10 +295,27 @@ def test_a_pool_named_by_file_finds_its_rationales(cli, server, env, tmp_path):
     """Rationales belong to questions' texts (SHA-1), not to the setting that named the pool: a copy
     of the training file given with --train is as good as --setting."""
     pool = tmp_path / "train-copy.json"
-    pool.write_text(json.dumps([{"idx": e.qid, "question": e.question, "answers": e.answers, "context": e.context}
-                                for e in TRAIN]))
+    pool.write_text(
+        json.dumps([{"idx": e.qid, "question": e.question, "answers": e.answers, "context": e.context} for e in TRAIN])
+    )
     out = tmp_path / "cot.jsonl"
-    result = cli("read", "llm", "--mode", "cot", "--demos", "2", "--model", "test-model", "--base-url", server.url,
-                 "--train", pool, "--no-progress", "-o", out, env=env)
+    result = cli(
+        "read",
+        "llm",
+        "--mode",
+        "cot",
+        "--demos",
+        "2",
+        "--model",
+        "test-model",
+        "--base-url",
+        server.url,
+        "--train",
+        pool,
+        "--no-progress",
+        "-o",
+        out,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert "So the answer is" in server.requests[0]["messages"][0]["content"]

@@ -25,10 +25,16 @@ def _read(cli, env, url, out, *args):
 
 
 def test_wiqa_reads_the_procedure_and_maps_answers_to_labels(cli, env, tmp_path):
-    replies = {WIQA_DEV[0].question: "More.", WIQA_DEV[1].question: "It would have no effect",
-               WIQA_DEV[2].question: "Less", WIQA_DEV[3].question: "I cannot tell"}
+    replies = {
+        WIQA_DEV[0].question: "More.",
+        WIQA_DEV[1].question: "It would have no effect",
+        WIQA_DEV[2].question: "Less",
+        WIQA_DEV[3].question: "I cannot tell",
+    }
     with FakeOpenAI(replies) as fake:
-        records = _read(cli, env, fake.url, tmp_path / "wiqa.jsonl", "--setting", "wiqa-demo", "--mode", "context", "--demos", "3")
+        records = _read(
+            cli, env, fake.url, tmp_path / "wiqa.jsonl", "--setting", "wiqa-demo", "--mode", "context", "--demos", "3"
+        )
         prompt = fake.requests[0]["messages"][-1]["content"]
     by_qid = {r["qid"]: r["prediction"] for r in records}
     assert [by_qid[e.qid] for e in WIQA_DEV[:4]] == ["more", "no_effect", "less", ""]  # "" = abstained
@@ -43,7 +49,9 @@ def test_wiqa_reads_the_procedure_and_maps_answers_to_labels(cli, env, tmp_path)
 
 def test_wiqa_closed_book_chain_of_thought(cli, env, tmp_path):
     with FakeOpenAI({WIQA_DEV[0].question: "more"}) as fake:
-        records = _read(cli, env, fake.url, tmp_path / "cot.jsonl", "--setting", "wiqa-demo", "--mode", "cot", "--demos", "0")
+        records = _read(
+            cli, env, fake.url, tmp_path / "cot.jsonl", "--setting", "wiqa-demo", "--mode", "cot", "--demos", "0"
+        )
         prompt = fake.requests[0]["messages"][-1]["content"]
     assert "Procedure:" not in prompt and "step by step" in prompt
     first = next(r for r in records if r["qid"] == WIQA_DEV[0].qid)
@@ -51,19 +59,39 @@ def test_wiqa_closed_book_chain_of_thought(cli, env, tmp_path):
 
 
 def test_a_mode_without_a_template_for_the_task_is_one_line(cli, env, tmp_path):
-    result = cli("read", "llm", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--setting", "wiqa-demo",
-                 "--mode", "genread", "-o", tmp_path / "x.jsonl", env=env)
-    assert result.returncode == 1 and "no genread template for wiqa (wiqa_genread.txt); its templates: wiqa_context" in result.stderr
+    result = cli(
+        "read",
+        "llm",
+        "--model",
+        "m",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+        "--setting",
+        "wiqa-demo",
+        "--mode",
+        "genread",
+        "-o",
+        tmp_path / "x.jsonl",
+        env=env,
+    )
+    assert (
+        result.returncode == 1
+        and "no genread template for wiqa (wiqa_genread.txt); its templates: wiqa_context" in result.stderr
+    )
 
 
 def test_causalqa_context_mode_gives_the_source_passage(cli, env, tmp_path):
     squad = next(e for e in CAUSAL_DEV if e.meta["source"] == "squad2")
     with FakeOpenAI({squad.question: "Because ice is less dense than liquid water."}) as fake:
-        records = _read(cli, env, fake.url, tmp_path / "c.jsonl", "--setting", "causalqa-demo", "--mode", "context", "--demos", "1")
+        records = _read(
+            cli, env, fake.url, tmp_path / "c.jsonl", "--setting", "causalqa-demo", "--mode", "context", "--demos", "1"
+        )
         prompts = [r["messages"][-1]["content"] for r in fake.requests]
     prompt = next(p for p in prompts if p.rstrip().endswith(f"Question: {squad.question}\nAnswer:"))
     assert squad.context[0] in prompt
-    assert next(r for r in records if r["qid"] == squad.qid)["prediction"] == "Because ice is less dense than liquid water"
+    assert (
+        next(r for r in records if r["qid"] == squad.qid)["prediction"] == "Because ice is less dense than liquid water"
+    )
     report = json.loads(cli("evaluate", "--predictions", tmp_path / "c.jsonl", "--json", env=env).stdout)
     assert report["task"] == "causalqa" and report["by_source"]["squad2"]["rouge_l_f1"] > 0
 
@@ -95,8 +123,22 @@ def test_causalqa_open_book_reads_retrieved_wikipedia_passages(cli, env, tmp_pat
     assert made.returncode == 0, made.stderr
     first = json.loads(run.read_text().splitlines()[0])
     with FakeOpenAI({}) as fake:
-        _read(cli, env, fake.url, tmp_path / "open.jsonl", "--setting", "causalqa-demo", "--mode", "open",
-              "--run", run, "--passages", "2", "--demos", "1")
+        _read(
+            cli,
+            env,
+            fake.url,
+            tmp_path / "open.jsonl",
+            "--setting",
+            "causalqa-demo",
+            "--mode",
+            "open",
+            "--run",
+            run,
+            "--passages",
+            "2",
+            "--demos",
+            "1",
+        )
         prompts = [r["messages"][-1]["content"] for r in fake.requests]
     prompt = next(p for p in prompts if p.rstrip().endswith(f"Question: {first['question']}\nAnswer:"))
     assert first["ctxs"][0]["text"][:80] in prompt and "Wikipedia passages" in prompt

@@ -24,7 +24,11 @@ def test_without_vllm_or_a_gpu_the_error_is_one_line(cli, tmp_path):
     env = {**os.environ, "IFQA_CACHE_DIR": str(tmp_path / "cache")}
     result = cli("read", "llm", "--backend", "vllm", "--model", "some/model", "-o", tmp_path / "p.jsonl", env=env)
     assert result.returncode == 1 and result.stderr.count("\n") == 1 and not (tmp_path / "p.jsonl").exists()
-    expected = ("needs a CUDA GPU" if importlib.util.find_spec("vllm") else "this needs vllm, which is not installed: pip install 'ifqa[vllm]'")
+    expected = (
+        "needs a CUDA GPU"
+        if importlib.util.find_spec("vllm")
+        else "this needs vllm, which is not installed: pip install 'ifqa[vllm]'"
+    )
     assert expected in result.stderr
 
 
@@ -37,15 +41,45 @@ def test_vllm_reads_like_the_hf_backend(cli, tmp_path):
     files = {}
     for backend in ("vllm", "hf"):
         out = tmp_path / f"{backend}.jsonl"
-        result = cli("read", "llm", "--backend", backend, "--model", model, "--demos", "2", "--max-tokens", "8",
-                     "-o", out, "--no-progress", env=env, timeout=900)
+        result = cli(
+            "read",
+            "llm",
+            "--backend",
+            backend,
+            "--model",
+            model,
+            "--demos",
+            "2",
+            "--max-tokens",
+            "8",
+            "-o",
+            out,
+            "--no-progress",
+            env=env,
+            timeout=900,
+        )
         assert result.returncode == 0, result.stderr
         files[backend] = [json.loads(line) for line in out.read_text().splitlines()]
         manifest = json.loads((tmp_path / f"{backend}.jsonl.manifest.json").read_text())
         assert manifest["backend"]["backend"] == backend and manifest["counters"]["requests"] == 24
     assert [r["qid"] for r in files["vllm"]] == [r["qid"] for r in files["hf"]]
     assert [r["prompt_tokens"] for r in files["vllm"]] == [r["prompt_tokens"] for r in files["hf"]]  # same prompts
-    again = cli("read", "llm", "--backend", "vllm", "--model", model, "--demos", "2", "--max-tokens", "8",
-                "-o", tmp_path / "again.jsonl", "--no-progress", env=env, timeout=900)
+    again = cli(
+        "read",
+        "llm",
+        "--backend",
+        "vllm",
+        "--model",
+        model,
+        "--demos",
+        "2",
+        "--max-tokens",
+        "8",
+        "-o",
+        tmp_path / "again.jsonl",
+        "--no-progress",
+        env=env,
+        timeout=900,
+    )
     assert again.returncode == 0, again.stderr
     assert json.loads((tmp_path / "again.jsonl.manifest.json").read_text())["counters"]["requests"] == 0  # all cached

@@ -24,12 +24,24 @@ def corpus(tmp_path):
 @pytest.fixture
 def questions(tmp_path):
     examples = [
-        {"idx": 1, "question": "If the river Lune dried up, what would Glimmerton's bridge cross?", "answers": ["nothing"],
-         "context": [PASSAGES[0][2]]},
-        {"idx": 2, "question": "If copper lost its conductivity, which metal property would be gone?", "answers": ["conductivity"],
-         "context": [PASSAGES[2][2]]},
-        {"idx": 3, "question": "If falcons were slow, how would this bird of prey hunt?", "answers": ["slowly"],
-         "context": [PASSAGES[3][2]]},
+        {
+            "idx": 1,
+            "question": "If the river Lune dried up, what would Glimmerton's bridge cross?",
+            "answers": ["nothing"],
+            "context": [PASSAGES[0][2]],
+        },
+        {
+            "idx": 2,
+            "question": "If copper lost its conductivity, which metal property would be gone?",
+            "answers": ["conductivity"],
+            "context": [PASSAGES[2][2]],
+        },
+        {
+            "idx": 3,
+            "question": "If falcons were slow, how would this bird of prey hunt?",
+            "answers": ["slowly"],
+            "context": [PASSAGES[3][2]],
+        },
     ]
     path = tmp_path / "questions.json"
     path.write_text(json.dumps(examples))

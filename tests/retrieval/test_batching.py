@@ -29,8 +29,11 @@ def test_groups_come_back_each_in_its_items_order(monkeypatch, workers):
 
 
 def _signals(batch: list[int]) -> dict:
-    return {"ignored": torch.tensor([signal.getsignal(signal.SIGTERM) == signal.SIG_IGN,
-                                     signal.getsignal(signal.SIGINT) == signal.SIG_IGN])}
+    return {
+        "ignored": torch.tensor(
+            [signal.getsignal(signal.SIGTERM) == signal.SIG_IGN, signal.getsignal(signal.SIGINT) == signal.SIG_IGN]
+        )
+    }
 
 
 def test_workers_leave_ctrl_c_and_sigterm_to_the_parent(monkeypatch):

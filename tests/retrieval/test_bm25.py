@@ -8,7 +8,6 @@ from ifqa.errors import IfqaError
 from ifqa.retrieval import bm25
 from ifqa.retrieval.index import read_manifest
 from ifqa.retrieval.specs import open_index
-
 from tests.retrieval.conftest import PASSAGES
 
 STOP = set(bm25.DEFAULT_PARAMS["stopwords"] and __import__("bm25s").stopwords.STOPWORDS_EN)
@@ -42,7 +41,12 @@ def test_scores_match_lucene_formula(corpus, tmp_path):
     bm25.build(corpus, tmp_path / "idx", progress=False)
     retriever = open_index(tmp_path / "idx")
     documents = [f"{title}\n{text}" for _, title, text in PASSAGES]
-    for query in ["river town stone bridge", "Copper's conductivity", "bird of prey speed harbour", "the town's harbour"]:
+    for query in [
+        "river town stone bridge",
+        "Copper's conductivity",
+        "bird of prey speed harbour",
+        "the town's harbour",
+    ]:
         expected = lucene_bm25(query, documents)
         hits = retriever.search([query], k=8)[0]
         assert hits, query
@@ -75,8 +79,12 @@ def test_existing_index_needs_force_and_bad_corpus_leaves_nothing(corpus, tmp_pa
 
 def test_tokens_follow_lucene_standard_tokenizer_in_common_cases():
     tokenizer = bm25.analyzer(bm25.DEFAULT_PARAMS)
-    words = tokenizer.tokenize(["The U.S. paid 1,000.50 dollars; don't in John's car-park"], update_vocab=True,
-                               return_as="string", show_progress=False)[0]
+    words = tokenizer.tokenize(
+        ["The U.S. paid 1,000.50 dollars; don't in John's car-park"],
+        update_vocab=True,
+        return_as="string",
+        show_progress=False,
+    )[0]
     # "U.S." is one token, which Porter then stems to "u." exactly as Lucene's PorterStemFilter would
     assert words == ["u.", "paid", "1,000.50", "dollar", "don't", "john", "car", "park"]
 
@@ -94,12 +102,14 @@ def test_streaming_build_writes_exactly_what_bm25s_index_writes(tmp_path, chunk_
     from ifqa.retrieval.store import iter_corpus
 
     corpus = corpus_path()
-    passages = [p for _, p in iter_corpus(corpus)][:3000 if chunk_docs == 7 else None]
+    passages = [p for _, p in iter_corpus(corpus)][: 3000 if chunk_docs == 7 else None]
     small = tmp_path / "passages.jsonl"
     small.write_text("".join(json.dumps(p) + "\n" for p in passages))
     bm25.build(small, tmp_path / "streamed", progress=False, chunk_docs=chunk_docs)
     tokenizer = bm25.analyzer(bm25.DEFAULT_PARAMS)
-    ids = tokenizer.tokenize([bm25.document_text(p) for p in passages], update_vocab=True, return_as="ids", show_progress=False)
+    ids = tokenizer.tokenize(
+        [bm25.document_text(p) for p in passages], update_vocab=True, return_as="ids", show_progress=False
+    )
     reference = bm25s.BM25(k1=bm25.BM25_K1, b=bm25.BM25_B, method="lucene")
     reference.index(Tokenized(ids=ids, vocab=tokenizer.get_vocab_dict()), show_progress=False)
     reference.save(str(tmp_path / "reference"), show_progress=False)
@@ -108,12 +118,17 @@ def test_streaming_build_writes_exactly_what_bm25s_index_writes(tmp_path, chunk_
         theirs = np.load(tmp_path / "reference" / f"{name}.csc.index.npy")
         assert ours.dtype == theirs.dtype and np.array_equal(ours, theirs), name
     for name in ("vocab.index.json", "params.index.json"):
-        assert json.loads((tmp_path / "streamed" / name).read_text()) == json.loads((tmp_path / "reference" / name).read_text())
+        assert json.loads((tmp_path / "streamed" / name).read_text()) == json.loads(
+            (tmp_path / "reference" / name).read_text()
+        )
     assert not list((tmp_path / "streamed").glob(".chunks-*"))  # scratch files removed
     queries = ["Which river flows through the capital?", "anarchism philosophy", "the of and"]
     ours = open_index(str(tmp_path / "streamed")).search(queries, 10)
-    docs, scores = reference.retrieve(tokenizer.tokenize(queries[:2], update_vocab=False, return_as="string",
-                                                         show_progress=False), k=10, show_progress=False)
+    docs, scores = reference.retrieve(
+        tokenizer.tokenize(queries[:2], update_vocab=False, return_as="string", show_progress=False),
+        k=10,
+        show_progress=False,
+    )
     assert [[d for d, _ in hits] for hits in ours[:2]] == docs.tolist()
     assert [[s for _, s in hits] for hits in ours[:2]] == [[float(s) for s in row] for row in scores]
     assert ours[2] == []  # stopwords only

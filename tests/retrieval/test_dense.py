@@ -88,15 +88,20 @@ def test_an_index_that_cannot_fit_stops_before_encoding(corpus, tmp_path):
     assert dense.index_memory("ivfpq", 8, 384) < flat < dense.index_memory("hnsw", 8, 384)
     assert dense.index_memory("flat", 8, 384, chunk=2) == flat - 6 * 384 * 4  # the build's --chunk-size counts
     budget = f"{flat - 1000}"  # the estimate counts 8 or 9 passages: either fails flat, fits ivfpq
-    with pytest.raises(IfqaError, match=r"a flat index of about \d passages x 384 dimensions needs about [\d.]+ kB of memory "
-                                        r"to build and to search, over --max-memory 35.0 kB; --index-type ivfpq \(compressed\)"):
+    with pytest.raises(
+        IfqaError,
+        match=r"a flat index of about \d passages x 384 dimensions needs about [\d.]+ kB of memory "
+        r"to build and to search, over --max-memory 35.0 kB; --index-type ivfpq \(compressed\)",
+    ):
         dense.build(corpus, tmp_path / "idx", max_memory=budget, progress=False)
     assert not (tmp_path / "idx").exists()  # nothing encoded, nothing left behind
     assert dense.build(corpus, tmp_path / "idx", index_type="ivfpq", max_memory=budget, progress=False)["passages"] == 8
 
 
 def test_the_merge_checks_memory_with_the_real_dimension(corpus, tmp_path):
-    dense.build(corpus, tmp_path / "idx", shard=(0, 1), chunk=3, progress=False, max_memory="1K")  # shards: no index built
+    dense.build(
+        corpus, tmp_path / "idx", shard=(0, 1), chunk=3, progress=False, max_memory="1K"
+    )  # shards: no index built
     with pytest.raises(IfqaError, match="needs about .* over --max-memory"):
         dense.merge(corpus, tmp_path / "idx", max_memory="1K")
     assert not (tmp_path / "idx" / dense.FAISS_FILE).exists()
@@ -115,7 +120,9 @@ def test_an_index_larger_than_the_machine_is_refused_before_loading(corpus, tmp_
 def test_cli_max_memory_is_one_line(cli, corpus, tmp_path):
     result = cli("index", "dense", "--corpus", corpus, "-o", tmp_path / "idx", "--max-memory", "1K", "--no-progress")
     assert result.returncode == 1
-    assert result.stderr.strip().startswith("ifqa: error: a flat index of about 9 passages x 384 dimensions needs about")
+    assert result.stderr.strip().startswith(
+        "ifqa: error: a flat index of about 9 passages x 384 dimensions needs about"
+    )
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "idx").exists()
 
 
@@ -126,11 +133,15 @@ def test_embedding_size_is_read_without_loading_weights(tmp_path):
     model = tmp_path / "st-with-dense"
     (model / "1_Pooling").mkdir(parents=True)
     (model / "2_Dense").mkdir()
-    (model / "modules.json").write_text(json.dumps([
-        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-        {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
-    ]))
+    (model / "modules.json").write_text(
+        json.dumps(
+            [
+                {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+                {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
+                {"idx": 2, "name": "2", "path": "2_Dense", "type": "sentence_transformers.models.Dense"},
+            ]
+        )
+    )
     (model / "config.json").write_text(json.dumps({"model_type": "bert", "hidden_size": 384}))
     (model / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 384}))
     (model / "2_Dense" / "config.json").write_text(json.dumps({"in_features": 384, "out_features": 128}))
@@ -175,8 +186,9 @@ def test_tokenizing_workers_write_the_same_chunks(corpus, tmp_path, monkeypatch)
     dense.build(corpus, tmp_path / "workers", chunk=3, batch_size=2, progress=False)
     for j in range(3):
         name = f"chunk-{j:07d}.npy"
-        assert np.array_equal(np.load(tmp_path / "inline" / "embeddings" / name),
-                              np.load(tmp_path / "workers" / "embeddings" / name))
+        assert np.array_equal(
+            np.load(tmp_path / "inline" / "embeddings" / name), np.load(tmp_path / "workers" / "embeddings" / name)
+        )
 
 
 def test_queries_are_encoded_in_their_order():
@@ -234,13 +246,17 @@ def test_a_gpu_out_of_memory_is_one_line_and_keeps_finished_chunks(corpus, tmp_p
     with pytest.raises(IfqaError, match="ran out of memory on a batch of 3 passages; lower --batch-size"):
         dense.build(corpus, tmp_path / "idx", chunk=3, batch_size=3, progress=False)
     assert sorted(p.name for p in (tmp_path / "idx" / "embeddings").glob("chunk-*.npy")) == [
-        "chunk-0000000.npy", "chunk-0000001.npy"]
+        "chunk-0000000.npy",
+        "chunk-0000001.npy",
+    ]
     monkeypatch.setattr(encoders.SentenceEncoder, "passage_vectors", real)
     dense.build(corpus, tmp_path / "idx", chunk=3, batch_size=3, progress=False)
     dense.build(corpus, tmp_path / "whole", chunk=3, batch_size=3, progress=False)
     for j in range(3):
         name = f"chunk-{j:07d}.npy"
-        assert np.allclose(np.load(tmp_path / "idx" / "embeddings" / name), np.load(tmp_path / "whole" / "embeddings" / name))
+        assert np.allclose(
+            np.load(tmp_path / "idx" / "embeddings" / name), np.load(tmp_path / "whole" / "embeddings" / name)
+        )
 
 
 def test_questions_are_encoded_in_the_precision_the_index_records(corpus, tmp_path, monkeypatch):
@@ -279,7 +295,9 @@ def test_resumed_chunks_of_another_precision_fall_back_to_fp32(corpus, tmp_path)
 def test_a_non_finite_question_vector_is_one_line(corpus, tmp_path, monkeypatch):
     dense.build(corpus, tmp_path / "idx", chunk=3, progress=False)
     retriever = open_index(str(tmp_path / "idx"), device="cpu")
-    monkeypatch.setattr(retriever.encoder, "encode_queries", lambda queries: np.full((len(queries), 384), np.nan, np.float32))
+    monkeypatch.setattr(
+        retriever.encoder, "encode_queries", lambda queries: np.full((len(queries), 384), np.nan, np.float32)
+    )
     with pytest.raises(IfqaError, match="non-finite vectors for 2 of 2 questions at precision fp32"):
         retriever.search(["copper?", "falcons"], k=2)
 
@@ -302,7 +320,9 @@ def test_a_non_finite_chunk_is_one_line_and_the_chunks_written_before_it_stay(co
     with pytest.raises(IfqaError, match="non-finite vectors for chunk 2 at --precision fp32"):
         dense.build(corpus, tmp_path / "idx", chunk=3, batch_size=3, progress=False)
     assert sorted(p.name for p in (tmp_path / "idx" / "embeddings").glob("chunk-*.npy")) == [
-        "chunk-0000000.npy", "chunk-0000001.npy"]
+        "chunk-0000000.npy",
+        "chunk-0000001.npy",
+    ]
     assert not [p for p in (tmp_path / "idx").rglob("*") if p.name.endswith((".tmp", ".partial"))]
     monkeypatch.setattr(encoders.SentenceEncoder, "passage_vectors", real)
     assert dense.build(corpus, tmp_path / "idx", chunk=3, batch_size=3, progress=False)["passages"] == 8

@@ -12,9 +12,11 @@ from ifqa.retrieval import dense, exported
 from ifqa.retrieval.exported import Backend
 
 pytestmark = pytest.mark.filterwarnings("ignore")
-HAVE = {"onnx": all(importlib.util.find_spec(m) for m in ("onnx", "onnxruntime")),
-        "openvino": importlib.util.find_spec("openvino") is not None,
-        "nncf": importlib.util.find_spec("nncf") is not None}
+HAVE = {
+    "onnx": all(importlib.util.find_spec(m) for m in ("onnx", "onnxruntime")),
+    "openvino": importlib.util.find_spec("openvino") is not None,
+    "nncf": importlib.util.find_spec("nncf") is not None,
+}
 needs_onnx = pytest.mark.skipif(not HAVE["onnx"], reason="pip install 'ifqa[onnx]'")
 needs_openvino = pytest.mark.skipif(not HAVE["openvino"], reason="pip install 'ifqa[openvino]'")
 
@@ -47,10 +49,22 @@ def test_a_missing_package_names_the_extra(monkeypatch):
         Backend("openvino", "int8").check()
 
 
-@pytest.mark.parametrize("label", [pytest.param("onnx", marks=needs_onnx), pytest.param("onnx-int8", marks=needs_onnx),
-                                   pytest.param("openvino", marks=needs_openvino),
-                                   pytest.param("openvino-int8", marks=[needs_openvino, pytest.mark.slow, pytest.mark.skipif(
-                                       not HAVE["nncf"], reason="pip install 'ifqa[openvino]'")])])
+@pytest.mark.parametrize(
+    "label",
+    [
+        pytest.param("onnx", marks=needs_onnx),
+        pytest.param("onnx-int8", marks=needs_onnx),
+        pytest.param("openvino", marks=needs_openvino),
+        pytest.param(
+            "openvino-int8",
+            marks=[
+                needs_openvino,
+                pytest.mark.slow,
+                pytest.mark.skipif(not HAVE["nncf"], reason="pip install 'ifqa[openvino]'"),
+            ],
+        ),
+    ],
+)
 def test_exported_encoders_match_pytorch(corpus, label, cache):
     from ifqa.retrieval.encoders import load_encoder
 
@@ -109,8 +123,19 @@ def test_a_failed_or_disagreeing_export_caches_nothing(tmp_path, monkeypatch):
 
 @needs_openvino
 def test_an_index_built_with_a_backend_encodes_queries_with_it(corpus, tmp_path, cli):
-    result = cli("index", "dense", "--corpus", corpus, "-o", tmp_path / "idx", "--backend", "openvino",
-                 "--chunk-size", "3", "--no-progress")
+    result = cli(
+        "index",
+        "dense",
+        "--corpus",
+        corpus,
+        "-o",
+        tmp_path / "idx",
+        "--backend",
+        "openvino",
+        "--chunk-size",
+        "3",
+        "--no-progress",
+    )
     assert result.returncode == 0, result.stderr
     manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
     assert manifest["params"]["backend"] == "openvino"
@@ -127,10 +152,13 @@ def test_an_index_built_with_a_backend_encodes_queries_with_it(corpus, tmp_path,
     assert np.min(np.sum(ours * theirs, axis=1)) > 0.999
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--quantize", "int8"], "--quantize int8 needs --backend onnx or openvino"),
-    (["--backend", "onnx", "--device", "cuda"], "--backend onnx runs on the CPU"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--quantize", "int8"], "--quantize int8 needs --backend onnx or openvino"),
+        (["--backend", "onnx", "--device", "cuda"], "--backend onnx runs on the CPU"),
+    ],
+)
 def test_index_dense_backend_refusals_are_one_line(corpus, tmp_path, cli, args, message):
     result = cli("index", "dense", "--corpus", corpus, "-o", tmp_path / "idx", *args)
     assert result.returncode == 1 and message in result.stderr, result.stderr

@@ -4,8 +4,10 @@ import pytest
 
 pytest.importorskip("pyserini", reason="the optional pyserini backend is not installed")
 
-from ifqa.datasets.demo import load_demo  # noqa: E402
-from ifqa.datasets.demo import corpus_path  # noqa: E402
+from ifqa.datasets.demo import (
+    corpus_path,  # noqa: E402
+    load_demo,  # noqa: E402
+)
 from ifqa.retrieval import bm25, lucene  # noqa: E402
 from ifqa.retrieval.specs import open_index  # noqa: E402
 

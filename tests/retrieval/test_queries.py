@@ -20,7 +20,10 @@ def test_clean_drops_counterfactual_cue_words_and_keeps_the_facts():
 
 def test_split_searches_the_question_premise_and_main_clause():
     assert queries.premise_and_main(QUESTION) == [
-        "the river Lune dried up Glimmerton's bridge cross", "the river Lune dried up", "Glimmerton's bridge cross"]
+        "the river Lune dried up Glimmerton's bridge cross",
+        "the river Lune dried up",
+        "Glimmerton's bridge cross",
+    ]
     assert queries.premise_and_main("Who built the bridge?") == ["built the bridge"]
 
 
@@ -52,8 +55,9 @@ class RewritingServer(FakeOpenAI):
 def test_llm_formulations_go_through_the_endpoint_and_its_cache(index, tmp_path, monkeypatch, mode):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     question = "If it lost what it is prized for, what would wiring use?"  # names no entity of the collection
-    config = RetrievalConfig(indexes=[str(index)], k=2, query_mode=mode, rewrite_model="m",
-                             rewrite_cache=str(tmp_path / "cache.sqlite"))
+    config = RetrievalConfig(
+        indexes=[str(index)], k=2, query_mode=mode, rewrite_model="m", rewrite_cache=str(tmp_path / "cache.sqlite")
+    )
     with RewritingServer({}) as server:
         config.rewrite_base_url = server.url
         hits = RetrievalPipeline(config).search([question])[0]

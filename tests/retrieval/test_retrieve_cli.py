@@ -41,8 +41,22 @@ def test_hybrid_and_conversions(cli, corpus, questions, tmp_path, env):
     bm25.build(corpus, tmp_path / "bm25", progress=False)
     dense.build(corpus, tmp_path / "dense", progress=False)
     run = tmp_path / "hybrid.jsonl"
-    result = cli("retrieve", "--index", tmp_path / "bm25", "--index", tmp_path / "dense", "--k", "3",
-                 "--questions", questions, "-o", run, "--no-progress", "--json", env=env)
+    result = cli(
+        "retrieve",
+        "--index",
+        tmp_path / "bm25",
+        "--index",
+        tmp_path / "dense",
+        "--k",
+        "3",
+        "--questions",
+        questions,
+        "-o",
+        run,
+        "--no-progress",
+        "--json",
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["recall"]["gold"]["1"] == 100.0
     assert json.loads((tmp_path / "hybrid.jsonl.manifest.json").read_text())["fusion"] == "rrf"
@@ -55,7 +69,22 @@ def test_hybrid_and_conversions(cli, corpus, questions, tmp_path, env):
     gold = sorted(line.split() for line in qrels.read_text().splitlines())
     assert gold == [["1", "0", "p0", "1"], ["2", "0", "p2", "1"], ["3", "0", "p3", "1"]]  # each question's gold passage
     back = tmp_path / "back.jsonl"
-    result = cli("convert", "--run", trec, "--from", "trec", "--to", "run", "--questions", questions, "--corpus", corpus, "-o", back, env=env)
+    result = cli(
+        "convert",
+        "--run",
+        trec,
+        "--from",
+        "trec",
+        "--to",
+        "run",
+        "--questions",
+        questions,
+        "--corpus",
+        corpus,
+        "-o",
+        back,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     original = [json.loads(line) for line in run.read_text().splitlines()]
     restored = [json.loads(line) for line in back.read_text().splitlines()]
@@ -70,7 +99,40 @@ def test_fusion_refuses_different_collections(cli, corpus, questions, tmp_path, 
     other.write_text(corpus.read_text().replace("Glimmerton", "Glimmertown"))
     bm25.build(corpus, tmp_path / "a", progress=False)
     bm25.build(other, tmp_path / "b", progress=False)
-    result = cli("retrieve", "--index", tmp_path / "a", "--index", tmp_path / "b", "--questions", questions,
-                 "-o", tmp_path / "r.jsonl", env=env)
+    result = cli(
+        "retrieve",
+        "--index",
+        tmp_path / "a",
+        "--index",
+        tmp_path / "b",
+        "--questions",
+        questions,
+        "-o",
+        tmp_path / "r.jsonl",
+        env=env,
+    )
     assert result.returncode == 1 and "same collection" in result.stderr
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_settings_that_act_through_another_are_refused_without_it(cli):
+    """Every setting declared as depending on another (``DEPENDS_ON``) is refused alone, from Python
+    and from the command line, instead of silently doing nothing."""
+    import dataclasses
+
+    import pytest
+
+    from ifqa.errors import IfqaError
+    from ifqa.retrieval.pipeline import DEPENDS_ON, RetrievalConfig
+
+    defaults = {f.name: f.default for f in dataclasses.fields(RetrievalConfig)}
+    other = {"rerank_backend": "onnx", "rerank_depth": 7}
+    assert set(DEPENDS_ON) <= set(other)
+    for name, needed in DEPENDS_ON.items():
+        assert other[name] != defaults[name]
+        with pytest.raises(IfqaError, match=f"{name} .* applies to {needed}"):
+            RetrievalConfig(**{name: other[name]})
+        RetrievalConfig(**{name: other[name], needed: "some-reranker"})  # with it: accepted
+    result = cli("retrieve", "--rerank-backend", "onnx", "--k", "3", "--no-progress")
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1
+    assert "applies to rerank (--rerank)" in result.stderr

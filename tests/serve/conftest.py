@@ -41,8 +41,12 @@ class Server:
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = log
         env = {**os.environ, "OPENAI_API_KEY": "test-key"}
-        self.process = subprocess.Popen([sys.executable, "-m", "ifqa.cli", "serve", "--port", str(self.port), *args],
-                                        stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "ifqa.cli", "serve", "--port", str(self.port), *args],
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
         deadline = time.time() + 120
         while time.time() < deadline:
             if self.process.poll() is not None:
@@ -85,8 +89,23 @@ def fake_llm():
 def reader_server(fake_llm, tmp_path_factory):
     """The demo index with an LLM reader (open-book, answers from the fake OpenAI-protocol server)."""
     folder = tmp_path_factory.mktemp("serve")
-    server = Server(["--model", "fake-model", "--base-url", fake_llm.url, "--cache", str(folder / "cache.sqlite"),
-                     "--retries", "0", "--timeout", "5", "--demos", "2"], folder / "server.log")
+    server = Server(
+        [
+            "--model",
+            "fake-model",
+            "--base-url",
+            fake_llm.url,
+            "--cache",
+            str(folder / "cache.sqlite"),
+            "--retries",
+            "0",
+            "--timeout",
+            "5",
+            "--demos",
+            "2",
+        ],
+        folder / "server.log",
+    )
     yield server
     server.stop()
 
@@ -106,8 +125,9 @@ def rerank_server(tmp_path_factory):
     from tests.conftest import run_cli
 
     folder = tmp_path_factory.mktemp("serve-rerank")
-    trained = run_cli("train", "--control", "--index", "demo:bm25", "--setting", "demo", "--no-progress",
-                      "-o", folder / "control")
+    trained = run_cli(
+        "train", "--control", "--index", "demo:bm25", "--setting", "demo", "--no-progress", "-o", folder / "control"
+    )
     assert trained.returncode == 0, trained.stderr
     server = Server(["--rerank", str(folder / "control" / "model"), "--rerank-depth", "20"], folder / "server.log")
     server.model = folder / "control" / "model"

@@ -69,8 +69,10 @@ def test_answer_returns_prediction_reasoning_prompt_and_passages(reader_server):
 def test_answer_without_a_reader_says_how_to_configure_one(search_server):
     status, result = search_server.post("/answer", {"question": GULF})
     assert status == 503
-    assert result == {"error": "no reader is configured; start the server with one: "
-                               "ifqa serve --model MODEL_NAME --base-url http://localhost:8001/v1"}
+    assert result == {
+        "error": "no reader is configured; start the server with one: "
+        "ifqa serve --model MODEL_NAME --base-url http://localhost:8001/v1"
+    }
 
 
 def test_a_failing_llm_endpoint_is_a_502_with_one_line(reader_server, fake_llm):
@@ -82,41 +84,55 @@ def test_a_failing_llm_endpoint_is_a_502_with_one_line(reader_server, fake_llm):
     assert status == 502 and "giving up after 1 attempts" in result["error"] and "\n" not in result["error"]
 
 
-@pytest.mark.parametrize("body, status, message", [
-    ({"question": ""}, 400, "the question is empty"),
-    ({"question": "   "}, 400, "the question is empty"),
-    ({"question": "x" * 1001}, 400, "longer than 1000 characters"),
-    ({"question": "a question", "k": 0}, 400, "k must be between 1 and 30, got 0"),
-    ({"question": "a question", "k": 31}, 400, "k must be between 1 and 30, got 31"),
-    ({"question": "a question", "k": "ten"}, 422, "k: Input should be a valid integer"),
-    ({"k": 3}, 422, "question: Field required"),
-    ({"question": "a question", "depth": 3}, 422, "depth: Extra inputs are not permitted"),
-    (["a question"], 422, "Input should be a valid dictionary"),
-    ({"question": "a question", "k": True}, 422, "k: Input should be a valid integer"),
-    ({"question": 42}, 422, "question: Input should be a valid string"),
-])
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        ({"question": ""}, 400, "the question is empty"),
+        ({"question": "   "}, 400, "the question is empty"),
+        ({"question": "x" * 1001}, 400, "longer than 1000 characters"),
+        ({"question": "a question", "k": 0}, 400, "k must be between 1 and 30, got 0"),
+        ({"question": "a question", "k": 31}, 400, "k must be between 1 and 30, got 31"),
+        ({"question": "a question", "k": "ten"}, 422, "k: Input should be a valid integer"),
+        ({"k": 3}, 422, "question: Field required"),
+        ({"question": "a question", "depth": 3}, 422, "depth: Extra inputs are not permitted"),
+        (["a question"], 422, "Input should be a valid dictionary"),
+        ({"question": "a question", "k": True}, 422, "k: Input should be a valid integer"),
+        ({"question": 42}, 422, "question: Input should be a valid string"),
+    ],
+)
 def test_bad_requests_get_a_clear_4xx(search_server, body, status, message):
     got, result = search_server.post("/search", body)
     assert got == status and message in result["error"] and set(result) == {"error"}
 
 
 def test_malformed_oversized_and_unsized_bodies(search_server):
-    assert search_server.post("/search", None, raw=b"{not json") == (422, {"error": "the request body is not valid JSON"})
+    assert search_server.post("/search", None, raw=b"{not json") == (
+        422,
+        {"error": "the request body is not valid JSON"},
+    )
     status, result = search_server.post("/search", None, raw=json.dumps({"question": "q" * 20000}).encode())
     assert status == 413 and "16384 bytes" in result["error"]
     connection = http.client.HTTPConnection("127.0.0.1", search_server.port, timeout=30)
-    connection.request("POST", "/search", body=iter([b'{"question": "chunked"}']),
-                       headers={"Content-Type": "application/json"}, encode_chunked=True)
+    connection.request(
+        "POST",
+        "/search",
+        body=iter([b'{"question": "chunked"}']),
+        headers={"Content-Type": "application/json"},
+        encode_chunked=True,
+    )
     response = connection.getresponse()
     assert response.status == 411 and "Content-Length" in json.loads(response.read())["error"]
     connection.close()
 
 
 def test_concurrent_requests_are_not_mixed(reader_server):
-    questions = list(ANSWERS) + [f"If the river Thames ran through {city}, what would change?" for city in
-                                 ("Paris", "Berlin", "Madrid", "Oslo", "Rome")]
-    expected = {q: [p["id"] for p in reader_server.post("/search", {"question": q, "k": 5})[1]["passages"]]
-                for q in questions}
+    questions = list(ANSWERS) + [
+        f"If the river Thames ran through {city}, what would change?"
+        for city in ("Paris", "Berlin", "Madrid", "Oslo", "Rome")
+    ]
+    expected = {
+        q: [p["id"] for p in reader_server.post("/search", {"question": q, "k": 5})[1]["passages"]] for q in questions
+    }
     barrier = threading.Barrier(16)
 
     def ask(n: int):
@@ -168,8 +184,9 @@ def test_an_unexpected_failure_is_a_500_without_a_stack_trace(caplog):
     try:
         while not server.started:
             threading.Event().wait(0.05)
-        request = urllib.request.Request(f"http://127.0.0.1:{port}/search", data=b'{"question": "q"}',
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{port}/search", data=b'{"question": "q"}', headers={"Content-Type": "application/json"}
+        )
         with pytest.raises(urllib.error.HTTPError) as failure:
             urllib.request.urlopen(request, timeout=30)
         body = failure.value.read().decode()
@@ -182,7 +199,9 @@ def test_an_unexpected_failure_is_a_500_without_a_stack_trace(caplog):
 
 
 def test_reranking_shows_both_ranks_and_matches_ifqa_retrieve(rerank_server, cli, tmp_path):
-    results = {q: rerank_server.post("/search", {"question": q, "k": 10}) for q in rerank_server.get("/examples")["questions"]}
+    results = {
+        q: rerank_server.post("/search", {"question": q, "k": 10}) for q in rerank_server.get("/examples")["questions"]
+    }
     assert all(status == 200 for status, _ in results.values())
     result = results[GULF][1]
     assert result["reranker"]["depth"] == 20 and "control" in result["reranker"]["kind"]
@@ -191,8 +210,9 @@ def test_reranking_shows_both_ranks_and_matches_ifqa_retrieve(rerank_server, cli
     assert all(1 <= p["first_stage_rank"] <= 20 for _, r in results.values() for p in r["passages"])
     assert any(p["first_stage_rank"] != p["rank"] for _, r in results.values() for p in r["passages"])  # it moved some
     run = tmp_path / "run.jsonl"
-    made = cli("retrieve", "--k", "10", "--rerank", rerank_server.model, "--rerank-depth", "20", "-o", run,
-               "--no-progress")
+    made = cli(
+        "retrieve", "--k", "10", "--rerank", rerank_server.model, "--rerank-depth", "20", "-o", run, "--no-progress"
+    )
     assert made.returncode == 0, made.stderr
     from ifqa.artifacts import read_run
 
@@ -215,8 +235,25 @@ def test_wiqa_context_mode_reads_the_known_questions_procedure_and_answers_a_lab
 
     question = QuestionSource("wiqa-demo", "dev").load().examples[0]
     fake_llm.answers[question.question] = "More."
-    server = Server(["--setting", "wiqa-demo", "--mode", "context", "--model", "m", "--base-url", fake_llm.url,
-                     "--cache", str(tmp_path / "cache.sqlite"), "--demos", "1", "--retries", "0"], tmp_path / "log")
+    server = Server(
+        [
+            "--setting",
+            "wiqa-demo",
+            "--mode",
+            "context",
+            "--model",
+            "m",
+            "--base-url",
+            fake_llm.url,
+            "--cache",
+            str(tmp_path / "cache.sqlite"),
+            "--demos",
+            "1",
+            "--retries",
+            "0",
+        ],
+        tmp_path / "log",
+    )
     try:
         status, result = server.post("/answer", {"question": question.question, "k": 3})
         assert status == 200 and result["answer"]["prediction"] == "more"

@@ -19,7 +19,9 @@ ARTIFACTS = Path(os.environ.get("IFQA_TEST_ARTIFACTS", Path(__file__).resolve().
 
 def _browser():
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install -e .[dev])")
-    binary = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None)
+    binary = next(
+        (shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome") if shutil.which(name)), None
+    )
     driver = shutil.which("chromedriver")
     if not binary or not driver:
         pytest.skip("no Chromium and chromedriver on PATH (Debian: apt-get install chromium chromium-driver)")

@@ -19,7 +19,9 @@ class ToyRetriever:
         results = []
         for query in queries:
             words = set(query.lower().strip("?").split())
-            scores = [(i, float(len(words & set(self.passages[i]["text"].lower().strip(".").split()))))
-                      for i in range(len(self.passages))]
+            scores = [
+                (i, float(len(words & set(self.passages[i]["text"].lower().strip(".").split()))))
+                for i in range(len(self.passages))
+            ]
             results.append(sorted(scores, key=lambda s: -s[1])[:k])
         return results

@@ -6,8 +6,23 @@ import pytest
 
 from ifqa.artifacts import read_manifest, read_run
 
-TRAIN = ["--index", "demo:bm25", "--epochs", "1", "--questions-per-step", "2",
-         "--group-size", "4", "--max-length", "64", "--hard-depth", "10", "--no-progress", "--setting", "demo"]
+TRAIN = [
+    "--index",
+    "demo:bm25",
+    "--epochs",
+    "1",
+    "--questions-per-step",
+    "2",
+    "--group-size",
+    "4",
+    "--max-length",
+    "64",
+    "--hard-depth",
+    "10",
+    "--no-progress",
+    "--setting",
+    "demo",
+]
 BASE = TRAIN[:-2]  # without the question set
 
 
@@ -76,8 +91,7 @@ def test_refuses_to_train_on_dev_or_without_gold(tmp_path, tiny_model, cli):
     assert result.returncode == 1 and "refusing to train on the dev split" in result.stderr
     bare = tmp_path / "q.json"
     bare.write_text(json.dumps([{"idx": 1, "question": "If a, what b?", "answers": ["c"], "context": []}]))
-    result = cli("train", "--reranker", *BASE, "--questions", bare,
-                 "--model", tiny_model, "-o", tmp_path / "y")
+    result = cli("train", "--reranker", *BASE, "--questions", bare, "--model", tiny_model, "-o", tmp_path / "y")
     assert result.returncode == 1 and "have no gold passage" in result.stderr
     assert not (tmp_path / "y" / "model").exists()
 
@@ -106,11 +120,17 @@ def test_rerank_resumes_from_a_partial_file(tmp_path, trained, cli):
     run = tmp_path / "run.jsonl"
     assert cli("retrieve", "--k", "6", "-o", run, "--no-progress").returncode == 0
     out = tmp_path / "r.jsonl"
-    assert cli("rerank", "--run", run, "--model", trained / "model", "--depth", "6", "-o", out, "--no-progress").returncode == 0
+    assert (
+        cli("rerank", "--run", run, "--model", trained / "model", "--depth", "6", "-o", out, "--no-progress").returncode
+        == 0
+    )
     complete = read_run(out)
     out.unlink()
-    header = {"partial_of": str(run), "run_bytes": run.stat().st_size,
-              "reranker": {"model": str(trained / "model"), "depth": 6, "max_length": 64}}
+    header = {
+        "partial_of": str(run),
+        "run_bytes": run.stat().st_size,
+        "reranker": {"model": str(trained / "model"), "depth": 6, "max_length": 64},
+    }
     partial = tmp_path / "r.jsonl.partial"
     torn = json.dumps(complete[1])[:40]  # a line cut by a kill
     partial.write_text(json.dumps(header) + "\n" + json.dumps(complete[0]) + "\n" + torn)
@@ -131,8 +151,15 @@ def test_rerank_reuses_the_runs_flags_and_writes_the_same_bytes(tmp_path, traine
     run = tmp_path / "run.jsonl"
     assert cli("retrieve", "--k", "8", "-o", run, "--no-progress").returncode == 0
     bare = tmp_path / "bare.jsonl"  # the same passages, no flags and no manifest
-    bare.write_text("".join(json.dumps({**r, "ctxs": [{k: v for k, v in c.items() if k not in ("gold", "has_answer")}
-                                                      for c in r["ctxs"]]}) + "\n" for r in read_run(run)))
+    bare.write_text(
+        "".join(
+            json.dumps(
+                {**r, "ctxs": [{k: v for k, v in c.items() if k not in ("gold", "has_answer")} for c in r["ctxs"]]}
+            )
+            + "\n"
+            for r in read_run(run)
+        )
+    )
     reranker, questions = load_reranker(str(trained / "model"), depth=5, device="cpu"), load_questions("demo", "dev")
     calls = []
     real = passages.flag_contexts
@@ -146,17 +173,22 @@ def test_rerank_reuses_the_runs_flags_and_writes_the_same_bytes(tmp_path, traine
 
 def test_retrieve_with_a_rerank_stage(tmp_path, trained, cli):
     out = tmp_path / "run.jsonl"
-    result = cli("retrieve", "--k", "3", "--rerank", trained / "model", "--rerank-depth", "8", "-o", out, "--no-progress")
+    result = cli(
+        "retrieve", "--k", "3", "--rerank", trained / "model", "--rerank-depth", "8", "-o", out, "--no-progress"
+    )
     assert result.returncode == 0, result.stderr
     records = read_run(out)
     assert all(len(r["ctxs"]) == 3 for r in records)
     assert read_manifest(out)["rerankers"][0]["depth"] == 8
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--depth", "0"], "--depth"),
-    (["--model", "NOT_A_MODEL_DIR"], "not a model folder"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--depth", "0"], "--depth"),
+        (["--model", "NOT_A_MODEL_DIR"], "not a model folder"),
+    ],
+)
 def test_rerank_bad_input(tmp_path, trained, cli, args, message):
     run = tmp_path / "run.jsonl"
     assert cli("retrieve", "--k", "3", "-o", run, "--no-progress").returncode == 0
@@ -229,9 +261,23 @@ def test_rerank_on_an_exported_backend_keeps_the_ranking(tmp_path, trained, cli,
     outputs = {}
     for backend in ("torch", "openvino"):
         outputs[backend] = tmp_path / f"{backend}.jsonl"
-        result = cli("rerank", "--run", run, "--model", trained / "model", "--depth", "8", "--backend", backend, "-o",
-                     outputs[backend], "--no-progress", "--device", "cpu", env={**__import__("os").environ,
-                                                                                  "IFQA_CACHE_DIR": str(tmp_path / "cache")})
+        result = cli(
+            "rerank",
+            "--run",
+            run,
+            "--model",
+            trained / "model",
+            "--depth",
+            "8",
+            "--backend",
+            backend,
+            "-o",
+            outputs[backend],
+            "--no-progress",
+            "--device",
+            "cpu",
+            env={**__import__("os").environ, "IFQA_CACHE_DIR": str(tmp_path / "cache")},
+        )
         assert result.returncode == 0, result.stderr
     for a, b in zip(read_run(outputs["torch"]), read_run(outputs["openvino"])):
         assert [c["score"] for c in a["ctxs"]] == pytest.approx([c["score"] for c in b["ctxs"]], abs=0.05)
@@ -254,3 +300,54 @@ def test_gpu_reranking_keeps_the_cpu_ranks(trained):
     for a, b in zip(cpu, gpu):
         assert max(abs(x - y) for (_, x), (_, y) in zip(sorted(a), sorted(b))) < 0.1
         assert [p for p, _ in a][:1] == [p for p, _ in b][:1] or abs(a[0][1] - a[1][1]) < 0.1
+
+
+def test_rerank_scores_do_not_depend_on_the_batches(tmp_path, trained, cli):
+    """A pair's score is the pair's alone: equal within 1e-5 (fp32, CPU) whatever the batch size, the
+    number of questions reranked together and so the batches the planner forms; through
+    `ifqa rerank` and the reranker the API and `--rerank` use."""
+    from ifqa import load_questions
+    from ifqa.retrieval.rerank import load_reranker, rerank_run
+
+    run = tmp_path / "run.jsonl"
+    assert cli("retrieve", "--k", "20", "-o", run, "--no-progress").returncode == 0
+    first = tmp_path / "first5.jsonl"  # fewer questions: other groups, other batches
+    first.write_text("".join(run.read_text().splitlines(keepends=True)[:5]))
+    questions = load_questions("demo", "dev")
+    scores = {}
+    for batch in (1, 8, 64):
+        reranker = load_reranker(str(trained / "model"), depth=20, batch_size=batch, device="cpu")
+        for name, source in (("all", run), ("first5", first)):
+            out = tmp_path / f"{name}-{batch}.jsonl"
+            rerank_run(source, reranker, out, questions, progress=False)
+            scores[name, batch] = {(r["qid"], c["id"]): c["score"] for r in read_run(out) for c in r["ctxs"]}
+        alone = reranker.score_many([(r["question"], [c["text"] for c in r["ctxs"]], []) for r in read_run(run)[:3]])
+        scores["api", batch] = [s for row in alone for s in row]
+    reference = scores["all", 64]
+    for (name, batch), values in scores.items():
+        if name == "api":
+            assert values == pytest.approx(scores["api", 64], abs=1e-5), batch
+            continue
+        assert max(abs(value - reference[key]) for key, value in values.items()) <= 1e-5, (name, batch)
+
+
+def test_a_pair_is_cut_the_same_way_whatever_its_batch_mates():
+    """A question too long for its passage to be cut alone is cut with it, in its own pair only:
+    the other pairs of the batch keep the tokens they have in any batch."""
+    from transformers import AutoTokenizer
+
+    from ifqa.models import pair_inputs
+    from ifqa.retrieval.encoders import resolve
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve("all-MiniLM-L6-v2"))
+    long_question = "If the river that " + "flows past the old mill and the stone bridge " * 8 + "dried up?"
+    # the first question leaves its passage some room; cut together with the second, it would lose words too
+    fits = "If copper were as soft as lead and as rare as gold, what would the wires in every house be made of instead?"
+    questions, texts = [fits, long_question], ["Copper " * 40, "River " * 40]
+    together = pair_inputs(tokenizer, questions, texts, 48, padding=True, return_tensors="pt")
+    for i in range(2):
+        alone = pair_inputs(tokenizer, questions[i : i + 1], texts[i : i + 1], 48, padding=True, return_tensors="pt")
+        width = int(alone["attention_mask"].sum())
+        assert together["input_ids"][i, :width].tolist() == alone["input_ids"][0, :width].tolist()
+        assert int(together["attention_mask"][i].sum()) == width
+    assert together["input_ids"].shape == (2, 48)

@@ -6,8 +6,19 @@ import pytest
 
 from ifqa.errors import IfqaError
 
-TRAIN = ["--index", "demo:bm25", "--setting", "demo", "--questions-per-step", "4", "--max-length", "64",
-         "--hard-depth", "10", "--no-progress"]
+TRAIN = [
+    "--index",
+    "demo:bm25",
+    "--setting",
+    "demo",
+    "--questions-per-step",
+    "4",
+    "--max-length",
+    "64",
+    "--hard-depth",
+    "10",
+    "--no-progress",
+]
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +59,9 @@ def test_question_side_model_keeps_the_passage_index_valid(tmp_path, question_si
     assert base.search([question])[0] != tuned.search([question])[0]  # the new question encoder is used
 
 
-def test_question_side_model_refuses_an_index_with_titles_or_another_encoder(tmp_path, question_side, tiny_model,
-                                                                             corpus_file):
+def test_question_side_model_refuses_an_index_with_titles_or_another_encoder(
+    tmp_path, question_side, tiny_model, corpus_file
+):
     from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline
 
     with_titles = _dense(tmp_path, corpus_file, tiny_model, titles=True)

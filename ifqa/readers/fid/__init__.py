@@ -35,8 +35,12 @@ class FiDTrainConfig:
     model: str = option("t5-base", "T5 hub id or local folder (t5-base, google/flan-t5-large, ...).")
     steps: int = option(15000, "Optimizer steps in all (the paper trains 15k).", min=1)
     lr: float = option(1e-4, "Peak learning rate (AdamW, linear warm-up and decay).", min=0.0)
-    batch_size: int | None = option(None, "Questions per step, each with --n-context passages, over all ranks under "
-                                          "torchrun/srun (default: 8 on a GPU, 1 on a CPU).", min=1)
+    batch_size: int | None = option(
+        None,
+        "Questions per step, each with --n-context passages, over all ranks under "
+        "torchrun/srun (default: 8 on a GPU, 1 on a CPU).",
+        min=1,
+    )
     accumulation: int = option(1, "Gradient accumulation steps.", min=1)
     warmup_steps: int = option(1000, "Steps of linear warm-up.", min=0)
     weight_decay: float = option(0.01, "AdamW weight decay.", min=0.0)
@@ -47,14 +51,17 @@ class FiDTrainConfig:
     seed: int = option(0, "Seed for initialization and data order.")
     gradient_checkpointing: bool = option(False, "Recompute activations to save GPU memory.")
     fp32: bool = option(False, "Train in fp32 on GPU (default: bf16 autocast).", flag="--no-bf16")
-    compile: bool = option(False, "Compile the model with torch.compile (the default on CUDA, where it trains about "
-                                  "2x faster; on a CPU only when asked).")
+    compile: bool = option(
+        False,
+        "Compile the model with torch.compile (the default on CUDA, where it trains about "
+        "2x faster; on a CPU only when asked).",
+    )
     no_compile: bool = option(False, "Run the model eagerly, also on CUDA.")
     n_context: int = option(20, "Passages per question fed to the encoder.", min=1)
     text_maxlength: int = option(250, "Tokens per question+passage input.", min=1)
     answer_maxlength: int = option(20, "Tokens per target answer.", min=1)
 
-    def on(self, device: str) -> "FiDTrainConfig":
+    def on(self, device: str) -> FiDTrainConfig:
         """The config with its device-dependent defaults filled in (what the run records)."""
         from dataclasses import replace
 
@@ -73,8 +80,17 @@ class FiDReaderEntry:
 
         if not config.checkpoint or not job.run:
             raise IfqaError("FiD reading needs --checkpoint and --run")
-        read_to_file(config.checkpoint, job.questions, job.run, job.output, batch_size=config.batch_size,
-                     beams=config.beams, device=config.device, n_context=config.n_context, progress=job.progress)
+        read_to_file(
+            config.checkpoint,
+            job.questions,
+            job.run,
+            job.output,
+            batch_size=config.batch_size,
+            beams=config.beams,
+            device=config.device,
+            n_context=config.n_context,
+            progress=job.progress,
+        )
         return {}
 
 

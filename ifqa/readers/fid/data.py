@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 import torch
 
@@ -33,10 +33,14 @@ class Collator:
 
     def inputs(self, records: Sequence[dict]) -> dict[str, torch.Tensor]:
         texts = [t for r in records for t in passage_texts(r["question"], r["ctxs"], self.settings.n_context)]
-        encoded = self.tokenizer(texts, max_length=self.settings.text_maxlength, padding="max_length", truncation=True,
-                                 return_tensors="pt")
+        encoded = self.tokenizer(
+            texts, max_length=self.settings.text_maxlength, padding="max_length", truncation=True, return_tensors="pt"
+        )
         shape = (len(records), self.settings.n_context, -1)
-        return {"input_ids": encoded["input_ids"].reshape(shape), "attention_mask": encoded["attention_mask"].reshape(shape)}
+        return {
+            "input_ids": encoded["input_ids"].reshape(shape),
+            "attention_mask": encoded["attention_mask"].reshape(shape),
+        }
 
     def labels(self, targets: Sequence[str]) -> torch.Tensor:
         eos = self.tokenizer.eos_token_id

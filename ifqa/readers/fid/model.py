@@ -27,8 +27,10 @@ class FiDT5(T5ForConditionalGeneration):
 
     def encode_passages(self, input_ids: torch.Tensor, attention_mask: torch.Tensor) -> BaseModelOutput:
         batch, passages, length = input_ids.shape
-        states = self.encoder(input_ids=input_ids.reshape(batch * passages, length),
-                              attention_mask=attention_mask.reshape(batch * passages, length)).last_hidden_state
+        states = self.encoder(
+            input_ids=input_ids.reshape(batch * passages, length),
+            attention_mask=attention_mask.reshape(batch * passages, length),
+        ).last_hidden_state
         return BaseModelOutput(last_hidden_state=states.reshape(batch, passages * length, -1))
 
     def forward(self, input_ids=None, attention_mask=None, encoder_outputs=None, **kwargs):
@@ -36,7 +38,9 @@ class FiDT5(T5ForConditionalGeneration):
             encoder_outputs = self.encode_passages(input_ids, attention_mask)
             attention_mask = attention_mask.reshape(input_ids.shape[0], -1)
             input_ids = None
-        return super().forward(input_ids=input_ids, attention_mask=attention_mask, encoder_outputs=encoder_outputs, **kwargs)
+        return super().forward(
+            input_ids=input_ids, attention_mask=attention_mask, encoder_outputs=encoder_outputs, **kwargs
+        )
 
     @torch.no_grad()
     def generate(self, input_ids=None, attention_mask=None, **kwargs):
@@ -80,7 +84,7 @@ def rename_original_fid_keys(state_dict: dict[str, torch.Tensor]) -> dict[str, t
     renamed = {}
     for name, tensor in state_dict.items():
         if name.startswith("encoder.encoder."):
-            name = "encoder." + name[len("encoder.encoder."):]
+            name = "encoder." + name[len("encoder.encoder.") :]
         name = name.replace(".module.", ".") if name.startswith("encoder.block.") else name
         renamed[name] = tensor
     return renamed
@@ -93,8 +97,11 @@ def load_model(path: str | Path, device: str | None = None) -> FiDT5:
     check_model_location(path)
     kind = model_type(path)
     if kind not in (None, "t5"):
-        raise IfqaError(f"not a T5 model (its config.json says model_type {kind!r}); FiD reads with T5 "
-                        "(t5-base, google/flan-t5-large, a folder from `ifqa train fid`)", path)
+        raise IfqaError(
+            f"not a T5 model (its config.json says model_type {kind!r}); FiD reads with T5 "
+            "(t5-base, google/flan-t5-large, a folder from `ifqa train fid`)",
+            path,
+        )
     with loading(path, "T5 model"):
         model = FiDT5.from_pretrained(str(path))
     original = Path(path) / "pytorch_model.bin"
@@ -103,7 +110,11 @@ def load_model(path: str | Path, device: str | None = None) -> FiDT5:
             state = torch.load(original, map_location="cpu", weights_only=True)
         if any(key.startswith("encoder.encoder.") for key in state):
             missing, unexpected = model.load_state_dict(rename_original_fid_keys(state), strict=False)
-            missing = [m for m in missing if m not in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight")]
+            missing = [
+                m
+                for m in missing
+                if m not in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight")
+            ]
             if missing or unexpected:
                 raise IfqaError(f"not a FiD checkpoint: missing {missing[:3]}, unexpected {unexpected[:3]}", original)
             model.tie_weights()

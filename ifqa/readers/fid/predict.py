@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Sequence
 
 from ifqa.artifacts import QuestionSet, as_question_set, check_questions, read_run, write_manifest, write_predictions
 from ifqa.errors import IfqaError
@@ -24,8 +24,16 @@ def resolve_checkpoint(path: str | Path) -> Path:
     return path
 
 
-def predict(model: FiDT5, tokenizer, records: Sequence[dict], settings: FiDSettings, batch_size: int = 8,
-            beams: int = 1, progress: bool = False, bf16: bool = True) -> list[str]:
+def predict(
+    model: FiDT5,
+    tokenizer,
+    records: Sequence[dict],
+    settings: FiDSettings,
+    batch_size: int = 8,
+    beams: int = 1,
+    progress: bool = False,
+    bf16: bool = True,
+) -> list[str]:
     """Answers for ``records``, generated under bf16 autocast on a GPU that has it (as FiD trains; fp32
     generation ran at a fraction of the card's speed), in fp32 on a CPU or with ``bf16=False``."""
     import torch
@@ -41,21 +49,38 @@ def predict(model: FiDT5, tokenizer, records: Sequence[dict], settings: FiDSetti
     for start in tqdm(range(0, len(records), batch_size), desc="fid", disable=not progress):
         batch = collator.inputs(records[start : start + batch_size])
         with torch.autocast(device.type, dtype=torch.bfloat16, enabled=autocast):
-            generated = model.generate(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device),
-                                       max_new_tokens=settings.answer_maxlength, num_beams=beams, do_sample=False)
+            generated = model.generate(
+                input_ids=batch["input_ids"].to(device),
+                attention_mask=batch["attention_mask"].to(device),
+                max_new_tokens=settings.answer_maxlength,
+                num_beams=beams,
+                do_sample=False,
+            )
         out.extend(tokenizer.batch_decode(generated, skip_special_tokens=True))
     return [text.strip() for text in out]
 
 
-def read_to_file(checkpoint: str | Path, questions: QuestionSet, run_path: str | Path, output: str | Path,
-                 batch_size: int = 8, beams: int = 1, device: str | None = None, n_context: int | None = None,
-                 progress: bool = True) -> list[dict]:
+def read_to_file(
+    checkpoint: str | Path,
+    questions: QuestionSet,
+    run_path: str | Path,
+    output: str | Path,
+    batch_size: int = 8,
+    beams: int = 1,
+    device: str | None = None,
+    n_context: int | None = None,
+    progress: bool = True,
+) -> list[dict]:
     from transformers import AutoTokenizer
 
     from ifqa import distributed
 
     folder = resolve_checkpoint(checkpoint)
-    settings = FiDSettings(**json.loads((folder / FID_CONFIG).read_text())) if (folder / FID_CONFIG).exists() else FiDSettings()
+    settings = (
+        FiDSettings(**json.loads((folder / FID_CONFIG).read_text()))
+        if (folder / FID_CONFIG).exists()
+        else FiDSettings()
+    )
     if n_context:
         settings.n_context = n_context
     world = distributed.launched()
@@ -75,9 +100,18 @@ def read_to_file(checkpoint: str | Path, questions: QuestionSet, run_path: str |
         share = world.blocks(len(records), batch_size)
         try:
             with distributed.collective_errors(world):
-                predictions = distributed.gather_objects(predict(model, tokenizer, records[share.start : share.stop],
-                                                                 settings, batch_size, beams, progress and world.main),
-                                                         world)
+                predictions = distributed.gather_objects(
+                    predict(
+                        model,
+                        tokenizer,
+                        records[share.start : share.stop],
+                        settings,
+                        batch_size,
+                        beams,
+                        progress and world.main,
+                    ),
+                    world,
+                )
         finally:
             distributed.stop()
     else:
@@ -89,6 +123,15 @@ def read_to_file(checkpoint: str | Path, questions: QuestionSet, run_path: str |
     from ifqa.devices import bf16_supported
 
     precision = "bf16" if device.startswith("cuda") and bf16_supported(device) else "fp32"
-    write_manifest(output, questions, reader="fid", checkpoint=str(folder), run=str(run_path),
-                   settings=asdict(settings), beams=beams, precision=precision, seconds=round(time.time() - started, 2))
+    write_manifest(
+        output,
+        questions,
+        reader="fid",
+        checkpoint=str(folder),
+        run=str(run_path),
+        settings=asdict(settings),
+        beams=beams,
+        precision=precision,
+        seconds=round(time.time() - started, 2),
+    )
     return rows

@@ -8,17 +8,18 @@ import json
 import logging
 import random
 import shutil
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import torch
 from transformers import AutoTokenizer
 
 from ifqa import distributed
 from ifqa.distributed import World
-from ifqa.eval.answers import best_over_answers, exact_match
 from ifqa.errors import IfqaError
+from ifqa.eval.answers import best_over_answers, exact_match
 from ifqa.readers.fid import FiDTrainConfig
 from ifqa.readers.fid.data import FID_CONFIG, Collator, FiDSettings
 from ifqa.readers.fid.model import enable_checkpointing, load_model
@@ -66,13 +67,25 @@ def _batch_order(n: int, batch_size: int, seed: int, step: int) -> list[int]:
     return order[position * batch_size : (position + 1) * batch_size]
 
 
-def evaluate_em(model, tokenizer, records: Sequence[dict], settings: FiDSettings, batch_size: int, bf16: bool = True,
-                world: World = World()) -> float:
+def evaluate_em(
+    model,
+    tokenizer,
+    records: Sequence[dict],
+    settings: FiDSettings,
+    batch_size: int,
+    bf16: bool = True,
+    world: World = World(),
+) -> float:
     """Dev EM; under several ranks each predicts its share of whole batches and all gather the answers."""
     share = world.blocks(len(records), batch_size)
-    predictions = distributed.gather_objects(predict(model, tokenizer, records[share.start : share.stop], settings,
-                                                     batch_size, bf16=bf16), world)
-    return 100.0 * sum(best_over_answers(exact_match, p, r["answers"]) for p, r in zip(predictions, records)) / max(1, len(records))
+    predictions = distributed.gather_objects(
+        predict(model, tokenizer, records[share.start : share.stop], settings, batch_size, bf16=bf16), world
+    )
+    return (
+        100.0
+        * sum(best_over_answers(exact_match, p, r["answers"]) for p, r in zip(predictions, records))
+        / max(1, len(records))
+    )
 
 
 def _use_compile(config: FiDTrainConfig, device: str) -> bool:
@@ -107,8 +120,14 @@ class _Batches:
     compiled model labels are padded to ``answer_maxlength`` (loss unchanged: padded positions are
     ignored and the decoder is causal), so every step has one shape and nothing recompiles."""
 
-    def __init__(self, records: Sequence[dict], collator: Collator, config: FiDTrainConfig, fixed_shape: bool,
-                 world: World = World()):
+    def __init__(
+        self,
+        records: Sequence[dict],
+        collator: Collator,
+        config: FiDTrainConfig,
+        fixed_shape: bool,
+        world: World = World(),
+    ):
         self.records, self.collator, self.config, self.fixed_shape = records, collator, config, fixed_shape
         self.world = world
 
@@ -124,12 +143,22 @@ class _Batches:
             return {**self.collator.inputs(batch), "labels": labels}
         # this rank's share of the global batch; the loss is scaled by the global batch's answer tokens
         rows = self.world.share(range(len(batch)))
-        return {**self.collator.inputs([batch[i] for i in rows]), "labels": labels[rows[0] : rows[-1] + 1],
-                "global_tokens": (labels != -100).sum()}
+        return {
+            **self.collator.inputs([batch[i] for i in rows]),
+            "labels": labels[rows[0] : rows[-1] + 1],
+            "global_tokens": (labels != -100).sum(),
+        }
 
 
-def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path, config: FiDTrainConfig,
-          device: str | None = None, progress: bool = True, stop_after: int | None = None) -> dict:
+def train(
+    train_run: str | Path,
+    dev_run: str | Path | None,
+    output: str | Path,
+    config: FiDTrainConfig,
+    device: str | None = None,
+    progress: bool = True,
+    stop_after: int | None = None,
+) -> dict:
     """Train FiD; resumes from ``output/last`` when it exists. Returns the training state.
 
     ``stop_after`` ends this invocation after that many steps (state saved), for time-limited jobs.
@@ -161,7 +190,9 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
         if "bf16" in saved:  # written before the setting was named fp32
             saved["fp32"] = not saved.pop("bf16")
         if {k: v for k, v in saved.items() if k not in FiDTrainConfig.HOW_NOT_WHAT} != what:
-            raise IfqaError("this folder holds a run with other settings; use the same options or a new --output", output)
+            raise IfqaError(
+                "this folder holds a run with other settings; use the same options or a new --output", output
+            )
     torch.manual_seed(config.seed)
     source = last if resuming else config.model
     model = load_model(source, device)
@@ -171,8 +202,9 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
         (output / "train_config.json").write_text(json.dumps(asdict(config), indent=2))
     if config.gradient_checkpointing:  # in a form that compiles to one graph
         enable_checkpointing(model)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.lr, weight_decay=config.weight_decay,
-                                  fused=device.startswith("cuda"))  # one kernel for all parameters
+    optimizer = torch.optim.AdamW(
+        model.parameters(), lr=config.lr, weight_decay=config.weight_decay, fused=device.startswith("cuda")
+    )  # one kernel for all parameters
     scheduler = get_linear_schedule_with_warmup(optimizer, config.warmup_steps, config.steps)
     state = {"step": 0, "best_em": -1.0, "log": []}
     if resuming:
@@ -192,15 +224,22 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
     bar = tqdm(total=config.steps, initial=state["step"], desc="train fid", disable=not progress or not world.main)
 
     def checkpoint_state() -> dict:
-        return {"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(), **_rng_state(device), "state": state}
+        return {
+            "optimizer": optimizer.state_dict(),
+            "scheduler": scheduler.state_dict(),
+            **_rng_state(device),
+            "state": state,
+        }
 
     model.train()
     goal = min(config.steps, state["step"] + stop_after) if stop_after else config.steps
     micro_steps = range(state["step"] * config.accumulation, goal * config.accumulation)
     batches = feed(micro_steps, _Batches(train_records, Collator(tokenizer, settings), config, compiled, world), device)
-    hint = out_of_memory_hint(f"a batch of {config.batch_size} questions x {config.n_context} passages",
-                              "memory: the same command with --gradient-checkpointing resumes from the last whole step "
-                              "(saved), or train into a new --output with a smaller --batch-size and --accumulation")
+    hint = out_of_memory_hint(
+        f"a batch of {config.batch_size} questions x {config.n_context} passages",
+        "memory: the same command with --gradient-checkpointing resumes from the last whole step "
+        "(saved), or train into a new --output with a smaller --batch-size and --accumulation",
+    )
     step, rng = state["step"], None
     try:
         with distributed.collective_errors(world), held_interrupts() as check_interrupts, hint:
@@ -212,8 +251,10 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
                     batch = to_device(next(batches), device)
                     tokens = batch.pop("global_tokens", None)
                     last_micro = micro == config.accumulation - 1
-                    with (torch.autocast("cuda", dtype=torch.bfloat16) if use_bf16 else contextlib.nullcontext()), \
-                            (parallel.no_sync() if world.active and not last_micro else contextlib.nullcontext()):
+                    with (
+                        torch.autocast("cuda", dtype=torch.bfloat16) if use_bf16 else contextlib.nullcontext(),
+                        parallel.no_sync() if world.active and not last_micro else contextlib.nullcontext(),
+                    ):
                         loss = forward(**batch).loss
                         if tokens is not None:  # this rank's share of the global batch's mean over answer tokens
                             loss = loss * (batch["labels"] != -100).sum() * world.size / tokens
@@ -225,15 +266,21 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
                 if world.active:  # the ranks' mean loss, and whether any rank holds Ctrl-C or SIGTERM
-                    loss_total, stop = distributed.mean_and_stop(torch.stack(losses).sum(), check_interrupts.pending, device)
+                    loss_total, stop = distributed.mean_and_stop(
+                        torch.stack(losses).sum(), check_interrupts.pending, device
+                    )
                 else:
-                    loss_total, stop = float(torch.stack(losses).sum()), False  # one device sync per step, after the step is queued
+                    loss_total, stop = (
+                        float(torch.stack(losses).sum()),
+                        False,
+                    )  # one device sync per step, after the step is queued
                 state["step"] = step + 1
                 entry: dict[str, Any] = {"step": state["step"], "loss": round(loss_total, 6)}
                 done = state["step"] == config.steps
                 if dev_records and (state["step"] % config.eval_every == 0 or done):
-                    entry["dev_em"] = evaluate_em(model, tokenizer, dev_records, settings, config.eval_batch_size, use_bf16,
-                                                  world)
+                    entry["dev_em"] = evaluate_em(
+                        model, tokenizer, dev_records, settings, config.eval_batch_size, use_bf16, world
+                    )
                     model.train()
                     if entry["dev_em"] > state["best_em"]:
                         state["best_em"] = entry["dev_em"]
@@ -242,8 +289,12 @@ def train(train_run: str | Path, dev_run: str | Path | None, output: str | Path,
                 state["log"].append(entry)
                 bar.update(1)
                 bar.set_postfix(loss=entry["loss"], em=entry.get("dev_em", state["best_em"]), refresh=False)
-                if world.main and (done or state["step"] == goal or "dev_em" in entry
-                                   or (config.save_every and state["step"] % config.save_every == 0)):
+                if world.main and (
+                    done
+                    or state["step"] == goal
+                    or "dev_em" in entry
+                    or (config.save_every and state["step"] % config.save_every == 0)
+                ):
                     _save_model(model, tokenizer, settings, last, checkpoint_state())
                 if not world.active or stop:  # ranks stop after the step they agreed on, never one alone
                     check_interrupts(stop)  # Ctrl-C or SIGTERM during the step stop here, with the step whole

@@ -26,8 +26,9 @@ def demonstration_pool(config: LLMReaderConfig, source):
     if pool is None:
         if config.demos == 0:
             return QuestionSet("none", []), "none"
-        raise IfqaError("with --questions FILE, name the demonstration pool: --train FILE or --setting NAME "
-                        "(or --demos 0)")
+        raise IfqaError(
+            "with --questions FILE, name the demonstration pool: --train FILE or --setting NAME (or --demos 0)"
+        )
     return pool.load(), "file" if config.train else pool.resolved()[0]
 
 
@@ -48,15 +49,25 @@ class LLMReaderEntry:
             from ifqa.artifacts import check_questions
 
             check_questions(job.run, job.questions)  # before any model is loaded or contacted
-        engine = make_backend(config.backend, config.model, config.base_url, job.api_key, config.completions,
-                              config.device, config.batch_size, config.timeout, config.retries)
+        engine = make_backend(
+            config.backend,
+            config.model,
+            config.base_url,
+            job.api_key,
+            config.completions,
+            config.device,
+            config.batch_size,
+            config.timeout,
+            config.retries,
+        )
         train, setting = demonstration_pool(config, job.source)
         if config.demos:
             log.info("demonstrations from %s (%d questions)", train.name, len(train))
         cache = None if config.no_cache else ResponseCache(config.cache)
         exclude = {e.question.strip() for e in job.questions}
-        reader = LLMReader(engine, config, train.examples, cache, exclude, rationale_setting=setting,
-                           task=job.questions.task)
+        reader = LLMReader(
+            engine, config, train.examples, cache, exclude, rationale_setting=setting, task=job.questions.task
+        )
         read_to_file(reader, job.questions, job.output, job.run, progress=job.progress)
         return reader.counters.public()
 

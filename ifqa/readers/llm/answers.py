@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import collections
 import re
-from typing import Sequence
+from collections.abc import Sequence
 
 from ifqa.eval.answers import normalize_answer
 
-_SO_THE_ANSWER = re.compile(r"(?:so\s+)?the\s+(?:final\s+)?answer\s+(?:is|would\s+be|will\s+be)\s*:?\s*(.+)", re.I | re.S)
+_SO_THE_ANSWER = re.compile(
+    r"(?:so\s+)?the\s+(?:final\s+)?answer\s+(?:is|would\s+be|will\s+be)\s*:?\s*(.+)", re.I | re.S
+)
 _ANSWER_LABEL = re.compile(r"^\s*(?:final\s+)?answer\s*:\s*(.+)", re.I | re.S | re.M)
 _QUOTES = "\"'“”‘’`*"
 

@@ -15,23 +15,40 @@ SAMPLING_TEMPERATURE = 0.7
 @dataclass(frozen=True)
 class LLMReaderConfig:
     model: str | None = option(None, "Model name on the endpoint, or a local path/hub id with --backend hf.")
-    mode: str = option("qa", "closed-book (qa), chain-of-thought (cot), GenRead, open-book (retrieved passages) or "
-                       "context (each question's own: WIQA's procedure, CausalQA's passage, IfQA's gold passages).", choices=MODES)
+    mode: str = option(
+        "qa",
+        "closed-book (qa), chain-of-thought (cot), GenRead, open-book (retrieved passages) or "
+        "context (each question's own: WIQA's procedure, CausalQA's passage, IfQA's gold passages).",
+        choices=MODES,
+    )
     cot: bool = option(False, "Add chain-of-thought to open, genread and context.")
-    backend: str = option("openai", "OpenAI-compatible endpoint, local transformers, or vLLM's offline engine on local GPUs.",
-                          choices=("openai", "hf", "vllm"))
-    base_url: str | None = option(None, "Endpoint (vLLM, llama.cpp, Ollama...); default OpenAI.", envvar="OPENAI_BASE_URL")
+    backend: str = option(
+        "openai",
+        "OpenAI-compatible endpoint, local transformers, or vLLM's offline engine on local GPUs.",
+        choices=("openai", "hf", "vllm"),
+    )
+    base_url: str | None = option(
+        None, "Endpoint (vLLM, llama.cpp, Ollama...); default OpenAI.", envvar="OPENAI_BASE_URL"
+    )
     completions: bool = option(False, "Use the completions API instead of chat.")
     passages: int = option(5, "Open mode: top passages of the run in the prompt.", min=1)
     demos: int = option(4, "In-context demonstrations.", min=0)
-    selection: str = option("random", "How demonstrations are chosen: seeded random, or BM25-similar questions.",
-                            choices=("random", "similar"), flag="--demo-selection")
+    selection: str = option(
+        "random",
+        "How demonstrations are chosen: seeded random, or BM25-similar questions.",
+        choices=("random", "similar"),
+        flag="--demo-selection",
+    )
     train: str | None = option(None, "Demonstration pool: a question file (default: the setting's train split).")
     seed: int = option(0, "Seed for demonstration choice and sampling.")
     samples: int = option(1, "Self-consistency samples (majority vote).", min=1)
-    temperature: float | None = option(None, f"Sampling temperature (default 0, or {SAMPLING_TEMPERATURE} with --samples > 1).", min=0.0)
+    temperature: float | None = option(
+        None, f"Sampling temperature (default 0, or {SAMPLING_TEMPERATURE} with --samples > 1).", min=0.0
+    )
     max_tokens: int | None = option(None, "Tokens to generate (default 32, or 256 with reasoning).", min=1)
-    max_prompt_tokens: int | None = option(None, "Prompt budget (default: the model's window minus --max-tokens; 4096 if unknown).", min=1)
+    max_prompt_tokens: int | None = option(
+        None, "Prompt budget (default: the model's window minus --max-tokens; 4096 if unknown).", min=1
+    )
     concurrency: int = option(4, "Requests in flight.", min=1)
     timeout: float = option(60.0, "Seconds to wait for one response before retrying.", min=0.1)
     retries: int = option(6, "Retries of a request after a rate limit, server error or timeout.", min=0)
@@ -57,7 +74,7 @@ class LLMReaderConfig:
         model = (self.model or "model").rstrip("/").replace("/", "_").replace(":", "_")
         return f"{label}-llm-{self.mode}{'-cot' if self.cot and self.mode in ('open', 'genread', 'context') else ''}-{model}.jsonl"
 
-    def public(self) -> "LLMReaderConfig":
+    def public(self) -> LLMReaderConfig:
         """This configuration as it may be written down: credentials in the endpoint URL redacted."""
         from dataclasses import replace
 

@@ -14,10 +14,10 @@ import logging
 import os
 import random
 import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Callable, Sequence
 
 from ifqa.errors import IfqaError
 
@@ -73,8 +73,11 @@ def template_name(mode: str, cot: bool, task: str = "qa", directory: str | Path 
     folder = prompts_dir(directory)
     if not (folder / f"{name}.txt").exists():
         available = sorted(p.stem for p in folder.glob(f"{task}_*.txt"))
-        raise IfqaError(f"no {mode}{' + chain-of-thought' if reasoning else ''} template for {task} "
-                        f"({name}.txt); its templates: {', '.join(available) or 'none'}", folder)
+        raise IfqaError(
+            f"no {mode}{' + chain-of-thought' if reasoning else ''} template for {task} "
+            f"({name}.txt); its templates: {', '.join(available) or 'none'}",
+            folder,
+        )
     return name
 
 
@@ -173,7 +176,9 @@ def number_passages(passages: Sequence[str | dict], words: int | None = None) ->
     """``[1] Title: text`` lines (a single passage goes unnumbered); ``words`` truncates each text."""
     lines = []
     for number, passage in enumerate(passages, start=1):
-        title, text = (passage.get("title", ""), passage.get("text", "")) if isinstance(passage, dict) else ("", passage)
+        title, text = (
+            (passage.get("title", ""), passage.get("text", "")) if isinstance(passage, dict) else ("", passage)
+        )
         if words is not None:
             text = " ".join(text.split()[:words])
         label = f"[{number}] " if len(passages) > 1 else ""
@@ -181,28 +186,44 @@ def number_passages(passages: Sequence[str | dict], words: int | None = None) ->
     return "\n".join(lines)
 
 
-def render(template: Template, question: str, demos: Sequence[Demo], passages: Sequence[str | dict],
-           words: int | None = None) -> str:
+def render(
+    template: Template, question: str, demos: Sequence[Demo], passages: Sequence[str | dict], words: int | None = None
+) -> str:
     blocks = [template.instruction]
     for demo in demos:
-        blocks.append(template.demonstration.format(question=demo.question, answer=demo.answer,
-                                                    rationale=demo.rationale,
-                                                    passages=number_passages(demo.passages, words)))
-    blocks.append(template.query.format(question=question, passages=number_passages(passages, words),
-                                        answer="", rationale=""))
+        blocks.append(
+            template.demonstration.format(
+                question=demo.question,
+                answer=demo.answer,
+                rationale=demo.rationale,
+                passages=number_passages(demo.passages, words),
+            )
+        )
+    blocks.append(
+        template.query.format(question=question, passages=number_passages(passages, words), answer="", rationale="")
+    )
     return "\n\n".join(blocks)
 
 
-def fit(template: Template, question: str, demos: list[Demo], passages: Sequence[str | dict],
-        count_tokens: Callable[[str], int], budget: int) -> Prompt:
+def fit(
+    template: Template,
+    question: str,
+    demos: list[Demo],
+    passages: Sequence[str | dict],
+    count_tokens: Callable[[str], int],
+    budget: int,
+) -> Prompt:
     """The longest prompt within ``budget`` tokens: shorten passages, then drop demonstrations."""
     text = render(template, question, demos, passages)
     tokens = count_tokens(text)
     if tokens <= budget:
         return Prompt(text, len(demos), len(passages), tokens=tokens)
     notes = []
-    longest = max([len(str(p.get("text", "") if isinstance(p, dict) else p).split()) for p in passages] +
-                  [len(p.split()) for d in demos for p in d.passages] + [1])
+    longest = max(
+        [len(str(p.get("text", "") if isinstance(p, dict) else p).split()) for p in passages]
+        + [len(p.split()) for d in demos for p in d.passages]
+        + [1]
+    )
     words = longest
     while words > 20:
         words = max(20, words * 3 // 4)
@@ -220,5 +241,7 @@ def fit(template: Template, question: str, demos: list[Demo], passages: Sequence
         if tokens <= budget:
             notes.append(f"{len(demos) - len(kept)} demonstration(s) dropped")
             return Prompt(text, len(kept), len(passages), words, notes, tokens)
-    raise IfqaError(f"the prompt does not fit in {budget} tokens even without demonstrations "
-                    f"(question {question[:50]!r}); raise --max-prompt-tokens or lower --passages")
+    raise IfqaError(
+        f"the prompt does not fit in {budget} tokens even without demonstrations "
+        f"(question {question[:50]!r}); raise --max-prompt-tokens or lower --passages"
+    )

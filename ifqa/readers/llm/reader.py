@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from ifqa.artifacts import QuestionSet, as_question_set, check_questions, read_run, write_manifest, write_predictions
 from ifqa.errors import IfqaError
@@ -26,29 +27,41 @@ log = logging.getLogger(__name__)
 
 
 class LLMReader:
-    def __init__(self, backend, config: LLMReaderConfig, train: Sequence, cache: ResponseCache | None = None,
-                 exclude_questions: set[str] | None = None, rationale_setting: str = "demo",
-                 keep_prompts: bool = False, task: str = "qa"):
+    def __init__(
+        self,
+        backend,
+        config: LLMReaderConfig,
+        train: Sequence,
+        cache: ResponseCache | None = None,
+        exclude_questions: set[str] | None = None,
+        rationale_setting: str = "demo",
+        keep_prompts: bool = False,
+        task: str = "qa",
+    ):
         self.backend, self.config, self.task = backend, config, task
         self.keep_prompts = keep_prompts  # put each prompt's text in its record (ifqa serve shows it)
         self.counters = Counters()
         self.generate = CachedGenerator(backend, cache, config.concurrency, self.counters)
-        self.template = prompts.load_template(prompts.template_name(config.mode, config.cot, task, config.prompts_dir),
-                                              config.prompts_dir)
+        self.template = prompts.load_template(
+            prompts.template_name(config.mode, config.cot, task, config.prompts_dir), config.prompts_dir
+        )
         reasoning = prompts.needs_rationale(self.template.name)
         rationales = prompts.load_rationales(rationale_setting, config.prompts_dir) if reasoning else None
         demo_pool = prompts.pool(train, rationales, exclude_questions or set())
         for demo in demo_pool:
             demo.answer = answers.shown_answer(demo.answer, task)
         if reasoning and config.demos and not demo_pool:
-            raise IfqaError(f"no chain-of-thought rationales for the {rationale_setting} training questions "
-                            "(prompts/rationales.jsonl); use --demos 0 or add some")
+            raise IfqaError(
+                f"no chain-of-thought rationales for the {rationale_setting} training questions "
+                "(prompts/rationales.jsonl); use --demos 0 or add some"
+            )
         self.selector = prompts.DemoSelector(demo_pool, config.demos, config.selection, config.seed)
         self.reasoning = reasoning
         if config.mode == "genread":
             self.background_template = prompts.load_template("genread_background", config.prompts_dir)
-            self.background_selector = prompts.DemoSelector(prompts.pool(train, None, exclude_questions or set()),
-                                                            config.demos, config.selection, config.seed)
+            self.background_selector = prompts.DemoSelector(
+                prompts.pool(train, None, exclude_questions or set()), config.demos, config.selection, config.seed
+            )
         self.count_tokens = getattr(backend, "count_tokens", estimate_tokens)
         window = config.max_prompt_tokens
         if window is None:
@@ -66,8 +79,10 @@ class LLMReader:
         stops = ("\nQuestion:",) if (self.reasoning or background) else ("\nQuestion:", "\n\n")
         samples = 1 if background else self.config.samples
         temperature = 0.0 if background else self.config.effective_temperature
-        return [GenerationParams(self._max_tokens(background), temperature, 1.0, stops, self.config.seed + s)
-                for s in range(samples)]
+        return [
+            GenerationParams(self._max_tokens(background), temperature, 1.0, stops, self.config.seed + s)
+            for s in range(samples)
+        ]
 
     def _prompt(self, template, selector, example, passages) -> prompts.Prompt:
         demos = selector.select(example.qid, example.question)
@@ -107,8 +122,12 @@ class LLMReader:
             parsed = [answers.for_task(*answers.extract(c.text, self.reasoning), self.task) for c in outputs]
             prediction = answers.majority([a for a, _ in parsed])
             chosen = next(i for i, (a, _) in enumerate(parsed) if a == prediction) if parsed else 0
-            record: dict[str, Any] = {"qid": example.qid, "prediction": prediction, "raw": outputs[chosen].text,
-                                      "reasoning": parsed[chosen][1] if parsed else ""}
+            record: dict[str, Any] = {
+                "qid": example.qid,
+                "prediction": prediction,
+                "raw": outputs[chosen].text,
+                "reasoning": parsed[chosen][1] if parsed else "",
+            }
             if samples > 1:
                 record["samples"] = [a for a, _ in parsed]
             if example.qid in backgrounds:
@@ -129,8 +148,13 @@ def load_contexts(run_path: str | Path | None, questions: QuestionSet) -> dict[s
     return {r["qid"]: r["ctxs"] for r in read_run(run_path)}
 
 
-def read_to_file(reader: LLMReader, questions: QuestionSet, output: str | Path, run_path: str | Path | None = None,
-                 progress: bool = True) -> list[dict]:
+def read_to_file(
+    reader: LLMReader,
+    questions: QuestionSet,
+    output: str | Path,
+    run_path: str | Path | None = None,
+    progress: bool = True,
+) -> list[dict]:
     """Answer every question; predictions JSONL and ``<output>.manifest.json`` are written at the end."""
     from tqdm import tqdm
 
@@ -142,7 +166,9 @@ def read_to_file(reader: LLMReader, questions: QuestionSet, output: str | Path, 
             raise IfqaError("open-book reading needs --run (a run file with retrieved passages)")
         missing = [e.qid for e in examples if e.qid not in contexts]
         if missing:
-            raise IfqaError(f"{len(missing)} questions have no retrieved passages in the run (e.g. qid {missing[0]})", run_path)
+            raise IfqaError(
+                f"{len(missing)} questions have no retrieved passages in the run (e.g. qid {missing[0]})", run_path
+            )
     started = time.time()
     wave = max(reader.config.concurrency, getattr(reader.backend, "batch_size", 1)) * 4
     records: list[dict] = []
@@ -153,9 +179,18 @@ def read_to_file(reader: LLMReader, questions: QuestionSet, output: str | Path, 
             bar.set_postfix(reader.counters.public(), refresh=False)
     write_predictions(output, records)
     lengths = reader.prompt_lengths
-    write_manifest(output, questions, reader="llm", run=str(run_path) if run_path else None,
-                   config=asdict(reader.config.public()), temperature=reader.config.effective_temperature,
-                   backend=reader.backend.describe(), counters=reader.counters.public(),
-                   prompt_tokens={"mean": round(statistics.fmean(lengths), 1), "max": max(lengths), "min": min(lengths)} if lengths else {},
-                   seconds=round(time.time() - started, 2))
+    write_manifest(
+        output,
+        questions,
+        reader="llm",
+        run=str(run_path) if run_path else None,
+        config=asdict(reader.config.public()),
+        temperature=reader.config.effective_temperature,
+        backend=reader.backend.describe(),
+        counters=reader.counters.public(),
+        prompt_tokens={"mean": round(statistics.fmean(lengths), 1), "max": max(lengths), "min": min(lengths)}
+        if lengths
+        else {},
+        seconds=round(time.time() - started, 2),
+    )
     return records
