@@ -126,19 +126,29 @@ def main() -> None:
             "ifqa",
             "--",
         ]
+    header = (
+        f"`ifqa train fid`, t5-{args.shape} shape (random weights), {args.batch_size} questions x 10 passages x "
+        f"200 tokens a step, {args.steps} steps, {device} ({os.cpu_count()} CPU cores"
+        f"{', ' + torch.cuda.get_device_name() if device == 'cuda' else ''})"
+    )
+    print(header, flush=True)
     rows, plain = [], None
     for n, (name, launcher) in enumerate(launchers.items()):
         short = timed(launcher() + fid + ["--steps", "2", "-o", str(work / f"short-{n}")], env)
         long = timed(launcher() + fid + ["--steps", str(args.steps), "-o", str(work / f"long-{n}")], env)
         rate = (args.steps - 2) / (long - short)
         plain = plain or rate
-        rows.append([name, f"{short:.1f}", f"{rate:.3f}", f"{rate * args.batch_size:.2f}", f"{rate / plain:.2f}"])
-    print(
-        f"`ifqa train fid`, t5-{args.shape} shape (random weights), {args.batch_size} questions x 10 passages x 200 "
-        f"tokens a step, {args.steps} steps, {device} ({os.cpu_count()} CPU cores"
-        f"{', ' + torch.cuda.get_device_name() if device == 'cuda' else ''})\n"
-    )
-    print(markdown_table(["launch", "start-up s", "steps/s", "questions/s", "vs plain"], rows))
+        rows.append(
+            {
+                "launch": name,
+                "start-up s": round(short, 1),
+                "steps/s": f"{rate:.3f}",
+                "questions/s": f"{rate * args.batch_size:.2f}",
+                "vs plain": f"{rate / plain:.2f}",
+            }
+        )
+        print(f"{name}: start-up {short:.1f} s, {rate:.3f} steps/s", flush=True)
+    print("\n" + markdown_table(rows))
 
 
 if __name__ == "__main__":
