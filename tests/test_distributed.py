@@ -348,3 +348,80 @@ def test_rerankers_and_retrievers_on_two_ranks_train_as_one_process(bert_without
     assert ranks.stdout.count("trained in") == 1
     assert _losses(tmp_path / "ranks") == pytest.approx(_losses(tmp_path / "alone"), abs=1e-5)
     assert len(_losses(tmp_path / "alone")) == 3  # 12 demo questions, 4 a step
+
+
+def test_a_one_process_checkpoint_resumes_on_two_ranks_with_dev_em_shared(fid_setup, tmp_path, no_launcher):
+    """The other way round: one process trains 2 steps, 2 ranks finish the run; the dev EM inside
+    training is computed on each rank's share of the dev questions and gathered: the losses and
+    dev EMs of the uninterrupted single-process run."""
+    from ifqa.readers.fid import train as fid_train
+
+    root, run, _ = fid_setup
+    config = _fid_config(root, eval_every=2, eval_batch_size=1)
+    alone = fid_train.train(run, run, tmp_path / "alone", config, "cpu", progress=False)
+    fid_train.train(run, run, tmp_path / "split", config, "cpu", progress=False, stop_after=2)
+    result = torchrun(
+        "train",
+        "fid",
+        "--run",
+        run,
+        "--dev-run",
+        run,
+        "--model",
+        root / "t5",
+        "-o",
+        tmp_path / "split",
+        *FID_ARGS,
+        "--eval-every",
+        "2",
+        "--eval-batch-size",
+        "1",
+        "--device",
+        "cpu",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    log = [json.loads(line) for line in (tmp_path / "split" / "train_log.jsonl").read_text().splitlines()]
+    assert [e["loss"] for e in log] == pytest.approx([e["loss"] for e in alone["log"]], abs=1e-5)
+    assert [e.get("dev_em") for e in log] == [e.get("dev_em") for e in alone["log"]]
+    assert [e.get("dev_em") for e in log][1::2] != [None, None]
+
+
+def test_ctrl_c_on_the_launcher_stops_every_rank_after_one_saved_step(fid_setup, tmp_path, no_launcher):
+    from ifqa.readers.fid import train as fid_train
+
+    root, run, _ = fid_setup
+    args = [*FID_ARGS[:1], "400", *FID_ARGS[2:]]
+    job = torchrun(
+        "train",
+        "fid",
+        "--run",
+        run,
+        "--model",
+        root / "t5",
+        "-o",
+        tmp_path / "ranks",
+        *args,
+        "--device",
+        "cpu",
+        background=True,
+    )
+    deadline = time.time() + 240
+    while not (tmp_path / "ranks" / "train_config.json").exists() and time.time() < deadline and job.poll() is None:
+        time.sleep(0.1)
+    time.sleep(3)  # some steps in
+    assert job.poll() is None, "finished before it could be interrupted"
+    os.killpg(job.pid, signal.SIGINT)  # as a terminal's Ctrl-C reaches the launcher and its ranks
+    _, err = job.communicate(timeout=120)
+    assert job.returncode != 0
+    assert "interrupted; rerun the same command to resume" in err
+    state = fid_train.load_trainer_state(tmp_path / "ranks" / "last" / "trainer_state.pt")["state"]
+    assert 0 < state["step"] < 400
+    config = _fid_config(root, steps=state["step"] + 3)
+    resumed = fid_train.train(
+        run, None, tmp_path / "ranks", _fid_config(root, steps=400), "cpu", progress=False, stop_after=3
+    )
+    alone = fid_train.train(
+        run, None, tmp_path / "alone", _fid_config(root, steps=400), "cpu", progress=False, stop_after=state["step"] + 3
+    )
+    assert config.steps == len(resumed["log"])
+    assert [e["loss"] for e in resumed["log"]] == pytest.approx([e["loss"] for e in alone["log"]], abs=1e-5)

@@ -67,7 +67,9 @@ def concurrently(function, items: Sequence, workers: int, stopping: threading.Ev
             try:
                 done.put((item, function(item), None))
             except BaseException as exc:  # noqa: BLE001 - handed to the caller's thread, which raises it
+                stop.set()  # the call fails: no worker starts another request
                 done.put((item, None, exc))
+                return
 
     stop.clear()
     for _ in range(max(1, min(workers, len(items)))):
