@@ -154,3 +154,45 @@ def test_wiqa_and_causalqa_experiments_score_with_their_own_metric(cache, tmp_pa
     assert llm[metric] == 100.0  # the fake model knows every answer
     markdown = (tmp_path / "results" / name / "results.md").read_text()
     assert ("by question type" if name == "wiqa" else "by source") in markdown
+
+
+@pytest.mark.parametrize(
+    "text, problem, line",
+    [
+        (
+            "name: a\nquestions: {setting: demo}\nname: b\nstages: [{stage: retrieve, name: r}]\n",
+            "'name' given twice",
+            3,
+        ),
+        (
+            "name: a\nquestions: {setting: demo}\nstages:\n  - stage: retrieve\n    name: r\n    k: 5\n    k: 10\n",
+            "'k' given twice",
+            7,
+        ),
+        ("name: a\nquestions: {setting: demo}\nstage:\n  - {stage: retrieve, name: r}\n", "unknown key 'stage'", 3),
+        ("name: a\nquestions: {setting: demo}\n7: x\nstages: [{stage: retrieve, name: r}]\n", "key 7 is not a name", 3),
+        ("name: a\nquestions: {setting: demo}\n", "no stages", None),
+    ],
+)
+def test_yaml_that_would_be_read_wrongly_is_refused_with_its_line(tmp_path, text, problem, line):
+    """Duplicate keys (the last would win), unknown top-level keys (a typo of 'stages' ran nothing),
+    keys that are not names, and an experiment of no stages: one error naming the file and line."""
+    from ifqa.experiments.config import load_config
+
+    path = tmp_path / "exp.yaml"
+    path.write_text(text)
+    where = rf"exp\.yaml:{line}: " if line else r"exp\.yaml: "
+    with pytest.raises(IfqaError, match=where + ".*" + problem):
+        load_config(path)
+
+
+def test_yaml_merge_keys_may_be_overridden(tmp_path):
+    """A key given again beside a merge ('<<') overrides the merged one: that is no duplicate."""
+    from ifqa.experiments.config import load_config
+
+    path = tmp_path / "exp.yaml"
+    path.write_text(
+        "name: a\nquestions: {setting: demo}\nstages:\n"
+        "  - <<: {stage: retrieve, indexes: [demo:bm25], k: 5}\n    name: r\n    k: 10\n"
+    )
+    assert load_config(path)["_stages"][0]["k"] == 10

@@ -116,6 +116,47 @@ def _check_questions(value: Any, what: str, path: Path) -> None:
         raise IfqaError(f"{what}: unknown split {questions['split']!r}; choose from train, dev, test", path)
 
 
+#: The keys an experiment config may hold at its top level (each stage's own are its type's KEYS).
+TOP_KEYS = frozenset({"name", "questions", "train", "k", "output", "stages", "retrievers", "readers"})
+
+
+class _KeyProblem(Exception):
+    def __init__(self, message: str, line: int):
+        super().__init__(message)
+        self.line = line
+
+
+def _strict_loader():
+    """PyYAML's SafeLoader refusing what it would quietly accept: a key given twice in one mapping
+    (the last would win) and a key that is not a string (a number, a list), each with its line."""
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        def construct_mapping(self, node, deep=False):
+            seen: dict = {}
+            for key_node, _ in node.value:
+                if key_node.tag == "tag:yaml.org,2002:merge":  # '<<: *defaults': its keys may be overridden
+                    continue
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                if not isinstance(key, str):
+                    raise _KeyProblem(f"key {key!r} is not a name (keys are strings)", line)
+                if key in seen:
+                    raise _KeyProblem(f"key {key!r} given twice (first on line {seen[key]})", line)
+                seen[key] = line
+            return super().construct_mapping(node, deep=deep)
+
+    return StrictLoader
+
+
+def _line_of(path: Path, key: str) -> int | None:
+    """The line where a top-level ``key:`` stands."""
+    for number, line in enumerate(path.read_text(encoding="utf-8-sig").splitlines(), start=1):
+        if line.startswith(f"{key}:") or line.startswith(f"{key} :"):
+            return number
+    return None
+
+
 def load_config(path: str | Path) -> dict:
     import yaml
 
@@ -125,7 +166,9 @@ def load_config(path: str | Path) -> dict:
     if path.stat().st_size > MAX_BYTES:
         raise IfqaError(f"an experiment config of {path.stat().st_size:,} bytes; at most {MAX_BYTES:,}", path)
     try:
-        config = yaml.safe_load(path.read_text(encoding="utf-8-sig"))
+        config = yaml.load(path.read_text(encoding="utf-8-sig"), Loader=_strict_loader())  # noqa: S506 - a SafeLoader
+    except _KeyProblem as exc:
+        raise IfqaError(str(exc), path, exc.line) from None
     except UnicodeDecodeError as exc:
         raise IfqaError(f"not UTF-8 text ({exc.reason} at byte {exc.start})", path) from None
     except RecursionError:
@@ -138,6 +181,13 @@ def load_config(path: str | Path) -> dict:
     _check_size(config, path)
     if not isinstance(config, dict) or "name" not in config or "questions" not in config:
         raise IfqaError("an experiment needs at least 'name' and 'questions'", path)
+    unknown = sorted(set(config) - TOP_KEYS)
+    if unknown:  # a typo of 'stages' would otherwise run an experiment of no stages
+        raise IfqaError(
+            f"unknown key {unknown[0]!r}; an experiment has {', '.join(sorted(TOP_KEYS))}",
+            path,
+            _line_of(path, unknown[0]),
+        )
     config = _expand(config)
     if not isinstance(config["name"], str) or not SAFE_NAME.fullmatch(config["name"]):
         raise IfqaError(
@@ -156,6 +206,8 @@ def load_config(path: str | Path) -> dict:
     if config["k"] < 1:
         raise IfqaError(f"'k' must be at least 1, got {config['k']}", path)
     config["_stages"] = stage_list(config, path)
+    if not config["_stages"]:
+        raise IfqaError("no stages: give 'stages' (or 'retrievers' / 'readers') with at least one", path)
     config["_root"] = str(path.parent.resolve())
     config["_path"] = str(path)
     return config
