@@ -1422,7 +1422,7 @@ def test_bad_input_is_one_line_and_leaves_nothing(work, outcomes, name, args, ex
     base, env = work
     result = outcomes[name]
     lines = result.stderr.strip().splitlines()
-    assert result.returncode != 0, result.stdout
+    assert result.returncode == 1, (result.returncode, result.stdout)  # the README's promise, usage errors too
     assert "Traceback" not in result.stderr
     assert len(lines) == 1, result.stderr
     assert expected.replace(B, str(base)) in lines[0], lines[0]

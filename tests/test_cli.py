@@ -165,3 +165,15 @@ def test_earlier_spellings_still_work(cli, tmp_path):
         and "Missing option '--run'" in result.stderr
         and len(result.stderr.strip().splitlines()) == 1
     )
+
+
+def test_a_group_without_a_command_shows_its_help_and_usage_errors_exit_1(cli):
+    """`ifqa` and `ifqa train` alone print their help (exit 0), not one squashed error line; an
+    unknown option or a value out of range is bad input: one line, exit status 1 as the README says."""
+    for args in ([], ["train"]):
+        result = cli(*args)
+        assert result.returncode == 0 and result.stdout.startswith("Usage: ifqa") and "Commands:" in result.stdout
+        assert result.stderr == ""
+    for args, words in ((["retrieve", "--k", "0"], "--k"), (["retrieve", "--nope"], "No such option")):
+        result = cli(*args)
+        assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1 and words in result.stderr

@@ -124,10 +124,13 @@ def main(argv: list[str] | None = None) -> None:
         terminated = isinstance(exc, Terminated) or isinstance(exc.__cause__, Terminated)
         _say(f"ifqa: {'terminated' if terminated else 'interrupted'}; rerun the same command to resume")
         sys.exit(143 if terminated else 130)
+    except getattr(click.exceptions, "NoArgsIsHelpError", ()) as exc:  # `ifqa`, `ifqa train`: the help, as asked
+        click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())
+        sys.exit(0)
     except click.UsageError as exc:  # one line, naming the option, instead of usage + hint + error
         command = f" {exc.ctx.command_path.split(' ', 1)[1]}" if exc.ctx and " " in exc.ctx.command_path else ""
         _say(f"ifqa{command}: error: {exc.format_message()} (see --help)")
-        sys.exit(exc.exit_code)
+        sys.exit(1)  # bad input is exit status 1, an unknown option or a value out of range too (README)
     except click.ClickException as exc:
         _say(f"ifqa: error: {exc.format_message()}")
         sys.exit(exc.exit_code)
