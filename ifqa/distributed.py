@@ -257,10 +257,15 @@ def gather_objects(items: list, world: World) -> list:
     return [item for part in parts for item in part]
 
 
+class CollectiveFailure(IfqaError):
+    """Another rank died or stalled: this rank's state may be mid-step (its optimizer stepped, the
+    step not yet counted), so nothing is saved on the way out; the last periodic save is resumed."""
+
+
 @contextlib.contextmanager
 def collective_errors(world: World) -> Iterator[None]:
     """A collective that fails because another rank died or hung (connection closed, timeout) is one
-    line; the job's last whole step is saved by rank 0, and the same command resumes from it."""
+    line (``CollectiveFailure``); the same command resumes from the last step rank 0 saved."""
     try:
         yield
     except IfqaError:
@@ -269,9 +274,9 @@ def collective_errors(world: World) -> Iterator[None]:
         if not world.active or not _is_collective_failure(exc):
             raise
         first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
-        raise IfqaError(
-            f"rank {world.rank}: another rank stopped or stalled ({first[:160]}); the last whole step "
-            "is saved, and the same command resumes from it"
+        raise CollectiveFailure(
+            f"rank {world.rank}: another rank stopped or stalled ({first[:160]}); the same command resumes "
+            "from the last saved step"
         ) from None
 
 

@@ -298,6 +298,8 @@ def train(
                     _save_model(model, tokenizer, settings, last, checkpoint_state())
                 if not world.active or stop:  # ranks stop after the step they agreed on, never one alone
                     check_interrupts(stop)  # Ctrl-C or SIGTERM during the step stop here, with the step whole
+    except distributed.CollectiveFailure:  # a rank died: this one may be mid-step, so it saves nothing
+        raise
     except (KeyboardInterrupt, IfqaError):  # interrupted, or out of memory within a step: keep the whole steps
         optimizer.zero_grad(set_to_none=True)
         if state["step"] > 0 and world.main:
