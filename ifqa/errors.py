@@ -8,11 +8,14 @@ from pathlib import Path
 class IfqaError(Exception):
     """A problem with the user's input or set-up, described in one line.
 
-    ``where`` names the file (and line or example) so the message points at the problem.
+    ``where`` names the file (and line or example) so the message points at the problem. The text
+    is redacted here, once, so no caller (CLI, API, server) can show a secret it quotes.
     """
 
     def __init__(self, message: str, where: str | Path | None = None, line: int | None = None):
         location = ""
         if where is not None:
             location = f"{where}:{line}: " if line is not None else f"{where}: "
-        super().__init__(location + message)
+        from ifqa.redact import redact
+
+        super().__init__(redact(location + message))

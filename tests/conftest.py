@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import http.server
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from pathlib import Path
 
@@ -14,6 +18,51 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SHARED = ROOT.parent / "shared" / "data"
+#: What a test run may leave in the checkout: interpreters' and tools' own caches, the environment.
+NOT_OURS = {".git", ".venv", "__pycache__", ".pytest_cache", ".ruff_cache", "ifqa.egg-info"}
+
+
+def _checkout_files() -> dict[str, tuple[int, int]]:
+    """Every file of the checkout (beyond NOT_OURS) with its size and modification time."""
+    files = {}
+    for folder, subfolders, names in os.walk(ROOT):
+        subfolders[:] = [name for name in subfolders if name not in NOT_OURS]
+        for name in names:
+            path = os.path.join(folder, name)
+            with contextlib.suppress(OSError):
+                stat = os.stat(path)
+                files[os.path.relpath(path, ROOT)] = (stat.st_size, stat.st_mtime_ns)
+    return files
+
+
+def pytest_configure(config):
+    """The run writes nothing into the checkout or the user's cache: one temporary ifqa cache for the
+    session (inherited by every CLI subprocess), and no hypothesis example database."""
+    config._ifqa_cache = Path(tempfile.mkdtemp(prefix="ifqa-test-cache-"))
+    os.environ["IFQA_CACHE_DIR"] = str(config._ifqa_cache)
+    config._ifqa_checkout = _checkout_files()
+    with contextlib.suppress(ImportError):
+        from hypothesis import settings
+        from hypothesis.configuration import set_hypothesis_home_dir
+
+        set_hypothesis_home_dir(str(config._ifqa_cache / "hypothesis"))
+        settings.register_profile("ifqa", database=None, deadline=None, derandomize=True)  # same examples every run
+        settings.load_profile("ifqa")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run when a test wrote into the checkout (a newcomer's experiments/results/ would
+    report stages they never ran as up to date)."""
+    config = session.config
+    shutil.rmtree(getattr(config, "_ifqa_cache", ""), ignore_errors=True)
+    before, after = getattr(config, "_ifqa_checkout", None), _checkout_files()
+    if before is None:
+        return
+    written = sorted(path for path, stat in after.items() if before.get(path) != stat)
+    if written:
+        shown = ", ".join(written[:10]) + (f" and {len(written) - 10} more" if len(written) > 10 else "")
+        session.config.get_terminal_writer().line(f"tests wrote into the checkout: {shown}", red=True)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_collection_modifyitems(config, items):

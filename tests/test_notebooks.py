@@ -13,12 +13,18 @@ EXPERIMENTS = Path(__file__).resolve().parents[1] / "experiments"
 
 @pytest.fixture(scope="module")
 def notebook_env(tmp_path_factory):
+    """A copy of experiments/ to run in (the notebooks write results/ beside themselves, and the
+    checkout's results/ holds only what its user ran) and a cache of its own."""
+    import shutil
+
     cache = tmp_path_factory.mktemp("nb-cache")
+    workdir = tmp_path_factory.mktemp("nb") / "experiments"
+    shutil.copytree(EXPERIMENTS, workdir, ignore=shutil.ignore_patterns("results", ".ipynb_checkpoints"))
     saved = dict(os.environ)
     os.environ.update({"IFQA_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1"})
     for name in ("IFQA_LLM_MODEL", "IFQA_LLM_BASE_URL", "IFQA_EXPERIMENT"):
         os.environ.pop(name, None)
-    yield
+    yield workdir
     os.environ.clear()
     os.environ.update(saved)
 
@@ -29,16 +35,17 @@ NOTEBOOKS = ["tutorial.ipynb", "retrieval.ipynb", "readers.ipynb"]
 @pytest.mark.slow
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs(notebook_env, name):
-    book = nbformat.read(EXPERIMENTS / name, as_version=4)
+    workdir = notebook_env
+    book = nbformat.read(workdir / name, as_version=4)
     nbclient.NotebookClient(
-        book, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(EXPERIMENTS)}}
+        book, timeout=900, kernel_name="python3", resources={"metadata": {"path": str(workdir)}}
     ).execute()
     text = "\n".join(o.get("text", "") for c in book.cells if c.cell_type == "code" for o in c.outputs)
     if name == "tutorial.ipynb":  # every step ran: a trained reranker, a scored reader, a plot
         assert "rank 1 before:" in text and "majority baseline: EM" in text and "clean + reranker" in text
-        assert (EXPERIMENTS / "results" / "tutorial" / "recall_at_k.png").exists()
+        assert (workdir / "results" / "tutorial" / "recall_at_k.png").exists()
     elif name == "retrieval.ipynb":
-        assert "saved" in text and (EXPERIMENTS / "results" / "demo" / "recall_at_k.png").exists()
+        assert "saved" in text and (workdir / "results" / "demo" / "recall_at_k.png").exists()
     else:
         assert "Not run here (no model configured)" in text  # and no invented numbers
         assert "EM 95% CI" not in text

@@ -4,9 +4,14 @@ through ``ifqa.redact``; here secrets are fed through each kind of path."""
 import json
 import logging
 import os
+import string
+from urllib.parse import quote, quote_plus
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from ifqa.errors import IfqaError
 from ifqa.redact import RedactingFilter, add_secret, redact, redact_url
 from tests.conftest import run_cli
 from tests.readers.fake_openai import FakeOpenAI
@@ -147,3 +152,85 @@ def test_basic_credentials_and_fragments_are_redacted():
     assert redact_url("http://h/x#SECRETKEY") == "http://h/x#***"
     add_secret("SECRET123")
     assert redact("key sk-proj-SECRET123abcdefABCDEF") == "key sk-***"
+
+
+# --- secrets of any shape: a property over keys, then each sink a message reaches ---------------
+
+KEYS = st.text(alphabet=string.printable, min_size=1, max_size=200)
+
+
+def _leaks(key: str, text: str) -> list[str]:
+    """The pieces of ``key`` (whole, URL-encoded, or a run of 8 of it) that ``text`` still shows."""
+    pieces = {key, quote(key, safe=""), quote_plus(key)}
+    pieces |= {key[i : i + 8] for i in range(len(key) - 7)}
+    return [piece for piece in pieces if piece in text]
+
+
+@settings(max_examples=300, deadline=None)
+@given(key=KEYS, cut=st.integers(min_value=8, max_value=200), shape=st.sampled_from(["whole", "cut", "url"]))
+def test_a_configured_key_of_any_length_and_characters_is_never_shown(key, cut, shape):
+    quoted = {"whole": key, "cut": key[:cut], "url": quote(key, safe="")}[shape]
+    if shape == "cut" and len(quoted) < 8:
+        quoted = key  # a cut shorter than 8 characters is too short to know; only the whole key is
+    message = f"Incorrect API key provided: {quoted}. See https://docs.example/keys."
+    clean = redact(message, secrets=[key], from_endpoint=True)
+    assert not _leaks(key, clean), (message, clean)
+    assert "Incorrect API key provided" in clean or len(key) < 8  # a long key blanks no words of ours
+
+
+@settings(max_examples=100, deadline=None)
+@given(key=KEYS)
+def test_an_error_raised_anywhere_is_redacted(key):
+    """IfqaError's text (what the CLI prints, the API raises, the server's error body carries) and
+    a log record are redacted once, at the source, for a long key in any of its spellings."""
+    if len(key) < 8:
+        key = (key * 8)[:8]
+    add_secret(key)
+    try:
+        error = IfqaError(f"the server said: {key} / {quote(key, safe='')}", "http://host/v1")
+        record = logging.LogRecord("x", logging.INFO, __file__, 1, "said %s", (key,), None)
+        RedactingFilter().filter(record)
+        assert not _leaks(key, str(error)) and not _leaks(key, record.getMessage())
+    finally:
+        _forget(key)
+
+
+def test_a_credential_in_an_environment_variable_of_any_name_is_redacted(monkeypatch):
+    monkeypatch.setenv("MY_SERVICE_TOKEN", "abcd$:efgh-1234")
+    monkeypatch.setenv("ACME_API_KEY", "kx$:9")  # five characters, from an endpoint only
+    assert redact("sent abcd$:efgh-1234 and abcd$:efgh") == "sent *** and ***"
+    assert redact("the server quoted kx$:9", from_endpoint=True) == "the server quoted ***"
+    assert redact("our own words: kx$:9 stays, as short keys would blank words") == (
+        "our own words: kx$:9 stays, as short keys would blank words"
+    )
+
+
+def _forget(key: str) -> None:
+    from ifqa import redact as module
+
+    module._secrets.discard(key)
+
+
+@pytest.mark.parametrize(
+    "key, quote_back, via",
+    [
+        ("k$:y5", lambda key: key, "--api-key"),  # five characters holding $ and :
+        ("Zq7-pL0vRt2mW9xB4nKs", lambda key: key[:10] + "...", "env"),  # quoted back cut to its head
+        ("w0rd=?&", lambda key: quote(key, safe=""), "--api-key"),  # URL-encoded by the server
+    ],
+)
+def test_a_key_the_server_quotes_back_in_any_shape_never_reaches_the_terminal(tmp_path, key, quote_back, via):
+    questions = tmp_path / "q.json"
+    questions.write_text(json.dumps([{"idx": 1, "question": "If rivers ran uphill, what then?", "answers": ["x"]}]))
+    with FakeOpenAI({}) as server:
+        server.failures, server.quote_back = ["401"] * 10, quote_back
+        extra = ["--api-key", key] if via == "--api-key" else []
+        env = {**os.environ, "IFQA_CACHE_DIR": str(tmp_path / "cache"), "OPENAI_API_KEY": key}
+        result = run_cli(
+            "read", "llm", "--model", "m", "--demos", "0", "--no-cache", "--no-progress",
+            "--base-url", server.url, *extra, "--questions", questions, "-o", tmp_path / "p.jsonl", env=env,
+        )  # fmt: skip
+    assert result.returncode == 1 and "HTTP 401" in result.stderr, result.stderr
+    assert "Incorrect API key provided" in result.stderr
+    assert key not in result.stderr + result.stdout and quote(key, safe="") not in result.stderr
+    assert not _leaks(key, result.stderr + result.stdout) or len(key) < 8

@@ -170,7 +170,8 @@ def _unreachable(exc: BaseException) -> BaseException | None:
 def _safe_message(exc: Exception) -> str:
     """A server's error text, first line, redacted (a 401 may quote the key it refused)."""
     message = str(getattr(exc, "message", "") or exc)
-    return redact(message.splitlines()[0][:200] if message.strip() else type(exc).__name__)
+    # redacted whole before it is cut: a cut would leave a key's head too short to recognise
+    return redact(message.splitlines()[0], from_endpoint=True)[:200] if message.strip() else type(exc).__name__
 
 
 def chat_text(tokenizer, prompt: str) -> str:

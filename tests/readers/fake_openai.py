@@ -12,6 +12,7 @@ import random
 import re
 import threading
 import time
+from collections.abc import Callable
 
 
 class FakeOpenAI:
@@ -26,6 +27,7 @@ class FakeOpenAI:
         self.answers = answers  # question -> answer
         self.sampled = sampled or {}  # seed -> answer, used when temperature > 0
         self.failures: list[str] = []
+        self.quote_back: Callable[[str], str] = lambda key: key  # how a 401 quotes the refused key (whole, cut, ...)
         self.paths: list[str] = []
         self.fail_always = False
         self.latency, self.failure_rate, self.random = latency, failure_rate, random.Random(seed)
@@ -83,7 +85,7 @@ class FakeOpenAI:
                         401,
                         {
                             "error": {
-                                "message": f"Incorrect API key provided: {key}. See the docs. "
+                                "message": f"Incorrect API key provided: {fake.quote_back(key)}. See the docs. "
                                 f"(header: {header}; query: {query})",
                                 "type": "invalid_request_error",
                             }
