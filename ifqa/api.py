@@ -19,14 +19,17 @@ evaluate`` prints.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from ifqa import arguments as arg
+from ifqa.arguments import checked
 from ifqa.artifacts import Example, QuestionSet, RunRecord, as_question_set
 from ifqa.datasets import QuestionSource
 from ifqa.errors import IfqaError
+from ifqa.evaluation import evaluate_predictions, evaluate_run, exact_match, f1
 
 __all__ = [
     "Hit",
@@ -62,6 +65,22 @@ class Hit:
         return {"id": self.id, "title": self.title, "text": self.text, "score": round(self.score, 6)}
 
 
+def _hit_list(name: str, value: Any) -> list[Hit]:
+    """Hits as a search returns them (``Hit`` objects), for a reranker."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a list of Hit, not {type(value).__name__}")
+    for i, hit in enumerate(value):
+        if not isinstance(hit, Hit):
+            raise TypeError(f"{name}[{i}] must be a Hit (from a search), not {type(hit).__name__}")
+    return list(value)
+
+
+def _hit_lists(name: str, value: Any) -> list[list[Hit]]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a list of lists of Hit, not {type(value).__name__}")
+    return [_hit_list(f"{name}[{i}]", hits) for i, hits in enumerate(value)]
+
+
 def _hits(engine_hits: Sequence[tuple[int, float]], passages) -> list[Hit]:
     out = []
     for rank, (position, score) in enumerate(engine_hits, start=1):
@@ -70,6 +89,12 @@ def _hits(engine_hits: Sequence[tuple[int, float]], passages) -> list[Hit]:
     return out
 
 
+@checked(
+    setting=arg.optional(arg.text),
+    split=arg.optional(arg.text),
+    path=arg.optional(arg.path_like),
+    data_dir=arg.optional(arg.path_like),
+)
 def load_questions(
     setting: str | None = "demo",
     split: str | None = None,
@@ -100,6 +125,7 @@ class Searcher:
     [2, 2]
     """
 
+    @checked(index=arg.path_like, corpus=arg.optional(arg.path_like), device=arg.device)
     def __init__(self, index: str | Path, corpus: str | Path | None = None, device: str | None = None):
         from ifqa.retrieval.specs import open_index as _open
 
@@ -116,22 +142,34 @@ class Searcher:
     def __len__(self) -> int:
         return len(self.engine.passages)
 
+    @checked(position=arg.position)
     def passage(self, position: int) -> dict:
         """The passage at a position of the collection (``{"id", "title", "text"}``)."""
+        if not 0 <= position < len(self):
+            raise ValueError(f"position {position} is outside the collection (0 to {len(self) - 1})")
         return self.engine.passages[position]
 
+    @checked(question=arg.text, k=arg.count)
     def search(self, question: str, k: int = 10) -> list[Hit]:
         return self.batch_search([question], k)[0]
 
+    @checked(questions=arg.texts, k=arg.count, threads=arg.count)
     def batch_search(self, questions: Sequence[str], k: int = 10, threads: int = 1) -> list[list[Hit]]:
         if not questions:
             return []
         return [_hits(hits, self.engine.passages) for hits in self.engine.search(list(questions), k, threads)]
 
 
+@checked(index=arg.path_like, corpus=arg.optional(arg.path_like), device=arg.device)
 def open_index(index: str | Path, corpus: str | Path | None = None, device: str | None = None) -> Searcher:
     """``Searcher(index, corpus, device)``."""
     return Searcher(index, corpus, device)
+
+
+def _retrieval_config(name: str, value: Any):
+    from ifqa.retrieval.pipeline import RetrievalConfig
+
+    return arg.one_of(RetrievalConfig)(name, value)
 
 
 class Pipeline:
@@ -144,6 +182,7 @@ class Pipeline:
     (24, 5, ['gold', 'has_answer', 'id', 'score', 'text', 'title'])
     """
 
+    @checked(config=arg.optional(_retrieval_config))
     def __init__(self, config=None, **fields: Any):
         from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline
 
@@ -151,18 +190,27 @@ class Pipeline:
         self.config = replace(config, **fields) if fields else config
         self.pipeline = RetrievalPipeline(self.config)
 
+    @checked(question=arg.text, k=arg.optional(arg.count))
     def search(self, question: str, k: int | None = None) -> list[Hit]:
         return _hits(self.pipeline.search([question], k)[0], self.pipeline.passages)
 
+    @checked(questions=arg.questions)
     def run(self, questions: QuestionSet | Sequence[Example]) -> list[RunRecord]:
         """Run records for every question (flags ``has_answer`` and ``gold`` from the questions)."""
         return list(self.pipeline.records(as_question_set(questions).examples))
 
+    @checked(questions=arg.questions, output=arg.path_like, progress=arg.flag)
     def run_to_file(
         self, questions: QuestionSet | Sequence[Example], output: str | Path, progress: bool = False
     ) -> list[RunRecord]:
         """As ``ifqa retrieve -o FILE``: the run file and its manifest, written atomically."""
-        return self.pipeline.run_to_file(as_question_set(questions), output, progress)
+        from dataclasses import asdict
+
+        from ifqa.outputs import check_output
+
+        question_set = as_question_set(questions)
+        check_output(output, {"questions": question_set.name, **asdict(self.config)}, "output")
+        return self.pipeline.run_to_file(question_set, output, progress)
 
 
 class Reranker:
@@ -172,6 +220,14 @@ class Reranker:
     export measured fastest on this kind of CPU) on a CPU.
     """
 
+    @checked(
+        model=arg.path_like,
+        depth=arg.count,
+        device=arg.device,
+        backend=arg.text,
+        batch_size=arg.optional(arg.count),
+        max_length=arg.optional(arg.count),
+    )
     def __init__(
         self,
         model: str | Path,
@@ -185,12 +241,17 @@ class Reranker:
 
         self.model = load_reranker(str(model), depth, batch_size, device, max_length, backend)
 
+    @checked(question=arg.text, hits=_hit_list)
     def rerank(self, question: str, hits: Sequence[Hit]) -> list[Hit]:
         return self.rerank_many([question], [hits])[0]
 
+    @checked(questions=arg.texts, hits_lists=_hit_lists)
     def rerank_many(self, questions: Sequence[str], hits_lists: Sequence[Sequence[Hit]]) -> list[list[Hit]]:
         """Several questions at once: their pairs are scored together (full batches on a GPU)."""
         from ifqa.retrieval.reordering import score_many
+
+        if len(questions) != len(hits_lists):
+            raise ValueError(f"{len(questions)} questions but {len(hits_lists)} hit lists: give one list per question")
 
         depth = self.model.depth
         scores = score_many(
@@ -208,6 +269,20 @@ class Reranker:
         return out
 
 
+def _reader_questions(name: str, value: Any):
+    from ifqa.datasets import QuestionSource
+
+    return value if value is None or isinstance(value, QuestionSource) else arg.questions(name, value)
+
+
+@checked(
+    reader=arg.text,
+    questions=_reader_questions,
+    run=arg.optional(arg.path_like),
+    output=arg.optional(arg.path_like),
+    api_key=arg.optional(arg.text),
+    progress=arg.flag,
+)
 def read(
     reader: str,
     questions: QuestionSet | QuestionSource | None = None,
@@ -228,6 +303,7 @@ def read(
     import json
 
     from ifqa.configs import from_options
+    from ifqa.outputs import check_output
     from ifqa.readers import ReadJob
     from ifqa.registry import READERS
 
@@ -239,116 +315,8 @@ def read(
     else:  # a loaded set: its name says where it came from (demonstrations come from that setting's train split)
         question_set = as_question_set(questions)
         source = QuestionSource.parse(question_set.name)
+    check_output(output, {"questions": question_set.name, "run": run, **options}, "output")
     with tempfile.TemporaryDirectory() as tmp:
         target = Path(output) if output else Path(tmp) / "predictions.jsonl"
         entry.read(config, ReadJob(question_set, source, target, Path(run) if run else None, progress, api_key))
         return [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-def evaluate_run(
-    run: str | Path | Iterable[Mapping[str, Any]],
-    questions: QuestionSet | Sequence[Example] | None = None,
-    compare: str | Path | Iterable[Mapping[str, Any]] | None = None,
-) -> dict:
-    """Recall@K (gold passage and answer string) of a run file or of run records, as ``ifqa evaluate
-    --run``: the run's own flags, or flags recomputed from ``questions``; with ``compare`` (a baseline
-    run), gold recall@1/5/20 with 95% intervals and the paired permutation test under ``"compare"``.
-
-    >>> report = evaluate_run(Pipeline(k=20).run(load_questions()), load_questions())
-    >>> report["n"], sorted(report["recall"])
-    (24, ['answer', 'gold'])
-    """
-    from ifqa.eval.summary import compare_runs, summarize_run
-
-    examples = as_question_set(questions).examples if questions is not None else None
-    records = _run_records(run)
-    report = summarize_run(records, examples)
-    if compare is not None:
-        baseline = _run_records(compare)
-        if examples is not None:
-            summarize_run(baseline, examples)  # the baseline's flags recomputed from the same questions
-        report["compare"] = {
-            "baseline": str(compare) if isinstance(compare, (str, Path)) else "records",
-            **compare_runs(records, baseline),
-        }
-    return report
-
-
-def _run_records(run: str | Path | Iterable[Mapping[str, Any]]) -> list:
-    from ifqa.artifacts import read_run
-
-    return read_run(run) if isinstance(run, (str, Path)) else list(run)
-
-
-def evaluate_predictions(
-    predictions: str | Path | Mapping[str, str] | Iterable[Mapping[str, Any]],
-    questions: QuestionSet | Sequence[Example],
-    compare: str | Path | Mapping[str, str] | Iterable[Mapping[str, Any]] | None = None,
-) -> dict:
-    """The ``ifqa evaluate --predictions`` report, its metric chosen by the questions' dataset (IfQA:
-    EM/F1 with 95% intervals and breakdowns; WIQA: accuracy by question type and path length;
-    CausalQA: ROUGE-L, EM/F1 by source). ``predictions`` (and ``compare``, for the paired test) is a
-    file, a ``{qid: answer}`` mapping or prediction records; objects are read by the same rules as files.
-
-    >>> dev = load_questions()
-    >>> evaluate_predictions({e.qid: e.answers[0] for e in dev}, dev)["em"]
-    100.0
-    """
-    from ifqa.eval.tasks import task_for
-
-    question_set = as_question_set(questions)
-    task = task_for(question_set)
-    answers = _task_predictions(task, predictions)
-    other = _task_predictions(task, compare) if compare is not None else None
-    qids = {example.qid for example in question_set.examples}
-    for name, given, found in (("predictions", predictions, answers), ("compare", compare, other)):
-        if found is not None and not qids & set(found):  # another set's predictions score 0, silently
-            where = f"{given}: " if isinstance(given, (str, Path)) else ""
-            raise IfqaError(
-                f"{where}{name} answer none of the {len(qids)} questions of {question_set.name} "
-                f"(first qid {next(iter(found))!r}); name the questions they were made for"
-            )
-    return task.summarize(question_set.examples, answers, other)
-
-
-def _task_predictions(task, predictions) -> Mapping[str, str]:
-    """``qid -> answer`` as the task reads a predictions file (WIQA: labels checked and normalized)."""
-    if isinstance(predictions, (str, Path)):
-        return task.read(predictions)
-    import json
-
-    records = (
-        [{"qid": qid, "prediction": answer} for qid, answer in predictions.items()]
-        if isinstance(predictions, Mapping)
-        else list(predictions)
-    )
-    with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "predictions.jsonl"
-        path.write_text("".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records), encoding="utf-8")
-        try:
-            return task.read(path)
-        except IfqaError as exc:  # name the record, not the temporary file
-            raise IfqaError(str(exc).replace(f"{path}:", "predictions, record ", 1)) from None
-
-
-def exact_match(prediction: str, answers: Sequence[str]) -> float:
-    """1.0 when the normalized prediction equals a normalized answer (SQuAD's rule), else 0.0.
-
-    >>> exact_match("The Hudson river", ["Hudson River"])
-    1.0
-    """
-    from ifqa.eval.answers import best_over_answers
-    from ifqa.eval.answers import exact_match as em
-
-    return best_over_answers(em, prediction, list(answers))
-
-
-def f1(prediction: str, answers: Sequence[str]) -> float:
-    """The best token F1 over the answers (SQuAD's rule).
-
-    >>> round(f1("Hudson", ["Hudson River"]), 3)
-    0.667
-    """
-    from ifqa.eval.answers import best_over_answers, token_f1
-
-    return best_over_answers(token_f1, prediction, list(answers))

@@ -125,26 +125,6 @@ def manifest_path(path: str | Path) -> Path:
     return Path(f"{path}.manifest.json")
 
 
-def check_output(output: str | Path | None, *inputs: str | Path | None) -> None:
-    """Refuse an output that is one of the command's inputs or an input's manifest (or whose own
-    manifest would land on an input): writing it would destroy what the command reads."""
-    import os
-
-    if output is None:
-        return
-    out = Path(output)
-    for given in inputs:
-        if given is None:
-            continue
-        for a, b in ((out, Path(given)), (out, manifest_path(given)), (manifest_path(out), Path(given))):
-            if a.resolve() == b.resolve() or (a.exists() and b.exists() and os.path.samefile(a, b)):
-                raise IfqaError(
-                    f"--output must differ from the input {given} and its manifest (writing it would "
-                    "destroy the input)",
-                    output,
-                )
-
-
 def read_manifest(path: str | Path) -> dict[str, Any] | None:
     """The manifest beside a run or predictions file; None for files made by other tools."""
     sidecar = manifest_path(path)

@@ -13,8 +13,10 @@ from ifqa import api
 
 
 def test_docstring_examples_run():
-    failures, tried = doctest.testmod(api, optionflags=doctest.ELLIPSIS)
-    assert tried >= 15 and failures == 0
+    from ifqa import evaluation
+
+    results = [doctest.testmod(module, optionflags=doctest.ELLIPSIS) for module in (api, evaluation)]
+    assert sum(tried for _, tried in results) >= 15 and sum(failures for failures, _ in results) == 0
 
 
 def test_import_ifqa_is_cheap_and_lists_its_names():

@@ -336,7 +336,12 @@ CASES = [
         "offsets.npy is missing",
         "o8.jsonl",
     ),
-    ("not an index", ["retrieve", "--index", f"{B}", "-o", f"{B}/o9.jsonl"], "not an ifqa index", "o9.jsonl"),
+    (
+        "not an index",
+        ["retrieve", "--index", f"{B}/cache-folder", "-o", f"{B}/o9.jsonl"],
+        "not an ifqa index",
+        "o9.jsonl",
+    ),
     ("unwritable output", ["retrieve", "-o", "/proc/ifqa-cannot-write/run.jsonl"], "/proc/ifqa-cannot-write", None),
     ("output is a folder", ["retrieve", "-o", f"{B}/idx"], "idx", None),
     ("invalid JSON", ["evaluate", "--predictions", f"{B}/bad.jsonl"], "bad.jsonl:2: invalid JSON", None),
@@ -513,7 +518,7 @@ CASES = [
     (
         "rerank onto its input",
         ["rerank", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/empty-model", "-o", f"{B}/demo-run.jsonl"],
-        "--output must differ",
+        "--output is the input --run",
         None,
     ),
     (
@@ -787,7 +792,7 @@ CASES = [
     (
         "convert onto its input",
         ["convert", "--run", f"{B}/demo-run.jsonl", "--to", "run", "-o", f"{B}/demo-run.jsonl"],
-        "--output must differ from the input",
+        "--output is the input --run",
         None,
     ),
     (
@@ -1179,7 +1184,7 @@ CASES = [
     (
         "convert onto the input's manifest",
         ["convert", "--run", f"{B}/demo-run.jsonl", "--to", "trec", "-o", f"{B}/demo-run.jsonl.manifest.json"],
-        "--output must differ from the input",
+        "--output is the manifest of the input --run",
         None,
     ),
     (

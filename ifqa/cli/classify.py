@@ -6,7 +6,7 @@ import json
 
 import click
 
-from ifqa.cli.options import question_options, question_source
+from ifqa.cli.options import output_option, question_options, question_source
 
 
 @click.group()
@@ -16,12 +16,7 @@ def classify() -> None:
 
 @classify.command("causal")
 @question_options
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False),
-    help="Also write one JSONL line per question: {qid, question, rule, rules}.",
-)
+@output_option("Also write one JSONL line per question: {qid, question, rule, rules}.", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the counts as JSON.")
 def classify_causal(setting, split, questions, data_dir, output, as_json) -> None:
     """Count questions per causal rule (R1 why, R2 cause, R3 how come/how did, R4 effect/affect,

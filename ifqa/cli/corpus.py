@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from ifqa.cli.options import output_option
+
 
 @click.group()
 def corpus() -> None:
@@ -12,13 +14,7 @@ def corpus() -> None:
 
 @corpus.command("build")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path())
-@click.option(
-    "--output",
-    "-o",
-    required=True,
-    type=click.Path(dir_okay=False),
-    help="passages.jsonl, or .tsv for DPR's id/text/title layout.",
-)
+@output_option("passages.jsonl, or .tsv for DPR's id/text/title layout.")
 @click.option(
     "--format",
     "format_",

@@ -30,13 +30,12 @@ def evaluate(predictions, run_path, compare, setting, split, questions, data_dir
     question type and path length for WIQA, ROUGE-L with EM/F1 per source for CausalQA.
     """
     from ifqa import api
-    from ifqa.artifacts import check_output, check_questions, recorded_questions
+    from ifqa.artifacts import check_questions, recorded_questions
     from ifqa.eval import report
     from ifqa.io import write_json
 
     if bool(predictions) == bool(run_path):
         raise IfqaError("give exactly one of --predictions or --run")
-    check_output(output, predictions, run_path, compare, questions)
     source = question_source(setting, split, questions, data_dir)
     if predictions:
         from ifqa.eval.tasks import task_for

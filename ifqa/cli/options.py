@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import click
 
 from ifqa.datasets import QuestionSource
@@ -85,6 +87,12 @@ class AliasedOption(click.Option):
         return self._shown(super().get_error_hint, ctx)
 
 
+class OutputOption(AliasedOption):
+    """What a command writes: ``guard_outputs`` checks it against every other option first."""
+
+    writes = True
+
+
 def output_option(
     help: str, name: str = "output", folder: bool = False, required: bool = True, aliases: tuple[str, ...] = ()
 ):
@@ -95,7 +103,7 @@ def output_option(
         "-o",
         *aliases,
         name,
-        cls=AliasedOption,
+        cls=OutputOption,
         hidden_aliases=aliases,
         required=required,
         type=click.Path(file_okay=not folder, dir_okay=folder),
@@ -180,3 +188,34 @@ def questions_for(path: str, source) -> object:
     questions = source.load()
     check_questions(path, questions)
     return questions
+
+
+def guard_outputs(command: click.Command) -> None:
+    """Make ``command`` (and every subcommand) refuse, before it starts, an output that any of its
+    other options names as an input (``ifqa.outputs.check_output``): one guard, so a command added
+    later is covered by declaring its output with ``output_option``."""
+    if isinstance(command, click.Group):
+        for sub in command.commands.values():
+            guard_outputs(sub)
+        return
+    outputs = [param for param in command.params if getattr(param, "writes", False)]
+    if not outputs or command.callback is None or getattr(command.callback, "guards_outputs", False):
+        return
+    shown = {
+        param.name: param.opts[0] if isinstance(param, click.Option) else param.human_readable_name
+        for param in command.params
+    }
+    callback = command.callback
+
+    @functools.wraps(callback)
+    def guarded(*args, **params):
+        from ifqa.outputs import check_output
+
+        written = {param.name for param in outputs}
+        inputs = {shown.get(name, name): value for name, value in params.items() if name not in written}
+        for param in outputs:
+            check_output(params.get(param.name), inputs, shown[param.name])
+        return callback(*args, **params)
+
+    guarded.guards_outputs = True  # type: ignore[attr-defined]
+    command.callback = guarded

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ifqa.cli.options import question_options, question_source
+from ifqa.cli.options import output_option, question_options, question_source
 from ifqa.configs import click_options, from_options
 from ifqa.registry import READERS
 
@@ -42,19 +42,12 @@ def _make_command(name: str) -> click.Command:
     )
     @click.option("--api-key", help="API key (default $OPENAI_API_KEY). Never logged or stored.", hidden=name != "llm")
     @question_options
-    @click.option(
-        "--output",
-        "-o",
-        type=click.Path(dir_okay=False),
-        help="Predictions JSONL (default runs/<questions>-<reader>-<mode>-<model>.jsonl).",
-    )
+    @output_option("Predictions JSONL (default runs/<questions>-<reader>-<mode>-<model>.jsonl).", required=False)
     @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
     def command(run_path, api_key, setting, split, questions, data_dir, output, no_progress, **options) -> None:
-        from ifqa.artifacts import check_output
         from ifqa.readers import ReadJob
 
         config = from_options(entry.config, options)
-        check_output(output, run_path, questions)
         source = question_source(setting, split, questions, data_dir)
         question_set = source.load()
         output = Path(output) if output else Path("runs") / config.output_name(source.label)

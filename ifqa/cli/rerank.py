@@ -57,14 +57,13 @@ def rerank(
     no_progress,
 ) -> None:
     """Rerank a run file (resumable: rerun the same command after an interruption)."""
-    from ifqa.artifacts import check_output, read_run
+    from ifqa.artifacts import read_run
     from ifqa.cli.options import questions_for
     from ifqa.eval import report
     from ifqa.eval.summary import summarize_run
     from ifqa.retrieval.rerank import load_reranker, read_rerankable, rerank_run
 
     run = given_run(run_option, run_argument)
-    check_output(output, run, questions)
     question_set = questions_for(run, question_source(setting, split, questions, data_dir))
     records = read_rerankable(run, depth)  # a run that cannot be reranked fails before the model loads
     reranker = load_reranker(model, depth, batch_size, device, max_length, backend_label(backend, quantize))

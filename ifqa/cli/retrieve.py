@@ -61,12 +61,7 @@ def default_run_name(label: str, indexes: list[str], k: int, query_mode: str, re
 )
 @question_options
 @click.option("--query", help="One ad-hoc question: print its top passages instead of writing a run.")
-@click.option(
-    "--output",
-    "-o",
-    type=click.Path(dir_okay=False),
-    help="Run file (default runs/<questions>[-<indexes>]-k<k>.jsonl).",
-)
+@output_option("Run file (default runs/<questions>[-<indexes>]-k<k>.jsonl).", required=False)
 @click.option(
     "--fusion",
     type=click.Choice(["rrf", "linear"]),
@@ -209,10 +204,7 @@ def retrieve(
 @click.option("--tag", default="ifqa", show_default=True, help="Run tag for TREC output.")
 def convert(run_option, run_argument, from_, to, output, setting, split, questions, data_dir, corpus, tag) -> None:
     """Convert runs between ifqa's JSONL, TREC run files and DPR's retrieval JSON."""
-    from ifqa.artifacts import check_output
-
     source = given_run(run_option, run_argument)
-    check_output(output, source, corpus, questions)
     from ifqa.artifacts import read_run
     from ifqa.cli.options import questions_for
     from ifqa.retrieval import convert as conv

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ifqa.cli.options import question_options_for, question_source
+from ifqa.cli.options import output_option, question_options_for, question_source
 from ifqa.configs import click_options, from_options
 from ifqa.readers.fid import FiDTrainConfig
 from ifqa.training.recipes import ControlRecipe, RerankerRecipe, RetrieverRecipe
@@ -48,13 +48,7 @@ def train() -> None:
 @click.option(
     "--dev-run", type=click.Path(dir_okay=False), help="Dev run: EM every --eval-every steps, best checkpoint kept."
 )
-@click.option(
-    "--output",
-    "-o",
-    required=True,
-    type=click.Path(file_okay=False),
-    help="Training folder (best/, last/, train_log.jsonl).",
-)
+@output_option("Training folder (best/, last/, train_log.jsonl).", folder=True)
 @click_options(FiDTrainConfig)
 @click.option(
     "--stop-after",
@@ -92,13 +86,7 @@ def _learning_options(function):
     function = click.option(
         "--corpus", type=click.Path(dir_okay=False), help="The collection file, if it moved since indexing."
     )(function)
-    function = click.option(
-        "--output",
-        "-o",
-        required=True,
-        type=click.Path(file_okay=False),
-        help="Training folder (model/, model_card.json).",
-    )(function)
+    function = output_option("Training folder (model/, model_card.json).", folder=True)(function)
     return question_options_for("supervised", "train")(function)
 
 

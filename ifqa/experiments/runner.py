@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ifqa import arguments as arg
+from ifqa.arguments import checked
 from ifqa.artifacts import QuestionSet
 from ifqa.datasets import QuestionSource
 from ifqa.experiments.config import OFF_WORDS, load_config, output_dir
@@ -86,6 +88,11 @@ def question_source(config: dict, spec: dict) -> QuestionSource:
     return QuestionSource(spec.get("setting"), spec.get("split"))
 
 
+def _config_or_path(name: str, value):
+    return value if isinstance(value, dict) else arg.path_like(name, value)
+
+
+@checked(path=_config_or_path, force=arg.flag, progress=arg.flag)
 def run_experiment(path: str | Path | dict, force: bool = False, progress: bool = True) -> dict:
     """Run every stage that is not up to date; write and return the results (``path``: the config
     file, or the config ``load_config`` read from it, so it is read once)."""

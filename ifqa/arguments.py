@@ -1,0 +1,177 @@
+"""The public API's argument checks, in one layer: each public function and method declares how its
+arguments are checked (``@checked(k=count, question=text)``), and a wrong argument is a
+``TypeError``/``ValueError`` naming it at the boundary, not an ``AttributeError`` from bm25s, FAISS
+or our internals, and never a silent answer (``batch_search("a string")`` searching each letter).
+
+A check takes ``(name, value)`` and returns the value to use (``answers="x"`` becomes ``["x"]``)."""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+Check = Callable[[str, Any], Any]
+
+
+def checked(**checks: Check) -> Callable:
+    """Check the named arguments of the decorated function before it runs (``__checked__`` maps
+    them to their checks, so a test can find public functions that check nothing)."""
+
+    def decorate(function: Callable) -> Callable:
+        signature = inspect.signature(function)
+        unknown = set(checks) - set(signature.parameters)
+        if unknown:
+            raise TypeError(f"{function.__qualname__} has no parameter {sorted(unknown)}")
+
+        @functools.wraps(function)
+        def wrapper(*args, **kwargs):
+            bound = signature.bind(*args, **kwargs)
+            for name, check in checks.items():
+                if name in bound.arguments:
+                    bound.arguments[name] = check(name, bound.arguments[name])
+            return function(*bound.args, **bound.kwargs)
+
+        wrapper.__checked__ = dict(checks)  # type: ignore[attr-defined]
+        return wrapper
+
+    return decorate
+
+
+def _kind(value: Any) -> str:
+    return type(value).__name__
+
+
+def count(name: str, value: Any) -> int:
+    """A whole number of at least 1 (``k``, ``depth``, ``threads``); a bool is not one."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int of at least 1, not {_kind(value)} {value!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be at least 1, not {value}")
+    return value
+
+
+def optional(check: Check) -> Check:
+    """``check``, or None (the default)."""
+
+    def check_or_none(name: str, value: Any) -> Any:
+        return None if value is None else check(name, value)
+
+    check_or_none.inner = check  # type: ignore[attr-defined]
+    return check_or_none
+
+
+def text(name: str, value: Any) -> str:
+    """A question or answer: a non-empty string (not bytes, not None)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {_kind(value)}")
+    if not value.strip():
+        raise ValueError(f"{name} is empty")
+    return value
+
+
+def texts(name: str, value: Any) -> list[str]:
+    """A list of strings; a lone string is refused (it would be read as a list of its letters)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a list of str, not {_kind(value)} (for one, pass [{name[:-1] or name}])")
+    return [text(f"{name}[{i}]", item) for i, item in enumerate(value)]
+
+
+def answers(name: str, value: Any) -> list[str]:
+    """Reference answers: a list of strings, or one string as the only answer."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, bytes) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a list of str (or one str), not {_kind(value)}")
+    for i, item in enumerate(value):
+        if not isinstance(item, str):
+            raise TypeError(f"{name}[{i}] must be a str, not {_kind(item)}")
+    return list(value)
+
+
+def prediction(name: str, value: Any) -> str:
+    """A predicted answer: a string, possibly empty (an abstention scores 0)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, not {_kind(value)}")
+    return value
+
+
+def flag(name: str, value: Any) -> bool:
+    """A switch: True or False (a string such as "no" would be true)."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, not {_kind(value)} {value!r}")
+    return value
+
+
+def position(name: str, value: Any) -> int:
+    """An index into a collection: an int (range checked by the caller, which knows the size)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, not {_kind(value)} {value!r}")
+    return value
+
+
+def path_like(name: str, value: Any) -> str | os.PathLike:
+    if not isinstance(value, (str, os.PathLike)) or not str(value).strip():
+        raise TypeError(f"{name} must be a path or a name (str), not {_kind(value)} {value!r}")
+    return value
+
+
+def device(name: str, value: Any) -> str | None:
+    """None (the GPU when present), or a device this machine has."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str such as 'cpu' or 'cuda', not {_kind(value)}")
+    from ifqa.devices import pick_device
+
+    return pick_device(value)
+
+
+def questions(name: str, value: Any):
+    """A ``QuestionSet``, a list of ``Example``s, or a questions file's path (loaded here)."""
+    from ifqa.artifacts import Example, QuestionSet, as_question_set
+
+    if isinstance(value, QuestionSet):
+        return value
+    if isinstance(value, (str, os.PathLike)):
+        from ifqa.datasets import QuestionSource
+        from ifqa.errors import IfqaError
+
+        if not Path(value).is_file():
+            raise IfqaError(f"{name}: no such questions file (a dataset is load_questions('demo', 'dev'))", value)
+        return QuestionSource(file=str(value)).load()
+    if not isinstance(value, Sequence) or any(not isinstance(item, Example) for item in value):
+        first = next(iter(value), None) if isinstance(value, Sequence) else value
+        raise TypeError(
+            f"{name} must be a QuestionSet, a list of Example or a questions file, not {_kind(value)}"
+            + (f" of {_kind(first)}" if isinstance(value, Sequence) and first is not None else "")
+        )
+    return as_question_set(value)
+
+
+def records(name: str, value: Any) -> str | os.PathLike | list:
+    """A file's path, or records (mappings) as read from one."""
+    if isinstance(value, (str, os.PathLike)):
+        return value
+    if isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable):
+        raise TypeError(f"{name} must be a file's path or a list of records, not {_kind(value)}")
+    items = list(value)
+    for i, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            raise TypeError(f"{name}[{i}] must be a record (dict), not {_kind(item)}")
+    return items
+
+
+def one_of(*allowed: type) -> Check:
+    """An instance of one of ``allowed`` (None allowed when ``type(None)`` is listed)."""
+
+    def check(name: str, value: Any) -> Any:
+        if not isinstance(value, allowed):
+            names = " or ".join("None" if kind is type(None) else kind.__name__ for kind in allowed)
+            raise TypeError(f"{name} must be {names}, not {_kind(value)}")
+        return value
+
+    return check

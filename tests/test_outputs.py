@@ -1,0 +1,151 @@
+"""One guard for outputs (issue #36): every command's output option, tried against each of that
+command's input options (found by walking the command tree, so a command added later is covered
+without a new row), through the same path, a symlink, a manifest and folders both ways; and the
+API functions that write."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+import pytest
+
+import ifqa
+from ifqa.cli import cli, main
+from ifqa.errors import IfqaError
+from ifqa.outputs import check_output
+
+PRECIOUS = json.dumps([{"idx": 1, "question": "If rivers ran uphill, what then?", "answers": ["x"]}])
+
+
+def _commands(group: click.Group, path: tuple[str, ...] = ()):
+    for name, command in sorted(group.commands.items()):
+        if isinstance(command, click.Group):
+            yield from _commands(command, (*path, name))
+        else:
+            yield (*path, name), command
+
+
+def _takes_a_path(param: click.Parameter) -> bool:
+    """Options whose value may name a file or folder: paths and free strings (flags, numbers and
+    choices cannot)."""
+    if getattr(param, "is_flag", False) or getattr(param, "count", False):
+        return False
+    return isinstance(param.type, click.Path) or param.type is click.STRING
+
+
+def _folder_only(param: click.Parameter) -> bool:
+    return isinstance(param.type, click.Path) and not param.type.file_okay
+
+
+def _cases():
+    for path, command in _commands(cli):
+        for output in [p for p in command.params if getattr(p, "writes", False)]:
+            for given in command.params:
+                if given is not output and _takes_a_path(given) and not getattr(given, "writes", False):
+                    ways = ["same", "symlink", "manifest"] if not _folder_only(given) else ["inside"]
+                    for way in ways if not _folder_only(output) else ["holding"]:
+                        yield pytest.param(
+                            path, output.name, given.name, way, id=f"{' '.join(path)}:{given.name}:{way}"
+                        )
+
+
+def _flag(param: click.Parameter) -> str | None:
+    return param.opts[0] if isinstance(param, click.Option) else None
+
+
+def _filler(param: click.Parameter, dummy: Path, folder: Path) -> list[str]:
+    """A value that parses for a required option the case does not test."""
+    if isinstance(param.type, click.Path):
+        value = str(folder if _folder_only(param) else dummy)
+    elif isinstance(param.type, click.Choice):
+        value = str(param.type.choices[0])
+    elif isinstance(param.type, (click.types.IntParamType, click.types.FloatParamType)):
+        value = "1"
+    else:
+        value = "x"
+    return [_flag(param), value] if _flag(param) else [value]
+
+
+CASES = list(_cases())
+
+
+def test_the_walk_finds_every_command_that_writes():
+    commands = {case.values[0] for case in CASES}
+    assert {
+        ("retrieve",),
+        ("read", "llm"),
+        ("classify", "causal"),
+        ("corpus", "build"),
+        ("train", "reranker"),
+    } <= commands
+    assert {("index", "dense"), ("evaluate",), ("rerank",), ("convert",), ("train", "fid")} <= commands
+    assert len(CASES) > 100
+
+
+@pytest.mark.parametrize("path, output_name, given_name, way", CASES)
+def test_an_output_that_is_an_input_is_refused_in_one_line(
+    tmp_path, capsys, monkeypatch, path, output_name, given_name, way
+):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("ifqa.redact._secrets", set())  # a path given as --api-key is a secret for this case only
+    command = dict(_commands(cli))[path]
+    params = {param.name: param for param in command.params}
+    output, given = params[output_name], params[given_name]
+    dummy, folder = tmp_path / "dummy.json", tmp_path / "dummy-folder"
+    dummy.write_text(PRECIOUS)
+    folder.mkdir()
+    box = tmp_path / "box"
+    box.mkdir()
+    if _folder_only(given):  # the output is written inside the input folder, or replaces a folder holding it
+        victim = box / "input-folder"
+        victim.mkdir()
+        (victim / "keep.txt").write_text("keep")
+        target = victim / "out" if way == "inside" else box
+    else:
+        victim = box / "input.json"
+        victim.write_text(PRECIOUS)
+        (box / "input.json.manifest.json").write_text("{}")
+        if way == "symlink":
+            (tmp_path / "link.json").symlink_to(victim)
+        target = {
+            "same": box / ".." / "box" / "input.json",
+            "symlink": tmp_path / "link.json",
+            "manifest": box / "input.json.manifest.json",
+            "holding": box,  # a folder output replaced whole, the input inside it
+        }[way]
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    argv = [*path, *([_flag(given), str(victim)] if _flag(given) else [str(victim)])]
+    argv += [_flag(output), str(target)]
+    for param in command.params:
+        if param.required and param not in (output, given):
+            argv += _filler(param, dummy, folder)
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 1, (argv, err)
+    assert len(err.strip().splitlines()) == 1 and err.startswith("ifqa: error: "), (argv, err)
+    named = _flag(given) or given.human_readable_name
+    assert "the input" in err and named in err, (argv, err)
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before  # nothing touched
+
+
+def test_the_guard_follows_hard_links_and_lets_unrelated_paths_through(tmp_path):
+    source = tmp_path / "q.json"
+    source.write_text(PRECIOUS)
+    (tmp_path / "hard.json").hardlink_to(source)
+    with pytest.raises(IfqaError, match="is the input --questions"):
+        check_output(tmp_path / "hard.json", {"--questions": source})
+    check_output(tmp_path / "run.jsonl", {"--questions": source, "--index": "demo:bm25", "--k": 20})
+
+
+def test_api_writers_refuse_an_output_that_is_an_input(tmp_path):
+    questions = tmp_path / "q.json"
+    questions.write_text(PRECIOUS)
+    question_set = ifqa.load_questions(path=questions)
+    with pytest.raises(IfqaError, match="is the input questions"):
+        ifqa.read("majority", question_set, output=questions)
+    with pytest.raises(IfqaError, match="is the input questions"):
+        ifqa.Pipeline(indexes=["demo:bm25"], k=5).run_to_file(question_set, questions)
+    assert questions.read_text() == PRECIOUS
