@@ -20,6 +20,33 @@ def chunk_path(folder: Path, j: int) -> Path:
     return folder / "embeddings" / f"chunk-{j:07d}.npy"
 
 
+def chunk_problem(path: Path, rows: int) -> str | None:
+    """Why a finished chunk file cannot be used (None when it can): unreadable, truncated, a pickle
+    (never unpickled), or not ``rows`` float vectors. Reads the header only (memory-mapped)."""
+    try:
+        array = np.load(path, mmap_mode="r", allow_pickle=False)
+    except (ValueError, OSError, EOFError) as exc:
+        return f"unreadable ({' '.join(str(exc).split())[:120]})"
+    if not isinstance(array, np.ndarray) or array.ndim != 2 or array.dtype.kind != "f" or len(array) != rows:
+        shape = getattr(array, "shape", None)
+        return f"holds {shape} {getattr(array, 'dtype', type(array).__name__)}, not {rows} vectors"
+    return None
+
+
+def usable_chunk(path: Path, rows: int) -> bool:
+    """Whether chunk ``path`` is finished and sound; a damaged one is removed, to be encoded again."""
+    import logging
+
+    if not path.exists():
+        return False
+    problem = chunk_problem(path, rows)
+    if problem is None:
+        return True
+    logging.getLogger(__name__).warning("%s is damaged (%s); encoding it again", path, problem)
+    path.unlink()
+    return False
+
+
 class ChunkEncoder:
     """Encodes chunks of a collection into ``embeddings/chunk-j.npy`` (each written whole or not at all).
 

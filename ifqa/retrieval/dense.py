@@ -21,7 +21,7 @@ import numpy as np
 from ifqa import memory
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write, write_json
-from ifqa.retrieval.chunks import ChunkEncoder, chunk_path
+from ifqa.retrieval.chunks import ChunkEncoder, chunk_path, chunk_problem, usable_chunk
 from ifqa.retrieval.dense_search import FAISS_FILE, INDEX_TYPES
 from ifqa.retrieval.encoders import DEFAULT_ENCODER, check_encoder_location, resolve
 from ifqa.retrieval.index import MANIFEST, OFFSETS, corpus_record, finish_manifest
@@ -145,7 +145,12 @@ def encode(
     offsets = _offsets(corpus, folder)
     chunks = math.ceil(len(offsets) / chunk)
     i, n = shard or (0, 1)
-    todo = [j for j in range(chunks * i // n, chunks * (i + 1) // n) if not chunk_path(folder, j).exists()]
+    total = len(offsets)
+    todo = [
+        j
+        for j in range(chunks * i // n, chunks * (i + 1) // n)
+        if not usable_chunk(chunk_path(folder, j), min(chunk, total - j * chunk))
+    ]
     if not todo:
         return 0
     args = (corpus, folder, encoder_name, query_encoder, device, max_length, titles, batch_size, chunk)
@@ -272,9 +277,15 @@ def merge(
             "finish every --shard first",
             folder,
         )
-    arrays = [np.load(chunk_path(folder, j), mmap_mode="r") for j in range(chunks)]
-    dim = int(arrays[0].shape[1])
     total = len(offsets)
+    for j in range(chunks):  # another shard's chunk may be damaged: one line naming it, nothing unpickled
+        problem = chunk_problem(chunk_path(folder, j), min(chunk, total - j * chunk))
+        if problem:
+            raise IfqaError(
+                f"{problem}; delete it and rerun the same command to encode it again", chunk_path(folder, j)
+            )
+    arrays = [np.load(chunk_path(folder, j), mmap_mode="r", allow_pickle=False) for j in range(chunks)]
+    dim = int(arrays[0].shape[1])
     check_memory(index_type, total, dim, memory.limit(max_memory), chunk=chunk)
     rng = np.random.default_rng(seed)
     picks = np.sort(rng.choice(total, size=min(total, SAMPLE), replace=False))
@@ -286,8 +297,17 @@ def merge(
     from ifqa.io import staging_prefix
 
     tmp = folder / f"{staging_prefix(folder / FAISS_FILE)}faiss.tmp"  # a killed merge's leftover goes next time
-    faiss.write_index(index, str(tmp))
-    os.replace(tmp, folder / FAISS_FILE)
+    try:
+        faiss.write_index(index, str(tmp))
+        os.replace(tmp, folder / FAISS_FILE)
+    except (RuntimeError, OSError) as exc:  # a full disk: FAISS's own error, the staging file half written
+        tmp.unlink(missing_ok=True)
+        reason = " ".join(str(getattr(exc, "strerror", None) or exc).split())[:160]
+        raise IfqaError(
+            f"could not write the FAISS index ({reason}); the finished chunks are kept: free space and rerun "
+            "the same command",
+            folder,
+        ) from None
     settings = json.loads((folder / "embeddings" / "settings.json").read_text())
     params = {
         "encoder": settings["encoder"],

@@ -326,3 +326,48 @@ def test_a_non_finite_chunk_is_one_line_and_the_chunks_written_before_it_stay(co
     assert not [p for p in (tmp_path / "idx").rglob("*") if p.name.endswith((".tmp", ".partial"))]
     monkeypatch.setattr(encoders.SentenceEncoder, "passage_vectors", real)
     assert dense.build(corpus, tmp_path / "idx", chunk=3, batch_size=3, progress=False)["passages"] == 8
+
+
+@pytest.mark.parametrize("damage", ["truncated", "pickle", "wrong shape", "empty"])
+def test_a_damaged_chunk_is_named_at_merge_and_encoded_again_on_resume(corpus, tmp_path, damage):
+    """Issue #36: resuming over a truncated chunk or one that is a pickle was a traceback (and a
+    pickle must never be unpickled). A merge that finds one names it; a resume encodes it again."""
+    import io
+    import pickle
+
+    whole = tmp_path / "whole"
+    dense.build(corpus, whole, chunk=3, progress=False)
+    folder = tmp_path / "idx"
+    for shard in ((0, 2), (1, 2)):  # every chunk written by the shards, not merged yet
+        assert dense.build(corpus, folder, shard=shard, chunk=3, progress=False) is None
+    victim = folder / "embeddings" / "chunk-0000000.npy"
+    wrong = io.BytesIO()
+    np.save(wrong, np.zeros((2, 384), dtype=np.float32))
+    sound = victim.read_bytes()
+    damaged = {"truncated": sound[: len(sound) // 2], "pickle": pickle.dumps({"not": "vectors"}), "empty": b""}
+    victim.write_bytes(damaged.get(damage, wrong.getvalue()))
+    with pytest.raises(IfqaError, match=f"{victim.name}: .*delete it and rerun the same command"):
+        dense.merge(corpus, folder)
+    manifest = dense.build(corpus, folder, chunk=3, progress=False)  # resumes: only the damaged chunk again
+    assert manifest["passages"] == 8
+    assert np.allclose(np.load(victim), np.load(whole / "embeddings" / victim.name), atol=1e-5)
+
+
+def test_a_full_disk_while_writing_the_faiss_file_leaves_only_the_finished_chunks(corpus, tmp_path, monkeypatch):
+    import faiss
+
+    def full_disk(index, path):
+        with open(path, "wb") as handle:
+            handle.write(b"half an index")
+        raise RuntimeError("Error in faiss::FileIOWriter: write failed: No space left on device")
+
+    folder = tmp_path / "idx"
+    monkeypatch.setattr(faiss, "write_index", full_disk)
+    with pytest.raises(IfqaError, match="No space left on device.*finished chunks are kept"):
+        dense.build(corpus, folder, chunk=3, progress=False)
+    monkeypatch.undo()
+    left = sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file())
+    assert [p for p in left if "tmp" in p or p.endswith(".faiss")] == [] and len(
+        [p for p in left if "chunk-" in p]
+    ) == 3
+    assert dense.build(corpus, folder, chunk=3, progress=False)["passages"] == 8  # the rerun merges, encoding nothing
