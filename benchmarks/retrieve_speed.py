@@ -2,9 +2,13 @@
 and the run file with its answer and gold flags included), beside pyserini's Lucene searching the
 same questions in the same collection (JVM start-up included, no run file) and bm25s's search alone.
 
-    python benchmarks/retrieve_speed.py [--index DIR] [--lucene DIR] [--repeats 3]
+    python benchmarks/retrieve_speed.py [--index DIR] [--lucene DIR] [--repeats 3] [--no-lucene]
 
-Builds the mini-wiki collection and both indexes under benchmarks/.work/ when not given.
+Builds the mini-wiki collection and both indexes under benchmarks/.work/ when not given. Also
+splits one k=100 run into its phases (opening the index, search, passage reads, answer and gold
+flags, the rest), timed in the process; run it with PYTHONPATH pointing at another checkout to
+time that code's phases the same way (how the before/after figures on the benchmarks page were
+taken).
 """
 
 from __future__ import annotations
@@ -45,6 +49,47 @@ print(json.dumps({"seconds": time.time() - t}))
 """
 
 
+PHASES = """
+import functools, json, sys, time
+started = time.perf_counter()
+import ifqa.cli
+from ifqa.eval import passages
+from ifqa.retrieval import bm25, store
+spent = {}
+def clock(owner, name, label):
+    function = getattr(owner, name)
+    @functools.wraps(function)
+    def timed(*args, **kwargs):
+        t = time.perf_counter()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            spent[label] = spent.get(label, 0.0) + time.perf_counter() - t
+    setattr(owner, name, timed)
+clock(bm25.BM25Retriever, "load", "open index s")
+clock(bm25.BM25Retriever, "search", "search s")
+clock(store.PassageStore, "__getitem__", "passage reads s")
+clock(passages, "flag_contexts", "answer and gold flags s")
+try:
+    ifqa.cli.main(["-q", "retrieve", "--index", sys.argv[1], "--setting", "supervised", "--split", "dev",
+                   "--k", sys.argv[2], "-o", sys.argv[3], "--no-progress"])
+except SystemExit:
+    pass
+spent["total s"] = time.perf_counter() - started
+spent["rest s"] = spent["total s"] - sum(v for k, v in spent.items() if k != "total s")
+print(json.dumps(spent))
+"""
+
+
+def phases(index: Path, k: int, output: Path, repeats: int) -> dict:
+    """Median seconds of each phase of ``ifqa retrieve`` over ``repeats`` fresh processes."""
+    runs = [
+        json.loads(timed([sys.executable, "-c", PHASES, str(index), str(k), str(output)])[2].stdout.splitlines()[-1])
+        for _ in range(repeats)
+    ]
+    return {name: round(statistics.median(run[name] for run in runs), 2) for name in runs[0]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", type=Path, help="a bm25s index of mini-wiki")
@@ -52,7 +97,10 @@ def main() -> None:
         "--lucene", type=Path, help="a pyserini index of mini-wiki (its lucene/ folder or the ifqa index folder)"
     )
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--no-lucene", action="store_true", help="skip pyserini (the phases and ifqa's times only)")
     args = parser.parse_args()
+    if args.repeats < 1:
+        parser.error("--repeats must be at least 1")
     os.environ.setdefault("IFQA_DATA_DIR", str(SHARED / "ifqa"))
     WORK.mkdir(parents=True, exist_ok=True)
     corpus = WORK / "mini-wiki.jsonl"
@@ -74,7 +122,7 @@ def main() -> None:
     if not (index / "manifest.json").exists():
         timed(ifqa("index", "bm25", "--corpus", corpus, "-o", index, "--no-progress"))
     lucene = args.lucene or WORK / "mini-lucene"
-    if not args.lucene and not (lucene / "manifest.json").exists():
+    if not args.no_lucene and not args.lucene and not (lucene / "manifest.json").exists():
         timed(ifqa("index", "bm25", "--backend", "pyserini", "--corpus", corpus, "-o", lucene, "--no-progress"))
     lucene_dir = lucene / "lucene" if (lucene / "lucene").is_dir() else lucene
     rows = []
@@ -119,6 +167,8 @@ def main() -> None:
                 "best s": min(search),
             }
         )
+        if args.no_lucene:
+            continue
         reference = [
             timed([sys.executable, "-c", LUCENE, str(lucene_dir), str(DEV), str(k)])[0] for _ in range(args.repeats)
         ]
@@ -133,7 +183,8 @@ def main() -> None:
         print(json.dumps(rows[-3:]), flush=True)
     print(f"\n700 IfQA dev questions on mini-wiki (76,710 passages), start-up included; {machine()}\n")
     print(markdown_table(rows, digits=2))
-    for k in (20, 100):
+    print("\nk=100, phases (median s):", json.dumps(phases(index, 100, WORK / "speed-phases.jsonl", args.repeats)))
+    for k in (20, 100) if not args.no_lucene else ():
         ours, theirs = (r["median s"] for r in rows if r["k"] == k and not r["tool"].startswith("bm25s"))
         print(f"k={k}: ifqa retrieve / pyserini = {ours / theirs:.2f}")
 

@@ -7,7 +7,6 @@ matched by text overlap (the rule is in ``GoldMatcher``). Also recall@K over fla
 from __future__ import annotations
 
 import functools
-import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -70,15 +69,44 @@ GOLD_NGRAM = 5
 GOLD_THRESHOLD = 0.5
 
 
-_WORD = re.compile(r"[^\W_]+")  # runs of str.isalnum() characters: \w is isalnum() or "_"
+class _Spaces(dict):
+    """``str.translate`` table: a str.isalnum() character stays, any other becomes a space (filled
+    on first sight, as the Unicode table is too large to build)."""
+
+    def __missing__(self, code: int) -> int:
+        self[code] = code if chr(code).isalnum() else 32
+        return self[code]
 
 
-@functools.lru_cache(maxsize=16384)
+_SPACES = _Spaces()
+
+
+@functools.lru_cache(maxsize=32768)
+def _words(text: str) -> tuple[str, ...]:
+    """The text's words: runs of str.isalnum() characters of its lowercased NFKD form."""
+    return tuple(unicodedata.normalize("NFKD", text.lower()).translate(_SPACES).split())
+
+
+@functools.lru_cache(maxsize=4096)
 def _shingles(text: str) -> frozenset[tuple[str, ...]]:
-    words = _WORD.findall(unicodedata.normalize("NFKD", text.lower()))
+    words = _words(text)
     if len(words) < GOLD_NGRAM:
-        return frozenset([tuple(words)]) if words else frozenset()
+        return frozenset([words]) if words else frozenset()
     return frozenset(zip(*(words[i:] for i in range(GOLD_NGRAM))))
+
+
+def _vocabulary_windows(words: Sequence[str], vocabulary: frozenset[str]) -> int:
+    """How many of the text's 5-word windows hold only ``vocabulary``'s words: at least as many as
+    the 5-grams it can share with a passage of that vocabulary."""
+    run = windows = 0
+    for inside in map(vocabulary.__contains__, words):
+        if inside:
+            run += 1
+            if run >= GOLD_NGRAM:
+                windows += 1
+        else:
+            run = 0
+    return windows
 
 
 class GoldMatcher:
@@ -92,16 +120,29 @@ class GoldMatcher:
     """
 
     def __init__(self, gold_passages: Iterable[str]):
-        self._gold = [shingles for shingles in map(_shingles, gold_passages) if shingles]
+        self._gold = [(shingles, frozenset(_words(text))) for text in gold_passages if (shingles := _shingles(text))]
 
     def __bool__(self) -> bool:
         return bool(self._gold)
 
     def matches(self, text: str) -> bool:
-        candidate = _shingles(text)
-        if not candidate:
+        """The rule above, exactly; most passages are settled without building their 5-grams: the
+        5-grams two passages share are at most the windows of this text made of the gold's words,
+        and this text has at least (distinct words - 4) distinct 5-grams."""
+        words = _words(text)
+        if not words:
             return False
-        for gold in self._gold:
+        least = 0  # a lower bound on the text's distinct 5-grams, counted when first needed
+        candidate: frozenset | None = None
+        for gold, vocabulary in self._gold:
+            if len(words) >= GOLD_NGRAM:
+                most_shared = _vocabulary_windows(words, vocabulary)
+                if not most_shared:
+                    continue
+                least = least or max(1, len(set(words)) - (GOLD_NGRAM - 1))
+                if most_shared < GOLD_THRESHOLD * min(least, len(gold)):
+                    continue
+            candidate = _shingles(text) if candidate is None else candidate
             shared = len(candidate & gold)
             if shared and shared >= GOLD_THRESHOLD * min(len(candidate), len(gold)):
                 return True

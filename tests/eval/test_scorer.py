@@ -4,6 +4,8 @@ import re
 import string
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ifqa.artifacts import Example
 from ifqa.datasets.demo import load_demo
@@ -230,3 +232,46 @@ def test_run_recall_uses_flags_or_recomputes_them():
     report = summary.summarize_run([record], examples)
     assert report["recall"]["gold"] == {"1": 0.0, "5": 100.0, "6": 100.0}
     assert report["recall"]["answer"] == {"1": 0.0, "5": 100.0, "6": 100.0}
+
+
+#: A small vocabulary, so that random texts share 5-grams with the gold: case, accents, a ligature,
+#: punctuation glued to words, numbers, and repeats.
+WORDS = ["the", "river", "River", "ﬁeld", "field", "café", "cafe", "1,000", "U.S.", "dam's", "of", "a", "ran"]
+
+
+def _gold_rule(gold_passages, text) -> bool:
+    """The rule as GoldMatcher's docstring states it, computed the plain way (every 5-gram set)."""
+    import re
+    import unicodedata
+
+    def grams(passage):
+        words = re.findall(r"[^\W_]+", unicodedata.normalize("NFKD", passage.lower()))
+        if len(words) < 5:
+            return {tuple(words)} if words else set()
+        return set(zip(*(words[i:] for i in range(5))))
+
+    candidate = grams(text)
+    for gold in filter(None, map(grams, gold_passages)):
+        shared = len(candidate & gold)
+        if candidate and shared and shared >= 0.5 * min(len(candidate), len(gold)):
+            return True
+    return False
+
+
+@settings(max_examples=1500)
+@given(
+    gold=st.lists(st.lists(st.sampled_from(WORDS), min_size=0, max_size=40), min_size=1, max_size=3),
+    edits=st.lists(st.tuples(st.integers(0, 60), st.sampled_from(WORDS)), max_size=25),
+    cut=st.integers(0, 40),
+    keep=st.integers(1, 60),
+)
+def test_gold_matcher_decides_exactly_as_its_rule(gold, edits, cut, keep):
+    """The matcher settles most passages without their 5-grams (a bound from the gold's
+    vocabulary); on texts built to sit near the threshold (revisions, cuts, repeats, short
+    passages, accents, ligatures) it decides exactly as the rule computed the plain way."""
+    golds = [" ".join(words) for words in gold]
+    words = list(gold[0][cut : cut + keep])
+    for position, word in edits:
+        words.insert(min(position, len(words)), word)
+    text = " ".join(words)
+    assert passage_rules.GoldMatcher(golds).matches(text) == _gold_rule(golds, text)
