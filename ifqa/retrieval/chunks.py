@@ -33,6 +33,27 @@ def chunk_problem(path: Path, rows: int) -> str | None:
     return None
 
 
+def check_chunks(folder: Path, chunks: int, chunk: int, total: int) -> None:
+    """Refuse (one line naming it) the first of a folder's chunks that cannot be used."""
+    for j in range(chunks):
+        problem = chunk_problem(chunk_path(folder, j), min(chunk, total - j * chunk))
+        if problem:
+            raise IfqaError(
+                f"{problem}; delete it and rerun the same command to encode it again", chunk_path(folder, j)
+            )
+
+
+def chunks_to_encode(folder: Path, chunk: int, total: int, shard: tuple[int, int]) -> list[int]:
+    """The chunks of shard ``i`` of ``n`` not yet finished and sound (damaged ones removed)."""
+    i, n = shard
+    chunks = -(-total // chunk)
+    return [
+        j
+        for j in range(chunks * i // n, chunks * (i + 1) // n)
+        if not usable_chunk(chunk_path(folder, j), min(chunk, total - j * chunk))
+    ]
+
+
 def usable_chunk(path: Path, rows: int) -> bool:
     """Whether chunk ``path`` is finished and sound; a damaged one is removed, to be encoded again."""
     import logging

@@ -21,7 +21,7 @@ import numpy as np
 from ifqa import memory
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write, write_json
-from ifqa.retrieval.chunks import ChunkEncoder, chunk_path, chunk_problem, usable_chunk
+from ifqa.retrieval.chunks import ChunkEncoder, check_chunks, chunk_path, chunks_to_encode
 from ifqa.retrieval.dense_search import FAISS_FILE, INDEX_TYPES
 from ifqa.retrieval.encoders import DEFAULT_ENCODER, check_encoder_location, resolve
 from ifqa.retrieval.index import MANIFEST, OFFSETS, corpus_record, finish_manifest
@@ -143,14 +143,7 @@ def encode(
     }  # another backend's vectors never mix in
     _check_settings(folder, settings, precision)
     offsets = _offsets(corpus, folder)
-    chunks = math.ceil(len(offsets) / chunk)
-    i, n = shard or (0, 1)
-    total = len(offsets)
-    todo = [
-        j
-        for j in range(chunks * i // n, chunks * (i + 1) // n)
-        if not usable_chunk(chunk_path(folder, j), min(chunk, total - j * chunk))
-    ]
+    todo = chunks_to_encode(folder, chunk, len(offsets), shard or (0, 1))
     if not todo:
         return 0
     args = (corpus, folder, encoder_name, query_encoder, device, max_length, titles, batch_size, chunk)
@@ -278,12 +271,7 @@ def merge(
             folder,
         )
     total = len(offsets)
-    for j in range(chunks):  # another shard's chunk may be damaged: one line naming it, nothing unpickled
-        problem = chunk_problem(chunk_path(folder, j), min(chunk, total - j * chunk))
-        if problem:
-            raise IfqaError(
-                f"{problem}; delete it and rerun the same command to encode it again", chunk_path(folder, j)
-            )
+    check_chunks(folder, chunks, chunk, total)  # another shard's chunk may be damaged: one line, nothing unpickled
     arrays = [np.load(chunk_path(folder, j), mmap_mode="r", allow_pickle=False) for j in range(chunks)]
     dim = int(arrays[0].shape[1])
     check_memory(index_type, total, dim, memory.limit(max_memory), chunk=chunk)
