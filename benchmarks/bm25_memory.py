@@ -11,13 +11,12 @@ For the real collections the two builders' arrays are compared: they must be ide
 
 from __future__ import annotations
 
-import argparse
 import json
 import random
 import sys
 from pathlib import Path
 
-from common import SHARED, WORK, ifqa, machine, markdown_table, timed
+from common import SHARED, WORK, Parser, ifqa, machine, markdown_table, timed
 
 REFERENCE = """
 import sys, time
@@ -74,7 +73,7 @@ def same_arrays(a: Path, b: Path) -> bool:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--mini", type=Path, help="mini-wiki passages (default: built under benchmarks/.work)")
     parser.add_argument("--wiki800k", type=Path, help="wiki-800k passages (default: built under benchmarks/.work)")
     parser.add_argument("--copies", type=int, default=4)

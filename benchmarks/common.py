@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 import platform
 import subprocess
@@ -64,3 +65,37 @@ def markdown_table(rows: list[dict], digits: int = 1, skip: tuple[str, ...] = ()
 
 def ifqa(*args: str) -> list[str]:
     return [sys.executable, "-m", "ifqa.cli", *map(str, args)]
+
+
+class Parser(argparse.ArgumentParser):
+    """Every script's command line: a bad flag is one line on stderr (``script: error``) and exit
+    status 1, not argparse's usage block; a whole-number option (``type=int``) is at least 1 unless
+    it says ``at_least=0``, so ``--rounds 0`` or ``--copies -1`` never runs a benchmark of nothing."""
+
+    def __init__(self, **kwargs) -> None:
+        kwargs.setdefault("prog", Path(sys.argv[0]).stem)
+        super().__init__(**kwargs)
+
+    def add_argument(self, *names, at_least: int | None = None, **kwargs):
+        if kwargs.get("type") is int:
+            kwargs["type"] = whole_number(1 if at_least is None else at_least)
+        return super().add_argument(*names, **kwargs)
+
+    def error(self, message: str):
+        self.exit(1, f"{self.prog}: {' '.join(message.split())}\n")
+
+
+def whole_number(least: int):
+    """An argparse type: a whole number of at least ``least``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < least:
+            raise argparse.ArgumentTypeError(f"{value} is below {least}")
+        return value
+
+    parse.__name__ = f"whole number >= {least}"
+    return parse

@@ -16,7 +16,6 @@ Prints Markdown tables:
 
 from __future__ import annotations
 
-import argparse
 import collections
 import difflib
 import json
@@ -26,7 +25,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import SHARED, WORK, ifqa, machine, markdown_table, timed  # noqa: E402
+from common import SHARED, WORK, Parser, ifqa, machine, markdown_table, timed  # noqa: E402
 from synthetic_multistream import write_multistream  # noqa: E402
 
 FRAGMENT = SHARED / "wikidump" / "enwiki-latest-pages-articles1.xml-p000000010p000030302-shortened.bz2"
@@ -181,7 +180,7 @@ def projection(two_workers: dict, one_worker: dict, xml_mb: float) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--copies", type=int, default=50, help="copies of the fragment in the synthetic dump")
     args = parser.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,6 @@ take turns. Reads ../shared/data (mini-wiki passages, IfQA dev); without it, the
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -25,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, SHARED, WORK, ifqa, machine, markdown_table, timed  # noqa: E402
+from common import ROOT, SHARED, WORK, Parser, ifqa, machine, markdown_table, timed  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 BACKENDS = ["torch", "onnx", "onnx-int8", "openvino", "openvino-int8"]
@@ -280,11 +279,13 @@ def rerank_quality(run: str, model: str, depth: int) -> list[dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--passages", type=int, default=1000, help="passages encoded per backend")
     parser.add_argument("--pairs", type=int, default=1000, help="(question, passage) pairs scored per backend")
     parser.add_argument("--reranker", help="a trained reranker folder (default: MiniLM with a fresh head)")
-    parser.add_argument("--recall", type=int, default=0, help="also index gold + N mini-wiki passages per backend")
+    parser.add_argument(
+        "--recall", type=int, default=0, at_least=0, help="also index gold + N mini-wiki passages per backend"
+    )
     parser.add_argument(
         "--backends", nargs="+", default=BACKENDS, choices=BACKENDS, help="torch first: the others are compared with it"
     )

@@ -13,7 +13,6 @@ efficiency. Writes only into the work folder it makes (default: a new temporary 
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import subprocess
@@ -23,7 +22,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, markdown_table  # noqa: E402
+from common import ROOT, Parser, markdown_table  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 
@@ -77,7 +76,7 @@ def timed(command: list[str], env: dict) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--ranks", type=int, default=2)
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--batch-size", type=int, default=4, help="global questions per step")

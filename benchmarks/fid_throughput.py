@@ -9,7 +9,6 @@ Needs CUDA; prints a note and exits 0 without it.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from pathlib import Path
@@ -18,6 +17,8 @@ import torch
 from transformers import T5Config
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import Parser  # noqa: E402
+
 from ifqa.readers.fid.model import FiDT5  # noqa: E402
 
 T5_BASE = dict(
@@ -89,7 +90,7 @@ def measure(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
+    parser = Parser()
     parser.add_argument("--batch-size", type=int, nargs="+", default=[1, 4, 8])
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--passages", type=int, default=20)

@@ -61,7 +61,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, WORK, ifqa, markdown_table  # noqa: E402
+from common import ROOT, WORK, Parser, ifqa, markdown_table  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 
@@ -1114,13 +1114,6 @@ def check_flags(args, work: Path) -> None:
             raise Refused(
                 f"--tokenizer {args.tokenizer}: not a folder holding a tokenizer (tokenizer.json or vocab.txt)"
             )
-
-
-class Parser(argparse.ArgumentParser):
-    """Any bad flag is one line on stderr and exit status 1 (argparse's own: a usage block, status 2)."""
-
-    def error(self, message: str):
-        self.exit(1, f"gpu_suite: {message}\n")
 
 
 def main() -> None:

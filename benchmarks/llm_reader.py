@@ -7,7 +7,6 @@ answers from a table, so this measures ifqa's concurrency, retries and cache, no
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -17,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(Path(__file__).parent))
-from common import SHARED, machine  # noqa: E402
+from common import SHARED, Parser, machine  # noqa: E402
 
 from ifqa.artifacts import Example  # noqa: E402
 from ifqa.datasets.demo import load_demo  # noqa: E402
@@ -57,7 +56,7 @@ def main() -> None:
     import logging
 
     logging.basicConfig(level=logging.ERROR)  # retries are expected here; keep the tables readable
-    parser = argparse.ArgumentParser()
+    parser = Parser()
     parser.add_argument("--questions", type=int, default=200)
     args = parser.parse_args()
     examples, train, label = questions(args.questions)

@@ -10,12 +10,11 @@ training and times reranking with an existing model.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 from pathlib import Path
 
-from common import SHARED, WORK, ifqa, machine, markdown_table, timed
+from common import SHARED, WORK, Parser, ifqa, machine, markdown_table, timed
 
 COLLECTIONS = {
     "mini-wiki": ["enwiki2015_sample_articles.jsonl.gz", "ifqa_contexts.jsonl"],
@@ -24,7 +23,7 @@ COLLECTIONS = {
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--collection", choices=sorted(COLLECTIONS), default="mini-wiki")
     parser.add_argument("--model", help="an existing reranker (skips training)")
     parser.add_argument("--depth", type=int, default=100)

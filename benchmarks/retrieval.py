@@ -8,7 +8,6 @@ encoding on 2 CPU cores; build it first (the command is printed if it is missing
 
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 import statistics
@@ -16,7 +15,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import SHARED, WORK, ifqa, machine, markdown_table, timed  # noqa: E402
+from common import SHARED, WORK, Parser, ifqa, machine, markdown_table, timed  # noqa: E402
 
 DEV = SHARED / "ifqa" / "full_split" / "dev.json"
 CORPUS = WORK / "mini-wiki.jsonl"
@@ -166,7 +165,7 @@ def table(rows: list[dict]) -> str:
 
 
 def main() -> None:
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    Parser(description=__doc__.splitlines()[0]).parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     print(f"machine: {machine()}\n")
     build_corpus()

@@ -13,14 +13,13 @@ taken).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
 import sys
 from pathlib import Path
 
-from common import SHARED, WORK, ifqa, machine, markdown_table, timed
+from common import SHARED, WORK, Parser, ifqa, machine, markdown_table, timed
 
 DEV = SHARED / "ifqa" / "full_split" / "dev.json"
 
@@ -91,7 +90,7 @@ def phases(index: Path, k: int, output: Path, repeats: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--index", type=Path, help="a bm25s index of mini-wiki")
     parser.add_argument(
         "--lucene", type=Path, help="a pyserini index of mini-wiki (its lucene/ folder or the ifqa index folder)"
@@ -99,8 +98,6 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--no-lucene", action="store_true", help="skip pyserini (the phases and ifqa's times only)")
     args = parser.parse_args()
-    if args.repeats < 1:
-        parser.error("--repeats must be at least 1")
     os.environ.setdefault("IFQA_DATA_DIR", str(SHARED / "ifqa"))
     WORK.mkdir(parents=True, exist_ok=True)
     corpus = WORK / "mini-wiki.jsonl"

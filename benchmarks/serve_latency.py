@@ -12,7 +12,6 @@ mini-wiki collection and its BM25 index are built under benchmarks/.work/ when m
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import statistics
@@ -22,7 +21,7 @@ import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from common import SHARED, WORK, free_port, ifqa, machine, markdown_table, timed
+from common import SHARED, WORK, Parser, free_port, ifqa, machine, markdown_table, timed
 
 
 def questions_of(setting: str, split: str, n: int) -> list[str]:
@@ -68,7 +67,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--rerank", help="a reranker (folder from `ifqa train --reranker`, or hub id)")
     parser.add_argument("--rerank-depth", type=int, default=100)
     parser.add_argument("--mini-index", help="an existing mini-wiki BM25 index")

@@ -9,10 +9,9 @@ rate; a learned model far above it leans on the gold passages' style rather than
 
 from __future__ import annotations
 
-import argparse
 import json
 
-from common import markdown_table
+from common import Parser, markdown_table
 
 
 def preference(path: str, depth: int = 5) -> dict:
@@ -29,7 +28,7 @@ def preference(path: str, depth: int = 5) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+")
     parser.add_argument("--depth", type=int, default=5)
     args = parser.parse_args()

@@ -12,10 +12,11 @@ be measured at a few hundred MB where the real fragment is 6 MB.
 
 from __future__ import annotations
 
-import argparse
 import bz2
 import re
 from pathlib import Path
+
+from common import Parser
 
 PAGES_PER_STREAM = 100
 _PAGE = re.compile(rb"<page>.*?</page>\s*", re.DOTALL)
@@ -64,7 +65,7 @@ def write_multistream(fragment: Path, output: Path, copies: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("fragment", type=Path)
     parser.add_argument("output", type=Path)
     parser.add_argument("--copies", type=int, default=50)

@@ -135,3 +135,69 @@ def test_gpu_suite_measures_every_path_at_smoke_sizes(tmp_path):
     assert "reference (library defaults)" in table and "reference (same precision and batch)" in table
     assert "start-up" in table and "reranked gold R@10" in table
     assert sorted(p.name for p in tmp_path.iterdir()) == ["suite.md", "work"]
+
+
+# --- every script's flags, through the one parser (benchmarks/common.Parser) ---------------------
+
+
+class Parsed(Exception):
+    """Raised instead of running a benchmark once its flags were accepted."""
+
+
+def _declared(script: Path) -> list[tuple[str, str, object]]:
+    """``(option, kind, detail)`` for each whole-number option (``type=int``: its least value) and
+    each option with choices, as the script's source declares them."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(script.read_text())):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument"):
+            continue
+        names = [a.value for a in node.args if isinstance(a, ast.Constant) and str(a.value).startswith("--")]
+        keywords = {k.arg: k.value for k in node.keywords}
+        if not names:
+            continue
+        if isinstance(keywords.get("type"), ast.Name) and keywords["type"].id == "int":
+            least = keywords.get("at_least")
+            found.append((names[0], "int", least.value if isinstance(least, ast.Constant) else 1))
+        if "choices" in keywords:
+            found.append((names[0], "choice", None))
+    return found
+
+
+def test_every_script_reads_its_flags_through_the_one_parser():
+    stray = [p.name for p in SCRIPTS if "argparse.ArgumentParser(" in p.read_text()]
+    assert not stray, f"scripts with a parser of their own (use common.Parser): {stray}"
+
+
+CASES = [(script, *option) for script in SCRIPTS for option in _declared(script)]
+
+
+def test_the_flag_cases_cover_the_scripts():
+    assert len(CASES) >= 25 and {"--rounds", "--copies", "--concurrency", "--passages", "--backends"} <= {
+        option for _, option, *_ in CASES
+    }
+
+
+@pytest.mark.parametrize("script, option, kind, least", CASES, ids=lambda v: v.name if isinstance(v, Path) else str(v))
+def test_a_bad_flag_is_one_line_and_runs_nothing(script, option, kind, least, monkeypatch, capsys):
+    import argparse
+    import importlib.util
+
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import common
+
+    def parse_then_stop(self, *args, **kwargs):
+        raise Parsed(argparse.ArgumentParser.parse_args(self, *args, **kwargs))
+
+    monkeypatch.setattr(common.Parser, "parse_args", parse_then_stop)
+    spec = importlib.util.spec_from_file_location(f"bench_{script.stem}", script)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for value in [str(least - 1), "x"] if kind == "int" else ["no-such-choice"]:
+        monkeypatch.setattr(sys, "argv", [str(script), option, value])
+        with pytest.raises(SystemExit) as exit_:
+            module.main()
+        err = capsys.readouterr().err
+        assert exit_.value.code == 1 and len(err.strip().splitlines()) == 1, (option, value, err)
+        assert err.startswith(f"{script.stem}: ") and option in err, err
