@@ -9,9 +9,12 @@ fp32 and ONNX Runtime's dynamic int8 is the fastest. ``--backend auto`` picks by
 cosine of 0.85.
 
 An export is a derived artifact: made on first use, cached under
-``<cache>/exported/<checksum>-<backend>/`` with a manifest of its settings and the checksum of the
+``<cache>/exported/<checksum>-<backend>/`` with a manifest of its settings, the checksum of the
 source (its configuration and every weight), so a changed model gets a new export and is never
-served a stale one. Before it is cached, the export's outputs on a probe batch are compared with
+served a stale one, and the checksum of every file it caches, checked before each use: a truncated,
+deleted or swapped file (or a damaged manifest) is exported again. Each export is made in a staging
+folder of its own and renamed into place, so two processes exporting the same model both succeed
+(the second uses the first's). Before it is cached, the export's outputs on a probe batch are compared with
 the PyTorch model's; beyond tolerance it is refused and nothing is written. int8 calibration and
 the probe use the packaged demo passages and questions (real Wikipedia text), so an export is the
 same whichever command made it.
@@ -30,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from ifqa.errors import IfqaError
+from ifqa.retrieval.export_cache import MANIFEST, cached_problem, publish, sha256, staging_folder
 
 log = logging.getLogger(__name__)
 
@@ -194,41 +198,38 @@ def load_exported(
         "source_sha256": source,
         "inputs": list(tokenize(probe[:2])),
     }
-    if (folder / "manifest.json").exists():
-        try:
-            saved = json.loads((folder / "manifest.json").read_text())
-        except ValueError:
-            saved = {}
-        if {key: saved.get(key) for key in manifest} == manifest:
-            return Exported(folder, backend, threads)
-        log.info("%s: made from another model or with other settings; exporting again", folder)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = folder.with_name(f".{folder.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
+    problem = cached_problem(folder, manifest)
+    if problem is None:
+        return Exported(folder, backend, threads)
+    if problem != "not exported yet":
+        log.warning("%s: %s; exporting again", folder, problem)
     log.info("exporting %s to %s (once; cached in %s)", kind, backend.label, folder)
+    staging = staging_folder(folder)  # private to this process: a concurrent export of the same model has its own
     try:
-        _export(module, tokenize, backend, tmp, calibration)
-        agreement = _agreement(module, Exported(tmp, backend, threads), tokenize(probe), kind)
+        _export(module, tokenize, backend, staging, calibration)
+        agreement = _agreement(module, Exported(staging, backend, threads), tokenize(probe), kind)
         if agreement < TOLERANCE[backend.quantize]:
             raise IfqaError(
                 f"the {backend.label} export of this model differs from it on a probe batch "
                 f"({'lowest cosine' if kind == 'embedding' else 'rank correlation'} {agreement:.4f}, "
                 f"needs {TOLERANCE[backend.quantize]}); use --backend torch"
             )
-        (tmp / "manifest.json").write_text(
-            json.dumps({**manifest, "ifqa": __version__, "probe_agreement": round(agreement, 6)}, indent=2)
+        files = {str(p.relative_to(staging)): sha256(p) for p in sorted(staging.rglob("*")) if p.is_file()}
+        (staging / MANIFEST).write_text(
+            json.dumps(
+                {**manifest, "ifqa": __version__, "probe_agreement": round(agreement, 6), "files": files}, indent=2
+            )
         )
-        shutil.rmtree(folder, ignore_errors=True)
-        tmp.rename(folder)
+        publish(staging, folder, manifest)
     except IfqaError:
         raise
     except Exception as exc:  # an exporter's own failure: one line, nothing cached
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
         raise IfqaError(
-            f"exporting to {backend.label} failed ({type(exc).__name__}: {str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ''}); use --backend torch"
+            f"exporting to {backend.label} failed ({type(exc).__name__}: {first}); use --backend torch"
         ) from None
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.rmtree(staging, ignore_errors=True)
     return Exported(folder, backend, threads)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ifqa.errors import IfqaError
-from ifqa.retrieval import dense, exported
+from ifqa.retrieval import dense, export_cache, exported
 from ifqa.retrieval.exported import Backend
 
 pytestmark = pytest.mark.filterwarnings("ignore")
@@ -176,3 +176,79 @@ def test_auto_names_the_export_measured_fastest_for_this_kind_of_cpu(monkeypatch
     monkeypatch.setattr(exported, "cpu_has_int8_dot_products", lambda: False)
     assert exported.Backend.parse("auto-int8").label == "onnx-int8"
     assert exported.Backend("auto", "int8").exported
+
+
+@needs_onnx
+def test_a_damaged_cached_export_is_found_before_use_and_exported_again(tmp_path, monkeypatch, caplog):
+    """Issue #36: a truncated or deleted model file, a manifest that is a list or a folder, or a
+    file swapped under the cache was used (a traceback) or left an index half built. Every file's
+    checksum is in the manifest and checked before use; a damaged export is made again."""
+    import shutil
+
+    from ifqa.retrieval.encoders import load_encoder
+
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))  # this test's own: one export in it
+    cache = tmp_path / "cache" / "exported"
+    reference = load_encoder(device="cpu").encode_passages([{"title": "T", "text": "a river"}])
+    load_encoder(device="cpu", backend="onnx")
+    [folder] = [f for f in cache.iterdir() if f.name.endswith("-embedding-onnx")]
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["files"] and all(len(digest) == 64 for digest in manifest["files"].values())
+    wanted = {key: manifest[key] for key in ("kind", "backend", "quantize", "source_sha256", "inputs")}
+    model = next(name for name in manifest["files"] if name.endswith(".onnx"))
+
+    def damaged(how):
+        copy = tmp_path / how
+        shutil.copytree(folder, copy)
+        if how == "truncated":
+            (copy / model).write_bytes((copy / model).read_bytes()[:1000])
+        elif how == "deleted":
+            (copy / model).unlink()
+        elif how == "swapped":
+            data = bytearray((copy / model).read_bytes())
+            data[len(data) // 2] ^= 0xFF  # same size, one byte changed
+            (copy / model).write_bytes(bytes(data))
+        elif how == "manifest a list":
+            (copy / "manifest.json").write_text("[]")
+        elif how == "manifest a folder":
+            (copy / "manifest.json").unlink()
+            (copy / "manifest.json").mkdir()
+        return copy
+
+    for how in ("truncated", "deleted", "swapped", "manifest a list", "manifest a folder"):
+        assert export_cache.cached_problem(damaged(how), wanted), how
+    assert export_cache.cached_problem(folder, wanted) is None
+    (folder / model).write_bytes((folder / model).read_bytes()[:1000])  # the real cache, truncated
+    with caplog.at_level("WARNING"):
+        vectors = load_encoder(device="cpu", backend="onnx").encode_passages([{"title": "T", "text": "a river"}])
+    assert "does not match its checksum" in caplog.text and float(np.sum(vectors * reference)) > 0.999
+    assert export_cache.cached_problem(folder, wanted) is None
+    assert not [p for p in cache.iterdir() if p.name.startswith(".")]  # no staging folder left
+
+
+@needs_onnx
+def test_two_processes_exporting_the_same_model_both_succeed(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    code = "from ifqa.retrieval.encoders import load_encoder; load_encoder(device='cpu', backend='onnx')"
+    env = {**os.environ, "IFQA_CACHE_DIR": str(tmp_path), "HF_HUB_OFFLINE": "1"}
+    jobs = [
+        subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE, text=True) for _ in range(2)
+    ]
+    results = [(job.wait(timeout=600), job.stderr.read()) for job in jobs]
+    assert all(code == 0 for code, _ in results), results
+    exports = sorted(p.name for p in (tmp_path / "exported").iterdir())
+    assert len(exports) == 1 and exports[0].endswith("-embedding-onnx"), exports
+
+
+def test_a_cache_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
+    import tempfile
+
+    def read_only(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(tempfile, "mkdtemp", read_only)
+    with pytest.raises(IfqaError, match="export cache cannot be written \\(Permission denied\\); set IFQA_CACHE_DIR"):
+        export_cache.staging_folder(tmp_path / "exported" / "x-embedding-onnx")

@@ -1,0 +1,80 @@
+"""The cache of exported models: every file's checksum recorded in the export's manifest and checked
+before each use (a truncated, deleted or swapped file, or a damaged manifest, means exporting
+again), exports made in private staging folders and renamed into place, so concurrent exports of
+one model both succeed and a reader never sees half an export."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import shutil
+from pathlib import Path
+
+from ifqa.errors import IfqaError
+
+MANIFEST = "manifest.json"
+
+
+def sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def cached_problem(folder: Path, manifest: dict) -> str | None:
+    """Why the cached export in ``folder`` cannot be used (None when it can): none there, made from
+    another model or with other settings, a damaged manifest, or a file missing, truncated or
+    swapped (each file's checksum is in the manifest)."""
+    if not folder.exists():
+        return "not exported yet"
+    try:
+        saved = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeDecodeError):
+        return "its manifest is missing or unreadable"
+    if not isinstance(saved, dict) or not isinstance(saved.get("files"), dict) or not saved["files"]:
+        return "its manifest is not an export's (no checksums of its files)"
+    if {key: saved.get(key) for key in manifest} != manifest:
+        return "made from another model or with other settings"
+    for name, expected in saved["files"].items():
+        path = folder / str(name)
+        if not path.is_file():
+            return f"{name} is missing"
+        if sha256(path) != expected:
+            return f"{name} does not match its checksum (truncated or replaced)"
+    return None
+
+
+def staging_folder(folder: Path) -> Path:
+    """A new private folder beside ``folder`` (one line when the cache cannot be written)."""
+    import tempfile
+
+    try:
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        return Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
+    except OSError as exc:
+        raise IfqaError(
+            f"the export cache cannot be written ({exc.strerror or exc}); set IFQA_CACHE_DIR to a writable "
+            "folder, or use --backend torch",
+            folder.parent,
+        ) from None
+
+
+def publish(staging: Path, folder: Path, manifest: dict) -> None:
+    """Rename ``staging`` into place atomically. A damaged export there is moved aside first; a sound
+    one another process published meanwhile wins, and this process's copy is dropped."""
+    for _ in range(3):
+        try:
+            staging.rename(folder)
+            return
+        except OSError:  # the folder exists (another process's export, or a damaged one)
+            if cached_problem(folder, manifest) is None:
+                return
+            aside = Path(f"{staging}.old")
+            try:
+                folder.rename(aside)
+            except OSError:
+                continue  # moved by another process in between: try again
+            shutil.rmtree(aside, ignore_errors=True)
+    raise IfqaError("could not replace the damaged cached export; delete it and rerun", folder)
