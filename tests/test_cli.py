@@ -3,6 +3,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from ifqa.datasets.demo import load_demo
 
 
@@ -177,3 +179,24 @@ def test_a_group_without_a_command_shows_its_help_and_usage_errors_exit_1(cli):
     for args, words in ((["retrieve", "--k", "0"], "--k"), (["retrieve", "--nope"], "No such option")):
         result = cli(*args)
         assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1 and words in result.stderr
+
+
+@pytest.mark.parametrize(
+    "flags, root, ours", [([], "WARNING", "INFO"), (["-v"], "INFO", "INFO"), (["-q"], "WARNING", "WARNING")]
+)
+def test_libraries_log_only_warnings_unless_asked(flags, root, ours, capsys):
+    """Issue #35: ONNX Runtime's quantizer logged 37 INFO lines through the root logger during an
+    export; libraries' INFO (any logger not ifqa's) shows only with -v."""
+    import logging
+
+    from ifqa.cli import main
+
+    saved = {name: logging.getLogger(name).level for name in ("", "ifqa")}
+    try:
+        main([*flags, "data", "stats", "--setting", "demo", "--json"])
+        assert logging.getLevelName(logging.getLogger().level) == root
+        assert logging.getLevelName(logging.getLogger("ifqa").getEffectiveLevel()) == ours
+        assert logging.getLogger("onnxruntime.quantization").getEffectiveLevel() >= logging.getLevelName(root)
+    finally:
+        for name, level in saved.items():
+            logging.getLogger(name).setLevel(level)

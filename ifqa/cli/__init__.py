@@ -56,9 +56,11 @@ EXTRAS = {
 def cli(verbose: int, quiet: bool) -> None:
     """ifqa: retrieve-then-read QA under counterfactual presuppositions (IfQA)."""
     level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
-    logging.basicConfig(
-        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S", stream=sys.stderr
-    )
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
+    # ifqa's own progress lines at INFO; every other library (ONNX Runtime's quantizer logging on the
+    # root logger, NNCF, pyjnius ...) at WARNING unless -v asks for its INFO too
+    logging.getLogger().setLevel(level if verbose else max(level, logging.WARNING))
+    logging.getLogger("ifqa").setLevel(level)
     from ifqa.redact import RedactingFilter
 
     for handler in logging.getLogger().handlers:
