@@ -1,5 +1,5 @@
 """Cost of counterfactual-aware retrieval on this machine: training the default reranker recipe
-(`ifqa train --reranker`) and reranking the top 100 of IfQA dev's 700 questions (`ifqa rerank`),
+(`ifqa train reranker`) and reranking the top 100 of IfQA dev's 700 questions (`ifqa rerank`),
 wall time and peak memory, with the gold recall before and after.
 
     python benchmarks/reranking.py [--collection mini-wiki|wiki-800k] [--model DIR]
@@ -50,9 +50,7 @@ def main() -> None:
     rows = []
     model = Path(args.model) if args.model else work / "reranker" / "model"
     if not args.model and not (model / "config.json").exists():
-        seconds, peak, _ = timed(
-            ifqa("train", "--reranker", "--index", index, "--no-progress", "-o", work / "reranker")
-        )
+        seconds, peak, _ = timed(ifqa("train", "reranker", "--index", index, "--no-progress", "-o", work / "reranker"))
         rows.append({"step": "train reranker (default recipe, 2,400 questions)", "seconds": seconds, "peak MB": peak})
     run = work / "dev-bm25-clean-k100.jsonl"
     seconds, peak, _ = timed(

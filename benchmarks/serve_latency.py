@@ -68,7 +68,7 @@ def percentile(values: list[float], q: float) -> float:
 
 def main() -> None:
     parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rerank", help="a reranker (folder from `ifqa train --reranker`, or hub id)")
+    parser.add_argument("--rerank", help="a reranker (folder from `ifqa train reranker`, or hub id)")
     parser.add_argument("--rerank-depth", type=int, default=100)
     parser.add_argument("--mini-index", help="an existing mini-wiki BM25 index")
     parser.add_argument("--requests", type=int, default=200, help="questions per measurement (BM25)")

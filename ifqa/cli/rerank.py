@@ -22,7 +22,7 @@ from ifqa.cli.options import (
 @click.option(
     "--model",
     required=True,
-    help="Cross-encoder: a folder from `ifqa train --reranker` or a hub id "
+    help="Cross-encoder: a folder from `ifqa train reranker` or a hub id "
     "(cross-encoder/ms-marco-MiniLM-L-6-v2, BAAI/bge-reranker-base, ...).",
 )
 @click.option(

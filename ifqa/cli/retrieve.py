@@ -84,7 +84,7 @@ def default_run_name(label: str, indexes: list[str], k: int, query_mode: str, re
 )
 @click.option(
     "--query-encoder",
-    help="Question-side encoder from `ifqa train --retriever --question-side-only` for dense indexes.",
+    help="Question-side encoder from `ifqa train retriever --question-side-only` for dense indexes.",
 )
 @click.option(
     "--rerank", "rerank_model", help="Rerank the first stage's top passages with this cross-encoder (folder or hub id)."

@@ -49,7 +49,7 @@ class RetrievalConfig:
     rewrite_backend: str = "openai"
     rewrite_base_url: str | None = None
     rewrite_cache: str | None = None  # response cache file (default: the shared LLM cache)
-    query_encoder: str | None = None  # a question-side encoder from `ifqa train --retriever --question-side-only`
+    query_encoder: str | None = None  # a question-side encoder from `ifqa train retriever --question-side-only`
     verify_corpus: bool = False  # check the collection's full sha256 (size and sampled offsets always are)
     rerank: str | None = None  # a cross-encoder folder or hub id
     rerank_depth: int = 100  # first-stage passages the reranker re-scores

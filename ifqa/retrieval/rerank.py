@@ -1,7 +1,7 @@
 """Reranking: re-score a first stage's top passages with a cross-encoder (question and passage
 read together), as a pipeline stage (``ifqa retrieve --rerank``) or on a run file (``ifqa rerank``).
 
-Passages are read as text without titles, like the rerankers ``ifqa train --reranker`` makes
+Passages are read as text without titles, like the rerankers ``ifqa train reranker`` makes
 (IfQA's gold passages have no title). The pairs of many questions are scored together, in batches
 sorted by length, with the weights cast to bf16 where the CPU or GPU supports it (2-3 times faster
 on a CPU with AMX; casting is faster than autocast for inference).
@@ -41,7 +41,7 @@ def load_cross_encoder(
     from ifqa.models import check_model, loading
     from ifqa.retrieval.encoders import resolve
 
-    path = check_model(resolve(name), "; train one with `ifqa train --reranker` or give a hub id", ("config.json",))
+    path = check_model(resolve(name), "; train one with `ifqa train reranker` or give a hub id", ("config.json",))
     device = pick_device(device)
     with loading(name, "cross-encoder"):
         return CrossEncoder(
@@ -67,7 +67,7 @@ def check_scoring_head(model: str) -> None:
     if not any(name.endswith("ForSequenceClassification") for name in architectures):
         raise IfqaError(
             "an encoder without a trained scoring head, not a reranker; train one from it with "
-            "`ifqa train --reranker --model ...`",
+            "`ifqa train reranker --model ...`",
             model,
         )
 

@@ -1,4 +1,4 @@
-"""`ifqa train --reranker`: a cross-encoder (sentence-transformers ``CrossEncoder``) trained on IfQA.
+"""`ifqa train reranker`: a cross-encoder (sentence-transformers ``CrossEncoder``) trained on IfQA.
 
 Each step scores, for a few questions, the question against one gold passage, the other
 questions' gold passages and mined hard negatives; the loss is cross-entropy over each question's

@@ -1,4 +1,4 @@
-"""`ifqa train --retriever`: fine-tune a sentence-transformers bi-encoder on IfQA.
+"""`ifqa train retriever`: fine-tune a sentence-transformers bi-encoder on IfQA.
 
 Each step encodes a batch of questions and, for each, one gold passage and ``hard_negatives``
 mined passages; every question is scored against every passage of the batch (so other questions'
