@@ -5,22 +5,14 @@ one model both succeed and a reader never sees half an export."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import shutil
 from pathlib import Path
 
 from ifqa.errors import IfqaError
+from ifqa.retrieval.index import file_sha256 as sha256
 
 MANIFEST = "manifest.json"
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def cached_problem(folder: Path, manifest: dict) -> str | None:
