@@ -158,6 +158,14 @@ FID_ARGS = (
 )
 
 
+def train_fid_on_ranks(root: Path, run: Path, output: Path, *extra, steps: int = 4, **launch):
+    """``ifqa train fid`` on the toy T5 with FID_ARGS (``steps`` of them) under ``torchrun``."""
+    args = [*FID_ARGS[:1], str(steps), *FID_ARGS[2:]]
+    return torchrun(
+        "train", "fid", "--run", run, "--model", root / "t5", "-o", output, *args, *extra, "--device", "cpu", **launch
+    )  # fmt: skip
+
+
 def _fid_config(root: Path, **extra) -> FiDTrainConfig:
     settings = dict(
         model=str(root / "t5"),
@@ -184,21 +192,7 @@ def test_fid_on_two_ranks_trains_as_one_process_and_hands_over_to_one(fid_setup,
 
     root, run, questions = fid_setup
     alone = fid_train.train(run, None, tmp_path / "alone", _fid_config(root), "cpu", progress=False)
-    result = torchrun(
-        "train",
-        "fid",
-        "--run",
-        run,
-        "--model",
-        root / "t5",
-        "-o",
-        tmp_path / "ranks",
-        *FID_ARGS,
-        "--stop-after",
-        "2",
-        "--device",
-        "cpu",
-    )
+    result = train_fid_on_ranks(root, run, tmp_path / "ranks", "--stop-after", "2")
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("step 2") == 1  # rank 0 alone reports
     state = fid_train.load_trainer_state(tmp_path / "ranks" / "last" / "trainer_state.pt")["state"]
@@ -265,23 +259,8 @@ def test_a_rank_killed_mid_run_is_restarted_and_resumes_to_the_uninterrupted_los
 
     root, run, _ = fid_setup
     alone = fid_train.train(run, None, tmp_path / "alone", _fid_config(root, steps=6), "cpu", progress=False)
-    args = [*FID_ARGS[:1], "6", *FID_ARGS[2:]]
-    job = torchrun(
-        "train",
-        "fid",
-        "--run",
-        run,
-        "--model",
-        root / "t5",
-        "-o",
-        tmp_path / "ranks",
-        *args,
-        "--save-every",
-        "1",
-        "--device",
-        "cpu",
-        launcher=("--max-restarts", "1"),
-        background=True,
+    job = train_fid_on_ranks(
+        root, run, tmp_path / "ranks", "--save-every", "1", steps=6, launcher=("--max-restarts", "1"), background=True
     )
     state = tmp_path / "ranks" / "last" / "trainer_state.pt"
     deadline = time.time() + 240
@@ -360,24 +339,8 @@ def test_a_one_process_checkpoint_resumes_on_two_ranks_with_dev_em_shared(fid_se
     config = _fid_config(root, eval_every=2, eval_batch_size=1)
     alone = fid_train.train(run, run, tmp_path / "alone", config, "cpu", progress=False)
     fid_train.train(run, run, tmp_path / "split", config, "cpu", progress=False, stop_after=2)
-    result = torchrun(
-        "train",
-        "fid",
-        "--run",
-        run,
-        "--dev-run",
-        run,
-        "--model",
-        root / "t5",
-        "-o",
-        tmp_path / "split",
-        *FID_ARGS,
-        "--eval-every",
-        "2",
-        "--eval-batch-size",
-        "1",
-        "--device",
-        "cpu",
+    result = train_fid_on_ranks(
+        root, run, tmp_path / "split", "--dev-run", run, "--eval-every", "2", "--eval-batch-size", "1"
     )
     assert result.returncode == 0, result.stderr[-3000:]
     log = [json.loads(line) for line in (tmp_path / "split" / "train_log.jsonl").read_text().splitlines()]
@@ -390,21 +353,7 @@ def test_ctrl_c_on_the_launcher_stops_every_rank_after_one_saved_step(fid_setup,
     from ifqa.readers.fid import train as fid_train
 
     root, run, _ = fid_setup
-    args = [*FID_ARGS[:1], "400", *FID_ARGS[2:]]
-    job = torchrun(
-        "train",
-        "fid",
-        "--run",
-        run,
-        "--model",
-        root / "t5",
-        "-o",
-        tmp_path / "ranks",
-        *args,
-        "--device",
-        "cpu",
-        background=True,
-    )
+    job = train_fid_on_ranks(root, run, tmp_path / "ranks", steps=400, background=True)
     deadline = time.time() + 240
     while not (tmp_path / "ranks" / "train_config.json").exists() and time.time() < deadline and job.poll() is None:
         time.sleep(0.1)
