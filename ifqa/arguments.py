@@ -166,11 +166,11 @@ def records(name: str, value: Any) -> str | os.PathLike | list:
 
 
 def one_of(*allowed: type) -> Check:
-    """An instance of one of ``allowed`` (None allowed when ``type(None)`` is listed)."""
+    """An instance of one of ``allowed`` (wrap in ``optional`` to allow None)."""
 
     def check(name: str, value: Any) -> Any:
         if not isinstance(value, allowed):
-            names = " or ".join("None" if kind is type(None) else kind.__name__ for kind in allowed)
+            names = " or ".join(kind.__name__ for kind in allowed)
             raise TypeError(f"{name} must be {names}, not {_kind(value)}")
         return value
 

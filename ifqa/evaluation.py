@@ -107,26 +107,25 @@ def evaluate_predictions(
     """
     from ifqa.eval.tasks import task_for
 
-    question_set = questions
-    task = task_for(question_set)
+    task = task_for(questions)
     answers = _task_predictions(task, predictions)
     other = _task_predictions(task, compare) if compare is not None else None
-    qids = {example.qid for example in question_set.examples}
+    qids = {example.qid for example in questions.examples}
     for name, given, found in (("predictions", predictions, answers), ("compare", compare, other)):
         if found is not None and not qids & set(found):  # another set's predictions score 0, silently
             first = f" (first qid {next(iter(found))!r})" if found else ""
             raise IfqaError(
-                f"{_where(given)}{name} answer none of the {len(qids)} questions of {question_set.name}"
+                f"{_where(given)}{name} answer none of the {len(qids)} questions of {questions.name}"
                 f"{first}; name the questions they were made for"
             )
-    if other is not None and set(answers) & qids - set(other):  # the paired test needs both answers
-        missing = sorted(set(answers) & qids - set(other))
+    answered = qids & set(answers)
+    missing = sorted(answered - set(other)) if other is not None else []
+    if missing:  # the paired test needs both answers
         raise IfqaError(
-            f"{_where(compare)}compare answers {len(set(answers) & qids) - len(missing)} of the "
-            f"{len(set(answers) & qids)} questions the predictions answer (missing qid {missing[0]!r}); "
-            "compare predictions for the same questions"
+            f"{_where(compare)}compare answers {len(answered) - len(missing)} of the {len(answered)} questions "
+            f"the predictions answer (missing qid {missing[0]!r}); compare predictions for the same questions"
         )
-    return task.summarize(question_set.examples, answers, other)
+    return task.summarize(questions.examples, answers, other)
 
 
 def _task_predictions(task, predictions) -> Mapping[str, str]:

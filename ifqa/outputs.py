@@ -15,13 +15,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ifqa.artifacts import manifest_path
 from ifqa.errors import IfqaError
-
-MANIFEST_SUFFIX = ".manifest.json"
-
-
-def _manifest(path: Path) -> Path:
-    return path.with_name(path.name + MANIFEST_SUFFIX)
 
 
 def _same(a: Path, b: Path) -> bool:
@@ -79,8 +74,10 @@ def _conflict(out: Path, given: Path) -> str | None:
     """How writing ``out`` would touch ``given``, or None."""
     if _same(out, given):
         return "is"
-    if _same(out, _manifest(given)) or _same(_manifest(out), given):
-        return "is the manifest of" if _same(out, _manifest(given)) else "has its manifest on"
+    if _same(out, manifest_path(given)):
+        return "is the manifest of"
+    if _same(manifest_path(out), given):
+        return "has its manifest on"
     if _inside(out, given):
         return "lies inside"
     if _inside(given, out):

@@ -49,9 +49,7 @@ def add_url_secrets(url: str | None) -> None:
         return
     add_secret(unquote(password) if password else None)
     for name, value in parse_qsl(parts.query, keep_blank_values=True):
-        if re.fullmatch(rf"(?i){KEY_NAMES}|key|code|auth", name):
-            add_secret(value)
-        elif len(value) >= MAYBE_SECRET_MIN:
+        if len(value) >= MAYBE_SECRET_MIN or re.fullmatch(rf"(?i){KEY_NAMES}|key|code|auth", name):
             add_secret(value)
     for value in (username, parts.fragment):
         if value and len(unquote(value)) >= MAYBE_SECRET_MIN:

@@ -205,13 +205,13 @@ def guard_outputs(command: click.Command) -> None:
         param.name: param.opts[0] if isinstance(param, click.Option) else param.human_readable_name
         for param in command.params
     }
+    written = {param.name for param in outputs}
     callback = command.callback
 
     @functools.wraps(callback)
     def guarded(*args, **params):
         from ifqa.outputs import check_output
 
-        written = {param.name for param in outputs}
         inputs = {shown.get(name, name): value for name, value in params.items() if name not in written}
         for param in outputs:
             check_output(params.get(param.name), inputs, shown[param.name])
