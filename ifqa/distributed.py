@@ -184,17 +184,15 @@ def wrap(model, device: str, unused: bool = False):
     )
 
 
-def mean_and_stop(value, stop: bool, device: str) -> tuple[float, bool]:
+def mean_and_stop(value, stop: bool) -> tuple[float, bool]:
     """The ranks' mean of ``value`` (a loss) and whether any rank was asked to stop: one collective a
     step, so every rank stops after the same step."""
     import torch
     import torch.distributed as dist
 
-    packed = torch.stack([value.detach().float().reshape(()), torch.tensor(float(stop), device=value.device)])
-    summed = packed.clone()
-    dist.all_reduce(summed)
-    world = dist.get_world_size()
-    return float(summed[0]) / world, bool(summed[1] > 0)
+    summed = torch.stack([value.detach().float().reshape(()), torch.tensor(float(stop), device=value.device)])
+    dist.all_reduce(summed)  # a new tensor: reducing it in place leaves the loss alone
+    return float(summed[0]) / dist.get_world_size(), bool(summed[1] > 0)
 
 
 @functools.cache
@@ -236,12 +234,7 @@ def gather_rows(rows, world: World) -> tuple[Any, int]:
     counts = [int(c) for c in counts]
     most = max(counts)
     padded = torch.nn.functional.pad(rows, (0, 0, 0, most - rows.shape[0])) if rows.shape[0] < most else rows
-    if padded.requires_grad:
-        gathered = _gather_rows_function().apply(padded)
-    else:
-        parts = [torch.empty_like(padded) for _ in range(world.size)]
-        dist.all_gather(parts, padded.contiguous())
-        gathered = torch.cat(parts)
+    gathered = _gather_rows_function().apply(padded)  # without grad, its forward alone runs
     pieces = [gathered[r * most : r * most + counts[r]] for r in range(world.size)]
     return torch.cat(pieces), sum(counts[: world.rank])
 

@@ -24,6 +24,8 @@ def test_import_ifqa_is_cheap_and_lists_its_names():
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout.strip() == "[]"
     assert {"Pipeline", "open_index", "load_questions", "evaluate_run", "RetrievalConfig"} <= set(dir(ifqa))
     assert ifqa.Pipeline is api.Pipeline
+    # ifqa lists api's names itself (reading api.__all__ would import it): the two lists agree
+    assert set(api.__all__) <= set(dir(ifqa)) and all(getattr(ifqa, name) is not None for name in ifqa.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         ifqa.nope  # noqa: B018 - the lookup is the test
 

@@ -125,7 +125,7 @@ def run_loop(
                 optimizer.zero_grad(set_to_none=True)
                 step += 1
                 if world.active:  # the ranks' mean loss, and whether any rank holds Ctrl-C or SIGTERM
-                    value, stop = distributed.mean_and_stop(loss, check_interrupts.pending, device)
+                    value, stop = distributed.mean_and_stop(loss, check_interrupts.pending)
                 else:
                     value, stop = float(loss.detach()), False
                 running = value if running is None else 0.98 * running + 0.02 * value

@@ -266,9 +266,7 @@ def train(
                 scheduler.step()
                 optimizer.zero_grad(set_to_none=True)
                 if world.active:  # the ranks' mean loss, and whether any rank holds Ctrl-C or SIGTERM
-                    loss_total, stop = distributed.mean_and_stop(
-                        torch.stack(losses).sum(), check_interrupts.pending, device
-                    )
+                    loss_total, stop = distributed.mean_and_stop(torch.stack(losses).sum(), check_interrupts.pending)
                 else:
                     loss_total, stop = (
                         float(torch.stack(losses).sum()),
