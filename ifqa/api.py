@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import tempfile
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,8 @@ from ifqa.artifacts import Example, QuestionSet, RunRecord, as_question_set
 from ifqa.datasets import QuestionSource
 from ifqa.errors import IfqaError
 from ifqa.evaluation import evaluate_predictions, evaluate_run, exact_match, f1
+from ifqa.retrieval.hits import Hit, hits_at
+from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline
 
 __all__ = [
     "Hit",
@@ -50,21 +52,6 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class Hit:
-    """One retrieved passage: what pyserini calls a hit (``docid`` is ``id`` here)."""
-
-    id: str
-    title: str
-    text: str
-    score: float
-    rank: int
-
-    def as_context(self) -> dict:
-        """The run-file form (``{"id", "title", "text", "score"}``)."""
-        return {"id": self.id, "title": self.title, "text": self.text, "score": round(self.score, 6)}
-
-
 def _hit_list(name: str, value: Any) -> list[Hit]:
     """Hits as a search returns them (``Hit`` objects), for a reranker."""
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
@@ -79,14 +66,6 @@ def _hit_lists(name: str, value: Any) -> list[list[Hit]]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise TypeError(f"{name} must be a list of lists of Hit, not {type(value).__name__}")
     return [_hit_list(f"{name}[{i}]", hits) for i, hits in enumerate(value)]
-
-
-def _hits(engine_hits: Sequence[tuple[int, float]], passages) -> list[Hit]:
-    out = []
-    for rank, (position, score) in enumerate(engine_hits, start=1):
-        passage = passages[position]
-        out.append(Hit(passage["id"], passage["title"], passage["text"], float(score), rank))
-    return out
 
 
 @checked(
@@ -157,7 +136,8 @@ class Searcher:
     def batch_search(self, questions: Sequence[str], k: int = 10, threads: int = 1) -> list[list[Hit]]:
         if not questions:
             return []
-        return [_hits(hits, self.engine.passages) for hits in self.engine.search(list(questions), k, threads)]
+        passage = self.engine.passages.__getitem__
+        return [hits_at(hits, passage) for hits in self.engine.search(list(questions), k, threads)]
 
 
 @checked(index=arg.path_like, corpus=arg.optional(arg.path_like), device=arg.device)
@@ -167,14 +147,37 @@ def open_index(index: str | Path, corpus: str | Path | None = None, device: str 
 
 
 def _retrieval_config(name: str, value: Any):
-    from ifqa.retrieval.pipeline import RetrievalConfig
-
     return arg.one_of(RetrievalConfig)(name, value)
 
 
-class Pipeline:
-    """The retrieval pipeline of ``ifqa retrieve``: query formulation, one or more indexes, fusion,
-    reranking, from the same ``RetrievalConfig`` (or its fields as keywords).
+def _searchers(name: str, value: Any) -> list | None:
+    """Opened indexes for a pipeline: ``Searcher`` objects (or engines)."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a list of Searcher (from open_index), not {type(value).__name__}")
+    return [getattr(searcher, "engine", searcher) for searcher in value]
+
+
+def _subqueries(name: str, value: Any) -> list[list[str]]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a list of lists of queries, not {type(value).__name__}")
+    return [arg.texts(f"{name}[{i}]", queries) for i, queries in enumerate(value)]
+
+
+def _rerankers(name: str, value: Any) -> list:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a list of Reranker, not {type(value).__name__}")
+    for i, reranker in enumerate(value):
+        if not hasattr(reranker, "rerank_many"):
+            raise TypeError(f"{name}[{i}] must be a Reranker, not {type(reranker).__name__}")
+    return [getattr(reranker, "model", reranker) for reranker in value]
+
+
+class Pipeline(RetrievalPipeline):
+    """The retrieval pipeline of ``ifqa retrieve``, ``ifqa serve`` and experiments' retrieve stages:
+    query formulation, one or more indexes, fusion, reranking, from a ``RetrievalConfig`` (or its
+    fields as keywords). ``searchers``/``rerankers``: already opened ones to use instead.
 
     >>> pipeline = Pipeline(indexes=["demo:bm25"], k=5, query_mode="clean")
     >>> records = pipeline.run(load_questions("demo", "dev"))
@@ -182,22 +185,28 @@ class Pipeline:
     (24, 5, ['gold', 'has_answer', 'id', 'score', 'text', 'title'])
     """
 
-    @checked(config=arg.optional(_retrieval_config))
-    def __init__(self, config=None, **fields: Any):
-        from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline
-
+    @checked(config=arg.optional(_retrieval_config), searchers=_searchers, rerankers=_rerankers)
+    def __init__(self, config=None, searchers=None, rerankers=(), **fields: Any):
         config = config or RetrievalConfig()
-        self.config = replace(config, **fields) if fields else config
-        self.pipeline = RetrievalPipeline(self.config)
+        super().__init__(replace(config, **fields) if fields else config, searchers, rerankers)
 
     @checked(question=arg.text, k=arg.optional(arg.count))
     def search(self, question: str, k: int | None = None) -> list[Hit]:
-        return _hits(self.pipeline.search([question], k)[0], self.pipeline.passages)
+        return self.batch_search([question], k)[0]
+
+    @checked(questions=arg.texts, k=arg.optional(arg.count), subqueries=arg.optional(_subqueries))
+    def batch_search(
+        self, questions: Sequence[str], k: int | None = None, subqueries: Sequence[Sequence[str]] | None = None
+    ) -> list[list[Hit]]:
+        """Several questions at once (``subqueries``: their query formulations, when already made)."""
+        if subqueries is not None and len(subqueries) != len(questions):
+            raise ValueError(f"{len(questions)} questions but {len(subqueries)} subquery lists")
+        return super().batch_search(questions, k, subqueries)
 
     @checked(questions=arg.questions)
     def run(self, questions: QuestionSet | Sequence[Example]) -> list[RunRecord]:
         """Run records for every question (flags ``has_answer`` and ``gold`` from the questions)."""
-        return list(self.pipeline.records(as_question_set(questions).examples))
+        return list(self._records(as_question_set(questions).examples))
 
     @checked(questions=arg.questions, output=arg.path_like, progress=arg.flag)
     def run_to_file(
@@ -210,7 +219,7 @@ class Pipeline:
 
         question_set = as_question_set(questions)
         check_output(output, {"questions": question_set.name, **asdict(self.config)}, "output")
-        return self.pipeline.run_to_file(question_set, output, progress)
+        return super().run_to_file(question_set, output, progress)
 
 
 class Reranker:
@@ -241,6 +250,13 @@ class Reranker:
 
         self.model = load_reranker(str(model), depth, batch_size, device, max_length, backend)
 
+    @property
+    def depth(self) -> int:
+        return self.model.depth
+
+    def describe(self) -> dict:
+        return self.model.describe()
+
     @checked(question=arg.text, hits=_hit_list)
     def rerank(self, question: str, hits: Sequence[Hit]) -> list[Hit]:
         return self.rerank_many([question], [hits])[0]
@@ -248,25 +264,31 @@ class Reranker:
     @checked(questions=arg.texts, hits_lists=_hit_lists)
     def rerank_many(self, questions: Sequence[str], hits_lists: Sequence[Sequence[Hit]]) -> list[list[Hit]]:
         """Several questions at once: their pairs are scored together (full batches on a GPU)."""
-        from ifqa.retrieval.reordering import score_many
-
         if len(questions) != len(hits_lists):
             raise ValueError(f"{len(questions)} questions but {len(hits_lists)} hit lists: give one list per question")
+        return self.model.rerank_many(questions, hits_lists)
 
-        depth = self.model.depth
-        scores = score_many(
-            self.model,
-            [
-                (q, [h.text for h in hits[:depth]], [h.score for h in hits[:depth]])
-                for q, hits in zip(questions, hits_lists)
-            ],
+    @checked(run=arg.path_like, output=arg.path_like, questions=arg.optional(arg.questions), progress=arg.flag)
+    def rerank_run(
+        self, run: str | Path, output: str | Path, questions: QuestionSet | None = None, progress: bool = False
+    ) -> int:
+        """As ``ifqa rerank``: every question of a run file reordered into ``output`` (resumable; the
+        questions default to the set the run's manifest records). Returns the questions written."""
+        from ifqa.artifacts import recorded_questions
+        from ifqa.datasets import QuestionSource
+        from ifqa.outputs import check_output
+        from ifqa.retrieval.rerank import read_rerankable, rerank_run
+
+        check_output(output, {"run": run, "model": self.model.name}, "output")
+
+        if questions is None:
+            recorded = recorded_questions(run)
+            if not recorded:
+                raise IfqaError("the run's manifest names no question set; pass questions", run)
+            questions = QuestionSource.recorded(recorded).load()
+        return rerank_run(
+            run, self.model, output, as_question_set(questions), progress, read_rerankable(run, self.depth)
         )
-        out = []
-        for hits, values in zip(hits_lists, scores):
-            head = sorted(zip(hits[:depth], values), key=lambda pair: -pair[1])
-            ordered = [replace(hit, score=float(value)) for hit, value in head] + list(hits[depth:])
-            out.append([replace(hit, rank=rank) for rank, hit in enumerate(ordered, start=1)])
-        return out
 
 
 def _reader_questions(name: str, value: Any):

@@ -1,8 +1,10 @@
 """One configuration dataclass per component, read from command-line options or YAML by the same
 function, and written back as the command that reruns it.
 
-A field's ``metadata`` holds what the command line needs: ``help``, ``choices``, ``flag`` (when
-the option's name differs from the field's), ``min`` (the smallest accepted number). Click options
+A field's ``metadata`` holds what the command line needs: ``help``, ``choices`` (a tuple, or a
+registry: read when an option is parsed), ``flag`` (when the option's name differs from the
+field's), ``min``/``max`` (the accepted range), ``multiple`` (a list given by repeating the option),
+``parse`` (a list given as one string, e.g. ``0.3,0.7``). Click options
 are generated from the fields, so the command line, YAML and the command shown in results cannot
 drift apart; ``to_args`` writes only the fields that differ from their defaults.
 """
@@ -13,7 +15,7 @@ import dataclasses
 import math
 import shlex
 import typing
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any, TypeVar
 
 from ifqa.errors import IfqaError
@@ -22,14 +24,19 @@ T = TypeVar("T")
 
 
 def option(default: Any, help: str, **meta: Any) -> Any:
-    """A dataclass field that is also a command-line option: ``help`` and the metadata above."""
+    """A dataclass field that is also a command-line option: ``help`` and the metadata above (a list
+    default is copied for each instance)."""
+    if isinstance(default, list):
+        return dataclasses.field(default_factory=lambda: list(default), metadata={"help": help, **meta})
     return dataclasses.field(default=default, metadata={"help": help, **meta})
 
 
 def _kind(cls: type, name: str) -> type:
+    """The field's type without ``| None``; ``list`` for any ``list[...]``."""
     hint = typing.get_type_hints(cls)[name]
     args = [a for a in typing.get_args(hint) if a is not type(None)]
-    return args[0] if args else hint
+    kind = args[0] if args and typing.get_origin(hint) is not list else hint
+    return typing.get_origin(kind) or kind
 
 
 def flag(field: dataclasses.Field) -> str:
@@ -40,7 +47,8 @@ def option_fields(cls: type) -> list[dataclasses.Field]:
     return [f for f in dataclasses.fields(cls) if not f.metadata.get("internal")]
 
 
-def _default(field: dataclasses.Field) -> Any:
+def field_default(field: dataclasses.Field) -> Any:
+    """A field's default value (a fresh one for a default factory)."""
     if field.default is not dataclasses.MISSING:
         return field.default
     if field.default_factory is not dataclasses.MISSING:  # type: ignore[misc]
@@ -58,8 +66,15 @@ def from_options(cls: type[T], options: Mapping[str, Any], where: str | None = N
     for name, value in options.items():
         field, kind = fields[name], _kind(cls, name)
         label = flag(field) if where is None else name
-        if value is None or (value == "" and _default(field) is None):  # "${UNSET}" in YAML reads as ""
-            values[name] = _default(field)
+        if value is None or (value == "" and field_default(field) is None):  # "${UNSET}" in YAML reads as ""
+            values[name] = field_default(field)
+            continue
+        if kind is list:  # repeated options (a tuple, empty when none given), one string to parse, or YAML's list
+            if isinstance(value, tuple):
+                value = list(value) if value else field_default(field)
+            elif isinstance(value, str) and field.metadata.get("parse"):
+                value = field.metadata["parse"](value)
+            values[name] = value  # the items are checked by the config itself
             continue
         if kind is bool:
             if not isinstance(value, bool):
@@ -83,10 +98,15 @@ def from_options(cls: type[T], options: Mapping[str, Any], where: str | None = N
         else:
             value = str(value)
         choices = field.metadata.get("choices")
-        if choices and value not in choices:
+        if choices is not None and value not in choices:
             raise IfqaError(f"{label} must be one of {', '.join(choices)}, got {value!r}", where)
         values[name] = value
-    return cls(**values)
+    try:
+        return cls(**values)
+    except IfqaError as exc:  # the config's own checks (values that depend on each other), located too
+        if where is None:
+            raise
+        raise IfqaError(str(exc), where) from None
 
 
 def to_args(config: Any) -> list[str]:
@@ -94,34 +114,52 @@ def to_args(config: Any) -> list[str]:
     args: list[str] = []
     for field in option_fields(type(config)):
         value = getattr(config, field.name)
-        if value == _default(field):
+        if value == field_default(field):
             continue
         if isinstance(value, bool):  # boolean fields default to False: a flag turns them on
             args.append(flag(field))
+        elif isinstance(value, list):
+            if field.metadata.get("multiple"):
+                args += [part for item in value for part in (flag(field), shlex.quote(str(item)))]
+            else:
+                args += [flag(field), shlex.quote(",".join(str(item) for item in value))]
         else:
             args += [flag(field), shlex.quote(str(value))]
     return args
 
 
-def click_options(cls: type, defaults: Mapping[str, Any] | None = None):
+def click_options(cls: type, defaults: Mapping[str, Any] | None = None, exclude: Collection[str] = ()):
     """A decorator adding one click option per field (defaults stay None: ``from_options`` fills them).
 
     ``defaults`` are a command's own defaults, shown in its help; the command applies them itself.
+    ``exclude``: fields the command sets another way (it says how in its help).
     """
     import click
+
+    from ifqa.choices import RegistryChoice
 
     defaults = defaults or {}
 
     def decorate(function):
-        for field in reversed(option_fields(cls)):
+        for field in reversed([f for f in option_fields(cls) if f.name not in exclude]):
             kind, meta = _kind(cls, field.name), field.metadata
-            default = defaults.get(field.name, _default(field))
-            shown = "" if default is None or default is False else f" [default: {default}]"
+            default = defaults.get(field.name, field_default(field))
+            shown = "" if default is None or default is False or isinstance(default, list) else f" [default: {default}]"
             help_text = meta.get("help", "") + shown
             if kind is bool:
                 function = click.option(flag(field), field.name, is_flag=True, default=False, help=help_text)(function)
                 continue
-            kind_ = click.Choice(list(meta["choices"])) if meta.get("choices") else kind
+            if kind is list:
+                function = click.option(flag(field), field.name, multiple=bool(meta.get("multiple")), help=help_text)(
+                    function
+                )
+                continue
+            choices = meta.get("choices")
+            kind_ = (
+                (RegistryChoice(choices) if hasattr(choices, "names") else click.Choice(list(choices)))
+                if choices is not None
+                else kind
+            )
             function = click.option(
                 flag(field),
                 field.name,

@@ -110,3 +110,42 @@ STAGES = Registry(
     },
     "ifqa.experiments",
 )
+#: CPU runtimes a model can be exported to (``--backend``): see ``ifqa.retrieval.runtimes``.
+RUNTIMES = Registry(
+    "CPU runtime", {"onnx": ".runtimes.onnx:RUNTIME", "openvino": ".runtimes.openvino:RUNTIME"}, "ifqa.retrieval"
+)
+#: LLM backends (``--backend``, ``--rewrite-backend``): a class with ``from_options(model, BackendOptions)``.
+LLM_BACKENDS = Registry(
+    "LLM backend",
+    {"openai": ".backends:OpenAIBackend", "hf": ".backends:HFBackend", "vllm": ".vllm_backend:VLLMBackend"},
+    "ifqa.llm",
+)
+#: Reranker kinds, tried in order: a class with ``claims(model)`` (whether a folder or id is of this
+#: kind) and ``load(model, settings: RerankSettings)``; the cross-encoder, last, claims any model.
+RERANKERS = Registry(
+    "reranker kind",
+    {"control": ".control:PassagePriorReranker", "cross-encoder": ".rerank:CrossEncoderReranker"},
+    "ifqa.retrieval",
+)
+#: Index builders for experiments' ``index`` stages (``engine:``): ``build(corpus, folder, spec, progress)``.
+INDEX_BUILDERS = Registry(
+    "index engine", {"bm25": ".builders:build_bm25", "dense": ".builders:build_dense"}, "ifqa.retrieval"
+)
+
+
+class BackendNames:
+    """The ``--backend`` choices, read from ``RUNTIMES`` when asked: ``torch``, each runtime and
+    ``auto``; with ``quantized``, also their ``-int8`` labels (as a YAML ``rerank_backend`` names one)."""
+
+    def __init__(self, quantized: bool = False):
+        self.quantized = quantized
+
+    def names(self) -> list[str]:
+        exported = [*RUNTIMES.names(), "auto"]
+        return ["torch", *exported] + ([f"{name}-int8" for name in exported] if self.quantized else [])
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.names()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.names())

@@ -11,7 +11,7 @@ import pytest
 from ifqa.artifacts import Example, QuestionSet
 from ifqa.datasets import QuestionSource
 from ifqa.registry import DATASETS, ENGINES
-from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline
+from ifqa.api import Pipeline
 from ifqa.retrieval.specs import open_index
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ifqa"
@@ -44,8 +44,8 @@ def test_a_toy_engine_is_one_module_and_one_registry_line(monkeypatch, tmp_path)
     )
     retriever = open_index(folder)
     questions = QuestionSet("toy", [Example("1", "Where is the Rhone?", ["Lyon"], ["Lyon is on the Rhone."])])
-    pipeline = RetrievalPipeline(RetrievalConfig(indexes=[str(folder)], k=1), retrievers=[retriever])
-    record = next(pipeline.records(questions.examples))
+    pipeline = Pipeline(indexes=[str(folder)], k=1, searchers=[retriever])
+    [record] = pipeline.run(questions)
     assert record["ctxs"][0]["id"] == "p1" and record["ctxs"][0]["gold"] and record["ctxs"][0]["has_answer"]
 
 

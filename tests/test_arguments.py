@@ -48,7 +48,10 @@ def world(tmp_path_factory):
     dev = ifqa.load_questions("demo", "dev")
     searcher = ifqa.open_index("demo:bm25")
     run = ifqa.Pipeline(indexes=["demo:bm25"], k=5).run(dev)
+    run_file = folder / "run.jsonl"
+    ifqa.Pipeline(indexes=["demo:bm25"], k=5).run_to_file(dev, run_file)
     return {
+        "run_file": run_file,
         "dev": dev,
         "searcher": searcher,
         "hits": searcher.search(dev[0].question, k=3),
@@ -71,10 +74,13 @@ def _valid_calls(w):
         ("Searcher.batch_search", w["searcher"].batch_search, {"questions": [q], "k": 3, "threads": 1}),
         ("Searcher.passage", w["searcher"].passage, {"position": 0}),
         ("Pipeline.search", w["pipeline"].search, {"question": q, "k": 3}),
+        ("Pipeline.batch_search", w["pipeline"].batch_search, {"questions": [q], "k": 3, "subqueries": [[q]]}),
         ("Pipeline.run", w["pipeline"].run, {"questions": w["dev"]}),
         ("Pipeline.run_to_file", w["pipeline"].run_to_file, {"questions": w["dev"], "output": w["out"], "progress": False}),
         ("Reranker.rerank", w["reranker"].rerank, {"question": q, "hits": w["hits"]}),
         ("Reranker.rerank_many", w["reranker"].rerank_many, {"questions": [q], "hits_lists": [w["hits"]]}),
+        ("Reranker.rerank_run", w["reranker"].rerank_run, {"run": w["run_file"], "output": w["out"].with_name("reranked.jsonl"), "questions": w["dev"], "progress": False}),
+        ("Reranker.describe", w["reranker"].describe, {}),
         ("read", ifqa.read, {"reader": "majority", "questions": w["dev"], "run": None, "output": None, "progress": False, "api_key": None}),
         ("evaluate_run", ifqa.evaluate_run, {"run": w["run"], "questions": w["dev"], "compare": w["run"]}),
         ("evaluate_predictions", ifqa.evaluate_predictions, {"predictions": {e.qid: "x" for e in w["dev"]}, "questions": w["dev"], "compare": None}),
@@ -95,9 +101,12 @@ def _public_callables():
         obj = getattr(ifqa, name)
         if inspect.isclass(obj):
             yield name, obj.__init__
-            for attr, member in vars(obj).items():
-                if callable(member) and not attr.startswith("_"):
-                    yield f"{name}.{attr}", member
+            seen = set()
+            for cls in obj.__mro__:  # inherited methods are public too
+                for attr, member in vars(cls).items():
+                    if callable(member) and not attr.startswith("_") and attr not in seen:
+                        seen.add(attr)
+                        yield f"{name}.{attr}", member
         else:
             yield name, obj
 
@@ -165,6 +174,7 @@ def test_wrong_arguments_are_refused_naming_the_argument(world):
         (lambda w: ifqa.Pipeline("bm25"), "config must be RetrievalConfig"),
         (lambda w: w["reranker"].rerank_many(["a", "b"], [w["hits"]]), "2 questions but 1 hit lists"),
         (lambda w: w["reranker"].rerank("a", ["passage text"]), "hits[0] must be a Hit"),
+        (lambda w: w["pipeline"].batch_search(["a", "b"], subqueries=[["a"]]), "2 questions but 1 subquery lists"),
         (lambda w: ifqa.evaluate_run([], w["dev"]), "run holds no records"),
         (lambda w: ifqa.evaluate_run(w["run"], ifqa.load_questions("demo", "train")), "not in demo:train"),
         (lambda w: ifqa.evaluate_run(w["run"], w["dev"], compare=w["run"][:3]), "compare holds 3 of the run's 24"),

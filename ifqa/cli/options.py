@@ -6,26 +6,11 @@ import functools
 
 import click
 
+from ifqa.choices import RegistryChoice
 from ifqa.datasets import QuestionSource
-from ifqa.registry import DATASETS, Registry
+from ifqa.registry import DATASETS, BackendNames
 
 SPLIT_CHOICES = click.Choice(["train", "dev", "test"])
-
-
-class RegistryChoice(click.Choice):
-    """A choice among a registry's names, read when the option is parsed (so added entries count)."""
-
-    def __init__(self, registry: Registry):
-        self.registry = registry
-        super().__init__(registry.names())
-
-    @property
-    def choices(self):  # type: ignore[override]
-        return tuple(self.registry.names())
-
-    @choices.setter
-    def choices(self, value) -> None:
-        pass
 
 
 def question_options_for(setting: str = "demo", split: str = "dev", recorded: bool = False):
@@ -158,7 +143,7 @@ def backend_options(what: str, prefix: str = ""):
         return click.option(
             f"--{prefix}backend",
             f"{prefix.replace('-', '_')}backend",
-            type=click.Choice(["torch", "onnx", "openvino", "auto"]),
+            type=RegistryChoice(BackendNames()),
             default="torch",
             show_default=True,
             help=f"{what} on PyTorch (any device), or exported once to ONNX Runtime or OpenVINO for "
@@ -167,6 +152,42 @@ def backend_options(what: str, prefix: str = ""):
         )(function)
 
     return decorate
+
+
+def retrieval_options(defaults: dict | None = None, exclude: tuple[str, ...] = ()):
+    """Every ``RetrievalConfig`` field as an option (generated from its declaration), and
+    ``--rerank-quantize`` (``--rerank-backend onnx --rerank-quantize int8`` reads ``onnx-int8``)."""
+    from ifqa.configs import click_options
+    from ifqa.retrieval.config import RetrievalConfig
+
+    def decorate(function):
+        function = click.option(
+            "--rerank-quantize",
+            type=click.Choice(["int8"]),
+            help="Reranking with int8 weights (needs --rerank-backend onnx, openvino or auto).",
+        )(function)
+        return click_options(RetrievalConfig, defaults, exclude)(function)
+
+    return decorate
+
+
+def retrieval_config(options: dict, defaults: dict | None = None, **fixed):
+    """The ``RetrievalConfig`` of a command's options (``retrieval_options``); its own ``defaults``
+    for what was not given, and ``fixed`` values for the fields it sets another way."""
+    from ifqa.configs import from_options, option_fields
+    from ifqa.retrieval.config import RetrievalConfig
+
+    defaults = defaults or {}
+    names = {f.name for f in option_fields(RetrievalConfig)}
+    values = {
+        name: defaults.get(name) if value is None or value == () else value
+        for name, value in options.items()
+        if name in names
+    }
+    quantize = options.get("rerank_quantize")
+    if quantize:
+        values["rerank_backend"] = backend_label(values.get("rerank_backend") or "torch", quantize)
+    return from_options(RetrievalConfig, {**values, **fixed})
 
 
 def backend_label(backend: str, quantize: str | None) -> str:

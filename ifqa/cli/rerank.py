@@ -57,17 +57,18 @@ def rerank(
     no_progress,
 ) -> None:
     """Rerank a run file (resumable: rerun the same command after an interruption)."""
+    from ifqa.api import Reranker
     from ifqa.artifacts import read_run
     from ifqa.cli.options import questions_for
     from ifqa.eval import report
     from ifqa.eval.summary import summarize_run
-    from ifqa.retrieval.rerank import load_reranker, read_rerankable, rerank_run
+    from ifqa.retrieval.rerank import read_rerankable
 
     run = given_run(run_option, run_argument)
     question_set = questions_for(run, question_source(setting, split, questions, data_dir))
-    records = read_rerankable(run, depth)  # a run that cannot be reranked fails before the model loads
-    reranker = load_reranker(model, depth, batch_size, device, max_length, backend_label(backend, quantize))
-    rerank_run(run, reranker, output, question_set, progress=not no_progress, records=records)
+    read_rerankable(run, depth)  # a run that cannot be reranked fails before the model loads
+    reranker = Reranker(model, depth, device, backend_label(backend, quantize), batch_size, max_length)
+    reranker.rerank_run(run, output, question_set, progress=not no_progress)
     result = summarize_run(read_run(output))  # flagged for these questions as it was written: not flagged again
     click.echo(json.dumps(result) if as_json else f"run: {output}\n\n" + report.format_run_report(result))
 

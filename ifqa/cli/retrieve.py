@@ -8,28 +8,16 @@ from pathlib import Path
 import click
 
 from ifqa.cli.options import (
-    RegistryChoice,
-    backend_label,
-    backend_options,
     given_run,
     output_option,
     question_options,
     question_source,
     recorded_question_options,
+    retrieval_config,
+    retrieval_options,
     run_input,
 )
 from ifqa.errors import IfqaError
-from ifqa.registry import QUERY_MODES
-
-
-def _weights(value: str | None) -> list[float] | None:
-    if not value:
-        return None
-    try:
-        weights = [float(part) for part in value.split(",")]
-    except ValueError:
-        raise IfqaError(f"--weights must be numbers separated by commas, got {value!r}") from None
-    return weights  # values checked by RetrievalConfig, as for every other caller
 
 
 def default_run_name(label: str, indexes: list[str], k: int, query_mode: str, rerank: str | None = None) -> str:
@@ -44,126 +32,25 @@ def default_run_name(label: str, indexes: list[str], k: int, query_mode: str, re
     return "-".join(parts) + f"-k{k}.jsonl"
 
 
+#: What differs from ``RetrievalConfig``'s defaults on the command line (a user's machine has cores to spare).
+RETRIEVE_DEFAULTS = {"threads": 2}
+
+
 @click.command()
-@click.option(
-    "--index",
-    "indexes",
-    multiple=True,
-    help="Index folder (repeat for hybrid), demo:bm25|dense or prebuilt:NAME. Default: the demo collection.",
-)
-@click.option("--k", default=20, show_default=True, type=click.IntRange(min=1), help="Passages per question.")
-@click.option(
-    "--query-mode",
-    type=RegistryChoice(QUERY_MODES),
-    default="question",
-    show_default=True,
-    help="What is searched: the question, cleaned of counterfactual cue words, its premise, its main clause, premise and main clause fused, or an LLM rewrite.",
-)
+@retrieval_options(RETRIEVE_DEFAULTS)
 @question_options
 @click.option("--query", help="One ad-hoc question: print its top passages instead of writing a run.")
 @output_option("Run file (default runs/<questions>[-<indexes>]-k<k>.jsonl).", required=False)
-@click.option(
-    "--fusion",
-    type=click.Choice(["rrf", "linear"]),
-    default="rrf",
-    show_default=True,
-    help="How several indexes combine.",
-)
-@click.option("--weights", help="Per-index fusion weights, e.g. 0.3,0.7.")
-@click.option(
-    "--rewrite-model",
-    help="LLM for --query-mode rewrite|hyde (OpenAI-compatible model name, or a local one with --rewrite-backend hf).",
-)
-@click.option("--rewrite-base-url", help="OpenAI-compatible endpoint for --rewrite-model (key from $OPENAI_API_KEY).")
-@click.option(
-    "--rewrite-backend",
-    type=click.Choice(["openai", "hf", "vllm"]),
-    default="openai",
-    show_default=True,
-    help="How --rewrite-model is reached: an OpenAI-compatible endpoint, local transformers or vLLM on local GPUs.",
-)
-@click.option(
-    "--query-encoder",
-    help="Question-side encoder from `ifqa train retriever --question-side-only` for dense indexes.",
-)
-@click.option(
-    "--rerank", "rerank_model", help="Rerank the first stage's top passages with this cross-encoder (folder or hub id)."
-)
-@click.option(
-    "--rerank-depth",
-    default=100,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="First-stage passages the reranker re-scores.",
-)
-@backend_options("Reranking", prefix="rerank-")
-@click.option("--corpus", type=click.Path(dir_okay=False), help="The collection file, if it moved since indexing.")
-@click.option(
-    "--verify-corpus",
-    is_flag=True,
-    help="Also check the collection's full sha256 against the index (size and sampled passages are always checked).",
-)
-@click.option(
-    "--batch-size", default=64, show_default=True, type=click.IntRange(min=1), help="Questions searched together."
-)
-@click.option("--threads", default=2, show_default=True, type=click.IntRange(min=1), help="Scoring threads.")
-@click.option("--device", help="Device for dense query encoding (cpu, cuda).")
 @click.option("--json", "as_json", is_flag=True, help="Print the recall report as JSON.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def retrieve(
-    indexes,
-    k,
-    query_mode,
-    setting,
-    split,
-    questions,
-    data_dir,
-    query,
-    output,
-    fusion,
-    weights,
-    rewrite_model,
-    rewrite_base_url,
-    rewrite_backend,
-    query_encoder,
-    rerank_model,
-    rerank_depth,
-    rerank_backend,
-    rerank_quantize,
-    corpus,
-    verify_corpus,
-    batch_size,
-    threads,
-    device,
-    as_json,
-    no_progress,
-) -> None:
+def retrieve(setting, split, questions, data_dir, query, output, as_json, no_progress, **settings) -> None:
     """Retrieve passages for a question set, write the run file and print recall@K."""
     from ifqa.api import Pipeline
     from ifqa.eval import report
     from ifqa.eval.summary import summarize_run
-    from ifqa.retrieval.pipeline import DEMO_INDEX, RetrievalConfig
     from ifqa.tables import table
 
-    config = RetrievalConfig(
-        indexes=list(indexes) or [DEMO_INDEX],
-        k=k,
-        query_mode=query_mode,
-        fusion=fusion,
-        weights=_weights(weights),
-        corpus=corpus,
-        device=device,
-        threads=threads,
-        batch_size=batch_size,
-        rerank=rerank_model,
-        rerank_depth=rerank_depth,
-        rerank_backend=backend_label(rerank_backend, rerank_quantize),
-        rewrite_model=rewrite_model,
-        rewrite_base_url=rewrite_base_url,
-        rewrite_backend=rewrite_backend,
-        query_encoder=query_encoder,
-        verify_corpus=verify_corpus,
-    )
+    config = retrieval_config(settings, RETRIEVE_DEFAULTS)
     if query is not None and not query.strip():
         raise IfqaError("--query is empty; give a question, or leave --query out to retrieve for a question set")
     pipeline = Pipeline(config)  # the public API's pipeline: one wiring for the CLI and Python
@@ -175,7 +62,9 @@ def retrieve(
         return
     source = question_source(setting, split, questions, data_dir)
     question_set = source.load()
-    output = output or Path("runs") / default_run_name(source.label, config.indexes, k, query_mode, rerank_model)
+    output = output or Path("runs") / default_run_name(
+        source.label, config.indexes, config.k, config.query_mode, config.rerank
+    )
     records = pipeline.run_to_file(question_set, output, progress=not no_progress)
     result = summarize_run(records)
     click.echo(json.dumps(result) if as_json else f"run: {output}\n\n" + report.format_run_report(result))

@@ -6,47 +6,24 @@ import logging
 
 import click
 
-from ifqa.cli.options import RegistryChoice, backend_label, backend_options, question_options, question_source
-from ifqa.configs import click_options, from_options
+from ifqa.cli.options import question_options, question_source, retrieval_config, retrieval_options
+from ifqa.configs import click_options, from_options, option_fields
 from ifqa.readers.llm.config import LLMReaderConfig
-from ifqa.registry import QUERY_MODES
 
 log = logging.getLogger(__name__)
 
 #: What differs from `ifqa read llm`: a page shows retrieved passages, so the reader reads them.
 READER_DEFAULTS = {"mode": "open"}
+READER_FIELDS = {f.name for f in option_fields(LLMReaderConfig)}
+
+
+#: Retrieval settings ``ifqa serve`` sets another way: ``k`` per request (``?k=``, at most
+#: ``--max-k``), the device is the reader's ``--device``, and one question is searched at a time.
+SERVED_OTHERWISE = {"k": "per request", "device": "--device", "batch_size": "one question per request"}
 
 
 @click.command()
-@click.option(
-    "--index",
-    "indexes",
-    multiple=True,
-    help="Index folder (repeat for hybrid), demo:bm25|dense or prebuilt:NAME. Default: the demo collection.",
-)
-@click.option(
-    "--query-mode",
-    type=RegistryChoice(QUERY_MODES),
-    default="question",
-    show_default=True,
-    help="What is searched (as in `ifqa retrieve`).",
-)
-@click.option(
-    "--rewrite-model", help="LLM for --query-mode rewrite|hyde (reached like --model, through --rewrite-base-url)."
-)
-@click.option("--rewrite-base-url", help="OpenAI-compatible endpoint for --rewrite-model.")
-@click.option(
-    "--rerank", "rerank_model", help="Cross-encoder (folder or hub id) reranking the first stage's top passages."
-)
-@click.option(
-    "--rerank-depth",
-    default=100,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="First-stage passages the reranker re-scores.",
-)
-@backend_options("Reranking", prefix="rerank-")
-@click.option("--corpus", type=click.Path(dir_okay=False), help="The collection file, if it moved since indexing.")
+@retrieval_options(exclude=tuple(SERVED_OTHERWISE))
 @click_options(LLMReaderConfig, READER_DEFAULTS)
 @click.option("--api-key", help="API key for the reader's endpoint (default $OPENAI_API_KEY). Never logged or stored.")
 @question_options
@@ -60,26 +37,7 @@ READER_DEFAULTS = {"mode": "open"}
 @click.option(
     "--max-k", default=100, show_default=True, type=click.IntRange(min=1), help="Most passages one request may ask for."
 )
-def serve(
-    indexes,
-    query_mode,
-    rewrite_model,
-    rewrite_base_url,
-    rerank_model,
-    rerank_depth,
-    rerank_backend,
-    rerank_quantize,
-    corpus,
-    api_key,
-    setting,
-    split,
-    questions,
-    data_dir,
-    host,
-    port,
-    max_k,
-    **reader_options,
-) -> None:
+def serve(api_key, setting, split, questions, data_dir, host, port, max_k, **options) -> None:
     """Serve a page to ask one question and see every stage, and the JSON API (/search, /answer, /health).
 
     Questions of the named split (default: the demo dev set) get their gold and answer flags.
@@ -87,25 +45,14 @@ def serve(
     """
     import uvicorn
 
-    from ifqa.retrieval.pipeline import DEMO_INDEX, RetrievalConfig
     from ifqa.serve.app import create_app
     from ifqa.serve.service import Limits, QAService
 
+    reader_options = {k: v for k, v in options.items() if k in READER_FIELDS}
     reader = from_options(
         LLMReaderConfig, {k: READER_DEFAULTS.get(k) if v is None else v for k, v in reader_options.items()}
     )
-    retrieval = RetrievalConfig(
-        indexes=list(indexes) or [DEMO_INDEX],
-        k=10,
-        query_mode=query_mode,
-        corpus=corpus,
-        device=reader.device,
-        rerank=rerank_model,
-        rerank_depth=rerank_depth,
-        rerank_backend=backend_label(rerank_backend, rerank_quantize),
-        rewrite_model=rewrite_model,
-        rewrite_base_url=rewrite_base_url,
-    )
+    retrieval = retrieval_config(options, k=10, device=reader.device)
     service = QAService(
         retrieval, reader, [question_source(setting, split, questions, data_dir)], api_key, Limits(max_k=max_k)
     )
@@ -114,7 +61,7 @@ def serve(
         host,
         port,
         " + ".join(r.name for r in service.pipeline.retrievers),
-        f", reranker {rerank_model}" if rerank_model else "",
+        f", reranker {retrieval.rerank}" if retrieval.rerank else "",
         f", reader {reader.model}" if reader.model else ", no reader",
     )
     uvicorn.run(create_app(service), host=host, port=port, log_level="warning")

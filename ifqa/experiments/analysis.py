@@ -56,16 +56,13 @@ def premise_effect(retriever, examples: list, k: int = 5) -> dict[str, Any]:
     the whole question, the main clause alone and the premise alone (the ``question``,
     ``main-clause`` and ``premise`` query modes), with the questions where the premise turned a hit
     into a miss. ``retriever``: an ``ifqa.open_index`` searcher or an engine."""
-    from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline
-
-    retriever = getattr(retriever, "engine", retriever)
+    from ifqa.api import Pipeline
 
     def hits(mode: str) -> tuple[list[bool], list]:
-        pipeline = RetrievalPipeline(RetrievalConfig(indexes=[], k=k, query_mode=mode), retrievers=[retriever])
-        results = pipeline.search([e.question for e in examples])
+        pipeline = Pipeline(indexes=[], k=k, query_mode=mode, searchers=[retriever])
+        results = pipeline.batch_search([e.question for e in examples])
         return [
-            any(GoldMatcher(e.context).matches(retriever.passages[p]["text"]) for p, _ in found)
-            for e, found in zip(examples, results)
+            any(GoldMatcher(e.context).matches(hit.text) for hit in found) for e, found in zip(examples, results)
         ], results
 
     whole, whole_results = hits("question")
@@ -75,7 +72,7 @@ def premise_effect(retriever, examples: list, k: int = 5) -> dict[str, Any]:
         {
             "qid": e.qid,
             "question": e.question,
-            "top passage (whole question)": retriever.passages[found[0][0]]["title"] if found else "",
+            "top passage (whole question)": found[0].title if found else "",
         }
         for e, w, m, found in zip(examples, whole, main, whole_results)
         if m and not w

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ifqa.errors import IfqaError
 from ifqa.experiments.stages import Stage, earlier, typed
+from ifqa.registry import INDEX_BUILDERS
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +90,8 @@ class IndexStage(Stage):
         from ifqa.retrieval.dense_search import INDEX_TYPES
 
         super().check(spec, names, path)
-        if spec.get("engine", "bm25") not in ("bm25", "dense"):
-            raise IfqaError(f"index stage {spec['name']!r}: engine must be bm25 or dense", path)
+        if spec.get("engine", "bm25") not in INDEX_BUILDERS:
+            raise IfqaError(f"index stage {spec['name']!r}: engine must be one of {', '.join(INDEX_BUILDERS)}", path)
         earlier(spec, "collection", names, ("collection",), path)
         typed(spec, "encoder", str, path)
         typed(spec, "max_length", int, path, minimum=1)
@@ -119,24 +120,8 @@ class IndexStage(Stage):
             log.info("index: %s (%s)", spec["name"], params["engine"])
             if (folder / MANIFEST).exists():
                 shutil.rmtree(folder)
-            if params["engine"] == "bm25":
-                from ifqa.retrieval import bm25
-
-                bm25.build(corpus, folder, progress=context.progress)
-            else:
-                from ifqa.retrieval import dense
-                from ifqa.retrieval.encoders import DEFAULT_ENCODER
-
-                encoder = context.resolve(spec.get("encoder")) or DEFAULT_ENCODER
-                dense.build(
-                    corpus,
-                    folder,
-                    encoder,
-                    index_type=params["index_type"],
-                    progress=context.progress,
-                    max_length=params["max_length"],
-                    titles=params["titles"],
-                )
+            settings = {**spec, "encoder": context.resolve(spec.get("encoder"))}
+            INDEX_BUILDERS.get(params["engine"])(corpus, folder, settings, context.progress)
             context.mark(folder / MANIFEST, key, params)
         context.artifacts[spec["name"]] = folder
 

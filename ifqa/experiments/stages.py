@@ -81,21 +81,22 @@ class Stage:
         raise NotImplementedError
 
 
+def _retrieval_fields() -> list:
+    from ifqa.configs import option_fields
+    from ifqa.retrieval.pipeline import RetrievalConfig
+
+    return option_fields(RetrievalConfig)
+
+
+#: Settings that change how a run is made, not which passages it holds: left out of its staleness key.
+HOW_NOT_WHAT = {"device", "threads", "batch_size", "corpus", "verify_corpus", "rewrite_cache", "rewrite_base_url"}
+
+
 class RetrieveStage(Stage):
-    KEYS = Stage.KEYS | {
-        "indexes",
-        "fusion",
-        "weights",
-        "query_mode",
-        "k",
-        "rerank",
-        "rerank_depth",
-        "query_encoder",
-        "rewrite_model",
-        "rewrite_base_url",
-        "rewrite_backend",
-        "compare_to",
-    }
+    """Every ``RetrievalConfig`` field is a key (as it is an option of ``ifqa retrieve``), plus
+    ``compare_to`` (an earlier retrieve stage to test against)."""
+
+    KEYS = Stage.KEYS | {f.name for f in _retrieval_fields()} | {"compare_to"}
 
     @classmethod
     def check(cls, spec: dict, names: dict[str, str], path: Path) -> None:
@@ -104,23 +105,23 @@ class RetrieveStage(Stage):
             raise IfqaError(f"retrieve stage {spec['name']!r} needs 'indexes': a list of index folders or specs", path)
         for index in spec["indexes"]:  # folders, specs, or earlier index stages
             earlier({**spec, "indexes": index}, "indexes", names, ("index",), path, stage_only=False)
-        earlier(spec, "rerank", names, ("train",), path, stage_only=False)
-        earlier(spec, "query_encoder", names, ("train",), path, stage_only=False)
+        for field in _retrieval_fields():
+            if field.metadata.get("stage_output") and field.name != "indexes":
+                earlier(spec, field.name, names, ("train",), path, stage_only=False)
         if spec.get("compare_to") is not None:
             earlier(spec, "compare_to", names, ("retrieve",), path)
-        try:  # every value as `ifqa retrieve` checks it (types, ranges, modes), before any stage runs
-            retrieval_config(spec, lambda value: value, 20)
-        except IfqaError as exc:
-            raise IfqaError(f"retrieve stage {spec['name']!r}: {exc}", path) from None
+        # every value as `ifqa retrieve` checks it (types, ranges, modes), before any stage runs
+        retrieval_config(spec, lambda value: value, 20, f"{path}: retrieve stage {spec['name']!r}")
 
     def config(self, context, spec: dict):
         return retrieval_config(spec, context.resolve, context.config["k"])
 
     def run(self, context, spec: dict) -> None:
+        from ifqa.api import Pipeline
         from ifqa.artifacts import read_run
+        from ifqa.configs import field_default
         from ifqa.eval.summary import summarize_run
         from ifqa.experiments.runner import stage_key
-        from ifqa.retrieval.pipeline import RetrievalPipeline
         from ifqa.retrieval.specs import index_manifest
 
         config = self.config(context, spec)
@@ -144,10 +145,22 @@ class RetrieveStage(Stage):
                 )
         if config.rewrite_model:
             params["rewrite"] = [config.rewrite_backend, config.rewrite_model]
+        covered = set(params) | {
+            "indexes",
+            "rerank",
+            "rerank_depth",
+            "query_encoder",
+            "rewrite_model",
+            "rewrite_backend",
+        }
+        for field in _retrieval_fields():  # any other setting that changes the passages, when not at its default
+            value = getattr(config, field.name)
+            if field.name not in covered | HOW_NOT_WHAT and value != field_default(field):
+                params[field.name] = value
         key = stage_key(params, [])
         if not context.up_to_date(target, key):
             log.info("retrieve: %s", spec["name"])
-            RetrievalPipeline(config).run_to_file(context.questions, target, context.progress)
+            Pipeline(config).run_to_file(context.questions, target, context.progress)
             context.mark(target, key, params)
         else:
             log.info("retrieve: %s is up to date", spec["name"])
@@ -167,24 +180,22 @@ class RetrieveStage(Stage):
             add_dev_scores(config.rerank, spec["name"], context.questions.describe(), report["recall"]["gold"])
 
 
-def retrieval_config(spec: dict, resolve, k: int):
-    """A retrieve stage's ``RetrievalConfig`` (``resolve``: stage names to their outputs; ``k``: the
-    experiment's default)."""
+def retrieval_config(spec: dict, resolve, k: int, where: str | None = None):
+    """A retrieve stage's ``RetrievalConfig``, checked as ``ifqa retrieve`` checks its options
+    (``resolve``: stage names to their outputs; ``k``: the experiment's default; ``where``: the
+    stage, for errors)."""
+    from ifqa.configs import from_options
     from ifqa.retrieval.pipeline import RetrievalConfig
 
-    return RetrievalConfig(
-        indexes=[resolve(i) for i in spec["indexes"]],
-        k=spec.get("k", k),
-        query_mode=spec.get("query_mode", "question"),
-        fusion=spec.get("fusion", "rrf"),
-        weights=spec.get("weights"),
-        rerank=resolve(spec.get("rerank")),
-        rerank_depth=spec.get("rerank_depth", 100),
-        query_encoder=resolve(spec.get("query_encoder")),
-        rewrite_model=spec.get("rewrite_model"),
-        rewrite_base_url=spec.get("rewrite_base_url"),
-        rewrite_backend=spec.get("rewrite_backend", "openai"),
-    )
+    values = {}
+    for field in _retrieval_fields():
+        if field.name in spec:
+            value = spec[field.name]
+            if field.metadata.get("stage_output"):
+                value = [resolve(v) for v in value] if isinstance(value, list) else resolve(value)
+            values[field.name] = value
+    values.setdefault("k", k)
+    return from_options(RetrievalConfig, values, where)
 
 
 #: Depths at which experiments report gold-recall intervals and the paired test.

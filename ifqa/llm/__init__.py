@@ -4,6 +4,21 @@ OpenAI-compatible and local transformers backends (``backends``), a persistent r
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class BackendOptions:
+    """What any backend may read of a command's settings (each takes the ones it uses)."""
+
+    base_url: str | None = None
+    api_key: str | None = None
+    completions: bool = False
+    device: str | None = None
+    batch_size: int = 8
+    timeout: float = 60.0
+    retries: int = 6
+
 
 def make_backend(
     backend: str,
@@ -16,17 +31,9 @@ def make_backend(
     timeout: float = 60.0,
     retries: int = 6,
 ):
-    """A backend by name: ``openai`` (any OpenAI-compatible endpoint), ``hf`` (local transformers) or
-    ``vllm`` (vLLM's offline engine on the local GPUs)."""
-    from ifqa.errors import IfqaError
-    from ifqa.llm import backends
+    """A backend by its name in ``LLM_BACKENDS``: ``openai`` (any OpenAI-compatible endpoint), ``hf``
+    (local transformers), ``vllm`` (vLLM's offline engine on the local GPUs), or one registered there."""
+    from ifqa.registry import LLM_BACKENDS
 
-    if backend == "hf":
-        return backends.HFBackend(model, device, batch_size)
-    if backend == "openai":
-        return backends.OpenAIBackend(model, base_url, api_key, chat=not completions, timeout=timeout, retries=retries)
-    if backend == "vllm":
-        from ifqa.llm.vllm_backend import VLLMBackend
-
-        return VLLMBackend(model, chat=False if completions else None)
-    raise IfqaError(f"unknown backend {backend!r}; choose openai, hf or vllm")
+    options = BackendOptions(base_url, api_key, completions, device, batch_size, timeout, retries)
+    return LLM_BACKENDS.get(backend).from_options(model, options)

@@ -51,6 +51,17 @@ class TransientError(Exception):
 class OpenAIBackend:
     """Chat or completions on any OpenAI-compatible server (OpenAI, vLLM, llama.cpp, Ollama)."""
 
+    @classmethod
+    def from_options(cls, model: str, options) -> OpenAIBackend:
+        return cls(
+            model,
+            options.base_url,
+            options.api_key,
+            chat=not options.completions,
+            timeout=options.timeout,
+            retries=options.retries,
+        )
+
     def __init__(
         self,
         model: str,
@@ -183,6 +194,10 @@ def chat_text(tokenizer, prompt: str) -> str:
 
 class HFBackend:
     """A local causal LM through transformers: batched generation, chat template when the model has one."""
+
+    @classmethod
+    def from_options(cls, model: str, options) -> HFBackend:
+        return cls(model, options.device, options.batch_size)
 
     def __init__(
         self,

@@ -16,6 +16,12 @@ from ifqa.llm.backends import Completion, GenerationParams, chat_text
 
 
 class VLLMBackend:
+    """vLLM's offline engine on the local GPUs (tensor parallel over all of them by default)."""
+
+    @classmethod
+    def from_options(cls, model: str, options) -> VLLMBackend:
+        return cls(model, chat=False if options.completions else None)
+
     def __init__(
         self,
         model: str,

@@ -25,12 +25,17 @@ def vectorizer():
     return HashingVectorizer(n_features=N_FEATURES, ngram_range=(1, 2), alternate_sign=False, norm="l2")
 
 
-def is_control(folder: str | Path) -> bool:
-    return (Path(folder) / SETTINGS).exists()
-
-
 class PassagePriorReranker(Reorders):
     """First-stage score + weight x the classifier's logit for the same passage."""
+
+    @classmethod
+    def claims(cls, model: str) -> bool:
+        return (Path(model) / SETTINGS).exists()
+
+    @classmethod
+    def load(cls, model: str, depth: int = 100, **options) -> PassagePriorReranker:
+        """The control reads no device, batch or backend setting: it is one sparse product per list."""
+        return cls(model, depth)
 
     def __init__(self, folder: str | Path, depth: int = 100):
         folder = Path(folder)

@@ -33,11 +33,11 @@ from pathlib import Path
 import numpy as np
 
 from ifqa.errors import IfqaError
+from ifqa.registry import RUNTIMES, BackendNames
 from ifqa.retrieval.export_cache import MANIFEST, cached_problem, publish, sha256, staging_folder
 
 log = logging.getLogger(__name__)
 
-BACKENDS = ("torch", "onnx", "openvino")
 QUANTIZATIONS = ("int8",)
 # lowest cosine (embeddings) or rank correlation (scores) to the PyTorch model on the probe batch
 TOLERANCE = {None: 0.999, "int8": 0.97}
@@ -54,8 +54,8 @@ class Backend:
     def __post_init__(self) -> None:
         if self.name == "auto":  # resolved here, so manifests and caches only ever name a real backend
             object.__setattr__(self, "name", fastest_export(self.quantize))
-        if self.name not in BACKENDS:
-            raise IfqaError(f"--backend {self.name!r}: choose from {', '.join(BACKENDS + ('auto',))}")
+        if self.name != "torch" and self.name not in RUNTIMES:
+            raise IfqaError(f"--backend {self.name!r}: choose from {', '.join(BackendNames())}")
         if self.quantize not in (None, *QUANTIZATIONS):
             raise IfqaError(f"--quantize {self.quantize!r}: choose from {', '.join(QUANTIZATIONS)}")
         if self.quantize and self.name == "torch":
@@ -85,12 +85,12 @@ class Backend:
             return
         if device and device != "cpu":
             raise IfqaError(f"--backend {self.name} runs on the CPU; use --backend torch on {device}")
-        needed = {"onnx": ["onnxruntime", "onnx"], "openvino": ["openvino"] + (["nncf"] if self.quantize else [])}
         import importlib.util
 
-        missing = [module for module in needed[self.name] if importlib.util.find_spec(module) is None]
+        runtime = RUNTIMES.get(self.name)
+        missing = [module for module in runtime.modules(self.quantize) if importlib.util.find_spec(module) is None]
         if missing:
-            raise IfqaError(f"--backend {self.label} needs {', '.join(missing)}: pip install 'ifqa[{self.name}]'")
+            raise IfqaError(f"--backend {self.label} needs {', '.join(missing)}: pip install 'ifqa[{runtime.extra}]'")
 
 
 def cpu_has_int8_dot_products() -> bool:
@@ -106,15 +106,17 @@ def fastest_export(quantize: str | None) -> str:
     """What ``--backend auto`` means on this CPU, by benchmarks/cpu_backends.py (docs/benchmarks.md):
     int8 runs fastest in OpenVINO where the CPU has VNNI or AMX (3.3x fp32 PyTorch encoding on
     AVX-512 VNNI) and in ONNX Runtime where it has only AVX2 (OpenVINO's int8 was no faster than
-    fp32 there); in f32, OpenVINO was the faster on both. The other is taken when only it is installed."""
+    fp32 there); in f32, OpenVINO was the faster on both. Another registered runtime is taken when
+    neither is installed."""
     import importlib.util
 
     preferred = ["openvino", "onnx"] if (not quantize or cpu_has_int8_dot_products()) else ["onnx", "openvino"]
-    installed = {
-        "openvino": importlib.util.find_spec("openvino") is not None,
-        "onnx": importlib.util.find_spec("onnxruntime") is not None,
-    }
-    return next((name for name in preferred if installed[name]), preferred[0])
+    candidates = [n for n in preferred if n in RUNTIMES] + [n for n in RUNTIMES.names() if n not in preferred]
+
+    def installed(name: str) -> bool:
+        return all(importlib.util.find_spec(m) is not None for m in RUNTIMES.get(name).modules(quantize))
+
+    return next((name for name in candidates if installed(name)), candidates[0])
 
 
 def checksum(module) -> str:
@@ -137,32 +139,9 @@ class Exported:
         import torch
 
         self.folder, self.backend = folder, backend
-        threads = threads or torch.get_num_threads()
-        if backend.name == "onnx":
-            import onnxruntime as ort
-
-            options = ort.SessionOptions()
-            options.intra_op_num_threads = threads
-            options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-            self._session = ort.InferenceSession(
-                str(folder / "model.onnx"), options, providers=["CPUExecutionProvider"]
-            )
-            self._names = [i.name for i in self._session.get_inputs()]
-            self._run = lambda feed: self._session.run(None, feed)[0]
-            self.precision = "int8" if backend.quantize else "f32"
-        else:
-            import openvino as ov
-
-            # f32 for what is not int8: OpenVINO's default on CPUs with AVX-512 BF16 or AMX is bf16, 10-70%
-            # faster, but it reorders a cross-encoder's close scores (rank correlation 0.55 on a small model)
-            compiled = ov.Core().compile_model(
-                str(folder / "model.xml"),
-                "CPU",
-                {"PERFORMANCE_HINT": "LATENCY", "INFERENCE_NUM_THREADS": threads, "INFERENCE_PRECISION_HINT": "f32"},
-            )
-            self.precision = str(compiled.get_property("INFERENCE_PRECISION_HINT"))
-            self._names = [i.get_any_name() for i in compiled.inputs]
-            self._run = lambda feed: compiled(feed)[0]
+        self._names, self._run, self.precision = RUNTIMES.get(backend.name).load(
+            folder, threads or torch.get_num_threads(), backend.quantize
+        )
 
     def __call__(self, features: dict):
         import torch
@@ -307,36 +286,7 @@ def _export(module, tokenize, backend: Backend, folder: Path, calibration: list)
         }
         for i in range(0, len(calibration), 16)
     ]
-    if backend.name == "onnx":
-        target = folder / "model.onnx"
-        if backend.quantize:
-            import onnx
-            from onnxruntime.quantization import QuantType, quantize_dynamic
-
-            # per-channel int8 weights: lowest cosine 0.985 on MiniLM (per-tensor: 0.91)
-            quantize_dynamic(
-                str(onnx_path),
-                str(target),
-                weight_type=QuantType.QInt8,
-                per_channel=True,
-                extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT},
-            )
-        else:
-            onnx_path.rename(target)
-    else:
-        import openvino as ov
-
-        model = ov.convert_model(str(onnx_path))
-        if backend.quantize:
-            import nncf
-
-            model = nncf.quantize(
-                model,
-                nncf.Dataset(batches),
-                model_type=nncf.ModelType.TRANSFORMER,
-                subset_size=sum(len(b["input_ids"]) for b in batches),
-            )
-        ov.save_model(model, str(folder / "model.xml"), compress_to_fp16=False)
+    RUNTIMES.get(backend.name).convert(onnx_path, folder, backend.quantize, batches)
     onnx_path.unlink(missing_ok=True)
     for leftover in folder.glob("*.data"):
         leftover.unlink()

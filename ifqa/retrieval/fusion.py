@@ -7,8 +7,10 @@ Linear fusion min-max normalizes each list's scores and adds them with weights.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from ifqa.retrieval.index import Hits
+if TYPE_CHECKING:
+    from ifqa.retrieval.index import Hits
 
 RRF_K = 60
 

@@ -1,16 +1,18 @@
-"""Reordering a first stage's hits by a reranker's scores: what every reranker shares (the
-cross-encoders of ``rerank`` and the question-agnostic control of ``control``).
+"""The one reranker interface, shared by every kind (the cross-encoders of ``rerank``, the
+question-agnostic control of ``control``) and every caller (the pipeline, ``ifqa rerank``, the
+server, ``ifqa.Reranker``).
 
-A reranker here is an object with ``depth`` and ``score(question, texts, first_stage_scores)``
-(optionally ``score_many`` to score several questions' pairs together); ``Reorders`` gives it
-``rerank`` and ``rerank_many``.
+A reranker kind is a class with ``depth``, ``describe()`` and ``score(question, texts,
+first_stage_scores)`` (optionally ``score_many`` to score several questions' pairs together);
+``Reorders`` gives it ``rerank`` and ``rerank_many`` over ``Hit`` lists. Kinds are registered in
+``ifqa.registry.RERANKERS`` and found by ``load_reranker``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ifqa.retrieval.index import Hits
+from ifqa.retrieval.hits import Hit, reranked
 
 
 def score_many(reranker, items: Sequence[tuple[str, Sequence[str], Sequence[float]]]) -> list[list[float]]:
@@ -21,34 +23,25 @@ def score_many(reranker, items: Sequence[tuple[str, Sequence[str], Sequence[floa
     return [reranker.score(question, texts, first) for question, texts, first in items]
 
 
-def rerank_many(reranker, questions: Sequence[str], hits_lists: Sequence[Hits], passages) -> list[Hits]:
-    """For each question: its top ``depth`` hits in the reranker's order, then the rest in their
-    first-stage order; all questions' pairs are scored together."""
-    heads = [hits[: reranker.depth] for hits in hits_lists]
-    scores = score_many(
-        reranker,
-        [
-            (question, [passages[position]["text"] for position, _ in head], [s for _, s in head])
-            for question, head in zip(questions, heads)
-        ],
-    )
-    out = []
-    for hits, head, values in zip(hits_lists, heads, scores):
-        ranked = sorted(zip(head, values), key=lambda pair: -pair[1])
-        out.append([(position, score) for (position, _), score in ranked] + list(hits[reranker.depth :]))
-    return out
-
-
-def rerank_hits(reranker, question: str, hits: Hits, passages) -> Hits:
-    """``rerank_many`` for one question."""
-    return rerank_many(reranker, [question], [hits], passages)[0]
-
-
 class Reorders:
     """``rerank`` and ``rerank_many`` for a class with ``depth`` and ``score``."""
 
-    def rerank(self, question: str, hits: Hits, passages) -> Hits:
-        return rerank_hits(self, question, hits, passages)
+    depth: int
 
-    def rerank_many(self, questions: Sequence[str], hits_lists: Sequence[Hits], passages) -> list[Hits]:
-        return rerank_many(self, questions, hits_lists, passages)
+    def rerank(self, question: str, hits: Sequence[Hit]) -> list[Hit]:
+        return self.rerank_many([question], [hits])[0]
+
+    def rerank_many(self, questions: Sequence[str], hits_lists: Sequence[Sequence[Hit]]) -> list[list[Hit]]:
+        """For each question: its top ``depth`` hits in the reranker's order (with its scores), then
+        the rest in their first-stage order; all questions' pairs are scored together."""
+        heads = [hits[: self.depth] for hits in hits_lists]
+        scores = score_many(
+            self,
+            [(question, [h.text for h in head], [h.score for h in head]) for question, head in zip(questions, heads)],
+        )
+        return [reranked(hits, values) for hits, values in zip(hits_lists, scores)]
+
+    @classmethod
+    def claims(cls, model: str) -> bool:
+        """Whether ``model`` (a folder or hub id) is of this kind."""
+        return False

@@ -124,6 +124,14 @@ class CrossEncoderReranker(Reorders):
                 calibration=pairs[64:256],
             )
 
+    @classmethod
+    def claims(cls, model: str) -> bool:
+        return True  # tried last: any folder or hub id not claimed by another kind
+
+    @classmethod
+    def load(cls, model: str, depth: int = 100, **options) -> CrossEncoderReranker:
+        return cls(model, depth, **options)
+
     def describe(self) -> dict:
         described = {"model": self.name, "depth": self.depth, "max_length": self.encoder.max_seq_length}
         return {**described, "backend": self.backend.label} if self.backend.exported else described
@@ -208,14 +216,14 @@ def load_reranker(
     max_length: int | None = None,
     backend: str = "torch",
 ):
-    """A cross-encoder, or the question-agnostic control when ``model`` is a folder holding one."""
-    from ifqa.retrieval.control import PassagePriorReranker, is_control
+    """The reranker ``model`` is, by the first kind in ``RERANKERS`` that claims it (the
+    question-agnostic control for a folder holding one, else a cross-encoder)."""
+    from ifqa.registry import RERANKERS
 
     if depth < 1:
         raise IfqaError(f"rerank depth must be at least 1, got {depth}")
-    if is_control(model):
-        return PassagePriorReranker(model, depth)
-    return CrossEncoderReranker(model, depth, batch_size, device, max_length, backend=backend)
+    kind = next(RERANKERS.get(name) for name in RERANKERS if RERANKERS.get(name).claims(model))
+    return kind.load(model, depth, batch_size=batch_size, device=device, max_length=max_length, backend=backend)
 
 
 def read_rerankable(run_path: str | Path, depth: int) -> list:
@@ -309,6 +317,7 @@ def _rerank_groups(
     from tqdm import tqdm
 
     from ifqa.eval.passages import run_record
+    from ifqa.retrieval.hits import reorder
 
     with (
         open(partial, "a", encoding="utf-8") as handle,
@@ -332,14 +341,9 @@ def _rerank_groups(
             else (score_many(reranker, group_items) for group_items in items)
         )
         for group, scores in zip(groups, scored):
-            heads = [record["ctxs"][: reranker.depth] for record in group]
-            for record, head, values in zip(group, heads, scores):
-                ranked = [{**c, "score": round(s, 6)} for c, s in sorted(zip(head, values), key=lambda pair: -pair[1])]
-                line = run_record(
-                    examples[record["qid"]],
-                    ranked + list(record["ctxs"][reranker.depth :]),
-                    record if flags_kept else None,
-                )
+            for record, values in zip(group, scores):
+                ranked = reorder(record["ctxs"], values, lambda ctx, score: {**ctx, "score": round(score, 6)})
+                line = run_record(examples[record["qid"]], ranked, record if flags_kept else None)
                 handle.write(json.dumps(line, ensure_ascii=False) + "\n")
                 done[record["qid"]] = line
             handle.flush()

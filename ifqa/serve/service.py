@@ -24,7 +24,7 @@ from typing import Any
 from ifqa.artifacts import Example
 from ifqa.errors import IfqaError
 from ifqa.eval.passages import run_record
-from ifqa.retrieval.pipeline import DEPENDS_ON, RetrievalConfig, RetrievalPipeline
+from ifqa.retrieval.pipeline import DEPENDS_ON, RetrievalConfig
 
 
 @dataclass(frozen=True)
@@ -71,17 +71,15 @@ class QAService:
     ):
         """``reader_config`` is an ``LLMReaderConfig`` (None: search only); ``known`` are
         ``QuestionSource``s whose questions get answer and gold flags when asked verbatim."""
-        from ifqa.retrieval.rerank import load_reranker
+        from ifqa.api import Pipeline, Reranker
 
         self.config, self.limits = retrieval, limits
         first_stage = {name: getattr(RetrievalConfig, name) for name in DEPENDS_ON}  # the reranker's settings stay here
-        self.pipeline = RetrievalPipeline(
+        self.pipeline = Pipeline(
             replace(retrieval, rerank=None, **first_stage)
         )  # the reranker runs here, to show ranks
         self.reranker = (
-            load_reranker(
-                retrieval.rerank, retrieval.rerank_depth, device=retrieval.device, backend=retrieval.rerank_backend
-            )
+            Reranker(retrieval.rerank, retrieval.rerank_depth, retrieval.device, retrieval.rerank_backend)
             if retrieval.rerank
             else None
         )
@@ -149,24 +147,21 @@ class QAService:
             except IfqaError as exc:  # only the LLM query modes can fail here: their endpoint did
                 raise UpstreamError(f"the query rewriting model failed: {exc}") from exc
             depth = max(k, config.rerank_depth) if self.reranker else k
-            first = self.pipeline.search([question], depth, [queries])[0]
-            hits = self.reranker.rerank(question, first, self.pipeline.passages)[:k] if self.reranker else first[:k]
-        first_rank = {position: (rank, score) for rank, (position, score) in enumerate(first, start=1)}
-        passages = []
-        for rank, (position, score) in enumerate(hits, start=1):
-            passage = self.pipeline.passages[position]
-            before, first_score = first_rank[position]
-            passages.append(
-                {
-                    "rank": rank,
-                    "first_stage_rank": before,
-                    "score": round(float(score), 4),
-                    "first_stage_score": round(float(first_score), 4),
-                    "id": passage["id"],
-                    "title": passage["title"],
-                    "text": passage["text"],
-                }
-            )
+            first = self.pipeline.batch_search([question], depth, [queries])[0]
+            hits = self.reranker.rerank(question, first)[:k] if self.reranker else first[:k]
+        first_stage = {hit.id: hit for hit in first}
+        passages = [
+            {
+                "rank": hit.rank,
+                "first_stage_rank": first_stage[hit.id].rank,
+                "score": round(hit.score, 4),
+                "first_stage_score": round(first_stage[hit.id].score, 4),
+                "id": hit.id,
+                "title": hit.title,
+                "text": hit.text,
+            }
+            for hit in hits
+        ]
         known = self.lookup(question)
         if known is not None:
             split, example = known

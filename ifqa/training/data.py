@@ -78,11 +78,13 @@ def mine_groups(
             batch = examples[start : start + size]
             questions = [e.question for e in batch]
             subqueries = pipeline.formulate(questions)  # once: an LLM query mode is not asked twice
-            for example, queries, hits in zip(batch, subqueries, pipeline.search(questions, subqueries=subqueries)):
+            for example, queries, hits in zip(
+                batch, subqueries, pipeline.batch_search(questions, subqueries=subqueries)
+            ):
                 matcher = GoldMatcher(example.context)
                 negatives = []
-                for position, _ in hits[:depth]:
-                    text = passage_text(pipeline.passages[position])
+                for hit in hits[:depth]:
+                    text = passage_text({"title": hit.title, "text": hit.text})
                     if not matcher.matches(text):
                         negatives.append(text)
                 if nearest is not None:

@@ -59,8 +59,8 @@ def check_before_mining(kind: str, recipe, questions: int, device: str | None) -
 
 def _groups(recipe, questions, output: Path, corpus: str | None, progress: bool):
     """Mined groups, reused when the questions and mining settings are those already mined."""
+    from ifqa.api import Pipeline
     from ifqa.io import read_json, write_json
-    from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline
     from ifqa.retrieval.specs import index_manifest
 
     if not recipe.index:
@@ -78,9 +78,7 @@ def _groups(recipe, questions, output: Path, corpus: str | None, progress: bool)
     path, meta = output / "groups.jsonl", output / "groups.json"
     if path.exists() and meta.exists() and read_json(meta) == identity:
         return read_groups(path), identity
-    pipeline = RetrievalPipeline(
-        RetrievalConfig(indexes=[recipe.index], k=recipe.hard_depth, query_mode=recipe.query_mode, corpus=corpus)
-    )
+    pipeline = Pipeline(indexes=[recipe.index], k=recipe.hard_depth, query_mode=recipe.query_mode, corpus=corpus)
     from ifqa.distributed import launched
 
     main = launched().main  # every rank mines the same groups (seeded); rank 0 alone writes them
@@ -193,9 +191,9 @@ def score_dev_run(
     add_dev_scores(model_dir, "first stage", questions.describe(), before)
     if kind != "reranker":
         return
-    from ifqa.retrieval.rerank import load_reranker, rerank_run
+    from ifqa.api import Reranker
 
     target = model_dir.parent / "dev-reranked.jsonl"
-    rerank_run(dev_run, load_reranker(str(model_dir), device=device), target, questions, progress)
+    Reranker(model_dir, device=device).rerank_run(dev_run, target, questions, progress)
     after = summarize_run(read_run(target), questions.examples)["recall"]["gold"]
     add_dev_scores(model_dir, "reranked", questions.describe(), after)

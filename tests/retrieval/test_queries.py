@@ -6,7 +6,8 @@ import pytest
 
 from ifqa.retrieval import queries
 from ifqa.retrieval.bm25 import build
-from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline
+from ifqa.api import Pipeline
+from ifqa.retrieval.config import RetrievalConfig
 from tests.readers.fake_openai import FakeOpenAI
 
 QUESTION = "If the river Lune had dried up, what would Glimmerton's bridge cross instead?"
@@ -35,11 +36,10 @@ def index(tmp_path, corpus):
 
 @pytest.mark.parametrize("mode", ["question", "clean", "split", "premise", "main-clause"])
 def test_every_rule_mode_retrieves_through_the_pipeline(index, mode):
-    pipeline = RetrievalPipeline(RetrievalConfig(indexes=[str(index)], k=3, query_mode=mode))
-    hits = pipeline.search([QUESTION])[0]
+    hits = Pipeline(indexes=[str(index)], k=3, query_mode=mode).search(QUESTION)
     assert 1 <= len(hits) <= 3  # BM25 returns only passages sharing a term
     if mode in ("clean", "split", "question"):
-        assert pipeline.passages[hits[0][0]]["id"] == "p0"
+        assert hits[0].id == "p0"
 
 
 class RewritingServer(FakeOpenAI):
@@ -60,12 +60,11 @@ def test_llm_formulations_go_through_the_endpoint_and_its_cache(index, tmp_path,
     )
     with RewritingServer({}) as server:
         config.rewrite_base_url = server.url
-        hits = RetrievalPipeline(config).search([question])[0]
+        hits = Pipeline(config).search(question)
         assert len(server.requests) == 1
-        assert RetrievalPipeline(config).search([question])[0] == hits  # a rerun is served from the cache
+        assert Pipeline(config).search(question) == hits  # a rerun is served from the cache
         assert len(server.requests) == 1
-    first = RetrievalPipeline(config).passages[hits[0][0]]["id"]
-    assert first == "p2"
+    assert hits[0].id == "p2"
     if mode == "rewrite":
         prompt = json.dumps(server.requests[0])
         assert "search queries" in prompt and question[:20] in prompt
@@ -75,4 +74,4 @@ def test_llm_mode_without_a_model_is_one_clear_error(index):
     from ifqa.errors import IfqaError
 
     with pytest.raises(IfqaError, match="needs a model: --rewrite-model"):
-        RetrievalPipeline(RetrievalConfig(indexes=[str(index)], query_mode="rewrite"))
+        Pipeline(indexes=[str(index)], query_mode="rewrite")

@@ -47,10 +47,9 @@ def test_an_unknown_question_has_no_flags(search_server):
 
 def test_search_matches_ifqa_retrieve_for_the_same_question(search_server, cli):
     result = search_server.post("/search", {"question": ARISTOTLE, "k": 5})[1]
-    from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline
+    from ifqa.api import Pipeline
 
-    pipeline = RetrievalPipeline(RetrievalConfig(k=5))
-    expected = [pipeline.passages[position]["id"] for position, _ in pipeline.search([ARISTOTLE])[0]]
+    expected = [hit.id for hit in Pipeline(k=5).search(ARISTOTLE)]
     assert [p["id"] for p in result["passages"]] == expected
 
 

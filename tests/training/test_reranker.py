@@ -215,24 +215,21 @@ def test_rerank_refuses_a_run_without_passage_text(tmp_path, trained, cli):
 def test_pairs_scored_across_questions_equal_one_question_at_a_time(tmp_path, trained, monkeypatch):
     """Batching many questions' pairs together (and tokenizing them in worker processes, the CUDA
     path) gives the ranks of scoring each question alone, and in fp32 the same scores."""
-    from ifqa.datasets.demo import load_demo
+    import ifqa
     from ifqa.retrieval import batching
-    from ifqa.retrieval.rerank import load_reranker
-    from ifqa.retrieval.specs import open_index
 
-    index = open_index("demo:bm25")
-    questions = [e.question for e in load_demo("dev")][:12]
-    hits = index.search(questions, 20)
-    reranker = load_reranker(str(trained / "model"), depth=15, batch_size=16, device="cpu")
-    alone = [reranker.rerank(q, h, index.passages) for q, h in zip(questions, hits)]
-    together = reranker.rerank_many(questions, hits, index.passages)
+    questions = [e.question for e in ifqa.load_questions("demo", "dev")][:12]
+    hits = ifqa.open_index("demo:bm25").batch_search(questions, 20)
+    reranker = ifqa.Reranker(trained / "model", depth=15, batch_size=16, device="cpu")
+    alone = [reranker.rerank(q, h) for q, h in zip(questions, hits)]
+    together = reranker.rerank_many(questions, hits)
     monkeypatch.setattr(batching, "default_workers", lambda device: 2)
-    with_workers = reranker.rerank_many(questions, hits, index.passages)
+    with_workers = reranker.rerank_many(questions, hits)
     for a, b, c in zip(alone, together, with_workers):
-        assert [p for p, _ in a] == [p for p, _ in b] == [p for p, _ in c]
-        assert max(abs(x - y) for (_, x), (_, y) in zip(a, b)) < 1e-5
-        assert [s for _, s in b] == [s for _, s in c]
-    assert reranker.score_many([]) == [] and reranker.score("q", []) == []
+        assert [h.id for h in a] == [h.id for h in b] == [h.id for h in c]
+        assert max(abs(x.score - y.score) for x, y in zip(a, b)) < 1e-5
+        assert [h.score for h in b] == [h.score for h in c]
+    assert reranker.model.score_many([]) == [] and reranker.model.score("q", []) == []
 
 
 def test_bf16_reranking_casts_the_weights_and_keeps_the_ranks(trained, monkeypatch):
@@ -288,18 +285,16 @@ def test_rerank_on_an_exported_backend_keeps_the_ranking(tmp_path, trained, cli,
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs CUDA")
 def test_gpu_reranking_keeps_the_cpu_ranks(trained):
     """On CUDA (bf16, pairs tokenized by worker processes) the ranks are the CPU's, up to near-ties."""
-    from ifqa.datasets.demo import load_demo
-    from ifqa.retrieval.rerank import load_reranker
-    from ifqa.retrieval.specs import open_index
+    import ifqa
 
-    index = open_index("demo:bm25")
-    questions = [e.question for e in load_demo("dev")]
-    hits = index.search(questions, 20)
-    cpu = load_reranker(str(trained / "model"), depth=20, device="cpu").rerank_many(questions, hits, index.passages)
-    gpu = load_reranker(str(trained / "model"), depth=20, device="cuda").rerank_many(questions, hits, index.passages)
+    questions = [e.question for e in ifqa.load_questions("demo", "dev")]
+    hits = ifqa.open_index("demo:bm25").batch_search(questions, 20)
+    cpu = ifqa.Reranker(trained / "model", depth=20, device="cpu").rerank_many(questions, hits)
+    gpu = ifqa.Reranker(trained / "model", depth=20, device="cuda").rerank_many(questions, hits)
     for a, b in zip(cpu, gpu):
-        assert max(abs(x - y) for (_, x), (_, y) in zip(sorted(a), sorted(b))) < 0.1
-        assert [p for p, _ in a][:1] == [p for p, _ in b][:1] or abs(a[0][1] - a[1][1]) < 0.1
+        by_id = {h.id: h.score for h in b}
+        assert max(abs(h.score - by_id[h.id]) for h in a) < 0.1
+        assert a[0].id == b[0].id or abs(a[0].score - a[1].score) < 0.1
 
 
 def test_rerank_scores_do_not_depend_on_the_batches(tmp_path, trained, cli):

@@ -47,29 +47,29 @@ def _dense(tmp_path, corpus, encoder, titles: bool):
 
 
 def test_question_side_model_keeps_the_passage_index_valid(tmp_path, question_side, tiny_model, corpus_file):
-    from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline
+    from ifqa import Pipeline
 
     card = json.loads((question_side / "ifqa_card.json").read_text())
     assert card["kind"] == "retriever" and card["extra"]["question_side_only"] is True
     assert card["extra"]["passage_encoder"] == str(tiny_model)
     index = _dense(tmp_path, corpus_file, tiny_model, titles=False)
-    base = RetrievalPipeline(RetrievalConfig(indexes=[str(index)], k=5))
-    tuned = RetrievalPipeline(RetrievalConfig(indexes=[str(index)], k=5, query_encoder=str(question_side)))
+    base = Pipeline(indexes=[str(index)], k=5)
+    tuned = Pipeline(indexes=[str(index)], k=5, query_encoder=str(question_side))
     question = "If the harbour froze, where would ships shelter?"
-    assert base.search([question])[0] != tuned.search([question])[0]  # the new question encoder is used
+    assert base.search(question) != tuned.search(question)  # the new question encoder is used
 
 
 def test_question_side_model_refuses_an_index_with_titles_or_another_encoder(
     tmp_path, question_side, tiny_model, corpus_file
 ):
-    from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline
+    from ifqa import Pipeline
 
     with_titles = _dense(tmp_path, corpus_file, tiny_model, titles=True)
     with pytest.raises(IfqaError, match="encodes titles"):
-        RetrievalPipeline(RetrievalConfig(indexes=[str(with_titles)], query_encoder=str(question_side)))
+        Pipeline(indexes=[str(with_titles)], query_encoder=str(question_side))
     other = _dense(tmp_path / "other", corpus_file, question_side, titles=False)
     with pytest.raises(IfqaError, match="trained against passage encoder"):
-        RetrievalPipeline(RetrievalConfig(indexes=[str(other)], query_encoder=str(question_side)))
+        Pipeline(indexes=[str(other)], query_encoder=str(question_side))
 
 
 def test_full_fine_tuning_makes_a_model_that_must_encode_without_titles(tmp_path, tiny_model, corpus_file, cli):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from ifqa.configs import option
 from ifqa.errors import IfqaError
+from ifqa.registry import LLM_BACKENDS
 
 MODES = ("qa", "cot", "genread", "open", "context")
 SAMPLING_TEMPERATURE = 0.7
@@ -25,7 +26,7 @@ class LLMReaderConfig:
     backend: str = option(
         "openai",
         "OpenAI-compatible endpoint, local transformers, or vLLM's offline engine on local GPUs.",
-        choices=("openai", "hf", "vllm"),
+        choices=LLM_BACKENDS,
     )
     base_url: str | None = option(
         None, "Endpoint (vLLM, llama.cpp, Ollama...); default OpenAI.", envvar="OPENAI_BASE_URL"
