@@ -8,10 +8,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ifqa.api import Pipeline
 from ifqa.artifacts import Example, QuestionSet
 from ifqa.datasets import QuestionSource
 from ifqa.registry import DATASETS, ENGINES
-from ifqa.api import Pipeline
 from ifqa.retrieval.specs import open_index
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ifqa"

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
+from ifqa.api import Pipeline
 from ifqa.retrieval import queries
 from ifqa.retrieval.bm25 import build
-from ifqa.api import Pipeline
 from ifqa.retrieval.config import RetrievalConfig
 from tests.readers.fake_openai import FakeOpenAI
 
