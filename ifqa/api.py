@@ -261,12 +261,28 @@ class Reranker:
     def rerank(self, question: str, hits: Sequence[Hit]) -> list[Hit]:
         return self.rerank_many([question], [hits])[0]
 
-    @checked(questions=arg.texts, hits_lists=_hit_lists)
-    def rerank_many(self, questions: Sequence[str], hits_lists: Sequence[Sequence[Hit]]) -> list[list[Hit]]:
-        """Several questions at once: their pairs are scored together (full batches on a GPU)."""
+    @checked(questions=arg.texts, hits_lists=_hit_lists, progress=arg.flag)
+    def rerank_many(
+        self, questions: Sequence[str], hits_lists: Sequence[Sequence[Hit]], progress: bool = False
+    ) -> list[list[Hit]]:
+        """Several questions at once: their pairs are scored together (full batches on a GPU).
+        ``progress``: a bar over the questions (minutes of CPU time for a few dozen at depth 100);
+        the scores are the same either way (a pair's score does not depend on its batch)."""
         if len(questions) != len(hits_lists):
             raise ValueError(f"{len(questions)} questions but {len(hits_lists)} hit lists: give one list per question")
-        return self.model.rerank_many(questions, hits_lists)
+        if not progress:
+            return self.model.rerank_many(questions, hits_lists)
+        from tqdm import tqdm
+
+        per_group = max(1, 8 * getattr(self.model, "batch_size", 1) // self.depth)  # as `ifqa rerank` groups them
+        out: list[list[Hit]] = []
+        with tqdm(total=len(questions), desc="rerank", unit="q") as bar:
+            for start in range(0, len(questions), per_group):
+                out += self.model.rerank_many(
+                    questions[start : start + per_group], hits_lists[start : start + per_group]
+                )
+                bar.update(min(per_group, len(questions) - start))
+        return out
 
     @checked(run=arg.path_like, output=arg.path_like, questions=arg.optional(arg.questions), progress=arg.flag)
     def rerank_run(

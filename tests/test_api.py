@@ -68,6 +68,28 @@ def test_reranking_through_the_api_reorders_the_head_only(tmp_path):
     assert sorted(h.id for h in reranked[:3]) == sorted(h.id for h in hits[:3])
 
 
+def test_one_reranker_serves_the_api_the_pipeline_and_a_progress_bar(tmp_path):
+    """The same reranker object reorders hits by hand, with a progress bar, and inside a pipeline:
+    one interface, the same order and scores."""
+    import numpy as np
+
+    from ifqa.retrieval import control
+
+    folder = tmp_path / "control"
+    folder.mkdir()
+    np.save(folder / control.WEIGHTS, np.linspace(-1, 1, control.N_FEATURES))
+    (folder / control.SETTINGS).write_text(
+        json.dumps({"n_features": control.N_FEATURES, "intercept": 0.0, "weight": 2.0})
+    )
+    questions = [e.question for e in ifqa.load_questions("demo", "dev")][:5]
+    reranker = ifqa.Reranker(folder, depth=4)
+    first = ifqa.Pipeline(k=6).batch_search(questions)
+    by_hand = reranker.rerank_many(questions, first)
+    assert reranker.rerank_many(questions, first, progress=True) == by_hand
+    assert ifqa.Pipeline(k=6, rerankers=[reranker]).batch_search(questions) == by_hand
+    assert by_hand != first  # the control moved something
+
+
 def test_evaluate_predictions_accepts_files_mappings_and_records(tmp_path):
     dev = ifqa.load_questions("demo", "dev")
     records = [{"qid": e.qid, "prediction": "wrong"} for e in dev]

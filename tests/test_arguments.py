@@ -78,7 +78,7 @@ def _valid_calls(w):
         ("Pipeline.run", w["pipeline"].run, {"questions": w["dev"]}),
         ("Pipeline.run_to_file", w["pipeline"].run_to_file, {"questions": w["dev"], "output": w["out"], "progress": False}),
         ("Reranker.rerank", w["reranker"].rerank, {"question": q, "hits": w["hits"]}),
-        ("Reranker.rerank_many", w["reranker"].rerank_many, {"questions": [q], "hits_lists": [w["hits"]]}),
+        ("Reranker.rerank_many", w["reranker"].rerank_many, {"questions": [q], "hits_lists": [w["hits"]], "progress": True}),
         ("Reranker.rerank_run", w["reranker"].rerank_run, {"run": w["run_file"], "output": w["out"].with_name("reranked.jsonl"), "questions": w["dev"], "progress": False}),
         ("Reranker.describe", w["reranker"].describe, {}),
         ("read", ifqa.read, {"reader": "majority", "questions": w["dev"], "run": None, "output": None, "progress": False, "api_key": None}),

@@ -658,7 +658,12 @@ CASES = [
         "'index' must name an earlier index stage",
         None,
     ),
-    ("YAML unknown index engine", ["experiment", "run", f"{B}/bad-engine.yaml"], "engine must be bm25 or dense", None),
+    (
+        "YAML unknown index engine",
+        ["experiment", "run", f"{B}/bad-engine.yaml"],
+        "engine must be one of bm25, dense",
+        None,
+    ),
     # family: damaged index folders (every file an index opens is checked; one line naming it)
     (
         "truncated offsets",
@@ -695,6 +700,12 @@ CASES = [
         ["retrieve", "--index", f"{B}/manifest-null-corpus", "-o", f"{B}/x6.jsonl"],
         "manifest names no collection; pass --corpus",
         "x6.jsonl",
+    ),
+    (
+        "--corpus naming no file",
+        ["retrieve", "--index", f"{B}/idx", "--corpus", f"{B}/missing.jsonl.gz", "-o", f"{B}/x6b.jsonl"],
+        "missing.jsonl.gz: no such file (given as --corpus",
+        "x6b.jsonl",
     ),
     (
         "manifest with string parameters",
@@ -1222,7 +1233,7 @@ CASES = [
     (
         "a stage k that is a word",
         ["experiment", "run", f"{B}/word-k.yaml"],
-        "k (--k) must be a whole number of at least 1, got 'five'",
+        "retrieve stage 'r': k must be an integer, got 'five'",
         "results",
     ),
     ("k that is a boolean", ["experiment", "run", f"{B}/bool-k.yaml"], "'k' must be an integer, got True", "results"),
@@ -1266,7 +1277,7 @@ CASES = [
     (
         "an unknown fusion after a good stage",
         ["experiment", "run", f"{B}/bad-fusion.yaml"],
-        "retrieve stage 's': unknown fusion 'magic'",
+        "retrieve stage 's': fusion must be one of rrf, linear, got 'magic'",
         "results",
     ),
     (

@@ -1,5 +1,7 @@
-"""The README is a front page and docs/ the reference: links resolve, and every console example
-marked as running on the demo set runs (so the docs cannot drift from the code)."""
+"""The README is a front page and docs/ the reference: links resolve, and every example (console,
+shell or Python) either runs on the demo set here, names the test that runs it, or names what it
+needs and how to get it (so the docs cannot drift from the code, and a newcomer knows which
+examples to expect to work)."""
 
 import re
 import shlex
@@ -12,15 +14,61 @@ from tests.conftest import run_cli
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 MARK = "<!-- runs on the demo set"
+#: An example block (indented inside a list item or not) and the comment line above it, if any.
+FENCE = re.compile(
+    r"^(?:[ \t]*<!--(?P<marker>[^\n]*)-->\n)?[ \t]*```(?P<lang>console|bash|sh|shell|python)\n(?P<body>.*?)```",
+    re.S | re.M,
+)
+
+
+def blocks() -> list[tuple[str, str, str, str]]:
+    """``(page, marker, language, body)`` of every example block that holds something to run."""
+    found = []
+    for page in PAGES:
+        for match in FENCE.finditer(page.read_text(encoding="utf-8")):
+            body = match["body"]
+            if match["lang"] == "console" and not any(line.strip().startswith("$ ") for line in body.splitlines()):
+                continue  # output only
+            found.append((page.name, (match["marker"] or "").strip(), match["lang"], body))
+    return found
+
+
+def _runs_here(marker: str) -> bool:
+    return marker.startswith("runs on the demo set (")
 
 
 def marked_commands() -> list[tuple[str, str]]:
-    found = []
-    for page in PAGES:
-        text = page.read_text(encoding="utf-8")
-        for block in re.findall(re.escape(MARK) + r"[^\n]*-->\n```console\n(.*?)```", text, flags=re.S):
-            found += [(page.name, line[2:]) for line in block.splitlines() if line.startswith("$ ")]
-    return found
+    return [
+        (page, line.strip()[2:])
+        for page, marker, lang, body in blocks()
+        if lang == "console" and _runs_here(marker)
+        for line in body.splitlines()
+        if line.strip().startswith("$ ")
+    ]
+
+
+def test_every_example_runs_names_its_test_or_says_what_it_needs():
+    """The marker above each block: ``runs on the demo set (...)`` (run below), ``runs on the demo
+    set; tested by tests/FILE::TEST`` (that test exists), ``needs WHAT ...`` (saying how to get it),
+    or the README's ``set-up`` (what .ci/run runs)."""
+    problems = []
+    for page, marker, lang, body in blocks():
+        first = body.strip().splitlines()[0][:60]
+        if _runs_here(marker):
+            continue
+        if marker.startswith("runs on the demo set; tested by "):
+            test = re.search(r"tests/\S+\.py::\w+", marker)
+            path, _, name = test[0].partition("::") if test else ("", "", "")
+            if not test or f"def {name}(" not in (ROOT / path).read_text(encoding="utf-8"):
+                problems.append(f"{page}: {first}: names no existing test ({marker})")
+        elif marker.startswith("needs "):
+            if len(marker.split()) < 4:
+                problems.append(f"{page}: {first}: say what it needs and how to get it ({marker})")
+        elif marker.startswith("set-up") and page == "README.md" and lang == "bash":
+            continue
+        else:
+            problems.append(f"{page}: {first}: no marker (runs on the demo set / tested by / needs)")
+    assert not problems, "\n".join(problems)
 
 
 def test_the_readme_fits_on_a_few_screens():
@@ -36,6 +84,20 @@ def test_links_resolve(page):
 
 def test_examples_are_marked():
     assert len(marked_commands()) >= 5
+
+
+def test_marked_python_examples_run(tmp_path):
+    import subprocess
+    import sys
+
+    env = {**__import__("os").environ, "IFQA_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    sources = [(page, body) for page, marker, lang, body in blocks() if lang == "python" and _runs_here(marker)]
+    assert sources
+    for page, source in sources:
+        result = subprocess.run(
+            [sys.executable, "-c", source], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
+        )
+        assert result.returncode == 0, f"{page}:\n{source}\n{result.stderr[-2000:]}"
 
 
 def test_marked_examples_run_in_order(tmp_path):

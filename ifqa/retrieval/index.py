@@ -173,6 +173,8 @@ def passage_store(index_dir: Path, manifest: dict, corpus: str | Path | None = N
         )
     if not (corpus or recorded.get("path")):
         raise IfqaError("the manifest names no collection; pass --corpus", Path(index_dir) / MANIFEST)
+    if corpus and not Path(corpus).exists():
+        raise IfqaError("no such file (given as --corpus: the collection this index was built from)", corpus)
     store = PassageStore(corpus or recorded["path"], offsets)
     size = store.corpus.stat().st_size
     if recorded.get("bytes") is not None and size != recorded["bytes"]:

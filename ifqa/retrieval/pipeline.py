@@ -111,7 +111,7 @@ class RetrievalPipeline:
         subqueries = self.formulate(list(questions)) if subqueries is None else subqueries
         flat = [query for queries in subqueries for query in queries]
         several = len(self.retrievers) > 1 or any(len(queries) > 1 for queries in subqueries)
-        wanted = max(k, config.rerank_depth) if self.rerankers else k  # what fusion must return
+        wanted = max([k] + [r.depth for r in self.rerankers])  # what fusion must return: the rerankers' heads
         depth = max(wanted, config.depth) if several else wanted
         per_index = [r.search(flat, depth, config.threads) for r in self.retrievers]
         weights = config.weights or [1.0] * len(self.retrievers)

@@ -2,6 +2,7 @@
 seeded step plan."""
 
 from ifqa.artifacts import Example
+from ifqa.retrieval.hits import hits_at
 from ifqa.training.data import mine_groups, plan_steps
 
 GOLD = {
@@ -24,15 +25,14 @@ COLLECTION = [
 
 
 class Pipeline:
-    """What mining uses of a retrieval pipeline: query formulation, search and the passages."""
-
-    passages = COLLECTION
+    """What mining uses of a retrieval pipeline: query formulation and search (``Hit`` lists)."""
 
     def formulate(self, questions):
         return [[q.replace("If ", "")] for q in questions]
 
-    def search(self, questions, subqueries=None):
-        return [[(0, 3.0), (1, 2.0), (2, 1.0)] for _ in questions]
+    def batch_search(self, questions, k=None, subqueries=None):
+        ranked = [(0, 3.0), (1, 2.0), (2, 1.0)]
+        return [hits_at(ranked, COLLECTION.__getitem__) for _ in questions]
 
 
 def examples():
