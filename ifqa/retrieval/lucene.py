@@ -55,6 +55,12 @@ def start_java() -> None:
 
         add_options._ifqa = True  # type: ignore[attr-defined]
         jnius_config.add_options = add_options
+        if not logging.getLogger().isEnabledFor(logging.INFO):  # Java's INFO lines only with -v, as other libraries'
+            quiet = Path(__file__).parent / "java"
+            add_options(
+                f"-Dlog4j2.configurationFile={quiet / 'log4j2.properties'}",
+                f"-Djava.util.logging.config.file={quiet / 'logging.properties'}",
+            )
 
 
 @contextlib.contextmanager

@@ -456,7 +456,7 @@ def test_checkpointed_fid_compiles_to_one_graph_without_recompiles():
         model.zero_grad(set_to_none=True)
         loss = call(input_ids=ids, attention_mask=mask, labels=labels).loss
         loss.backward()
-        return float(loss), {name: p.grad.clone() for name, p in model.named_parameters()}
+        return float(loss.detach()), {name: p.grad.clone() for name, p in model.named_parameters()}
 
     generator = torch.Generator().manual_seed(1)
     ids = torch.randint(1, 64, (2, 3, 12), generator=generator)
