@@ -12,6 +12,7 @@ drift apart; ``to_args`` writes only the fields that differ from their defaults.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import shlex
 import typing
@@ -31,9 +32,15 @@ def option(default: Any, help: str, **meta: Any) -> Any:
     return dataclasses.field(default=default, metadata={"help": help, **meta})
 
 
+@functools.cache
+def _hints(cls: type) -> dict[str, Any]:
+    """A config's annotations, evaluated once per class (every command's options read them at start-up)."""
+    return typing.get_type_hints(cls)
+
+
 def _kind(cls: type, name: str) -> type:
     """The field's type without ``| None``; ``list`` for any ``list[...]``."""
-    hint = typing.get_type_hints(cls)[name]
+    hint = _hints(cls)[name]
     args = [a for a in typing.get_args(hint) if a is not type(None)]
     kind = args[0] if args and typing.get_origin(hint) is not list else hint
     return typing.get_origin(kind) or kind
