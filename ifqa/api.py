@@ -30,8 +30,9 @@ from ifqa.artifacts import Example, QuestionSet, RunRecord, as_question_set
 from ifqa.datasets import QuestionSource
 from ifqa.errors import IfqaError
 from ifqa.evaluation import evaluate_predictions, evaluate_run, exact_match, f1
+from ifqa.retrieval.config import RetrievalConfig
 from ifqa.retrieval.hits import Hit, hits_at
-from ifqa.retrieval.pipeline import RetrievalConfig, RetrievalPipeline
+from ifqa.retrieval.pipeline import RetrievalPipeline
 
 __all__ = [
     "Hit",
@@ -274,7 +275,9 @@ class Reranker:
             return self.model.rerank_many(questions, hits_lists)
         from tqdm import tqdm
 
-        per_group = max(1, 8 * getattr(self.model, "batch_size", 1) // self.depth)  # as `ifqa rerank` groups them
+        from ifqa.retrieval.rerank import questions_per_group
+
+        per_group = questions_per_group(self.model)
         out: list[list[Hit]] = []
         with tqdm(total=len(questions), desc="rerank", unit="q") as bar:
             for start in range(0, len(questions), per_group):
@@ -288,23 +291,21 @@ class Reranker:
     def rerank_run(
         self, run: str | Path, output: str | Path, questions: QuestionSet | None = None, progress: bool = False
     ) -> int:
-        """As ``ifqa rerank``: every question of a run file reordered into ``output`` (resumable; the
-        questions default to the set the run's manifest records). Returns the questions written."""
-        from ifqa.artifacts import recorded_questions
-        from ifqa.datasets import QuestionSource
+        """As ``ifqa rerank``: every question of a run file reordered into ``output`` (resumable). The
+        questions default, as the command's do, to the set the run's manifest records; a run made for
+        other questions is refused. Returns the questions written."""
+        from ifqa.artifacts import check_questions
+        from ifqa.datasets import questions_for
         from ifqa.outputs import check_output
         from ifqa.retrieval.rerank import read_rerankable, rerank_run
 
         check_output(output, {"run": run, "model": self.model.name}, "output")
-
         if questions is None:
-            recorded = recorded_questions(run)
-            if not recorded:
-                raise IfqaError("the run's manifest names no question set; pass questions", run)
-            questions = QuestionSource.recorded(recorded).load()
-        return rerank_run(
-            run, self.model, output, as_question_set(questions), progress, read_rerankable(run, self.depth)
-        )
+            questions = questions_for(run, QuestionSource())
+        else:
+            questions = as_question_set(questions)
+            check_questions(run, questions)
+        return rerank_run(run, self.model, output, questions, progress, read_rerankable(run, self.depth))
 
 
 def _reader_questions(name: str, value: Any):

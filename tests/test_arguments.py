@@ -175,6 +175,12 @@ def test_wrong_arguments_are_refused_naming_the_argument(world):
         (lambda w: w["reranker"].rerank_many(["a", "b"], [w["hits"]]), "2 questions but 1 hit lists"),
         (lambda w: w["reranker"].rerank("a", ["passage text"]), "hits[0] must be a Hit"),
         (lambda w: w["pipeline"].batch_search(["a", "b"], subqueries=[["a"]]), "2 questions but 1 subquery lists"),
+        (
+            lambda w: w["reranker"].rerank_run(
+                w["run_file"], w["out"].with_name("r2.jsonl"), ifqa.load_questions("demo", "train")
+            ),
+            "made for the question set 'demo:dev'",
+        ),
         (lambda w: ifqa.evaluate_run([], w["dev"]), "run holds no records"),
         (lambda w: ifqa.evaluate_run(w["run"], ifqa.load_questions("demo", "train")), "not in demo:train"),
         (lambda w: ifqa.evaluate_run(w["run"], w["dev"], compare=w["run"][:3]), "compare holds 3 of the run's 24"),

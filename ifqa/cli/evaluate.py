@@ -6,7 +6,8 @@ import json
 
 import click
 
-from ifqa.cli.options import output_option, question_source, questions_for, recorded_question_options
+from ifqa.cli.options import output_option, question_source, recorded_question_options
+from ifqa.datasets import questions_for
 from ifqa.errors import IfqaError
 
 

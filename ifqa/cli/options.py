@@ -197,20 +197,6 @@ def backend_label(backend: str, quantize: str | None) -> str:
     return Backend(backend, quantize).label
 
 
-def questions_for(path: str, source) -> object:
-    """The questions a file is scored against: the ones named, else the set its manifest records."""
-    from ifqa.artifacts import check_questions, recorded_questions
-    from ifqa.datasets import QuestionSource
-
-    if not source.given:
-        recorded = recorded_questions(path)
-        if recorded:
-            source = QuestionSource.recorded(recorded, source.data_dir)
-    questions = source.load()
-    check_questions(path, questions)
-    return questions
-
-
 def guard_outputs(command: click.Command) -> None:
     """Make ``command`` (and every subcommand) refuse, before it starts, an output that any of its
     other options names as an input (``ifqa.outputs.check_output``): one guard, so a command added

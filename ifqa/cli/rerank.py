@@ -59,7 +59,7 @@ def rerank(
     """Rerank a run file (resumable: rerun the same command after an interruption)."""
     from ifqa.api import Reranker
     from ifqa.artifacts import read_run
-    from ifqa.cli.options import questions_for
+    from ifqa.datasets import questions_for
     from ifqa.eval import report
     from ifqa.eval.summary import summarize_run
     from ifqa.retrieval.rerank import read_rerankable

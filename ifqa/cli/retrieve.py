@@ -95,7 +95,7 @@ def convert(run_option, run_argument, from_, to, output, setting, split, questio
     """Convert runs between ifqa's JSONL, TREC run files and DPR's retrieval JSON."""
     source = given_run(run_option, run_argument)
     from ifqa.artifacts import read_run
-    from ifqa.cli.options import questions_for
+    from ifqa.datasets import questions_for
     from ifqa.retrieval import convert as conv
 
     if from_ == to:

@@ -95,3 +95,17 @@ class QuestionSource:
     def recorded(cls, record: dict, data_dir: str | None = None) -> QuestionSource:
         """The source a manifest's ``questions`` record describes."""
         return cls.parse(record["name"], data_dir, record.get("dataset"))
+
+
+def questions_for(path: str | Path, source: QuestionSource) -> QuestionSet:
+    """The questions a file (run or predictions) is scored against: the ones ``source`` names, else
+    the set its manifest records (else ``source``'s default); a file made for another set is refused."""
+    from ifqa.artifacts import check_questions, recorded_questions
+
+    if not source.given:
+        recorded = recorded_questions(path)
+        if recorded:
+            source = QuestionSource.recorded(recorded, source.data_dir)
+    questions = source.load()
+    check_questions(path, questions)
+    return questions

@@ -83,7 +83,7 @@ class Stage:
 
 def _retrieval_fields() -> list:
     from ifqa.configs import option_fields
-    from ifqa.retrieval.pipeline import RetrievalConfig
+    from ifqa.retrieval.config import RetrievalConfig
 
     return option_fields(RetrievalConfig)
 
@@ -185,7 +185,7 @@ def retrieval_config(spec: dict, resolve, k: int, where: str | None = None):
     (``resolve``: stage names to their outputs; ``k``: the experiment's default; ``where``: the
     stage, for errors)."""
     from ifqa.configs import from_options
-    from ifqa.retrieval.pipeline import RetrievalConfig
+    from ifqa.retrieval.config import RetrievalConfig
 
     values = {}
     for field in _retrieval_fields():

@@ -21,7 +21,7 @@ from ifqa.errors import IfqaError
 from ifqa.eval.passages import run_record
 from ifqa.io import atomic_write
 from ifqa.registry import QUERY_MODES
-from ifqa.retrieval.config import DEMO_INDEX, DEPENDS_ON, RetrievalConfig  # noqa: F401 (their home before)
+from ifqa.retrieval.config import RetrievalConfig
 from ifqa.retrieval.fusion import FUSIONS
 from ifqa.retrieval.hits import Hit, hits_at
 from ifqa.retrieval.index import Retriever

@@ -222,8 +222,13 @@ def load_reranker(
 
     if depth < 1:
         raise IfqaError(f"rerank depth must be at least 1, got {depth}")
-    kind = next(RERANKERS.get(name) for name in RERANKERS if RERANKERS.get(name).claims(model))
+    kind = next(kind for kind in map(RERANKERS.get, RERANKERS) if kind.claims(model))
     return kind.load(model, depth, batch_size=batch_size, device=device, max_length=max_length, backend=backend)
+
+
+def questions_per_group(reranker) -> int:
+    """Questions scored together: enough pairs to fill several batches, so lengths bucket well."""
+    return max(1, 8 * getattr(reranker, "batch_size", 1) // reranker.depth)
 
 
 def read_rerankable(run_path: str | Path, depth: int) -> list:
@@ -268,8 +273,7 @@ def rerank_run(
     done = _read_partial(partial, header)
     started = time.time()
     todo = [record for record in records if record["qid"] not in done]
-    # questions scored together: enough pairs to fill several batches, so lengths bucket well
-    per_group = max(1, 8 * getattr(reranker, "batch_size", 1) // reranker.depth)
+    per_group = questions_per_group(reranker)
     from ifqa.artifacts import recorded_questions
 
     recorded = recorded_questions(run_path)  # a run made for these very questions: its flags are theirs

@@ -24,7 +24,7 @@ from typing import Any
 from ifqa.artifacts import Example
 from ifqa.errors import IfqaError
 from ifqa.eval.passages import run_record
-from ifqa.retrieval.pipeline import DEPENDS_ON, RetrievalConfig
+from ifqa.retrieval.config import DEPENDS_ON, RetrievalConfig
 
 
 @dataclass(frozen=True)

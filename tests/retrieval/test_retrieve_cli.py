@@ -123,7 +123,7 @@ def test_settings_that_act_through_another_are_refused_without_it(cli):
     import pytest
 
     from ifqa.errors import IfqaError
-    from ifqa.retrieval.pipeline import DEPENDS_ON, RetrievalConfig
+    from ifqa.retrieval.config import DEPENDS_ON, RetrievalConfig
 
     defaults = {f.name: f.default for f in dataclasses.fields(RetrievalConfig)}
     other = {"rerank_backend": "onnx", "rerank_depth": 7}
