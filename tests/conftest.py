@@ -82,7 +82,17 @@ def shared() -> Path:
 def run_cli(
     *args: str, cwd: Path | None = None, env: dict | None = None, timeout: int = 300
 ) -> subprocess.CompletedProcess:
-    """Run `ifqa ...` in a fresh interpreter, as a user would."""
+    """Run `ifqa ...` as a user would, in this process (tests/in_process.py says what it rebuilds
+    for each call); ``timeout`` applies only to :func:`run_cli_process`."""
+    from tests.in_process import run_in_process
+
+    return run_in_process(*args, cwd=cwd, env=env)
+
+
+def run_cli_process(
+    *args: str, cwd: Path | None = None, env: dict | None = None, timeout: int = 300
+) -> subprocess.CompletedProcess:
+    """Run `ifqa ...` in a fresh interpreter: for tests whose point is the process itself."""
     return subprocess.run(
         [sys.executable, "-m", "ifqa.cli", *map(str, args)],
         capture_output=True,

@@ -1408,24 +1408,20 @@ CASES = [
 
 @pytest.fixture(scope="module")
 def outcomes(work, request):
-    """Every selected case run once, three at a time: each is its own process with its own output
-    names, refused before it writes anything, so the cases cannot see each other (and the table
-    runs in well under half the time on two cores)."""
-    from concurrent.futures import ThreadPoolExecutor
-
+    """Every selected case run once, in this process (tests/in_process.py gives each call what a
+    new process would have): each has its own output names and is refused before it writes
+    anything, so the cases cannot see each other."""
     base, env = work
     selected = {
         item.callspec.params["name"]
         for item in request.session.items
         if item.originalname == "test_bad_input_is_one_line_and_leaves_nothing"
     }
-
-    def run(case):
-        name, args, _, _ = case
-        return name, run_cli(*[a.replace(B, str(base)) for a in args], cwd=base, env=env, timeout=300)
-
-    with ThreadPoolExecutor(3) as pool:
-        return dict(pool.map(run, [case for case in CASES if case[0] in selected]))
+    return {
+        name: run_cli(*[a.replace(B, str(base)) for a in args], cwd=base, env=env)
+        for name, args, _, _ in CASES
+        if name in selected
+    }
 
 
 @pytest.mark.parametrize("name, args, expected, output", CASES, ids=[c[0] for c in CASES])
