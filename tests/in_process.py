@@ -71,6 +71,18 @@ def _no_known_secrets():
 
 
 @contextlib.contextmanager
+def _torch_threads_kept():
+    """A command may set torch's thread count (``--threads``); the next call starts with ours."""
+    torch = sys.modules.get("torch")
+    threads = torch.get_num_threads() if torch else None
+    try:
+        yield
+    finally:
+        if threads is not None:
+            torch.set_num_threads(threads)
+
+
+@contextlib.contextmanager
 def _fresh_logging():
     """No handler on the root logger (the command's basicConfig installs its own on this call's
     stderr); every logger's level and the root's handlers put back afterwards."""

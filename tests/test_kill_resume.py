@@ -1,7 +1,8 @@
 """SIGKILL (or SIGTERM) in the middle of each long job, then the same command again: it must finish
 with the output an uninterrupted run writes (byte for byte, or the same weights), nothing
 half-written at the final name. Corpus building has its own tests (tests/corpus/test_kill.py,
-test_build.py)."""
+test_build.py). The signalled run is a process of its own; the uninterrupted reference and the
+rerun go through the in-process runner (tests/in_process.py), which spares two start-ups a test."""
 
 import json
 import os
@@ -14,6 +15,7 @@ import time
 
 import pytest
 
+from tests.conftest import run_cli
 from tests.readers.fake_openai import FakeOpenAI
 
 
@@ -21,11 +23,10 @@ def _ifqa(*args) -> list[str]:
     return [sys.executable, "-m", "ifqa.cli", *map(str, args)]
 
 
-def _timed(command: list[str], env: dict) -> float:
-    started = time.time()
-    result = subprocess.run(command, env=env, capture_output=True, text=True)
+def _run(command: list[str], env: dict) -> None:
+    """``command`` (an ``_ifqa`` list) to completion, in this process."""
+    result = run_cli(*command[len(_ifqa()) :], env=env)
     assert result.returncode == 0, result.stderr
-    return time.time() - started
 
 
 def _kill_when(command: list[str], env: dict, started_work) -> None:
@@ -45,20 +46,20 @@ def test_llm_reading_killed_and_resumed(tmp_path, env):
     with FakeOpenAI(answers, latency=0.3) as server:
         command = _ifqa("read", "llm", "--model", "m", "--base-url", server.url, "--demos", "0", "--no-progress")
         reference = tmp_path / "reference.jsonl"
-        _timed(command + ["-o", reference, "--cache", tmp_path / "ref.sqlite"], env)
+        _run(command + ["-o", reference, "--cache", tmp_path / "ref.sqlite"], env)
         out, cache = tmp_path / "out.jsonl", tmp_path / "run.sqlite"
         before = len(server.requests)
         _kill_when(command + ["-o", out, "--cache", cache], env, lambda: len(server.requests) - before >= 6)
         assert not out.exists()
         sent = len(server.requests)
-        assert subprocess.run(command + ["-o", out, "--cache", cache], env=env).returncode == 0
+        _run(command + ["-o", out, "--cache", cache], env)
     assert out.read_bytes() == reference.read_bytes()
     assert len(server.requests) - sent < 24 * 2  # answers received before the kill were not asked again
 
 
 def test_reranking_killed_and_resumed(tmp_path, env, tiny_model):
     model = tmp_path / "reranker"
-    assert _timed(
+    _run(
         _ifqa(
             "train",
             "--reranker",
@@ -81,17 +82,17 @@ def test_reranking_killed_and_resumed(tmp_path, env, tiny_model):
         env,
     )
     run = tmp_path / "run.jsonl"
-    assert subprocess.run(_ifqa("retrieve", "--k", "100", "-o", run, "--no-progress"), env=env).returncode == 0
+    _run(_ifqa("retrieve", "--k", "100", "-o", run, "--no-progress"), env)
     command = _ifqa(
         "rerank", "--run", run, "--model", model / "model", "--depth", "100", "--batch-size", "8", "--no-progress"
     )
     reference = tmp_path / "reference.jsonl"
-    _timed(command + ["-o", reference], env)
+    _run(command + ["-o", reference], env)
     out = tmp_path / "out.jsonl"
     partial = tmp_path / "out.jsonl.partial"
     _kill_when(command + ["-o", out], env, lambda: partial.exists() and partial.read_text().count("\n") >= 4)
     assert not out.exists()
-    assert subprocess.run(command + ["-o", out], env=env).returncode == 0
+    _run(command + ["-o", out], env)
     assert out.read_bytes() == reference.read_bytes()
 
 
@@ -130,11 +131,11 @@ def _same_weights(a, b) -> bool:
 def test_reranker_training_killed_and_resumed(tmp_path, env, tiny_model):
     command = _reranker_training(tiny_model, epochs=25)
     reference = tmp_path / "reference"
-    _timed(command + ["-o", reference], env)
+    _run(command + ["-o", reference], env)
     out = tmp_path / "out"
     _kill_when(command + ["-o", out], env, lambda: (out / "state" / "trainer.pt").exists())  # saved at step 200
     assert not (out / "model" / "config.json").exists() or (out / "model" / "ifqa_card.json").exists()
-    assert subprocess.run(command + ["-o", out], env=env).returncode == 0
+    _run(command + ["-o", out], env)
     assert _same_weights(reference, out)
 
 
@@ -143,7 +144,7 @@ def test_reranker_training_terminated_saves_the_step_it_reached(tmp_path, env, t
 
     command = _reranker_training(tiny_model, epochs=15)
     reference = tmp_path / "reference"
-    _timed(command + ["-o", reference], env)
+    _run(command + ["-o", reference], env)
     out = tmp_path / "out"
     shown = [c for c in command if c != "--no-progress"]  # the progress bar says how far training is
     process = subprocess.Popen(
@@ -169,7 +170,7 @@ def test_reranker_training_terminated_saves_the_step_it_reached(tmp_path, env, t
     saved = torch.load(out / "state" / "trainer.pt", weights_only=True)
     assert 3 <= saved["step"] < 180  # 180 steps in all, fewer than the 200 between periodic saves
     assert f"stopped at step {saved['step']} of" in stderr
-    assert subprocess.run(command + ["-o", out], env=env).returncode == 0
+    _run(command + ["-o", out], env)
     assert _same_weights(reference, out)
     losses = [
         [entry["loss"] for entry in json.loads((folder / "model" / "ifqa_card.json").read_text())["loss"]]
@@ -250,12 +251,7 @@ def test_long_commands_stop_on_a_signal_and_the_same_command_resumes(tmp_path, e
                 for i in range(3000)
             )
         )
-        assert (
-            subprocess.run(
-                _ifqa("index", "bm25", "--corpus", corpus, "-o", tmp_path / "idx", "--no-progress"), env=env
-            ).returncode
-            == 0
-        )
+        _run(_ifqa("index", "bm25", "--corpus", corpus, "-o", tmp_path / "idx", "--no-progress"), env)
 
     def command(out):
         if job == "index dense":
@@ -283,7 +279,7 @@ def test_long_commands_stop_on_a_signal_and_the_same_command_resumes(tmp_path, e
         )
 
     reference, out = tmp_path / "reference", tmp_path / "out"
-    _timed(command(reference), env)
+    _run(command(reference), env)
     started = {
         "index dense": lambda: any(out.glob("embeddings/chunk-*.npy")),
         "index bm25": lambda: bool(_staging(tmp_path)),
@@ -293,7 +289,7 @@ def test_long_commands_stop_on_a_signal_and_the_same_command_resumes(tmp_path, e
     assert result.returncode == (130 if signum == signal.SIGINT else 143), result.stderr
     assert result.stderr.strip().splitlines()[-1].endswith("rerun the same command to resume")
     assert not (out / "manifest.json").exists() and not (job == "retrieve" and out.exists())
-    _timed(command(out), env)
+    _run(command(out), env)
     assert not _staging(tmp_path)
     if job == "retrieve":
         assert out.read_bytes() == reference.read_bytes()

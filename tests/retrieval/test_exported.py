@@ -83,18 +83,21 @@ def test_exported_encoders_match_pytorch(corpus, label, cache):
 
 
 @needs_onnx
-def test_a_stale_export_is_rebuilt_and_another_model_gets_its_own(cache, tmp_path):
+def test_a_stale_export_is_rebuilt_and_another_model_gets_its_own(tmp_path, monkeypatch, tiny_model):
+    """The cache's mechanics, on the tiny model (the real one's exports are the test above)."""
     from sentence_transformers import SentenceTransformer
 
-    from ifqa.retrieval.encoders import load_encoder, resolve
+    from ifqa.retrieval.encoders import load_encoder
 
-    load_encoder(device="cpu", backend="onnx")
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
+    cache = tmp_path / "cache" / "exported"
+    load_encoder(str(tiny_model), device="cpu", backend="onnx")
     [folder] = [f for f in cache.iterdir() if f.name.endswith("-embedding-onnx")]
     manifest = json.loads((folder / "manifest.json").read_text())
     (folder / "manifest.json").write_text(json.dumps({**manifest, "source_sha256": "0" * 64}))
-    load_encoder(device="cpu", backend="onnx")
+    load_encoder(str(tiny_model), device="cpu", backend="onnx")
     assert json.loads((folder / "manifest.json").read_text())["source_sha256"] == manifest["source_sha256"]
-    changed = SentenceTransformer(resolve("all-MiniLM-L6-v2"), device="cpu")
+    changed = SentenceTransformer(str(tiny_model), device="cpu")
     with __import__("torch").no_grad():
         next(changed.parameters()).add_(0.01)
     changed.save(str(tmp_path / "changed"))
@@ -103,21 +106,21 @@ def test_a_stale_export_is_rebuilt_and_another_model_gets_its_own(cache, tmp_pat
 
 
 @needs_onnx
-def test_a_failed_or_disagreeing_export_caches_nothing(tmp_path, monkeypatch):
+def test_a_failed_or_disagreeing_export_caches_nothing(tmp_path, monkeypatch, tiny_model):
     from ifqa.retrieval.encoders import load_encoder
 
     monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path))
     cache = tmp_path / "exported"
     monkeypatch.setattr(exported, "TOLERANCE", {None: 1.01, "int8": 1.01})
     with pytest.raises(IfqaError, match="differs from it on a probe batch"):
-        load_encoder(device="cpu", backend="onnx-int8")
+        load_encoder(str(tiny_model), device="cpu", backend="onnx-int8")
 
     def broken(*args, **kwargs):
         raise RuntimeError("exporter crashed\nsecond line")
 
     monkeypatch.setattr(exported, "_export", broken)
     with pytest.raises(IfqaError, match=r"exporting to onnx failed \(RuntimeError: exporter crashed\)"):
-        load_encoder(device="cpu", backend="onnx")
+        load_encoder(str(tiny_model), device="cpu", backend="onnx")
     assert not cache.exists() or not list(cache.iterdir())
 
 
@@ -179,7 +182,7 @@ def test_auto_names_the_export_measured_fastest_for_this_kind_of_cpu(monkeypatch
 
 
 @needs_onnx
-def test_a_damaged_cached_export_is_found_before_use_and_exported_again(tmp_path, monkeypatch, caplog):
+def test_a_damaged_cached_export_is_found_before_use_and_exported_again(tmp_path, monkeypatch, caplog, tiny_model):
     """Issue #36: a truncated or deleted model file, a manifest that is a list or a folder, or a
     file swapped under the cache was used (a traceback) or left an index half built. Every file's
     checksum is in the manifest and checked before use; a damaged export is made again."""
@@ -189,8 +192,8 @@ def test_a_damaged_cached_export_is_found_before_use_and_exported_again(tmp_path
 
     monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))  # this test's own: one export in it
     cache = tmp_path / "cache" / "exported"
-    reference = load_encoder(device="cpu").encode_passages([{"title": "T", "text": "a river"}])
-    load_encoder(device="cpu", backend="onnx")
+    reference = load_encoder(str(tiny_model), device="cpu").encode_passages([{"title": "T", "text": "a river"}])
+    load_encoder(str(tiny_model), device="cpu", backend="onnx")
     [folder] = [f for f in cache.iterdir() if f.name.endswith("-embedding-onnx")]
     manifest = json.loads((folder / "manifest.json").read_text())
     assert manifest["files"] and all(len(digest) == 64 for digest in manifest["files"].values())
@@ -220,19 +223,21 @@ def test_a_damaged_cached_export_is_found_before_use_and_exported_again(tmp_path
     assert export_cache.cached_problem(folder, wanted) is None
     (folder / model).write_bytes((folder / model).read_bytes()[:1000])  # the real cache, truncated
     with caplog.at_level("WARNING"):
-        vectors = load_encoder(device="cpu", backend="onnx").encode_passages([{"title": "T", "text": "a river"}])
+        vectors = load_encoder(str(tiny_model), device="cpu", backend="onnx").encode_passages(
+            [{"title": "T", "text": "a river"}]
+        )
     assert "does not match its checksum" in caplog.text and float(np.sum(vectors * reference)) > 0.999
     assert export_cache.cached_problem(folder, wanted) is None
     assert not [p for p in cache.iterdir() if p.name.startswith(".")]  # no staging folder left
 
 
 @needs_onnx
-def test_two_processes_exporting_the_same_model_both_succeed(tmp_path):
+def test_two_processes_exporting_the_same_model_both_succeed(tmp_path, tiny_model):
     import os
     import subprocess
     import sys
 
-    code = "from ifqa.retrieval.encoders import load_encoder; load_encoder(device='cpu', backend='onnx')"
+    code = f"from ifqa.retrieval.encoders import load_encoder; load_encoder({str(tiny_model)!r}, backend='onnx')"
     env = {**os.environ, "IFQA_CACHE_DIR": str(tmp_path), "HF_HUB_OFFLINE": "1"}
     jobs = [
         subprocess.Popen([sys.executable, "-c", code], env=env, stderr=subprocess.PIPE, text=True) for _ in range(2)
