@@ -66,6 +66,10 @@ def pytest_sessionfinish(session, exitstatus):
 
 
 def pytest_collection_modifyitems(config, items):
+    """Modules holding a ``slow`` test first (the workers take modules in this order, so the long
+    ones overlap instead of one finishing alone at the end); tests needing ../shared skipped without it."""
+    slow_modules = {item.path for item in items if "slow" in item.keywords}
+    items.sort(key=lambda item: item.path not in slow_modules)  # stable: each module's own order kept
     if SHARED.is_dir():
         return
     skip = pytest.mark.skip(reason="../shared/data not present")

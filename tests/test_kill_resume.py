@@ -18,6 +18,8 @@ import pytest
 from tests.conftest import run_cli
 from tests.readers.fake_openai import FakeOpenAI
 
+pytestmark = pytest.mark.slow  # each test runs a job three times
+
 
 def _ifqa(*args) -> list[str]:
     return [sys.executable, "-m", "ifqa.cli", *map(str, args)]

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # worker processes started, killed and started again
+
 
 def _children(pid: int) -> list[int]:
     found = []

@@ -46,6 +46,7 @@ def _dense(tmp_path, corpus, encoder, titles: bool):
     return folder
 
 
+@pytest.mark.slow
 def test_question_side_model_keeps_the_passage_index_valid(tmp_path, question_side, tiny_model, corpus_file):
     from ifqa import Pipeline
 
@@ -59,6 +60,7 @@ def test_question_side_model_keeps_the_passage_index_valid(tmp_path, question_si
     assert base.search(question) != tuned.search(question)  # the new question encoder is used
 
 
+@pytest.mark.slow
 def test_question_side_model_refuses_an_index_with_titles_or_another_encoder(
     tmp_path, question_side, tiny_model, corpus_file
 ):
@@ -72,6 +74,7 @@ def test_question_side_model_refuses_an_index_with_titles_or_another_encoder(
         Pipeline(indexes=[str(other)], query_encoder=str(question_side))
 
 
+@pytest.mark.slow
 def test_full_fine_tuning_makes_a_model_that_must_encode_without_titles(tmp_path, tiny_model, corpus_file, cli):
     out = tmp_path / "full"
     result = cli("train", "retriever", *TRAIN, "--model", tiny_model, "-o", out)
