@@ -83,15 +83,18 @@ def test_exported_encoders_match_pytorch(corpus, label, cache):
 
 
 @needs_onnx
-def test_a_stale_export_is_rebuilt_and_another_model_gets_its_own(tmp_path, monkeypatch, tiny_model):
-    """The cache's mechanics, on the tiny model (the real one's exports are the test above)."""
+def test_a_stale_export_is_rebuilt_and_another_model_gets_its_own(tmp_path, monkeypatch, tiny_model, caplog):
+    """The cache's mechanics, on the tiny model (the real one's exports are the test above); an
+    export says about how long it will take, and how long it took."""
     from sentence_transformers import SentenceTransformer
 
     from ifqa.retrieval.encoders import load_encoder
 
     monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
     cache = tmp_path / "cache" / "exported"
-    load_encoder(str(tiny_model), device="cpu", backend="onnx")
+    with caplog.at_level("INFO", logger="ifqa"):
+        load_encoder(str(tiny_model), device="cpu", backend="onnx")
+    assert "(once, about 5 s on 2 CPU cores" in caplog.text and "exported embedding to onnx in" in caplog.text
     [folder] = [f for f in cache.iterdir() if f.name.endswith("-embedding-onnx")]
     manifest = json.loads((folder / "manifest.json").read_text())
     (folder / "manifest.json").write_text(json.dumps({**manifest, "source_sha256": "0" * 64}))
@@ -166,6 +169,12 @@ def test_index_dense_backend_refusals_are_one_line(corpus, tmp_path, cli, args, 
     result = cli("index", "dense", "--corpus", corpus, "-o", tmp_path / "idx", *args)
     assert result.returncode == 1 and message in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "idx").exists()
+
+
+def test_the_export_estimate_scales_with_the_model():
+    assert exported.export_estimate("openvino-int8", exported.MINILM_PARAMETERS) == "about 60 s"
+    assert exported.export_estimate("onnx", exported.MINILM_PARAMETERS * 5) == "about 80 s"
+    assert exported.export_estimate("openvino-int8", exported.MINILM_PARAMETERS * 5) == "about 5 min"
 
 
 def test_auto_names_the_export_measured_fastest_for_this_kind_of_cpu(monkeypatch):
