@@ -49,6 +49,7 @@ class RerankerRecipe(MiningRecipe):
     )
     seed: int = option(0, "Seed for the head's initialization, data order and negative sampling.")
     fp32: bool = option(False, "Train in fp32 even where bf16 autocast is supported.")
+    save_every: int = option(200, "Also save the resumable state every N steps (Ctrl-C saves it too).", min=1)
 
 
 @dataclass(frozen=True)
@@ -70,6 +71,7 @@ class RetrieverRecipe(MiningRecipe):
     temperature: float = option(0.05, "Softmax temperature of the in-batch contrastive loss.", min=1e-6)
     seed: int = option(0, "Seed for data order and negative sampling.")
     fp32: bool = option(False, "Train in fp32 even where bf16 autocast is supported.")
+    save_every: int = option(200, "Also save the resumable state every N steps (Ctrl-C saves it too).", min=1)
 
 
 @dataclass(frozen=True)

@@ -88,7 +88,9 @@ def train_reranker(
         with atomic_dir(folder / "model") as tmp:
             encoder.save(str(tmp))
 
-    settings = LoopSettings(steps=len(steps), lr=recipe.lr, bf16=not recipe.fp32, seed=recipe.seed)
+    settings = LoopSettings(
+        steps=len(steps), lr=recipe.lr, bf16=not recipe.fp32, seed=recipe.seed, save_every=recipe.save_every
+    )
     if world.main:
         output.mkdir(parents=True, exist_ok=True)
     result = run_loop(
