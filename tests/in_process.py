@@ -56,9 +56,10 @@ def _fresh_warnings() -> None:
 
 
 @contextlib.contextmanager
-def _no_known_secrets():
+def no_known_secrets():
     """The redactor's secrets start empty, as in a new process (one call's --api-key must not hide
-    what another call leaks)."""
+    what another call leaks; an LLM backend built earlier in this process registered its key for
+    the process's lifetime), and are put back afterwards."""
     from ifqa import redact
 
     saved = set(redact._secrets)
@@ -126,7 +127,8 @@ def run_in_process(*args: str | Path, cwd: Path | None = None, env: dict | None 
         _fd_captured(2) as err,
         warnings.catch_warnings(),
         _fresh_logging(),
-        _no_known_secrets(),
+        no_known_secrets(),
+        _torch_threads_kept(),
     ):
         sys.stdout, sys.stderr = _text_stream(1), _text_stream(2)
         sys.stdin, sys.argv = io.StringIO(""), [str(Path(main.__code__.co_filename).with_name("__main__.py")), *argv]

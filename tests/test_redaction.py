@@ -14,9 +14,18 @@ from hypothesis import strategies as st
 from ifqa.errors import IfqaError
 from ifqa.redact import RedactingFilter, add_secret, redact, redact_url
 from tests.conftest import run_cli
+from tests.in_process import no_known_secrets
 from tests.readers.fake_openai import FakeOpenAI
 
 SECRET = "SECRETKEY-0123456789"
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _redactor_knows_no_secret():
+    """Start from what a new process knows (an earlier test in this worker may have built an LLM
+    backend, which registers its key for the process's lifetime)."""
+    with no_known_secrets():
+        yield
 
 
 @pytest.mark.parametrize(
