@@ -107,7 +107,7 @@ def test_gpu_suite_work_folder_removes_only_what_the_suite_made(tmp_path):
         assert again.new("models") == folder / "models" and not (folder / "models").exists()
 
 
-@pytest.mark.slow(seconds=110)
+@pytest.mark.slow
 def test_gpu_suite_measures_every_path_at_smoke_sizes(tmp_path):
     """The suite's own plumbing, on the CPU at toy sizes: every row measured, none 'not measured';
     the goals table beside them; the commands timed as typed, with their start-up apart."""

@@ -18,7 +18,7 @@ from ifqa.errors import IfqaError
 from ifqa.readers.fid import FiDTrainConfig
 from tests.readers.test_fid import TOY
 
-pytestmark = [pytest.mark.slow(seconds=15), pytest.mark.filterwarnings("ignore::DeprecationWarning")]
+pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
 
 LAUNCH_ENV = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "SLURM_PROCID", "SLURM_STEP_NUM_TASKS", "SLURM_LOCALID")
 

@@ -160,7 +160,7 @@ def reranker(tmp_path_factory, tiny_model):
     return out / "model"
 
 
-@pytest.mark.slow(seconds=60)
+@pytest.mark.slow
 def test_marked_examples_run_in_order(tmp_path, reranker):
     """The examples that run here, in the pages' order, then the needs-marked ones with their
     stand-ins (they read what the earlier ones wrote: runs/demo-clean.jsonl)."""

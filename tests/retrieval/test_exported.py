@@ -59,7 +59,7 @@ def test_a_missing_package_names_the_extra(monkeypatch):
             "openvino-int8",
             marks=[
                 needs_openvino,
-                pytest.mark.slow(seconds=60),
+                pytest.mark.slow,
                 pytest.mark.skipif(not HAVE["nncf"], reason="pip install 'ifqa[openvino]'"),
             ],
         ),
