@@ -6,8 +6,9 @@ A CLI subprocess pays the imports again (torch and sentence-transformers: 5 to 3
 each call: its own file descriptors 1 and 2 (so native libraries' output, Java's or ONNX Runtime's,
 is captured as a subprocess's would be), ``sys.argv``, the environment and working folder it was
 given, an empty stdin, Python's default warning filters printing to stderr, logging not yet
-configured, and no secrets known to the redactor yet. Tests whose point is the process itself (signals, start-up time, what an import pulls
-in, two processes at once) start one instead.
+configured and no secrets known to the redactor; torch's thread count is put back afterwards.
+Tests whose point is the process itself (signals, start-up time, what an import pulls in, two
+processes at once) start one instead (``tests.conftest.run_cli_process``).
 """
 
 from __future__ import annotations
@@ -121,7 +122,8 @@ def run_in_process(*args: str | Path, cwd: Path | None = None, env: dict | None 
     argv = [str(a) for a in args]
     saved_env, saved_cwd = dict(os.environ), os.getcwd()
     saved_streams = sys.stdin, sys.stdout, sys.stderr, sys.argv
-    sys.stdout.flush(), sys.stderr.flush()
+    sys.stdout.flush()
+    sys.stderr.flush()
     with (
         _fd_captured(1) as out,
         _fd_captured(2) as err,

@@ -86,18 +86,29 @@ def test_examples_are_marked():
     assert len(marked_commands()) >= 5
 
 
-def test_marked_python_examples_run(tmp_path):
+def _env(tmp_path, **extra: str) -> dict:
+    """A fresh user's environment: the session's, with a cache of the test's own and no hub access."""
+    import os
+
+    return {**os.environ, "IFQA_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1", **extra}
+
+
+def _run_python(page: str, source: str, cwd, env: dict) -> None:
+    """A page's Python example in a fresh interpreter, as a reader pastes it."""
     import subprocess
     import sys
 
-    env = {**__import__("os").environ, "IFQA_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1"}
+    result = subprocess.run(
+        [sys.executable, "-c", source], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
+    assert result.returncode == 0, f"{page}:\n{source}\n{result.stderr[-2000:]}"
+
+
+def test_marked_python_examples_run(tmp_path):
     sources = [(page, body) for page, marker, lang, body in blocks() if lang == "python" and _runs_here(marker)]
     assert sources
     for page, source in sources:
-        result = subprocess.run(
-            [sys.executable, "-c", source], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600
-        )
-        assert result.returncode == 0, f"{page}:\n{source}\n{result.stderr[-2000:]}"
+        _run_python(page, source, tmp_path, _env(tmp_path))
 
 
 #: Examples marked ``needs`` that run here with a stand-in for what they need: the line as the page
@@ -120,14 +131,22 @@ STAND_INS = {
 }
 
 
+def needs_examples() -> list[tuple[str, str, str, list[str]]]:
+    """``(page, language, body, lines)`` of every needs-marked block, its lines as ``STAND_INS`` spells them."""
+    return [
+        (page, lang, body, [line.strip().removeprefix("$ ") for line in body.splitlines()])
+        for page, marker, lang, body in blocks()
+        if marker.startswith("needs ")
+    ]
+
+
 def stand_in_blocks() -> list[tuple[str, str, str]]:
     """``(page, language, body)`` of every needs-marked block holding a stand-in line, the stand-ins
     made; of a console block only those lines (the others need what its marker says)."""
     found = []
-    for page, marker, lang, body in blocks():
-        lines = [line.strip().removeprefix("$ ") for line in body.splitlines()]
+    for page, lang, body, lines in needs_examples():
         chosen = [line for line in lines if (page, line) in STAND_INS]
-        if not marker.startswith("needs ") or not chosen:
+        if not chosen:
             continue
         if lang == "console":
             body = "\n".join(chosen)
@@ -142,12 +161,7 @@ def stand_in_blocks() -> list[tuple[str, str, str]]:
 
 def test_every_stand_in_names_a_needs_example_that_exists():
     """Editing an example must not drop it from the run silently."""
-    written = {
-        (page, line.strip().removeprefix("$ "))
-        for page, marker, _, body in blocks()
-        for line in body.splitlines()
-        if marker.startswith("needs ")
-    }
+    written = {(page, line) for page, _, _, lines in needs_examples() for line in lines}
     assert set(STAND_INS) <= written, set(STAND_INS) - written
 
 
@@ -164,14 +178,10 @@ def reranker(tmp_path_factory, tiny_model):
 def test_marked_examples_run_in_order(tmp_path, reranker):
     """The examples that run here, in the pages' order, then the needs-marked ones with their
     stand-ins (they read what the earlier ones wrote: runs/demo-clean.jsonl)."""
-    import os
-    import subprocess
-    import sys
-
     from ifqa.datasets.demo import corpus_path, load_demo
     from tests.readers.fake_openai import FakeOpenAI
 
-    env = {**os.environ, "IFQA_CACHE_DIR": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "1", "OPENAI_API_KEY": "k"}
+    env = _env(tmp_path, OPENAI_API_KEY="k")
     for page, command in marked_commands():
         args = shlex.split(command)
         assert args[0] == "ifqa", f"{page}: {command}"
@@ -184,10 +194,7 @@ def test_marked_examples_run_in_order(tmp_path, reranker):
         for page, lang, body in stand_in_blocks():
             body = body.replace("{url}", server.url).replace("{reranker}", str(reranker))
             if lang == "python":
-                result = subprocess.run(
-                    [sys.executable, "-c", body], cwd=tmp_path, env=env, capture_output=True, text=True
-                )
-                assert result.returncode == 0, f"{page}:\n{body}\n{result.stderr[-2000:]}"
+                _run_python(page, body, tmp_path, env)
                 continue
             for command in body.splitlines():
                 result = run_cli(*shlex.split(command)[1:], cwd=tmp_path, env=env)

@@ -18,7 +18,7 @@ import pytest
 from tests.conftest import run_cli
 from tests.readers.fake_openai import FakeOpenAI
 
-pytestmark = pytest.mark.slow  # each test runs a job three times
+pytestmark = pytest.mark.slow  # each test runs a long job, one run a process of its own
 
 
 def _ifqa(*args) -> list[str]:
