@@ -35,6 +35,15 @@ def check_device(requested: str | None) -> None:
         pick_device(requested)
 
 
+def cpu_threads() -> int:
+    """The threads a CPU job may use: ``OMP_NUM_THREADS`` when set (a scheduler's or the user's share
+    of a shared machine, as torch reads it), else every core."""
+    import os
+
+    value = os.environ.get("OMP_NUM_THREADS", "")
+    return int(value) if value.isdigit() and int(value) > 0 else os.cpu_count() or 1
+
+
 def bf16_supported(device: str) -> bool:
     """bf16 autocast pays off on GPUs and on CPUs with AMX or AVX-512 BF16 (2-3x here); else fp32."""
     import torch

@@ -19,6 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from ifqa import memory
+from ifqa.devices import cpu_threads
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write, write_json
 from ifqa.retrieval.chunks import ChunkEncoder, check_chunks, chunk_path, chunks_to_encode
@@ -278,7 +279,7 @@ def merge(
     rng = np.random.default_rng(seed)
     picks = np.sort(rng.choice(total, size=min(total, SAMPLE), replace=False))
     sample = np.ascontiguousarray(np.concatenate([arrays[p // chunk][p % chunk][None] for p in picks]))
-    faiss.omp_set_num_threads(os.cpu_count() or 1)
+    faiss.omp_set_num_threads(cpu_threads())  # a search in this process may have set fewer
     index, extra = _make_index(index_type, dim, total, sample)
     for array in arrays:
         index.add(np.ascontiguousarray(array, dtype=np.float32))

@@ -74,6 +74,23 @@ def test_index_types_retrieve_the_obvious_passage(corpus, tmp_path, index_type):
     assert retriever.passages[hits[1][0][0]]["id"] == "p5"
 
 
+def test_the_merge_uses_the_threads_the_user_shares_even_after_a_search_set_fewer(corpus, tmp_path, monkeypatch):
+    """OMP_NUM_THREADS is a scheduler's or the user's share of a shared machine: the merge keeps to it
+    (every core would oversubscribe a node), and takes it back from a search's one thread."""
+    import faiss
+
+    used = []
+    monkeypatch.setattr(faiss, "omp_set_num_threads", used.append)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # the test run's own share (tests/conftest.py)
+    dense.build(corpus, tmp_path / "a", chunk=4, progress=False)
+    open_index(tmp_path / "a").search(["apples"], k=1)
+    monkeypatch.setenv("OMP_NUM_THREADS", "3")
+    dense.build(corpus, tmp_path / "b", chunk=4, progress=False)
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    dense.build(corpus, tmp_path / "c", chunk=4, progress=False)
+    assert used == [os.cpu_count(), 1, 3, os.cpu_count()]
+
+
 def test_shard_syntax():
     assert dense.parse_shard("2/4") == (2, 4)
     with pytest.raises(IfqaError):
