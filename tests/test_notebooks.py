@@ -32,7 +32,7 @@ def notebook_env(tmp_path_factory):
 NOTEBOOKS = ["tutorial.ipynb", "retrieval.ipynb", "readers.ipynb"]
 
 
-@pytest.mark.slow  # the retrieval one builds the demo's dense index (~160 s)
+@pytest.mark.slow  # the tutorial trains a reranker (~60 s)
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_runs(notebook_env, name):
     workdir = notebook_env

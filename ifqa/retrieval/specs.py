@@ -1,7 +1,7 @@
 """Index specs, parsed in one place: a folder with a manifest, or ``SCHEME:NAME`` from the registry.
 
 Schemes: ``demo:bm25`` / ``demo:dense`` (the embedded demo collection, indexed into the cache on
-first use and rebuilt when its recipe changes) and ``prebuilt:NAME`` (pyserini's prebuilt Lucene
+first use, the dense index copied from the one ifqa ships, and rebuilt when its recipe changes) and ``prebuilt:NAME`` (pyserini's prebuilt Lucene
 indexes, downloaded by pyserini). A folder's engine is read from its manifest and looked up in
 ``ifqa.registry.ENGINES``.
 """
@@ -64,7 +64,8 @@ def open_index(spec: str | Path, corpus: str | Path | None = None, device: str |
 
 
 class DemoIndexes:
-    """``demo:bm25`` and ``demo:dense``: the demo collection's indexes, built in the cache on first use."""
+    """``demo:bm25`` and ``demo:dense``: the demo collection's indexes, made in the cache on first use
+    (built, or copied from the one ifqa ships when that was built from this collection and recipe)."""
 
     names = ("bm25", "dense")
 
@@ -86,25 +87,52 @@ class DemoIndexes:
             raise IfqaError(f"unknown demo index 'demo:{name}'; use demo:bm25 or demo:dense")
         folder = cache_dir() / "indexes" / f"demo-{name}"
         corpus = corpus_path()
-        manifest = folder / MANIFEST
-        current = False
-        if manifest.exists():
-            built = read_manifest(folder)
-            current = (
-                built["corpus"]["sha256"] == file_sha256(corpus)
-                and self.recipe(name).items() <= built["params"].items()
-            )
-        if not current:  # first use, or a newer ifqa ships another collection or index recipe
-            import sys
+        digest = file_sha256(corpus)
+        if (folder / MANIFEST).exists() and self._fits(read_manifest(folder), name, digest):
+            return folder
+        # first use, or a newer ifqa ships another collection or index recipe
+        shipped = self.shipped_folder(name)
+        if (shipped / MANIFEST).exists() and self._fits(read_manifest(shipped), name, digest):
+            log.info("copying the demo %s index shipped with ifqa to %s", name, folder)
+            _copy_index(shipped, folder, corpus)
+            return folder
+        import sys
 
-            from ifqa.registry import INDEX_BUILDERS
+        from ifqa.registry import INDEX_BUILDERS
 
-            took = "a second" if name == "bm25" else "about 3 minutes on 2 CPU cores, seconds on a GPU"
-            log.info("building the demo %s index in %s (first use: %s)", name, folder, took)
-            shutil.rmtree(folder, ignore_errors=True)
-            progress = name != "bm25" and sys.stderr.isatty()  # a bar in a terminal; the line above elsewhere
-            INDEX_BUILDERS.get(name)(corpus, folder, self.recipe(name), progress)
+        took = "a second" if name == "bm25" else "about 3 minutes on 2 CPU cores, seconds on a GPU"
+        log.info("building the demo %s index in %s (first use: %s)", name, folder, took)
+        shutil.rmtree(folder, ignore_errors=True)
+        progress = name != "bm25" and sys.stderr.isatty()  # a bar in a terminal; the line above elsewhere
+        INDEX_BUILDERS.get(name)(corpus, folder, self.recipe(name), progress)
         return folder
+
+    def shipped_folder(self, name: str) -> Path:
+        """Where ifqa ships a prebuilt ``demo:NAME`` (the dense one: its encoding is the only slow
+        step of a fresh machine's first demo run); see ifqa/demo/README.md for how it is made."""
+        from importlib import resources
+
+        return Path(str(resources.files("ifqa.demo") / "indexes" / name))
+
+    def _fits(self, manifest: dict, name: str, corpus_sha256: str) -> bool:
+        """Built from this collection with this recipe (an index made otherwise is rebuilt)."""
+        return (manifest.get("corpus") or {}).get("sha256") == corpus_sha256 and self.recipe(
+            name
+        ).items() <= manifest.get("params", {}).items()
+
+
+def _copy_index(source: Path, folder: Path, corpus: Path) -> None:
+    """``source``'s files into ``folder`` (whole or not at all), its manifest naming ``corpus``."""
+    from ifqa.io import write_json
+    from ifqa.retrieval.index import corpus_record, staging
+
+    with staging(folder, force=True) as temporary:
+        for path in source.iterdir():
+            if path.is_file() and path.name != MANIFEST:
+                shutil.copyfile(path, temporary / path.name)
+        manifest = {**read_manifest(source), "corpus": corpus_record(corpus), "copied_from": str(source)}
+        manifest["bytes"] = sum(p.stat().st_size for p in temporary.iterdir())
+        write_json(temporary / MANIFEST, manifest)
 
 
 class PrebuiltIndexes:
