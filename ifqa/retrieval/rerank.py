@@ -133,7 +133,11 @@ class CrossEncoderReranker(Reorders):
         return cls(model, depth, **options)
 
     def describe(self) -> dict:
+        """What made the scores: bf16 is named (its scores differ from fp32's in the last digits, and
+        a CPU with AVX-512 BF16 or AMX picks it), so a run records it and a resume never mixes the two."""
         described = {"model": self.name, "depth": self.depth, "max_length": self.encoder.max_seq_length}
+        if self.precision != "fp32":
+            described["precision"] = self.precision
         return {**described, "backend": self.backend.label} if self.backend.exported else described
 
     def _inputs(self, pairs: list[tuple[str, str]]) -> dict:

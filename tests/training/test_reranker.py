@@ -116,7 +116,10 @@ def test_rerank_reorders_the_top_and_keeps_the_rest(tmp_path, trained, cli):
     assert not (tmp_path / "reranked.jsonl.partial").exists()
 
 
-def test_rerank_resumes_from_a_partial_file(tmp_path, trained, cli):
+def test_rerank_resumes_from_a_partial_file(tmp_path, trained, cli, monkeypatch):
+    from ifqa import devices
+
+    monkeypatch.setattr(devices, "bf16_supported", lambda device: False)  # fp32, as the header says
     run = tmp_path / "run.jsonl"
     assert cli("retrieve", "--k", "6", "-o", run, "--no-progress").returncode == 0
     out = tmp_path / "r.jsonl"
@@ -138,6 +141,29 @@ def test_rerank_resumes_from_a_partial_file(tmp_path, trained, cli):
     assert result.returncode == 0, result.stderr
     assert "resuming after 1 reranked questions" in result.stderr
     assert read_run(out) == complete and not partial.exists()
+
+
+def test_a_rerank_begun_in_fp32_is_not_resumed_in_bf16(tmp_path, trained, cli, monkeypatch):
+    """A rerank interrupted on a CPU without bf16 and run again on one with it (AVX-512 BF16, AMX)
+    starts afresh: bf16 scores differ from fp32's, and one run never holds both. Its record says bf16."""
+    from ifqa import devices
+
+    run, out = tmp_path / "run.jsonl", tmp_path / "r.jsonl"
+    assert cli("retrieve", "--k", "6", "-o", run, "--no-progress").returncode == 0
+    rerank = ("-v", "rerank", "--run", run, "--model", trained / "model", "--depth", "6", "-o", out, "--no-progress")
+    monkeypatch.setattr(devices, "bf16_supported", lambda device: False)
+    assert cli(*rerank).returncode == 0
+    assert "precision" not in read_manifest(out)["rerankers"][-1]  # fp32 records stay as they were
+    fp32 = {"model": str(trained / "model"), "depth": 6, "max_length": 64}
+    header = {"partial_of": str(run), "run_bytes": run.stat().st_size, "reranker": fp32}
+    partial = tmp_path / "r.jsonl.partial"
+    partial.write_text(json.dumps(header) + "\n" + json.dumps(read_run(out)[0]) + "\n")
+    out.unlink()
+    monkeypatch.setattr(devices, "bf16_supported", lambda device: True)
+    result = cli(*rerank)
+    assert result.returncode == 0, result.stderr
+    assert "resuming" not in result.stderr and not partial.exists()
+    assert read_manifest(out)["rerankers"][-1]["precision"] == "bf16"
 
 
 def test_rerank_reuses_the_runs_flags_and_writes_the_same_bytes(tmp_path, trained, cli, monkeypatch):
@@ -234,15 +260,16 @@ def test_pairs_scored_across_questions_equal_one_question_at_a_time(tmp_path, tr
 
 def test_bf16_reranking_casts_the_weights_and_keeps_the_ranks(trained, monkeypatch):
     """Where bf16 runs (a GPU, a CPU with AMX) the weights are cast, as the encoders' are: ranks
-    within rounding of fp32. Forced here on this CPU."""
+    within rounding of fp32. Both forced, so that the test means the same on a CPU with or without bf16."""
     import torch
 
     from ifqa import devices
     from ifqa.retrieval.rerank import load_reranker
 
     texts = ["The river Lune flows west into the bay.", "Copper is a soft metal.", "Falcons hunt at speed."]
+    monkeypatch.setattr(devices, "bf16_supported", lambda device: False)  # as on an AVX2-only CPU
     fp32 = load_reranker(str(trained / "model"), depth=3, device="cpu")
-    monkeypatch.setattr(devices, "bf16_supported", lambda device: True)
+    monkeypatch.setattr(devices, "bf16_supported", lambda device: True)  # as on a CPU with AMX or AVX-512 BF16
     bf16 = load_reranker(str(trained / "model"), depth=3, device="cpu")
     assert fp32.precision == "fp32" and bf16.precision == "bf16"
     assert next(bf16.encoder.model.parameters()).dtype == torch.bfloat16
