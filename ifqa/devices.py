@@ -3,7 +3,9 @@ error (not a CUDA traceback) when a named GPU is not there."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
+from collections.abc import Iterator
 from pathlib import Path
 
 from ifqa.errors import IfqaError
@@ -44,39 +46,93 @@ def cpu_threads() -> int:
     return int(value) if value.isdigit() and int(value) > 0 else os.cpu_count() or 1
 
 
+def gpu_index(device: str) -> int:
+    """The CUDA device index ``device`` names (``cuda`` is this thread's current device)."""
+    import torch
+
+    return torch.device(device).index if torch.device(device).index is not None else torch.cuda.current_device()
+
+
+@contextlib.contextmanager
+def entered(device: str) -> Iterator[None]:
+    """``device`` made the current CUDA device for the block (a no-op elsewhere): what torch places on
+    "the current device" (an event recorded without a stream, a DataLoader's pinning thread, the
+    allocator's cache, an RNG state) then follows the device the work runs on, not GPU 0."""
+    if not str(device).startswith("cuda"):
+        yield
+        return
+    import torch
+
+    with torch.cuda.device(gpu_index(device)):
+        yield
+
+
+def cpu_bf16_features() -> list[str]:
+    """This CPU's native bf16 instructions (AMX, AVX-512 BF16), as /proc/cpuinfo names them."""
+    try:
+        flags = set(Path("/proc/cpuinfo").read_text().split())
+    except OSError:
+        return []
+    return [name for name in ("amx_bf16", "avx512_bf16") if name in flags]
+
+
 def bf16_supported(device: str) -> bool:
-    """bf16 autocast pays off on GPUs and on CPUs with AMX or AVX-512 BF16 (2-3x here); else fp32."""
+    """Whether ``device`` runs bf16 natively: a GPU of compute capability 8.0 or later (or ROCm), or a
+    CPU with AMX or AVX-512 BF16. Emulated bf16 (V100, T4) is not support: it runs slower than fp32."""
     import torch
 
     if device.startswith("cuda"):
-        return torch.cuda.is_bf16_supported()
-    try:
-        from pathlib import Path
-
-        flags = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return "amx_bf16" in flags or "avx512_bf16" in flags
+        if not torch.cuda.is_available():
+            return False
+        return bool(torch.version.hip) or torch.cuda.get_device_properties(gpu_index(device)).major >= 8
+    return bool(cpu_bf16_features())
 
 
 PRECISIONS = ("auto", "fp32", "fp16", "bf16")
+#: what ``auto`` means for each kind of work on a GPU: encoders fp16 (within 1e-3 cosine of fp32),
+#: rerankers bf16 where native else fp16, training bf16 autocast where native else fp32 (fp16 training
+#: needs loss scaling). On a CPU ``auto`` is always fp32, so that figures are the same on every CPU.
+GPU_DEFAULTS = {"encode": ("fp16", "fp16"), "rerank": ("bf16", "fp16"), "train": ("bf16", "fp32")}
 
 
-def pick_precision(requested: str | None, device: str) -> str:
-    """The inference precision: ``auto`` is fp16 on CUDA (half the memory traffic of fp32, embeddings
-    within 1e-3 cosine) and fp32 on a CPU; a precision the device cannot run is one line, before any work."""
+def pick_precision(requested: str | None, device: str, work: str = "encode") -> str:
+    """The precision of ``work`` (encode, rerank, train) on ``device``: ``auto`` is reduced precision on
+    a GPU (``GPU_DEFAULTS``) and fp32 on every CPU, whatever its instructions, so that a research
+    default gives the same figures on every machine; bf16 on a CPU only when asked. A precision the
+    device cannot run is one line, before any work."""
     requested = requested or "auto"
     if requested not in PRECISIONS:
         raise IfqaError(f"--precision {requested!r}: choose from {', '.join(PRECISIONS)}")
     if requested == "auto":
-        return "fp16" if device.startswith("cuda") else "fp32"
+        if not device.startswith("cuda"):
+            return "fp32"
+        native, otherwise = GPU_DEFAULTS[work]
+        return native if native != "bf16" or bf16_supported(device) else otherwise
     if requested == "fp16" and not device.startswith("cuda"):
         raise IfqaError("--precision fp16 needs a CUDA device (a CPU runs fp16 slower than fp32); use fp32 or auto")
+    if requested == "fp16" and work == "train":
+        raise IfqaError("--precision fp16: training takes bf16 (no loss scaling needed) or fp32")
     if requested == "bf16" and not bf16_supported(device):
         raise IfqaError(
-            f"--precision bf16: {device} has no bf16 support (a CPU needs AMX or AVX-512 BF16); use fp32 or auto"
+            f"--precision bf16: {device} has no native bf16 (a GPU needs compute capability 8.0, a CPU "
+            "AMX or AVX-512 BF16); use fp32 or auto"
         )
     return requested
+
+
+def numerics(device: str, precision: str) -> dict:
+    """What decided a run's last digits, for its record: the device, the precision, and on a CPU the
+    instruction set torch's kernels run (AVX2, AVX512) and its native bf16 instructions; on a GPU its
+    name and compute capability. Two machines' different figures explain themselves from it."""
+    import torch
+
+    record: dict = {"device": device, "precision": precision}
+    if device.startswith("cuda") and torch.cuda.is_available():
+        properties = torch.cuda.get_device_properties(gpu_index(device))
+        record.update(gpu=properties.name, capability=f"{properties.major}.{properties.minor}")
+    elif device == "cpu":
+        record.update(cpu_capability=torch.backends.cpu.get_cpu_capability(), cpu_bf16=cpu_bf16_features())
+    return record
 
 
 def search_precision(recorded: str | None, device: str) -> str:

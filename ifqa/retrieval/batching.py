@@ -171,7 +171,9 @@ def run_planned_groups(
     outputs: list = []
     pending = iter(enumerate(plans))
     g, batches = next(pending, (None, None))
-    with out_of_memory_hint(f"a batch of {batch_size}"):
+    from ifqa.devices import entered
+
+    with entered(device), out_of_memory_hint(f"a batch of {batch_size}"):  # pinning and caches follow device
         fed = feed(work, prepare, device)
         while g is not None:
             while len(outputs) < len(batches):
@@ -198,6 +200,6 @@ class out_of_memory_hint:
         if kind is not None and kind.__name__ == "OutOfMemoryError":
             import torch
 
-            torch.cuda.empty_cache()
+            torch.cuda.empty_cache()  # the current device's cache: the loops that run on a GPU enter theirs
             raise IfqaError(f"the GPU ran out of memory on {self.what}; lower {self.option}{self.kept}") from None
         return False

@@ -4,8 +4,9 @@ of resuming of ``ifqa index dense`` (``dense``), whether one process, a ``--shar
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -110,8 +111,9 @@ class ChunkEncoder:
             passages = [{**passage, "title": ""} for passage in passages]
         return self.encoder.passage_inputs(passages)
 
-    def encode_many(self, chunks: Sequence[int]) -> Iterator[int]:
-        """Encode and write each chunk in turn; yields the passages of each chunk written.
+    def encode_many(self, chunks: Sequence[int], on_batch: Callable[[int], Any] | None = None) -> Iterator[int]:
+        """Encode and write each chunk in turn; yields the passages of each chunk written, and calls
+        ``on_batch(n)`` as each batch of n passages is encoded (what a progress bar counts).
 
         A finished chunk is copied back, checked and saved by a writer thread while the device
         encodes the next one (the GPU never waits on ``np.save`` and ``fsync``); the count of a chunk
@@ -128,9 +130,12 @@ class ChunkEncoder:
             for batch in plan(self.store.byte_lengths(start, min(start + self.chunk, self.total)), self.batch_size):
                 work.append([start + i for i in batch])
                 owner.append(j)
+        from ifqa.devices import entered
+
         outputs, first, pending = [], 0, None
         device = self.encoder.device
         with (
+            entered(device),  # the DataLoader's pinning thread, the allocator and events follow this device
             ThreadPoolExecutor(1, thread_name_prefix="chunk-writer") as writer,
             out_of_memory_hint(
                 f"a batch of {self.batch_size} passages", kept=" (finished chunks are kept; the same command resumes)"
@@ -138,6 +143,8 @@ class ChunkEncoder:
         ):
             for n, features in enumerate(feed(work, self._inputs, device)):
                 outputs.append(self.encoder.passage_vectors(to_device(features, device)))
+                if on_batch is not None:
+                    on_batch(len(work[n]))
                 if n + 1 < len(work) and owner[n + 1] == owner[n]:
                     continue
                 copied = _copy_back(torch.cat(outputs))
@@ -161,8 +168,15 @@ class ChunkEncoder:
                 "are kept)",
                 self.folder,
             )
-        with atomic_write(chunk_path(self.folder, j), "wb") as handle:
-            np.save(handle, vectors)
+        try:
+            with atomic_write(chunk_path(self.folder, j), "wb") as handle:
+                np.save(handle, vectors)
+        except OSError as exc:  # a full disk, a lost mount: one line, as on the main thread
+            raise IfqaError(
+                f"cannot write chunk {j} ({exc.strerror or exc}); finished chunks are kept: free the space "
+                "and rerun the same command",
+                chunk_path(self.folder, j),
+            ) from None
         return len(positions)
 
     def encode(self, chunks: int | Sequence[int]) -> int:
@@ -172,14 +186,21 @@ class ChunkEncoder:
 
 def _copy_back(vectors) -> tuple:
     """fp32 vectors on the host, copied without blocking from a GPU (with the event that says when the
-    copy is done), or at once from a CPU."""
+    copy is done), or at once from a CPU.
+
+    The copy is queued on the stream of the vectors' own device, and the event recorded on that same
+    stream: an event recorded without a stream lands on the *current* device's stream, which on any
+    GPU but the current one is idle, so it would complete at once and the writer would read the buffer
+    before the copy lands (zeros or the previous chunk: finite, so no check would catch them)."""
     import torch
 
     vectors = vectors.float()
     if vectors.device.type != "cuda":
         return vectors.cpu(), None
-    host = torch.empty(vectors.shape, dtype=torch.float32, pin_memory=True)
-    host.copy_(vectors, non_blocking=True)
+    stream = torch.cuda.current_stream(vectors.device)
+    with torch.cuda.stream(stream):
+        host = torch.empty(vectors.shape, dtype=torch.float32, pin_memory=True)
+        host.copy_(vectors, non_blocking=True)
     done = torch.cuda.Event()
-    done.record()
+    done.record(stream)
     return host, done

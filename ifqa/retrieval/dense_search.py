@@ -35,6 +35,38 @@ def check_params(params: dict, folder: Path) -> None:
         raise IfqaError(f"damaged manifest: {'; '.join(problems)}", folder / "manifest.json")
 
 
+#: the index types faiss-gpu holds; HNSW has no GPU form
+GPU_INDEX_TYPES = ("flat", "ivfpq")
+
+
+def place_index(index, index_type: str, device: str | None) -> tuple:
+    """The FAISS index where ``device`` searches it, and the GPU resources that must outlive it.
+
+    On ``cuda:N`` it goes to GPU N (not GPU 0 whatever was asked), IVF-PQ with fp16 lookup tables
+    (faiss-gpu needs them for large codes); an index the GPU cannot hold (HNSW), or a FAISS without
+    GPU support, is searched on the CPU with one line saying so (questions are still encoded on the
+    GPU). Decided before the encoder loads."""
+    import logging
+
+    import faiss
+
+    if not device or not device.startswith("cuda"):
+        return index, None
+    say = logging.getLogger(__name__).warning
+    if not hasattr(faiss, "StandardGpuResources"):
+        say("this FAISS has no GPU support (pip install faiss-gpu): the index is searched on the CPU")
+        return index, None
+    if index_type not in GPU_INDEX_TYPES:
+        say("faiss-gpu cannot hold a %s index: it is searched on the CPU, questions encoded on %s", index_type, device)
+        return index, None
+    from ifqa.devices import gpu_index
+
+    options = faiss.GpuClonerOptions()
+    options.useFloat16LookupTables = index_type == "ivfpq"
+    resources = faiss.StandardGpuResources()
+    return faiss.index_cpu_to_gpu(resources, gpu_index(device), index, options), resources
+
+
 class DenseRetriever:
     """A FAISS index with its query encoder and passage store."""
 
@@ -62,8 +94,7 @@ class DenseRetriever:
             index.hnsw.efSearch = 128
         elif params["index_type"] == "ivfpq":
             index.nprobe = min(32, params["nlist"])
-        if device and device.startswith("cuda") and hasattr(faiss, "StandardGpuResources"):
-            index = faiss.index_cpu_to_gpu(faiss.StandardGpuResources(), 0, index)
+        index, resources = place_index(index, params["index_type"], device)
         encoder = query_encoder(params["encoder"], params.get("query_encoder"), params, device)
         store = passage_store(Path(index_dir), manifest, corpus)
         if index.ntotal != len(store) or index.d != encoder.dim:  # searching would fail, or answer from other vectors
@@ -72,7 +103,9 @@ class DenseRetriever:
                 f"collection {len(store)} passages and the encoder {encoder.dim}; rebuild it with --force",
                 index_dir,
             )
-        return cls(index, encoder, manifest, store, f"dense:{Path(index_dir).name}")
+        retriever = cls(index, encoder, manifest, store, f"dense:{Path(index_dir).name}")
+        retriever._gpu_resources = resources  # freed with the index, never before it
+        return retriever
 
     def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Hits]:
         import faiss
