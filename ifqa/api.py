@@ -27,6 +27,7 @@ from typing import Any
 from ifqa import arguments as arg
 from ifqa.arguments import checked
 from ifqa.artifacts import Example, QuestionSet, RunRecord, as_question_set
+from ifqa.configs import document_fields
 from ifqa.datasets import QuestionSource
 from ifqa.errors import IfqaError
 from ifqa.evaluation import evaluate_predictions, evaluate_run, exact_match, f1
@@ -60,6 +61,8 @@ def _hit_list(name: str, value: Any) -> list[Hit]:
     for i, hit in enumerate(value):
         if not isinstance(hit, Hit):
             raise TypeError(f"{name}[{i}] must be a Hit (from a search), not {type(hit).__name__}")
+        if not isinstance(hit.text, str):  # a reranker reads the text
+            raise TypeError(f"{name}[{i}].text must be a str, not {type(hit.text).__name__}")
     return list(value)
 
 
@@ -113,14 +116,20 @@ class Searcher:
 
     @property
     def name(self) -> str:
+        """The index's name (``bm25:demo-bm25``, ``dense:NAME``)."""
         return self.engine.name
 
     @property
     def manifest(self) -> dict:
+        """What built the index: engine, parameters, collection (its path, size and checksum)."""
         return self.engine.manifest
 
     def __len__(self) -> int:
+        """Passages in the collection."""
         return len(self.engine.passages)
+
+    def __repr__(self) -> str:
+        return f"Searcher({self.name!r}, {self.manifest.get('engine')}, {len(self):,} passages)"
 
     @checked(position=arg.position)
     def passage(self, position: int) -> dict:
@@ -131,10 +140,12 @@ class Searcher:
 
     @checked(question=arg.text, k=arg.count)
     def search(self, question: str, k: int = 10) -> list[Hit]:
+        """The ``k`` best passages for ``question``, as ``Hit``s ranked from 1."""
         return self.batch_search([question], k)[0]
 
     @checked(questions=arg.texts, k=arg.count, threads=arg.count)
     def batch_search(self, questions: Sequence[str], k: int = 10, threads: int = 1) -> list[list[Hit]]:
+        """``search`` for several questions at once (``threads``: the engine's, for BM25 and FAISS)."""
         if not questions:
             return []
         passage = self.engine.passages.__getitem__
@@ -191,8 +202,21 @@ class Pipeline(RetrievalPipeline):
         config = config or RetrievalConfig()
         super().__init__(replace(config, **fields) if fields else config, searchers, rerankers)
 
+    def __repr__(self) -> str:
+        """The settings that differ from ``ifqa retrieve``'s defaults, as the command would take them."""
+        from ifqa.configs import field_default, option_fields
+
+        changed = [
+            f"{f.name}={getattr(self.config, f.name)!r}"
+            for f in option_fields(RetrievalConfig)
+            if getattr(self.config, f.name) != field_default(f)
+        ]
+        return f"Pipeline({', '.join(changed) or 'the defaults of ifqa retrieve'})"
+
     @checked(question=arg.text, k=arg.optional(arg.count))
     def search(self, question: str, k: int | None = None) -> list[Hit]:
+        """The hits of one question through every stage (queries, indexes, fusion, reranking);
+        ``k`` defaults to the pipeline's."""
         return self.batch_search([question], k)[0]
 
     @checked(questions=arg.texts, k=arg.optional(arg.count), subqueries=arg.optional(_subqueries))
@@ -227,7 +251,9 @@ class Reranker:
     """A cross-encoder (or the question-agnostic control) that reorders hits, as ``ifqa rerank``.
 
     ``backend``: ``torch``, or ``onnx``/``openvino``/``auto`` (``-int8``: ``auto-int8`` is the int8
-    export measured fastest on this kind of CPU) on a CPU.
+    export measured fastest on this kind of CPU) on a CPU. ``precision``: ``auto`` is bf16 (fp16 where
+    bf16 is emulated) on a GPU and fp32 on every CPU, so scores do not depend on the CPU or the batch;
+    ``bf16`` on a CPU with AMX or AVX-512 BF16 is faster when asked for.
     """
 
     @checked(
@@ -237,6 +263,7 @@ class Reranker:
         backend=arg.text,
         batch_size=arg.optional(arg.count),
         max_length=arg.optional(arg.count),
+        precision=arg.text,
     )
     def __init__(
         self,
@@ -246,20 +273,28 @@ class Reranker:
         backend: str = "torch",
         batch_size: int | None = None,
         max_length: int | None = None,
+        precision: str = "auto",
     ):
         from ifqa.retrieval.rerank import load_reranker
 
-        self.model = load_reranker(str(model), depth, batch_size, device, max_length, backend)
+        self.model = load_reranker(str(model), depth, batch_size, device, max_length, backend, precision)
 
     @property
     def depth(self) -> int:
+        """First-stage passages re-scored per question."""
         return self.model.depth
 
     def describe(self) -> dict:
+        """What makes the scores, as the run's manifest records it (model, depth, precision, backend)."""
         return self.model.describe()
+
+    def __repr__(self) -> str:
+        described = self.describe()
+        return "Reranker(" + ", ".join(f"{key}={value!r}" for key, value in described.items()) + ")"
 
     @checked(question=arg.text, hits=_hit_list)
     def rerank(self, question: str, hits: Sequence[Hit]) -> list[Hit]:
+        """``hits`` reordered by this reranker's scores (the top ``depth`` re-scored, the rest after)."""
         return self.rerank_many([question], [hits])[0]
 
     @checked(questions=arg.texts, hits_lists=_hit_lists, progress=arg.flag)
@@ -305,7 +340,7 @@ class Reranker:
         else:
             questions = as_question_set(questions)
             check_questions(run, questions)
-        return rerank_run(run, self.model, output, questions, progress, read_rerankable(run, self.depth))
+        return len(rerank_run(run, self.model, output, questions, progress, read_rerankable(run, self.depth)))
 
 
 def _reader_questions(name: str, value: Any):
@@ -359,3 +394,6 @@ def read(
         target = Path(output) if output else Path(tmp) / "predictions.jsonl"
         entry.read(config, ReadJob(question_set, source, target, Path(run) if run else None, progress, api_key))
         return [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+document_fields(Pipeline, RetrievalConfig)  # help(Pipeline) lists the settings it takes

@@ -179,3 +179,15 @@ def click_options(cls: type, defaults: Mapping[str, Any] | None = None, exclude:
         return function
 
     return decorate
+
+
+def document_fields(cls: type, config: type) -> None:
+    """Append ``config``'s fields, their defaults and help, to ``cls``'s docstring (what ``help(cls)``
+    shows for a class that takes them as keywords)."""
+    lines = [
+        f"    {f.name} = {field_default(f)!r}: {' '.join(f.metadata.get('help', '').split())}"
+        for f in option_fields(config)
+    ]
+    cls.__doc__ = (
+        f"{cls.__doc__ or ''}\n    Fields (keywords, or a ``{config.__name__}``):\n\n" + "\n".join(lines) + "\n"
+    )

@@ -35,6 +35,14 @@ from ifqa.cli.options import (
 )
 @click.option("--max-length", type=click.IntRange(min=16), help="Tokens per pair (default: the model's).")
 @click.option("--device", help="cpu, cuda ... (default: GPU when present).")
+@click.option(
+    "--precision",
+    type=click.Choice(["auto", "fp32", "fp16", "bf16"]),
+    default="auto",
+    show_default=True,
+    help="Weights' precision: auto is bf16 on a GPU (fp16 where bf16 is emulated) and fp32 on every "
+    "CPU (the same scores on any CPU and batch size); bf16 on a CPU with AMX or AVX-512 BF16 when asked.",
+)
 @backend_options("Scoring")
 @click.option("--json", "as_json", is_flag=True, help="Print the recall report as JSON.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
@@ -51,6 +59,7 @@ def rerank(
     batch_size,
     max_length,
     device,
+    precision,
     backend,
     quantize,
     as_json,
@@ -58,18 +67,17 @@ def rerank(
 ) -> None:
     """Rerank a run file (resumable: rerun the same command after an interruption)."""
     from ifqa.api import Reranker
-    from ifqa.artifacts import read_run
     from ifqa.datasets import questions_for
     from ifqa.eval import report
     from ifqa.eval.summary import summarize_run
-    from ifqa.retrieval.rerank import read_rerankable
+    from ifqa.retrieval.rerank import read_rerankable, rerank_run
 
     run = given_run(run_option, run_argument)
     question_set = questions_for(run, question_source(setting, split, questions, data_dir))
-    read_rerankable(run, depth)  # a run that cannot be reranked fails before the model loads
-    reranker = Reranker(model, depth, device, backend_label(backend, quantize), batch_size, max_length)
-    reranker.rerank_run(run, output, question_set, progress=not no_progress)
-    result = summarize_run(read_run(output))  # flagged for these questions as it was written: not flagged again
+    records = read_rerankable(run, depth)  # parsed once; a run that cannot be reranked fails before the model loads
+    reranker = Reranker(model, depth, device, backend_label(backend, quantize), batch_size, max_length, precision)
+    written = rerank_run(run, reranker.model, output, question_set, not no_progress, records)
+    result = summarize_run(written)  # flagged for these questions as it was written: not flagged again
     click.echo(json.dumps(result) if as_json else f"run: {output}\n\n" + report.format_run_report(result))
 
 

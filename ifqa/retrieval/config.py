@@ -88,6 +88,12 @@ class RetrievalConfig:
         "-int8 (or --rerank-quantize int8): int8 weights, checked against fp32 on a probe batch.",
         choices=BackendNames(quantized=True),
     )
+    rerank_precision: str = option(
+        "auto",
+        "Reranker weights' precision: auto is bf16 on a GPU (fp16 where bf16 is emulated) and fp32 on every "
+        "CPU (the same scores on any CPU); bf16 on a CPU with AMX or AVX-512 BF16 when asked.",
+        choices=("auto", "fp32", "fp16", "bf16"),
+    )
 
     def __post_init__(self) -> None:
         """Every value checked here, once, whether it came from the command line, Python or an
@@ -132,7 +138,7 @@ class RetrievalConfig:
 
 FIELDS = {f.name: f for f in fields(RetrievalConfig)}
 #: Settings that only act through another one: given without it, they would silently do nothing.
-DEPENDS_ON = {"rerank_backend": "rerank", "rerank_depth": "rerank"}
+DEPENDS_ON = {"rerank_backend": "rerank", "rerank_depth": "rerank", "rerank_precision": "rerank"}
 
 
 def _named(name: str) -> str:

@@ -34,7 +34,14 @@ class PassagePriorReranker(Reorders):
 
     @classmethod
     def load(cls, model: str, depth: int = 100, **options) -> PassagePriorReranker:
-        """The control reads no device, batch or backend setting: it is one sparse product per list."""
+        """The control reads no device, batch or backend setting: it is one sparse product per list.
+        A backend or precision asked for is refused rather than silently ignored."""
+        if (options.get("backend") or "torch") != "torch" or (options.get("precision") or "auto") != "auto":
+            raise IfqaError(
+                "the question-agnostic control runs no neural model: --backend, --quantize and --precision "
+                "do not apply to it; leave them out",
+                model,
+            )
         return cls(model, depth)
 
     def __init__(self, folder: str | Path, depth: int = 100):

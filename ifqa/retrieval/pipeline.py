@@ -91,7 +91,13 @@ class RetrievalPipeline:
             from ifqa.retrieval.rerank import load_reranker
 
             self.rerankers = [
-                load_reranker(config.rerank, config.rerank_depth, device=config.device, backend=config.rerank_backend)
+                load_reranker(
+                    config.rerank,
+                    config.rerank_depth,
+                    device=config.device,
+                    backend=config.rerank_backend,
+                    precision=config.rerank_precision,
+                )
             ]
 
     @property

@@ -3,8 +3,9 @@ read together), as a pipeline stage (``ifqa retrieve --rerank``) or on a run fil
 
 Passages are read as text without titles, like the rerankers ``ifqa train reranker`` makes
 (IfQA's gold passages have no title). The pairs of many questions are scored together, in batches
-sorted by length, with the weights cast to bf16 where the CPU or GPU supports it (2-3 times faster
-on a CPU with AMX; casting is faster than autocast for inference).
+sorted by length, with the weights cast to reduced precision on a GPU (bf16 where native, else
+fp16; casting is faster than autocast for inference) and fp32 on a CPU unless ``precision="bf16"``
+is asked for (2-3 times faster on AMX, but its scores, and so ranks, then depend on the batch).
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def check_scoring_head(model: str) -> None:
 class CrossEncoderReranker(Reorders):
     """A cross-encoder scoring (question, passage) pairs. Pairs of many questions are scored together
     in length-planned batches (``batching.run_planned``: tokenized ahead by worker processes on
-    CUDA), with bf16 weights where the device supports it."""
+    CUDA), in ``precision`` (``devices.pick_precision``: reduced on a GPU, fp32 on a CPU by default)."""
 
     def __init__(
         self,
@@ -84,10 +85,10 @@ class CrossEncoderReranker(Reorders):
         batch_size: int | None = None,
         device: str | None = None,
         max_length: int | None = None,
-        bf16: bool = True,
+        precision: str = "auto",
         backend: str = "torch",
     ):
-        from ifqa.devices import bf16_supported, pick_device
+        from ifqa.devices import pick_device, pick_precision
         from ifqa.retrieval.batching import default_batch_size
         from ifqa.retrieval.exported import Backend
 
@@ -104,8 +105,11 @@ class CrossEncoderReranker(Reorders):
         self.encoder.model.eval()
         self.name, self.depth = model, depth
         self.batch_size = batch_size or default_batch_size(self.device)
-        # weights cast to bf16 where the device runs it (faster than autocast for inference, as the encoders do)
-        self.precision = "bf16" if bf16 and bf16_supported(self.device) and not self.backend.exported else "fp32"
+        # weights cast (faster than autocast for inference, as the encoders do): reduced precision on a GPU
+        # by default, fp32 on every CPU unless asked, so a CPU's scores are the same whatever its instructions
+        if self.backend.exported and precision not in ("auto", "fp32"):
+            raise IfqaError(f"--precision {precision}: an exported backend runs fp32 or int8 (--quantize int8)")
+        self.precision = "fp32" if self.backend.exported else pick_precision(precision, self.device, "rerank")
         if self.precision != "fp32":
             from ifqa.devices import torch_dtype
 
@@ -133,8 +137,8 @@ class CrossEncoderReranker(Reorders):
         return cls(model, depth, **options)
 
     def describe(self) -> dict:
-        """What made the scores: bf16 is named (its scores differ from fp32's in the last digits, and
-        a CPU with AVX-512 BF16 or AMX picks it), so a run records it and a resume never mixes the two."""
+        """What made the scores: a precision other than fp32 is named (its scores differ from fp32's in
+        the last digits), so a run records it and a resume never mixes the two."""
         described = {"model": self.name, "depth": self.depth, "max_length": self.encoder.max_seq_length}
         if self.precision != "fp32":
             described["precision"] = self.precision
@@ -219,6 +223,7 @@ def load_reranker(
     device: str | None = None,
     max_length: int | None = None,
     backend: str = "torch",
+    precision: str = "auto",
 ):
     """The reranker ``model`` is, by the first kind in ``RERANKERS`` that claims it (the
     question-agnostic control for a folder holding one, else a cross-encoder)."""
@@ -227,7 +232,9 @@ def load_reranker(
     if depth < 1:
         raise IfqaError(f"rerank depth must be at least 1, got {depth}")
     kind = next(kind for kind in map(RERANKERS.get, RERANKERS) if kind.claims(model))
-    return kind.load(model, depth, batch_size=batch_size, device=device, max_length=max_length, backend=backend)
+    return kind.load(
+        model, depth, batch_size=batch_size, device=device, max_length=max_length, backend=backend, precision=precision
+    )
 
 
 def questions_per_group(reranker) -> int:
@@ -254,8 +261,10 @@ def read_rerankable(run_path: str | Path, depth: int) -> list:
 
 def rerank_run(
     run_path: str | Path, reranker, output: str | Path, questions, progress: bool = True, records: list | None = None
-) -> int:
+) -> list[dict]:
     """Rerank every question of a run; resumable (finished questions are kept in ``<output>.partial``).
+    Returns the records written (the run is parsed once: ``records``, when the caller has them, and
+    a summary is made from what this returns, never by reading the output again).
 
     Flags (``has_answer``, ``gold``) are those of ``questions``: the run's own when its manifest says
     it was made for them, else recomputed; the output and its manifest appear only when every
@@ -305,7 +314,7 @@ def rerank_run(
         seconds=round(time.time() - started, 2),
     )
     os.unlink(partial)
-    return len(ordered)
+    return ordered
 
 
 def _rerank_groups(

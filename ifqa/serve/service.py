@@ -79,7 +79,13 @@ class QAService:
             replace(retrieval, rerank=None, **first_stage)
         )  # the reranker runs here, to show ranks
         self.reranker = (
-            Reranker(retrieval.rerank, retrieval.rerank_depth, retrieval.device, retrieval.rerank_backend)
+            Reranker(
+                retrieval.rerank,
+                retrieval.rerank_depth,
+                retrieval.device,
+                retrieval.rerank_backend,
+                precision=retrieval.rerank_precision,
+            )
             if retrieval.rerank
             else None
         )

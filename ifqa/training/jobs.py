@@ -32,7 +32,7 @@ def check_before_mining(kind: str, recipe, questions: int, device: str | None) -
     from ifqa import distributed
 
     world = distributed.launched()
-    distributed.pick_device(device, world)  # a device this machine, or this launch, cannot give: one line now
+    picked = distributed.pick_device(device, world)  # a device this machine, or this launch, cannot give: one line now
     if kind == "control":
         if world.active:
             raise IfqaError("the question-agnostic control trains in one process; start it without a launcher")
@@ -41,6 +41,9 @@ def check_before_mining(kind: str, recipe, questions: int, device: str | None) -
     from ifqa.retrieval.encoders import resolve
 
     check_model(resolve(recipe.model), "; --model takes an encoder or cross-encoder")
+    from ifqa.devices import pick_precision
+
+    pick_precision(recipe.precision, picked, "train")
     if kind == "reranker" and recipe.group_size < recipe.other_gold + 1:
         raise IfqaError(
             f"--group-size {recipe.group_size} leaves no room for the gold passage and --other-gold "
@@ -55,6 +58,8 @@ def check_before_mining(kind: str, recipe, questions: int, device: str | None) -
         raise IfqaError(
             f"{questions} training questions make no step of --questions-per-step {recipe.questions_per_step}; lower it"
         )
+    if world.active:  # the group forms before anything is written: a peer that never comes leaves nothing behind
+        distributed.start(picked)
 
 
 def _groups(recipe, questions, output: Path, corpus: str | None, progress: bool):
@@ -161,6 +166,7 @@ def train_job(
         "steps": result["steps"],
         "train_seconds": round(time.time() - started, 1),
         "device": result["device"],
+        "numerics": result["numerics"],
         "loss": result["history"][-3:],
         "extra": result.get("extra", {}),
     }

@@ -1,5 +1,5 @@
-"""The training loop both learned retrievers share: seeded plan of steps, bf16 autocast where the
-hardware has it, warm-up then linear decay, resumable state saved atomically every N steps and
+"""The training loop both learned retrievers share: seeded plan of steps, bf16 autocast on a GPU
+that has it natively (fp32 on a CPU unless asked: the same losses on every CPU), warm-up then linear decay, resumable state saved atomically every N steps and
 after the step a Ctrl-C or SIGTERM arrived in, progress with the running loss.
 
 The step plan is a pure function of the seed, so a resumed run skips the steps already taken and
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ifqa import distributed
-from ifqa.devices import bf16_supported
+from ifqa.devices import numerics, pick_precision
 from ifqa.distributed import World
 from ifqa.interrupts import held_interrupts
 
@@ -34,7 +34,7 @@ class LoopSettings:
     warmup: float = 0.1
     weight_decay: float = 0.01
     save_every: int = 200
-    bf16: bool = True
+    precision: str = "auto"  # devices.pick_precision's, for training: bf16 autocast or fp32
     seed: int = 0
 
 
@@ -77,7 +77,8 @@ def run_loop(
         losses = json.loads(saved.get("losses", "[]"))
         torch.set_rng_state(saved["rng"])  # dropout continues as in an uninterrupted run
         log.info("resuming %s at step %d of %d", output, step, settings.steps)
-    autocast = settings.bf16 and bf16_supported(device)
+    precision = pick_precision(settings.precision, device, "train")
+    autocast = precision == "bf16"
     model.to(device).train()
     if world.active:
         distributed.start(device)
@@ -137,7 +138,8 @@ def run_loop(
                 bar.set_postfix(loss=f"{running:.3f}")
                 bar.update(1)
                 if step % settings.save_every == 0 and step < settings.steps:
-                    save()
+                    with distributed.one_writer(world):  # the others wait on the store, not a collective
+                        save()
                 if not world.active or stop:  # ranks stop after the step they agreed on, never one alone
                     check_interrupts(stop)  # Ctrl-C or SIGTERM during the step stop here, with the step whole
         except KeyboardInterrupt:  # no step is lost
@@ -164,4 +166,5 @@ def run_loop(
         "finished": True,
         "device": device,
         "bf16": autocast,
+        "numerics": numerics(device, precision),
     }

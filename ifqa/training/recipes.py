@@ -48,7 +48,12 @@ class RerankerRecipe(MiningRecipe):
         max=0.9,
     )
     seed: int = option(0, "Seed for the head's initialization, data order and negative sampling.")
-    fp32: bool = option(False, "Train in fp32 even where bf16 autocast is supported.")
+    precision: str = option(
+        "auto",
+        "auto: bf16 autocast on a GPU with native bf16, else fp32 (every CPU: the same losses on any CPU); "
+        "bf16 on a CPU with AMX or AVX-512 BF16 when asked.",
+        choices=("auto", "fp32", "bf16"),
+    )
     save_every: int = option(200, "Also save the resumable state every N steps (Ctrl-C saves it too).", min=1)
 
 
@@ -70,7 +75,12 @@ class RetrieverRecipe(MiningRecipe):
     max_length: int = option(192, "Tokens per passage (questions are short).", min=16)
     temperature: float = option(0.05, "Softmax temperature of the in-batch contrastive loss.", min=1e-6)
     seed: int = option(0, "Seed for data order and negative sampling.")
-    fp32: bool = option(False, "Train in fp32 even where bf16 autocast is supported.")
+    precision: str = option(
+        "auto",
+        "auto: bf16 autocast on a GPU with native bf16, else fp32 (every CPU: the same losses on any CPU); "
+        "bf16 on a CPU with AMX or AVX-512 BF16 when asked.",
+        choices=("auto", "fp32", "bf16"),
+    )
     save_every: int = option(200, "Also save the resumable state every N steps (Ctrl-C saves it too).", min=1)
 
 

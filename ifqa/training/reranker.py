@@ -89,7 +89,7 @@ def train_reranker(
             encoder.save(str(tmp))
 
     settings = LoopSettings(
-        steps=len(steps), lr=recipe.lr, bf16=not recipe.fp32, seed=recipe.seed, save_every=recipe.save_every
+        steps=len(steps), lr=recipe.lr, precision=recipe.precision, seed=recipe.seed, save_every=recipe.save_every
     )
     if world.main:
         output.mkdir(parents=True, exist_ok=True)

@@ -126,7 +126,7 @@ def test_settings_that_act_through_another_are_refused_without_it(cli):
     from ifqa.retrieval.config import DEPENDS_ON, RetrievalConfig
 
     defaults = {f.name: f.default for f in dataclasses.fields(RetrievalConfig)}
-    other = {"rerank_backend": "onnx", "rerank_depth": 7}
+    other = {"rerank_backend": "onnx", "rerank_depth": 7, "rerank_precision": "bf16"}
     assert set(DEPENDS_ON) <= set(other)
     for name, needed in DEPENDS_ON.items():
         assert other[name] != defaults[name]
@@ -136,3 +136,28 @@ def test_settings_that_act_through_another_are_refused_without_it(cli):
     result = cli("retrieve", "--rerank-backend", "onnx", "--k", "3", "--no-progress")
     assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1
     assert "applies to rerank (--rerank)" in result.stderr
+
+
+def _index_commands_with_force():
+    from ifqa.cli import cli as group
+
+    index = group.commands["index"]
+    return sorted(name for name, command in index.commands.items() if any(p.name == "force" for p in command.params))
+
+
+@pytest.mark.parametrize("kind", _index_commands_with_force())
+def test_force_replaces_an_index_only_once_the_new_one_is_complete(cli, corpus, tmp_path, env, kind):
+    """``--force`` with a corpus that is refused (or a build that fails) leaves the index that was
+    there whole and usable: the new folder takes its place only when complete."""
+    assert kind in ("bm25", "dense")
+    out = tmp_path / "ix"
+    assert cli("index", kind, "--corpus", corpus, "-o", out, "--no-progress", env=env).returncode == 0
+    before = {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    result = cli("index", kind, "--corpus", empty, "-o", out, "--force", "--no-progress", env=env)
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert {p.relative_to(out): p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []  # no staging left
+    assert cli("retrieve", "--index", out, "--query", "river Lune", "--k", "1", env=env).returncode == 0
+    assert cli("index", kind, "--corpus", corpus, "-o", out, "--force", "--no-progress", env=env).returncode == 0

@@ -5,6 +5,7 @@ import json
 import pytest
 
 from ifqa.artifacts import read_manifest, read_run
+from ifqa.errors import IfqaError
 
 TRAIN = [
     "--index",
@@ -39,6 +40,7 @@ def trained(tmp_path_factory, tiny_model):
     return out
 
 
+@pytest.mark.numerics
 def test_training_resumes_and_writes_a_model_with_its_card(trained, tiny_model):
     model = trained / "model"
     assert (model / "config.json").exists() and not (trained / "state").exists()
@@ -61,6 +63,7 @@ def test_mined_negatives_never_include_a_gold_passage(trained):
         assert not any(gold[group["qid"]].matches(text) for text in group["negatives"] + group["other_gold"])
 
 
+@pytest.mark.numerics
 def test_same_seed_same_model(tmp_path, trained, tiny_model, cli):
     import torch
     from safetensors.torch import load_file
@@ -116,10 +119,7 @@ def test_rerank_reorders_the_top_and_keeps_the_rest(tmp_path, trained, cli):
     assert not (tmp_path / "reranked.jsonl.partial").exists()
 
 
-def test_rerank_resumes_from_a_partial_file(tmp_path, trained, cli, monkeypatch):
-    from ifqa import devices
-
-    monkeypatch.setattr(devices, "bf16_supported", lambda device: False)  # fp32, as the header says
+def test_rerank_resumes_from_a_partial_file(tmp_path, trained, cli):
     run = tmp_path / "run.jsonl"
     assert cli("retrieve", "--k", "6", "-o", run, "--no-progress").returncode == 0
     out = tmp_path / "r.jsonl"
@@ -144,14 +144,14 @@ def test_rerank_resumes_from_a_partial_file(tmp_path, trained, cli, monkeypatch)
 
 
 def test_a_rerank_begun_in_fp32_is_not_resumed_in_bf16(tmp_path, trained, cli, monkeypatch):
-    """A rerank interrupted on a CPU without bf16 and run again on one with it (AVX-512 BF16, AMX)
-    starts afresh: bf16 scores differ from fp32's, and one run never holds both. Its record says bf16."""
+    """A rerank interrupted in fp32 and run again with ``--precision bf16`` (on a CPU with AVX-512 BF16
+    or AMX) starts afresh: bf16 scores differ from fp32's, and one run never holds both. Its record says bf16."""
     from ifqa import devices
 
     run, out = tmp_path / "run.jsonl", tmp_path / "r.jsonl"
     assert cli("retrieve", "--k", "6", "-o", run, "--no-progress").returncode == 0
     rerank = ("-v", "rerank", "--run", run, "--model", trained / "model", "--depth", "6", "-o", out, "--no-progress")
-    monkeypatch.setattr(devices, "bf16_supported", lambda device: False)
+    monkeypatch.setattr(devices, "cpu_bf16_features", lambda: ["amx_bf16"])  # a CPU with bf16: fp32 all the same
     assert cli(*rerank).returncode == 0
     assert "precision" not in read_manifest(out)["rerankers"][-1]  # fp32 records stay as they were
     fp32 = {"model": str(trained / "model"), "depth": 6, "max_length": 64}
@@ -159,8 +159,7 @@ def test_a_rerank_begun_in_fp32_is_not_resumed_in_bf16(tmp_path, trained, cli, m
     partial = tmp_path / "r.jsonl.partial"
     partial.write_text(json.dumps(header) + "\n" + json.dumps(read_run(out)[0]) + "\n")
     out.unlink()
-    monkeypatch.setattr(devices, "bf16_supported", lambda device: True)
-    result = cli(*rerank)
+    result = cli(*rerank, "--precision", "bf16")
     assert result.returncode == 0, result.stderr
     assert "resuming" not in result.stderr and not partial.exists()
     assert read_manifest(out)["rerankers"][-1]["precision"] == "bf16"
@@ -238,6 +237,7 @@ def test_rerank_refuses_a_run_without_passage_text(tmp_path, trained, cli):
     assert not (tmp_path / "out.jsonl").exists() and not (tmp_path / "out.jsonl.partial").exists()
 
 
+@pytest.mark.numerics
 def test_pairs_scored_across_questions_equal_one_question_at_a_time(tmp_path, trained, monkeypatch):
     """Batching many questions' pairs together (and tokenizing them in worker processes, the CUDA
     path) gives the ranks of scoring each question alone, and in fp32 the same scores."""
@@ -258,19 +258,23 @@ def test_pairs_scored_across_questions_equal_one_question_at_a_time(tmp_path, tr
     assert reranker.model.score_many([]) == [] and reranker.model.score("q", []) == []
 
 
+@pytest.mark.numerics
 def test_bf16_reranking_casts_the_weights_and_keeps_the_ranks(trained, monkeypatch):
-    """Where bf16 runs (a GPU, a CPU with AMX) the weights are cast, as the encoders' are: ranks
-    within rounding of fp32. Both forced, so that the test means the same on a CPU with or without bf16."""
+    """bf16 where asked and the device runs it (a CPU with AMX): the weights are cast, as the encoders'
+    are, ranks within rounding of fp32; the default stays fp32 on such a CPU. The CPU's features are
+    forced, so that the test means the same on a CPU with or without bf16."""
     import torch
 
     from ifqa import devices
     from ifqa.retrieval.rerank import load_reranker
 
     texts = ["The river Lune flows west into the bay.", "Copper is a soft metal.", "Falcons hunt at speed."]
-    monkeypatch.setattr(devices, "bf16_supported", lambda device: False)  # as on an AVX2-only CPU
-    fp32 = load_reranker(str(trained / "model"), depth=3, device="cpu")
-    monkeypatch.setattr(devices, "bf16_supported", lambda device: True)  # as on a CPU with AMX or AVX-512 BF16
-    bf16 = load_reranker(str(trained / "model"), depth=3, device="cpu")
+    monkeypatch.setattr(devices, "cpu_bf16_features", lambda: [])  # as on an AVX2-only CPU
+    with pytest.raises(IfqaError, match="--precision bf16: cpu has no native bf16"):
+        load_reranker(str(trained / "model"), depth=3, device="cpu", precision="bf16")
+    monkeypatch.setattr(devices, "cpu_bf16_features", lambda: ["amx_bf16"])  # as on a CPU with AMX
+    fp32 = load_reranker(str(trained / "model"), depth=3, device="cpu")  # the default on every CPU
+    bf16 = load_reranker(str(trained / "model"), depth=3, device="cpu", precision="bf16")
     assert fp32.precision == "fp32" and bf16.precision == "bf16"
     assert next(bf16.encoder.model.parameters()).dtype == torch.bfloat16
     for question in ("If the Lune dried up, where would it flow?", "If copper were hard, what metal would be soft?"):
@@ -324,6 +328,7 @@ def test_gpu_reranking_keeps_the_cpu_ranks(trained):
         assert a[0].id == b[0].id or abs(a[0].score - a[1].score) < 0.1
 
 
+@pytest.mark.numerics
 def test_rerank_scores_do_not_depend_on_the_batches(tmp_path, trained, cli):
     """A pair's score is the pair's alone: equal within 1e-5 (fp32, CPU) whatever the batch size, the
     number of questions reranked together and so the batches the planner forms; through
