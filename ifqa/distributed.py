@@ -4,9 +4,14 @@ started this process in, and what training and reading need of it.
 Every rank takes its equal share of each global batch, DistributedDataParallel all-reduces the
 gradients, and every rank takes the same optimizer step; rank 0 alone writes (checkpoints, logs,
 cards, progress). Without a launcher the world is one process and nothing here touches
-``torch.distributed``: a plain ``ifqa train ...`` runs exactly as before. The process group times
-out after ``IFQA_DIST_TIMEOUT`` seconds (default 60), so a rank that died never leaves the others
-waiting at a collective.
+``torch.distributed``: a plain ``ifqa train ...`` runs exactly as before.
+
+The launch environment is read in one place (``ifqa.launch.launched``), and a contradictory or unreadable one
+is one line before any work. A collective times out after ``IFQA_DIST_TIMEOUT`` seconds (default
+1800, torch's own order of magnitude: a cold ``torch.compile`` or an unequal first step takes
+minutes), so a rank that died never leaves the others waiting for good; rank 0's saves are waited
+for on the rendezvous store (``one_writer``), which no collective timeout limits, so a slow save
+to a network filesystem never kills the run.
 """
 
 from __future__ import annotations
@@ -16,105 +21,60 @@ import functools
 import logging
 import os
 import re
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator
 from typing import Any
 
 from ifqa.errors import IfqaError
+from ifqa.launch import TIMEOUT_ENV, World, env_int, first_host, launched, timeout_seconds  # noqa: F401 - re-exported
 
 log = logging.getLogger(__name__)
 
-TIMEOUT_ENV = "IFQA_DIST_TIMEOUT"
-_STARTED: list[bool] = []  # whether this process joined the group itself (and so leaves it)
+#: how long the other ranks wait for rank 0's save: a t5-large checkpoint on a slow network filesystem
+#: takes minutes; a rank 0 that dies closes the store it hosts, which ends the wait at once
+SAVE_WAIT_SECONDS = 6 * 3600
+_STARTED: list = []  # the store this process's group was formed on, when it joined the group itself
+_WRITES: list[int] = [0]  # saves fenced so far: every rank counts the same ones, so their keys agree
 BACKEND_ENV = "IFQA_DIST_BACKEND"
 
 
-@dataclass(frozen=True)
-class World:
-    """This process's place among the ranks (one rank, rank 0, without a launcher)."""
-
-    rank: int = 0
-    size: int = 1
-    local_rank: int = 0
-
-    @property
-    def main(self) -> bool:
-        """The one rank that writes."""
-        return self.rank == 0
-
-    @property
-    def active(self) -> bool:
-        return self.size > 1
-
-    def share(self, items: Sequence, what: str = "--batch-size") -> list:
-        """This rank's equal, contiguous share of a global batch (all of it for one rank)."""
-        if not self.active:
-            return list(items)
-        if len(items) % self.size:
-            raise IfqaError(f"{what} {len(items)} is a global batch: {self.size} ranks need a multiple of {self.size}")
-        size = len(items) // self.size
-        return list(items[self.rank * size : (self.rank + 1) * size])
-
-    def blocks(self, n: int, block: int) -> range:
-        """This rank's contiguous run of whole blocks of ``block`` items out of ``n`` (reading shares
-        whole generation batches, so every batch is the one a single process forms)."""
-        blocks = -(-n // block)
-        first, last = blocks * self.rank // self.size, blocks * (self.rank + 1) // self.size
-        return range(min(n, first * block), min(n, last * block))
-
-
-def _int(name: str) -> int | None:
-    value = os.environ.get(name)
-    return int(value) if value and value.lstrip("-").isdigit() else None
-
-
-def launched() -> World:
-    """The world a launcher set up: torchrun's RANK/WORLD_SIZE/LOCAL_RANK, else an ``srun`` step's
-    SLURM_PROCID/SLURM_STEP_NUM_TASKS/SLURM_LOCALID (a batch script's own shell is no step of several
-    tasks), else one process."""
-    if _int("WORLD_SIZE") and _int("RANK") is not None:
-        return World(_int("RANK") or 0, _int("WORLD_SIZE") or 1, _int("LOCAL_RANK") or 0)
-    tasks = _int("SLURM_STEP_NUM_TASKS")
-    if tasks and tasks > 1 and _int("SLURM_PROCID") is not None:
-        return World(_int("SLURM_PROCID") or 0, tasks, _int("SLURM_LOCALID") or 0)
-    return World()
-
-
-def first_host(nodelist: str) -> str:
-    """The first host of a SLURM node list (``gpu[03-05,9],cpu1`` -> ``gpu03``)."""
-    match = re.match(r"([^,\[]+)(?:\[([^\]]+)\])?", nodelist.strip())
-    if not match:
-        raise IfqaError(f"cannot read the SLURM node list {nodelist!r}; set MASTER_ADDR")
-    prefix, ranges = match.groups()
-    return prefix + (ranges.split(",")[0].split("-")[0] if ranges else "")
-
-
 def pick_device(requested: str | None, world: World) -> str:
-    """The device of this rank: its own GPU (``cuda:LOCAL_RANK``) where the launcher gave ranks GPUs,
-    else the CPU. A ``--device`` that contradicts the launch is one line before any work."""
+    """The device of this rank: its own GPU where the launcher gave ranks GPUs, else the CPU.
+
+    Its GPU is its local rank among the GPUs *it* sees: ``cuda:LOCAL_RANK`` where the node's ranks share
+    its GPUs (torchrun, ``srun`` with tasks sharing a node), ``cuda:0`` where the scheduler gave each
+    task its own (``srun --gpus-per-task=1``: every task sees one GPU, while SLURM_LOCALID still
+    counts 0..N-1). A launch whose ranks would land on different kinds of device (some on a GPU, some
+    on the CPU) and a ``--device`` that contradicts the launch are one line before any work."""
     from ifqa import devices
 
     if not world.active:
         return devices.pick_device(requested)
     import torch
 
+    if requested and not re.fullmatch(r"cpu|cuda(:\d+)?", requested):
+        raise IfqaError(f"--device {requested!r}: ranks train on cpu or cuda")
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if requested == "cpu" and gpus:
         raise IfqaError(
             f"--device cpu, but the launcher gave rank {world.rank} a GPU; leave out --device, or hide "
             "the GPUs (CUDA_VISIBLE_DEVICES=) to train on CPUs"
         )
-    if requested and requested.startswith("cuda") and world.local_rank >= gpus:
+    if not gpus:
+        if requested and requested.startswith("cuda"):
+            raise IfqaError(f"--device {requested}: rank {world.rank} sees no GPU")
+        return "cpu"
+    local_size = world.local_size or world.local_rank + 1
+    if world.gpus_per_task:  # the GPUs this task sees are its own
+        index = 0
+    elif local_size <= gpus:
+        index = world.local_rank
+    else:
         raise IfqaError(
-            f"--device {requested}: rank {world.rank} (local rank {world.local_rank}) has no GPU of its own "
-            f"on this node ({gpus} visible); start at most {gpus} ranks per node, or train on CPUs"
+            f"{local_size} ranks on this node share {gpus} visible GPU(s): rank {world.rank} would have none "
+            "(NCCL cannot form a group across GPUs and CPUs); start at most one rank per GPU, give each task "
+            "its own (srun --gpus-per-task=1), or hide the GPUs (CUDA_VISIBLE_DEVICES=) to train on CPUs"
         )
-    if requested and not re.fullmatch(r"cpu|cuda(:\d+)?", requested):
-        raise IfqaError(f"--device {requested!r}: ranks train on cpu or cuda")
-    if gpus and world.local_rank < gpus:
-        torch.cuda.set_device(world.local_rank)
-        return f"cuda:{world.local_rank}"
-    return "cpu"
+    return f"cuda:{index}"
 
 
 def start(device: str) -> None:
@@ -127,6 +87,10 @@ def start(device: str) -> None:
     if dist.is_initialized():
         return
     world = launched()
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.set_device(device)  # NCCL and the current-device defaults follow this rank's GPU
     backend = os.environ.get(BACKEND_ENV) or ("nccl" if device.startswith("cuda") else "gloo")
     if backend == "nccl" and not device.startswith("cuda"):
         raise IfqaError(
@@ -143,16 +107,31 @@ def start(device: str) -> None:
             raise IfqaError("a launched rank without MASTER_ADDR: start it with torchrun or srun, or set MASTER_ADDR")
         os.environ["MASTER_ADDR"] = first_host(nodes)
     os.environ.setdefault("MASTER_PORT", "29500")
-    timeout = datetime.timedelta(seconds=float(os.environ.get(TIMEOUT_ENV) or 60))
-    address, port = os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"])
-    if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":  # torchrun's agent hosts the store
-        store = dist.TCPStore(address, port, world.size, is_master=False, timeout=timeout)
-    else:
-        store = dist.TCPStore(address, port, world.size, is_master=world.rank == 0, timeout=timeout, multi_tenant=True)
-    # keys of each restart apart: a restarted rank must never read the address a dead one published
-    store = dist.PrefixStore(f"ifqa/attempt-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", store)
-    dist.init_process_group(backend, store=store, rank=world.rank, world_size=world.size, timeout=timeout)
-    _STARTED.append(True)
+    port = env_int("MASTER_PORT", minimum=1)
+    if port is None or port > 65535:
+        raise IfqaError(f"launch environment: MASTER_PORT={os.environ['MASTER_PORT']!r} is not a port (1-65535)")
+    seconds = timeout_seconds()
+    timeout = datetime.timedelta(seconds=seconds)
+    address = os.environ["MASTER_ADDR"]
+    try:
+        if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":  # torchrun's agent hosts the store
+            store = dist.TCPStore(address, port, world.size, is_master=False, timeout=timeout)
+        else:
+            store = dist.TCPStore(
+                address, port, world.size, is_master=world.rank == 0, timeout=timeout, multi_tenant=True
+            )
+        # keys of each restart apart: a restarted rank must never read the address a dead one published
+        store = dist.PrefixStore(f"ifqa/attempt-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", store)
+        dist.init_process_group(backend, store=store, rank=world.rank, world_size=world.size, timeout=timeout)
+    except (RuntimeError, OSError, ValueError) as exc:  # DistStoreError, DistNetworkError, a taken port ...
+        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise IfqaError(
+            f"rank {world.rank} of {world.size} could not form the process group at {address}:{port} within "
+            f"{seconds:g} s ({first[:160]}); check that every rank started and MASTER_ADDR/MASTER_PORT "
+            "reach rank 0"
+        ) from None
+    _STARTED.append(store)
+    _WRITES[0] = 0
     if not world.main:  # one voice: the other ranks log errors only
         logging.getLogger("ifqa").setLevel(logging.ERROR)
 
@@ -170,6 +149,38 @@ def stop() -> None:
             with contextlib.suppress(RuntimeError):  # every rank is here before any tears the group down
                 dist.barrier()
             dist.destroy_process_group()
+
+
+@contextlib.contextmanager
+def one_writer(world: World) -> Iterator[bool]:
+    """Rank 0 writes inside the block (``True``), the others (``False``) wait until it is done, on the
+    rendezvous store rather than at a collective: a save slower than ``IFQA_DIST_TIMEOUT`` (a large
+    checkpoint on a network filesystem) then never times out the ranks that wait for it. A save that
+    fails on rank 0 fails the others too, with one line."""
+    if not world.active or not _STARTED:
+        yield world.main
+        return
+    import datetime
+
+    store = _STARTED[-1]
+    _WRITES[0] += 1
+    key = f"written-{_WRITES[0]}"
+    if world.main:
+        outcome = b"failed"
+        try:
+            yield True
+            outcome = b"ok"
+        finally:
+            store.set(key, outcome)
+        return
+    yield False
+    try:
+        store.wait([key], datetime.timedelta(seconds=SAVE_WAIT_SECONDS))
+        outcome = store.get(key)
+    except (RuntimeError, OSError) as exc:
+        raise CollectiveFailure(f"rank {world.rank}: rank 0 stopped while saving ({str(exc)[:160]})") from None
+    if outcome != b"ok":
+        raise CollectiveFailure(f"rank {world.rank}: rank 0's save failed; the same command resumes from the last save")
 
 
 def wrap(model, device: str, unused: bool = False):

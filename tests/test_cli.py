@@ -200,3 +200,21 @@ def test_libraries_log_only_warnings_unless_asked(flags, root, ours, capsys):
     finally:
         for name, level in saved.items():
             logging.getLogger(name).setLevel(level)
+
+
+def test_under_torchrun_the_one_line_cause_goes_to_the_launchers_error_file(tmp_path, cli):
+    """torchrun's summary shows what a failed rank wrote to TORCHELASTIC_ERROR_FILE (the format of
+    torch.distributed.elastic's @record): the cause, not the launcher's own traceback."""
+    import json
+    import os
+
+    from torch.distributed.elastic.multiprocessing.errors import ChildFailedError, ProcessFailure
+
+    error_file = tmp_path / "error.json"
+    env = {**os.environ, "TORCHELASTIC_ERROR_FILE": str(error_file)}
+    result = cli("retrieve", "--k", "0", env=env)
+    assert result.returncode == 1
+    line = result.stderr.strip()
+    assert json.loads(error_file.read_text())["message"]["message"] == line
+    failure = ProcessFailure(local_rank=0, pid=1, exitcode=1, error_file=str(error_file))
+    assert line in ChildFailedError("ifqa", {0: failure}).format_msg()  # the launcher's summary

@@ -90,17 +90,57 @@ GLOBAL_FLAGS = frozenset({"-q", "--quiet", "-v", "-vv", "-vvv", "--verbose"})
 
 
 def hoist_global_flags(argv: list[str]) -> list[str]:
-    """``ifqa retrieve -q ...`` means ``ifqa -q retrieve ...`` (up to a ``--``)."""
+    """``ifqa retrieve -q ...`` means ``ifqa -q retrieve ...`` (up to a ``--``), except where the flag
+    is the value of an option that takes one (``--query -v`` asks about ``-v``)."""
     end = argv.index("--") if "--" in argv else len(argv)
-    flags = [a for a in argv[:end] if a in GLOBAL_FLAGS]
-    return flags + [a for a in argv[:end] if a not in GLOBAL_FLAGS] + argv[end:]
+    takes_value = _value_options(argv[:end])
+    flags, rest = [], []
+    for i, arg in enumerate(argv[:end]):
+        (flags if arg in GLOBAL_FLAGS and (i == 0 or argv[i - 1] not in takes_value) else rest).append(arg)
+    return flags + rest + argv[end:]
+
+
+def _value_options(args: list[str]) -> set[str]:
+    """The spellings of the options that take a value, of the command ``args`` name (its groups' too)."""
+    command: click.Command = cli
+    names: set[str] = set()
+    for arg in [None, *args]:
+        if arg is not None:
+            if not (isinstance(command, click.Group) and arg in command.commands):
+                continue
+            command = command.commands[arg]
+        for param in command.params:
+            if isinstance(param, click.Option) and not param.is_flag and not param.count:
+                names.update(param.opts)
+    return names
 
 
 def _say(message: str) -> None:
-    """One line on stderr, secrets redacted (every error path of every command comes through here)."""
+    """One line on stderr, secrets redacted (every error path of every command comes through here);
+    under torchrun also the launcher's error file, so its summary names this cause, not its own trace."""
     from ifqa.redact import redact
 
-    click.echo(redact(" ".join(str(message).split("\n")).strip()), err=True)
+    line = redact(" ".join(str(message).split("\n")).strip())
+    click.echo(line, err=True)
+    _tell_launcher(line)
+
+
+def _tell_launcher(line: str) -> None:
+    """Write ``line`` where torchrun's agent reads a failed rank's cause (``TORCHELASTIC_ERROR_FILE``, in
+    the format of ``torch.distributed.elastic``'s ``@record``): its failure summary then shows it."""
+    import json
+    import os
+    import time
+
+    path = os.environ.get("TORCHELASTIC_ERROR_FILE")
+    if not path:
+        return
+    data = {"message": {"message": line, "extraInfo": {"py_callstack": line, "timestamp": str(int(time.time()))}}}
+    try:
+        with open(path, "w") as handle:
+            json.dump(data, handle)
+    except OSError:
+        pass  # the launcher then reports the exit code alone, as without the file
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -64,6 +64,7 @@ def t5_without_dropout(t5_dir, tmp_path):
     return tmp_path / "t5"
 
 
+@pytest.mark.numerics
 def test_forward_equals_a_hand_computation(t5_dir):
     model = fid_model.FiDT5.from_pretrained(str(t5_dir)).eval()
     torch.manual_seed(1)
@@ -177,6 +178,7 @@ def test_cli_training_overfits_and_the_checkpoint_reproduces_predictions(cli, t5
     assert fid_predict.predict(model, tokenizer, records, settings, batch_size=1) == from_disk
 
 
+@pytest.mark.numerics
 def test_resume_gives_the_same_next_losses(t5_dir, toy_run, tmp_path):
     config = FiDTrainConfig(
         model=str(t5_dir),
@@ -418,13 +420,25 @@ def test_a_crafted_trainer_state_runs_no_code(tmp_path):
 
 
 def test_the_batch_size_defaults_by_device_and_the_run_records_it(t5_without_dropout, toy_run, tmp_path):
-    """8 questions a step fill a GPU (the speed goal is measured there at 8); 1 on a CPU. What the run
-    trained with is recorded, so a resume compares like with like."""
+    """8 questions a step fill a GPU (the speed goal is measured there at 8); 1 on a CPU; without
+    --batch-size each rank takes that many (8 GPUs: 64 a step, not 8 GPUs of one question each), a
+    given --batch-size stays the global batch. What the run trained with is recorded, so a resume
+    compares like with like and a run says how it was trained."""
     assert FiDTrainConfig().on("cuda").batch_size == 8 and FiDTrainConfig().on("cpu").batch_size == 1
-    assert FiDTrainConfig(batch_size=3).on("cuda").batch_size == 3
+    assert FiDTrainConfig().on("cuda", 8).batch_size == 64 and FiDTrainConfig().on("cpu", 2).batch_size == 2
+    assert (
+        FiDTrainConfig(batch_size=3).on("cuda").batch_size == 3 == FiDTrainConfig(batch_size=3).on("cuda", 8).batch_size
+    )
     config = FiDTrainConfig(model=str(t5_without_dropout), steps=1, warmup_steps=0, n_context=2, text_maxlength=32)
     fid_train.train(toy_run, None, tmp_path / "fid", config, "cpu", progress=False)
-    assert json.loads((tmp_path / "fid" / "train_config.json").read_text())["batch_size"] == 1
+    recorded = json.loads((tmp_path / "fid" / "train_config.json").read_text())
+    assert recorded["batch_size"] == 1
+    assert {k: recorded["launch"][k] for k in ("world_size", "global_batch", "batch_per_rank")} == {
+        "world_size": 1,
+        "global_batch": 1,
+        "batch_per_rank": 1,
+    }
+    assert recorded["launch"]["numerics"]["precision"] == "fp32"
 
 
 def test_checkpointed_fid_compiles_to_one_graph_without_recompiles():

@@ -38,7 +38,8 @@ class FiDTrainConfig:
     batch_size: int | None = option(
         None,
         "Questions per step, each with --n-context passages, over all ranks under "
-        "torchrun/srun (default: 8 on a GPU, 1 on a CPU).",
+        "torchrun/srun (the same flags train the same model on any number of ranks; "
+        "default: 8 per GPU, 1 per CPU process, times the ranks).",
         min=1,
     )
     accumulation: int = option(1, "Gradient accumulation steps.", min=1)
@@ -50,7 +51,9 @@ class FiDTrainConfig:
     save_every: int | None = option(None, "Also save the resumable state every N steps.", min=1)
     seed: int = option(0, "Seed for initialization and data order.")
     gradient_checkpointing: bool = option(False, "Recompute activations to save GPU memory.")
-    fp32: bool = option(False, "Train in fp32 on GPU (default: bf16 autocast).", flag="--no-bf16")
+    fp32: bool = option(
+        False, "Train in fp32 on GPU (default: bf16 autocast where the GPU runs bf16 natively).", flag="--no-bf16"
+    )
     compile: bool = option(
         False,
         "Compile the model with torch.compile (the default on CUDA, where it trains about "
@@ -61,11 +64,14 @@ class FiDTrainConfig:
     text_maxlength: int = option(250, "Tokens per question+passage input.", min=1)
     answer_maxlength: int = option(20, "Tokens per target answer.", min=1)
 
-    def on(self, device: str) -> FiDTrainConfig:
-        """The config with its device-dependent defaults filled in (what the run records)."""
+    def on(self, device: str, ranks: int = 1) -> FiDTrainConfig:
+        """The config with its device-dependent defaults filled in (what the run records): without
+        ``--batch-size`` each of the ``ranks`` takes 8 questions a step on a GPU, 1 on a CPU, so more
+        GPUs train faster; a given ``--batch-size`` is the global batch whatever the world."""
         from dataclasses import replace
 
-        return self if self.batch_size else replace(self, batch_size=8 if device.startswith("cuda") else 1)
+        per_rank = 8 if device.startswith("cuda") else 1
+        return self if self.batch_size else replace(self, batch_size=per_rank * ranks)
 
 
 class FiDReaderEntry:

@@ -105,13 +105,15 @@ def _use_compile(config: FiDTrainConfig, device: str) -> bool:
 
 
 def _rng_state(device: str) -> dict:
-    return {"rng": torch.get_rng_state(), "cuda_rng": torch.cuda.get_rng_state() if device.startswith("cuda") else None}
+    """The generators a step draws from: the CPU's and the training GPU's own (named, not the current one)."""
+    cuda = torch.cuda.get_rng_state(device) if device.startswith("cuda") else None
+    return {"rng": torch.get_rng_state(), "cuda_rng": cuda}
 
 
 def _restore_rng(saved: dict, device: str) -> None:
     torch.set_rng_state(saved["rng"])
     if device.startswith("cuda") and saved.get("cuda_rng") is not None:
-        torch.cuda.set_rng_state(saved["cuda_rng"])
+        torch.cuda.set_rng_state(saved["cuda_rng"], device)
 
 
 class _Batches:
@@ -174,7 +176,7 @@ def train(
     output = Path(output)
     world = distributed.launched()
     device = distributed.pick_device(device, world)
-    config = config.on(device)
+    config = config.on(device, world.size)
     world.share(range(config.batch_size))  # a global batch the ranks cannot share equally: one line, now
     compiled = _use_compile(config, device)
     settings = FiDSettings(config.n_context, config.text_maxlength, config.answer_maxlength)
@@ -187,19 +189,33 @@ def train(
     what = {k: v for k, v in asdict(config).items() if k not in FiDTrainConfig.HOW_NOT_WHAT}
     if resuming:
         saved = json.loads((output / "train_config.json").read_text())
+        saved.pop("launch", None)  # how the run was launched: it may move between world sizes
         if "bf16" in saved:  # written before the setting was named fp32
             saved["fp32"] = not saved.pop("bf16")
         if {k: v for k, v in saved.items() if k not in FiDTrainConfig.HOW_NOT_WHAT} != what:
             raise IfqaError(
                 "this folder holds a run with other settings; use the same options or a new --output", output
             )
+    if device.startswith("cuda"):  # what torch puts on "the current device" (pinning, caches) follows this one
+        torch.cuda.set_device(device)
+    if world.active:  # the group forms before anything is written: a peer that never comes leaves nothing
+        distributed.start(device)
     torch.manual_seed(config.seed)
     source = last if resuming else config.model
     model = load_model(source, device)
     tokenizer = AutoTokenizer.from_pretrained(str(source))
+    from ifqa.devices import bf16_supported, numerics
+
+    use_bf16 = not config.fp32 and device.startswith("cuda") and bf16_supported(device)  # native only: V100/T4 fp32
+    launch = {  # how this run was trained: the world, its batches and what decided the last digits
+        "world_size": world.size,
+        "global_batch": config.batch_size,
+        "batch_per_rank": config.batch_size // world.size,
+        "numerics": numerics(device, "bf16" if use_bf16 else "fp32"),
+    }
     if not resuming and world.main:  # written once the model loads, so a model that cannot leaves nothing behind
         output.mkdir(parents=True, exist_ok=True)
-        (output / "train_config.json").write_text(json.dumps(asdict(config), indent=2))
+        (output / "train_config.json").write_text(json.dumps({**asdict(config), "launch": launch}, indent=2))
     if config.gradient_checkpointing:  # in a form that compiles to one graph
         enable_checkpointing(model)
     optimizer = torch.optim.AdamW(
@@ -216,7 +232,6 @@ def train(
         _restore_rng(saved_state, device)
         state = saved_state["state"]
         log.info("resuming at step %d", state["step"])
-    use_bf16 = not config.fp32 and device.startswith("cuda")
     if world.active:
         distributed.start(device)
     parallel = distributed.wrap(model, device) if world.active else model
@@ -282,18 +297,21 @@ def train(
                     model.train()
                     if entry["dev_em"] > state["best_em"]:
                         state["best_em"] = entry["dev_em"]
-                        if world.main:
-                            _save_model(model, tokenizer, settings, output / "best")
+                        with distributed.one_writer(world) as writes:  # the others wait on the store
+                            if writes:
+                                _save_model(model, tokenizer, settings, output / "best")
                 state["log"].append(entry)
                 bar.update(1)
                 bar.set_postfix(loss=entry["loss"], em=entry.get("dev_em", state["best_em"]), refresh=False)
-                if world.main and (
+                if (
                     done
                     or state["step"] == goal
                     or "dev_em" in entry
                     or (config.save_every and state["step"] % config.save_every == 0)
-                ):
-                    _save_model(model, tokenizer, settings, last, checkpoint_state())
+                ):  # the same on every rank: a save no rank times out on, however long it takes
+                    with distributed.one_writer(world) as writes:
+                        if writes:
+                            _save_model(model, tokenizer, settings, last, checkpoint_state())
                 if not world.active or stop:  # ranks stop after the step they agreed on, never one alone
                     check_interrupts(stop)  # Ctrl-C or SIGTERM during the step stop here, with the step whole
     except distributed.CollectiveFailure:  # a rank died: this one may be mid-step, so it saves nothing
