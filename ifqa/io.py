@@ -96,9 +96,11 @@ def read_json(path: str | Path) -> Any:
 def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
     """Write to a temporary file beside ``path`` and rename it into place only on success.
 
-    Readers never see a half-written file, and a failure leaves no partial output behind.
+    Readers never see a half-written file, and a failure leaves no partial output behind. A target
+    that is not a regular file (a device, a FIFO, a socket: ``/dev/null``) is refused, never renamed over.
     """
     path = Path(path)
+    check_writable_kind(path, "output")
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=staging_prefix(path), suffix=".tmp", dir=path.parent)
     try:
@@ -113,6 +115,28 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def check_writable_kind(output: str | os.PathLike, option: str = "--output") -> None:
+    """An output is a regular file or folder (or nothing yet): ``-`` and devices, FIFOs and sockets
+    are refused, one rule for every command."""
+    text = os.fspath(output)
+    if text.strip() == "-":
+        raise IfqaError(
+            f"{option} -: ifqa writes files (with a manifest beside them), not standard output; name a file"
+        )
+    try:
+        mode = os.stat(text).st_mode
+    except (OSError, ValueError):  # not there yet (or a loop, reported by what opens it)
+        return
+    import stat
+
+    if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+        raise IfqaError(
+            f"{option}: not a regular file (a device, FIFO or socket); ifqa writes a file and renames it "
+            "into place, which would replace it; name a file",
+            text,
+        )
 
 
 @contextlib.contextmanager

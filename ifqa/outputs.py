@@ -6,7 +6,14 @@ over its own dump is one line, not a destroyed input. Paths are compared as the 
 them (through symlinks, ``..`` and hard links), manifests included (``run.jsonl.manifest.json``
 belongs to ``run.jsonl``), and folders both ways: an output may not lie inside a folder the
 command reads (an index, a model), nor may an input lie inside an output folder (which is replaced
-whole when it is written)."""
+whole when it is written).
+
+What a command reads is what its inputs *resolve to*, not only the paths it is given
+(``read_through``): the collection an index folder's manifest records, the questions file a run's
+manifest records, the cache files behind an index spec (``demo:bm25``). And an output is a regular
+file or folder: ``-`` and devices, FIFOs and sockets are refused (ifqa stages what it writes and
+renames it into place, which would replace ``/dev/null`` itself). Resolving paths here never raises:
+a symlink loop or an unreadable manifest is simply nothing more to compare."""
 
 from __future__ import annotations
 
@@ -17,20 +24,96 @@ from typing import Any
 
 from ifqa.artifacts import manifest_path
 from ifqa.errors import IfqaError
+from ifqa.io import check_writable_kind
+
+
+def _resolved(path: Path) -> Path:
+    """``path`` through its symlinks; as written (made absolute) where they loop or cannot be read."""
+    try:
+        return path.resolve()
+    except (OSError, RuntimeError):  # RuntimeError: a symlink loop
+        return Path(os.path.abspath(path))
 
 
 def _same(a: Path, b: Path) -> bool:
-    if a.resolve() == b.resolve():
+    if _resolved(a) == _resolved(b):
         return True
     try:
         return os.path.samefile(a, b)
-    except OSError:  # one of them does not exist (yet)
+    except (OSError, ValueError):  # one of them does not exist (yet), or loops
         return False
 
 
 def _inside(path: Path, folder: Path) -> bool:
     """``path`` lies in ``folder`` (both resolved), at any depth; hard links are not followed."""
-    return folder.is_dir() and path.resolve().is_relative_to(folder.resolve()) and not _same(path, folder)
+    try:
+        is_folder = folder.is_dir()
+    except OSError:
+        return False
+    return is_folder and _resolved(path).is_relative_to(_resolved(folder)) and not _same(path, folder)
+
+
+def _recorded(manifest: Path, *keys: str) -> list[Path]:
+    """The existing paths a manifest records under ``keys`` (a dotted path into it: ``corpus.path``;
+    a list on the way is walked), relative ones read from where the manifest was written."""
+    import json
+
+    try:
+        data = json.loads(manifest.read_text(encoding="utf-8"))
+    except (OSError, ValueError, UnicodeError, RecursionError):
+        return []
+    found: list[Path] = []
+    for key in keys:
+        values = [data]
+        for part in key.split("."):
+            values = [
+                item.get(part)
+                for value in values
+                for item in (value if isinstance(value, list) else [value])
+                if isinstance(item, dict)
+            ]
+        for value in values:
+            if isinstance(value, str) and value.strip() and ":" not in value.split("/")[0]:
+                path = Path(value).expanduser()
+                if os.path.lexists(path):
+                    found.append(path)
+    return found
+
+
+def read_through(path: Path) -> list[Path]:
+    """What a command reads through ``path`` besides ``path`` itself: for an index folder, the
+    collection its manifest records; for a run or predictions file, the questions file its manifest
+    records. One level (a recorded file's own records are not what this command reads)."""
+    try:
+        if path.is_dir():
+            return _recorded(path / "manifest.json", "corpus.path")
+        return _recorded(manifest_path(path), "questions.name")
+    except OSError:
+        return []
+
+
+def _refuse_spec(text: str, option: str) -> None:
+    """An index spec (``demo:dense``, ``prebuilt:NAME``) names an index to read, never a path to write."""
+    from ifqa.registry import INDEX_SCHEMES
+
+    scheme, sep, _ = text.partition(":")
+    if sep and scheme in INDEX_SCHEMES:
+        raise IfqaError(f"{option} {text}: an index spec names an index to read, not a folder to write; name a folder")
+
+
+def spec_paths(text: str) -> list[Path]:
+    """The files behind an index spec (``demo:bm25``): what its scheme says it reads (cache files),
+    whether or not they exist yet. Nothing for a text that is no registered spec."""
+    from ifqa.registry import INDEX_SCHEMES
+
+    scheme, sep, name = text.partition(":")
+    if not sep or scheme not in INDEX_SCHEMES:
+        return []
+    try:
+        reads = getattr(INDEX_SCHEMES.get(scheme), "reads", None)
+        return list(reads(name)) if reads else []
+    except Exception:  # noqa: BLE001 - an unknown name is the command's own error to report, not the guard's
+        return []
 
 
 def input_paths(values: Iterable[Any]) -> list[Path]:
@@ -45,7 +128,9 @@ def input_paths(values: Iterable[Any]) -> list[Path]:
             for name in {text, *(text.split(",") if "," in text else ())}:
                 path = Path(name).expanduser()
                 if name and os.path.lexists(path):
-                    found.append(path)
+                    found += [path, *read_through(path)]
+                elif name:
+                    found += spec_paths(name)
     return found
 
 
@@ -60,6 +145,8 @@ def check_output(
     files or folders are checked."""
     if output is None or not str(output).strip():
         return
+    check_writable_kind(output, option)
+    _refuse_spec(os.fspath(output), option)
     out = Path(output).expanduser()
     named = inputs.items() if isinstance(inputs, Mapping) else ((None, value) for value in inputs)
     for name, value in named:

@@ -149,3 +149,171 @@ def test_api_writers_refuse_an_output_that_is_an_input(tmp_path):
     with pytest.raises(IfqaError, match="is the input questions"):
         ifqa.Pipeline(indexes=["demo:bm25"], k=5).run_to_file(question_set, questions)
     assert questions.read_text() == PRECIOUS
+
+
+def _read_through_cases():
+    """Every command's output against each input option given a file or folder whose manifest records
+    another file the command reads through it: an index's collection, a run's questions file."""
+    for path, command in _commands(cli):
+        for output in [p for p in command.params if getattr(p, "writes", False)]:
+            if _folder_only(output):
+                continue
+            for given in command.params:
+                if given is output or not _takes_a_path(given) or getattr(given, "writes", False):
+                    continue
+                file_only = isinstance(given.type, click.Path) and not given.type.dir_okay
+                kinds = (
+                    ["index folder"]
+                    if _folder_only(given)
+                    else ["run file"]
+                    if file_only
+                    else ["run file", "index folder"]
+                )
+                for kind in kinds:
+                    yield pytest.param(path, output.name, given.name, kind, id=f"{' '.join(path)}:{given.name}:{kind}")
+
+
+READ_THROUGH = list(_read_through_cases())
+
+
+def _dummies(tmp_path) -> tuple[Path, Path]:
+    """A file and a folder for the required options a case does not test."""
+    dummy, folder = tmp_path / "dummy.json", tmp_path / "dummy-folder"
+    dummy.write_text(PRECIOUS)
+    folder.mkdir(exist_ok=True)
+    return dummy, folder
+
+
+def _run(path, command, given, output, victim, target, tmp_path) -> tuple[int, str]:
+    dummy, folder = _dummies(tmp_path)
+    argv = [*path]
+    if given is not None:
+        argv += [_flag(given), str(victim)] if _flag(given) else [str(victim)]
+    argv += [_flag(output), str(target)]
+    for param in command.params:
+        if param.required and param not in (output, given):
+            argv += _filler(param, dummy, folder)
+    try:
+        main(argv)
+    except SystemExit as exit_:
+        return exit_.code, argv
+    return 0, argv
+
+
+@pytest.mark.parametrize("path, output_name, given_name, kind", READ_THROUGH)
+def test_an_output_is_never_what_a_command_reads_through_its_inputs(
+    tmp_path, capsys, monkeypatch, path, output_name, given_name, kind
+):
+    """``ifqa retrieve --index ix -o p.jsonl`` where ``ix`` was built from ``p.jsonl``; ``ifqa evaluate
+    --run r.jsonl -o q.json`` where ``r.jsonl`` was made for ``q.json``: the recorded file is an input."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("ifqa.redact._secrets", set())
+    command = dict(_commands(cli))[path]
+    params = {param.name: param for param in command.params}
+    _dummies(tmp_path)
+    recorded = tmp_path / "recorded" / "precious.jsonl"
+    recorded.parent.mkdir()
+    recorded.write_text(PRECIOUS)
+    if kind == "index folder":
+        victim = tmp_path / "ix"
+        victim.mkdir()
+        (victim / "manifest.json").write_text(json.dumps({"engine": "bm25s", "corpus": {"path": str(recorded)}}))
+    else:
+        victim = tmp_path / "run.jsonl"
+        victim.write_text("{}\n")
+        (tmp_path / "run.jsonl.manifest.json").write_text(json.dumps({"questions": {"name": str(recorded), "n": 1}}))
+    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    code, argv = _run(path, command, params[given_name], params[output_name], victim, recorded, tmp_path)
+    err = capsys.readouterr().err
+    assert code == 1 and "the input" in err and len(err.strip().splitlines()) == 1, (argv, err)
+    assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before
+
+
+WRITERS = [
+    pytest.param(path, output.name, id=" ".join(path))
+    for path, command in _commands(cli)
+    for output in command.params
+    if getattr(output, "writes", False) and not _folder_only(output)
+]
+
+
+@pytest.mark.parametrize("target", ["-", "/dev/null", "fifo"])
+@pytest.mark.parametrize("path, output_name", WRITERS)
+def test_an_output_that_is_not_a_regular_file_is_refused_by_every_command(
+    tmp_path, capsys, monkeypatch, path, output_name, target
+):
+    """``-o /dev/null`` as root would replace the device with a file (ifqa stages and renames), and
+    ``-o -`` would write a file named ``-``: one rule for every command, one line, nothing written."""
+    import os
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("ifqa.redact._secrets", set())
+    if target == "fifo":
+        os.mkfifo(tmp_path / "fifo")
+        target = str(tmp_path / "fifo")
+    command = dict(_commands(cli))[path]
+    output = {param.name: param for param in command.params}[output_name]
+    code, argv = _run(path, command, None, output, None, target, tmp_path)
+    err = capsys.readouterr().err
+    assert code == 1 and len(err.strip().splitlines()) == 1, (argv, err)
+    assert "name a file" in err, (argv, err)
+    assert not (tmp_path / "-").exists() and not Path("/dev/null.manifest.json").exists()
+    assert Path("/dev/null").is_char_device()
+
+
+def test_an_index_spec_reads_its_cache_files(tmp_path, monkeypatch, cli):
+    """``demo:bm25`` reads the cached collection: a run written over it is refused, like any input."""
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
+    cached = tmp_path / "cache" / "demo" / "passages.jsonl"
+    for spec in ("demo:bm25", "demo:dense"):
+        result = cli("retrieve", "--index", spec, "--k", "3", "-o", cached, env={**__import__("os").environ})
+        assert result.returncode == 1 and "is the input --index" in result.stderr, result.stderr
+    assert not cached.exists()
+
+
+def test_the_guard_never_raises_on_a_symlink_loop(tmp_path):
+    (tmp_path / "a").symlink_to(tmp_path / "b")
+    (tmp_path / "b").symlink_to(tmp_path / "a")
+    check_output(tmp_path / "out.jsonl", {"--run": tmp_path / "a", "--index": tmp_path / "b"})
+    with pytest.raises(IfqaError, match="is the input --run"):
+        check_output(tmp_path / "a", {"--run": tmp_path / "a"})
+
+
+def test_api_writers_refuse_what_their_inputs_read_through(tmp_path):
+    """``Pipeline.run_to_file`` over an index built from the output, ``Reranker.rerank_run`` over a run
+    made for the questions file it would write over."""
+    from ifqa.outputs import check_output as guard
+
+    collection = tmp_path / "p.jsonl"
+    collection.write_text("{}\n")
+    index = tmp_path / "ix"
+    index.mkdir()
+    (index / "manifest.json").write_text(json.dumps({"corpus": {"path": str(collection)}}))
+    with pytest.raises(IfqaError, match="is the input indexes"):
+        guard(collection, {"indexes": [str(index)]}, "output")
+    questions = tmp_path / "q.json"
+    questions.write_text(PRECIOUS)
+    question_set = ifqa.load_questions(path=questions)
+    with pytest.raises(IfqaError, match="the input"):
+        ifqa.Pipeline(indexes=["demo:bm25"], k=5).run_to_file(question_set, questions)
+
+
+ALL_WRITERS = [
+    pytest.param(path, output.name, id=" ".join(path))
+    for path, command in _commands(cli)
+    for output in command.params
+    if getattr(output, "writes", False)
+]
+
+
+@pytest.mark.parametrize("path, output_name", ALL_WRITERS)
+def test_an_index_spec_is_never_an_output_path(tmp_path, capsys, monkeypatch, path, output_name):
+    """``ifqa index dense --index demo:dense`` (the old spelling of -o) made a folder named ``demo:dense``."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("ifqa.redact._secrets", set())
+    command = dict(_commands(cli))[path]
+    output = {param.name: param for param in command.params}[output_name]
+    code, argv = _run(path, command, None, output, None, "demo:dense", tmp_path)
+    err = capsys.readouterr().err
+    assert code == 1 and "an index spec names an index to read" in err, (argv, err)
+    assert not (tmp_path / "demo:dense").exists()

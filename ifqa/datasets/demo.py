@@ -32,17 +32,30 @@ def packaged_passages() -> Path:
 
 
 def corpus_path() -> Path:
-    """The demo collection unpacked into the cache (done once; atomic)."""
+    """The demo collection unpacked into the cache (atomic), checked on every use against what ifqa
+    ships (its stamp holds the shipped file's checksum and the unpacked one's): a newer ifqa's
+    passages, or a hand-edited cache copy, are unpacked again rather than trusted."""
     target = cache_dir() / "demo" / "passages.jsonl"
     source = packaged_passages()
-    stamp = target.with_suffix(".source-sha256")  # a newer ifqa may ship other passages of the same size
-    digest = hashlib.sha256(source.read_bytes()).hexdigest()
-    if not target.exists() or not stamp.exists() or stamp.read_text() != digest:
+    stamp = target.with_suffix(".source-sha256")
+    expected = f"{hashlib.sha256(source.read_bytes()).hexdigest()} "
+    recorded = stamp.read_text() if stamp.exists() else ""
+    if target.exists() and recorded.startswith(expected) and recorded == expected + _sha256(target):
+        return target
+    if target.exists() and recorded.startswith(expected):
+        log.warning("the cached demo collection %s was changed; unpacking it again", target)
+    else:
         log.info("unpacking the demo collection to %s", target)
-        with gzip.open(source, "rb") as packed, atomic_write(target, "wb") as out:
-            shutil.copyfileobj(packed, out)
-        stamp.write_text(digest)
+    with gzip.open(source, "rb") as packed, atomic_write(target, "wb") as out:
+        shutil.copyfileobj(packed, out)
+    with atomic_write(stamp) as handle:
+        handle.write(expected + _sha256(target))
     return target
+
+
+def _sha256(path: Path) -> str:
+    with open(path, "rb") as handle:
+        return hashlib.file_digest(handle, "sha256").hexdigest()
 
 
 @dataclass(frozen=True)

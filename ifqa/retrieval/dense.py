@@ -25,7 +25,7 @@ from ifqa.io import atomic_write, write_json
 from ifqa.retrieval.chunks import ChunkEncoder, check_chunks, chunk_path, chunks_to_encode
 from ifqa.retrieval.dense_search import FAISS_FILE, INDEX_TYPES
 from ifqa.retrieval.encoders import DEFAULT_ENCODER, check_encoder_location, resolve
-from ifqa.retrieval.index import MANIFEST, OFFSETS, corpus_record, finish_manifest
+from ifqa.retrieval.index import MANIFEST, OFFSETS, corpus_record, finish_manifest, replace_folder, replacement_folder
 from ifqa.retrieval.store import iter_corpus
 
 log = logging.getLogger(__name__)
@@ -152,16 +152,23 @@ def encode(
         **({"precision": precision} if precision != "auto" else {}),
         **({"backend": backend} if backend != "torch" else {}),
     }
-    bar = tqdm(
-        total=sum(min(chunk, len(offsets) - j * chunk) for j in todo), unit="psg", desc="encode", disable=not progress
-    )
+    size = lambda j: min(chunk, len(offsets) - j * chunk)  # noqa: E731 - passages of chunk j
+    i, n = shard or (0, 1)
+    chunks = -(-len(offsets) // chunk)
+    mine = range(chunks * i // n, chunks * (i + 1) // n)
+    done = sum(size(j) for j in mine) - sum(size(j) for j in todo)
+    if done:  # said, not hidden in a smaller total
+        log.info("%s: resuming; %d of %d passages were already encoded", folder, done, done + sum(map(size, todo)))
+    # passages, counted as each batch finishes (a chunk of 4,096 is minutes on a CPU: a bar that moved
+    # only per chunk looked frozen)
+    bar = tqdm(total=done + sum(map(size, todo)), initial=done, unit="psg", desc="encode", disable=not progress)
     if ray:
         from ifqa.retrieval.dense_ray import encode_on_ray
 
         encode_on_ray(ray, ChunkEncoder, args, todo, bar.update, ray_workers, threads, kwargs)
     else:
-        for count in ChunkEncoder(*args, threads=threads, **kwargs).encode_many(todo):
-            bar.update(count)
+        for _ in ChunkEncoder(*args, threads=threads, **kwargs).encode_many(todo, on_batch=bar.update):
+            pass
     bar.close()
     return len(todo)
 
@@ -364,35 +371,27 @@ def build(
 
         check_memory(index_type, count_passages(Path(corpus)), dim, budget, about=True, chunk=chunk)
     check_encoder_location(encoder_name)
-    folder = Path(index_dir)
+    target = Path(index_dir)
     import shutil
 
-    if force and folder.exists():  # a finished index, or the chunks of an unfinished one
-        shutil.rmtree(folder)
+    # --force over an existing folder builds beside it and replaces it only once the new index is
+    # complete: a refused corpus or an interrupted build never costs the index that was there
+    folder = replacement_folder(target) if force and target.exists() else target
+    if force and shard is not None and folder != target:
+        raise IfqaError("--force with --shard: shards add chunks to one folder; remove it yourself first", target)
     started, created = time.time(), not folder.exists()
     try:
-        encode(
-            corpus,
-            folder,
-            encoder_name,
-            query_encoder,
-            shard,
-            batch_size,
-            device,
-            progress,
-            chunk,
-            max_length,
-            titles,
-            threads,
-            ray,
-            ray_workers,
-            precision,
-            backend,
-        )
+        # fmt: off
+        encode(corpus, folder, encoder_name, query_encoder, shard, batch_size, device, progress, chunk, max_length,
+               titles, threads, ray, ray_workers, precision, backend)
+        # fmt: on
     except IfqaError:  # refused before a chunk was written: leave nothing behind
         if created and not any((folder / "embeddings").glob("chunk-*.npy")):
             shutil.rmtree(folder, ignore_errors=True)
         raise
     if shard is not None:
         return None
-    return merge(corpus, folder, index_type, started=started, max_memory=max_memory)
+    manifest = merge(corpus, folder, index_type, started=started, max_memory=max_memory)
+    if folder != target:
+        replace_folder(target, folder)
+    return manifest

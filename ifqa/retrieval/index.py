@@ -107,6 +107,8 @@ def staging(index_dir: str | Path, force: bool = False) -> Iterator[Path]:
 def finish_manifest(
     folder: Path, engine: str, params: dict, corpus: dict, passages: int, started: float, **extra
 ) -> dict:
+    if (folder / OFFSETS).exists():  # passages hashed at recorded positions: checked on every open
+        corpus = {**corpus, "fingerprint": fingerprint(PassageStore(corpus["path"], np.load(folder / OFFSETS)))}
     manifest = {
         "engine": engine,
         "ifqa": __version__,
@@ -121,9 +123,26 @@ def finish_manifest(
     return manifest
 
 
+FINGERPRINT_PASSAGES = 16
+
+
+def fingerprint(store: PassageStore) -> dict:
+    """A cheap identity of a collection beyond its size and offsets: the sha256 of a few passages
+    spread over it (another collection of the same size whose passages start at the same bytes, or a
+    hand-edited one, differs there)."""
+    n = len(store)
+    positions = sorted({round(i * (n - 1) / max(1, FINGERPRINT_PASSAGES - 1)) for i in range(FINGERPRINT_PASSAGES)})
+    digest = hashlib.sha256()
+    for position in positions:
+        digest.update(json.dumps(store[position], sort_keys=True, ensure_ascii=False).encode("utf-8"))
+    return {"positions": positions, "sha256": digest.hexdigest()}
+
+
 def read_manifest(index_dir: str | Path) -> dict:
     """An index's manifest, its shape checked: a damaged or hand-edited one is one line naming it."""
     path = Path(index_dir) / MANIFEST
+    if not Path(index_dir).exists():
+        raise IfqaError("no such index folder (build one with `ifqa index bm25|dense`, or use demo:bm25)", index_dir)
     if not path.exists():
         raise IfqaError("not an ifqa index (no manifest.json)", index_dir)
     manifest = read_manifest_object(path)
@@ -184,6 +203,14 @@ def passage_store(index_dir: Path, manifest: dict, corpus: str | Path | None = N
             store.corpus,
         )
     store.check_offsets()
+    recorded_print = recorded.get("fingerprint")
+    if isinstance(recorded_print, dict) and isinstance(recorded_print.get("positions"), list):
+        if fingerprint(store) != recorded_print:
+            raise IfqaError(
+                f"not the collection this index was built from (its passages differ at positions the "
+                f"manifest {Path(index_dir) / MANIFEST} fingerprints)",
+                store.corpus,
+            )
     return store
 
 
@@ -197,3 +224,19 @@ def verify_collection(retriever) -> None:
         raise IfqaError(
             f"not the collection {retriever.name} was built from (its sha256 differs from the index manifest's)", corpus
         )
+
+
+def replacement_folder(target: Path) -> Path:
+    """Where ``--force`` rebuilds ``target``: a fixed name beside it, so an interrupted rebuild resumes."""
+    return target.parent / f".{target.name}.replacement"
+
+
+def replace_folder(target: Path, complete: Path) -> None:
+    """``complete`` takes ``target``'s place: the old one is moved aside first, then removed."""
+    import shutil
+
+    aside = target.parent / f".{target.name}.replaced"
+    shutil.rmtree(aside, ignore_errors=True)
+    target.rename(aside)
+    complete.rename(target)
+    shutil.rmtree(aside, ignore_errors=True)

@@ -8,6 +8,7 @@ indexes, downloaded by pyserini). A folder's engine is read from its manifest an
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import shutil
 from pathlib import Path
@@ -48,7 +49,11 @@ def open_index(spec: str | Path, corpus: str | Path | None = None, device: str |
     scheme, name = split_spec(spec)
     if scheme is not None and hasattr(INDEX_SCHEMES.get(scheme), "open"):
         return INDEX_SCHEMES.get(scheme).open(name, corpus, device)
-    folder = index_folder(spec)
+    return _load(index_folder(spec), corpus, device)
+
+
+def _load(folder: Path, corpus: str | Path | None, device: str | None) -> Retriever:
+    """The index in ``folder`` by its manifest's engine; what it cannot read is one line."""
     manifest = read_manifest(folder)
     engine = manifest.get("engine")
     if engine not in ENGINES:
@@ -80,12 +85,37 @@ class DemoIndexes:
         return {"encoder": DEFAULT_ENCODER, "max_length": 128}
 
     def folder(self, name: str) -> Path:
-        from ifqa.datasets.demo import corpus_path
+        """The cached index, made on first use. Processes using it for the first time at once wait
+        for one of them to make it (a lock beside it), instead of failing on each other's build."""
         from ifqa.paths import cache_dir
 
         if name not in self.names:
             raise IfqaError(f"unknown demo index 'demo:{name}'; use demo:bm25 or demo:dense")
         folder = cache_dir() / "indexes" / f"demo-{name}"
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with open(folder.parent / f".demo-{name}.use.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released by the OS if this process dies
+            return self._made(name, folder)
+
+    def open(self, name: str, corpus: str | Path | None = None, device: str | None = None) -> Retriever:
+        """The cached index over the cached collection, wherever the cache now is (its manifest's
+        recorded path may be that of a cache since moved). A cached copy found damaged is ifqa's
+        own: it is made again, once, instead of advising an option ``retrieve`` does not have."""
+        from ifqa.datasets.demo import corpus_path
+
+        folder = self.folder(name)
+        try:
+            return _load(folder, corpus or corpus_path(), device)
+        except IfqaError as exc:
+            if "damaged" not in str(exc):  # a wrong device or corpus is the user's to fix, not the cache's
+                raise
+            log.warning("the cached demo:%s index is damaged (%s); making it again", name, str(exc)[:160])
+            shutil.rmtree(folder, ignore_errors=True)
+            return _load(self.folder(name), corpus or corpus_path(), device)
+
+    def _made(self, name: str, folder: Path) -> Path:
+        from ifqa.datasets.demo import corpus_path
+
         corpus = corpus_path()
         digest = file_sha256(corpus)
         if (folder / MANIFEST).exists() and self._fits(read_manifest(folder), name, digest):
@@ -106,6 +136,12 @@ class DemoIndexes:
         progress = name != "bm25" and sys.stderr.isatty()  # a bar in a terminal; the line above elsewhere
         INDEX_BUILDERS.get(name)(corpus, folder, self.recipe(name), progress)
         return folder
+
+    def reads(self, name: str) -> list[Path]:
+        """The cache files ``demo:NAME`` is read from (the output guard's view; nothing is built)."""
+        from ifqa.paths import cache_dir
+
+        return [cache_dir() / "indexes" / f"demo-{name}", cache_dir() / "demo" / "passages.jsonl"]
 
     def shipped_folder(self, name: str) -> Path:
         """Where ifqa ships a prebuilt ``demo:NAME`` (the dense one: its encoding is the only slow

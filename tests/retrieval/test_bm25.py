@@ -146,3 +146,18 @@ def test_max_memory_is_checked_before_any_work(cli, tmp_path, corpus):
         plan_chunks(10_000_000, estimate_peak(10_000_000, MIN_CHUNK_DOCS) - 1, "test")
     ok = cli("index", "bm25", "--corpus", corpus, "-o", tmp_path / "idx", "--max-memory", "4G", "--chunk-docs", "100")
     assert ok.returncode == 0, ok.stderr
+
+
+def test_another_collection_of_the_same_size_and_offsets_is_refused(corpus, tmp_path):
+    """Same bytes per passage, other words (a hand-edited copy, or another collection cut alike): the
+    fingerprint of passages at recorded positions tells them apart; the collection itself opens."""
+    bm25.build(corpus, tmp_path / "ix", progress=False)
+    assert read_manifest(tmp_path / "ix")["corpus"]["fingerprint"]["positions"][0] == 0
+    other = tmp_path / "other.jsonl"
+    lines = corpus.read_text().splitlines(keepends=True)
+    lines[-1] = lines[-1].replace("clear", "fined")  # the last passage, same length
+    other.write_text("".join(lines))
+    assert other.stat().st_size == corpus.stat().st_size
+    with pytest.raises(IfqaError, match="not the collection this index was built from .*fingerprints"):
+        open_index(tmp_path / "ix", corpus=other)
+    assert open_index(tmp_path / "ix", corpus=corpus).search(["Lune"], k=1)

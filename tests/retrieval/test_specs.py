@@ -101,3 +101,55 @@ def test_a_cached_index_of_an_older_recipe_is_replaced_by_the_shipped_one(cache,
     (folder / "leftover.npy").write_bytes(b"old")
     assert index_folder("demo:dense") == folder and builds == []
     assert read_manifest(folder)["params"]["max_length"] == 128 and not (folder / "leftover.npy").exists()
+
+
+def test_processes_using_a_demo_index_for_the_first_time_at_once_all_get_it(cache):
+    """Three processes on a fresh cache: one copies the shipped index, the others wait for it (no
+    "another build into this folder is running")."""
+    import os
+    import subprocess
+    import sys
+
+    code = "import ifqa; print(ifqa.open_index('demo:dense').search('If the river dried up?', k=1)[0].id)"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    jobs = [
+        subprocess.Popen(
+            [sys.executable, "-c", code], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        for _ in range(3)
+    ]
+    outputs = [job.communicate(timeout=300) for job in jobs]
+    assert [job.returncode for job in jobs] == [0, 0, 0], [err[-800:] for _, err in outputs]
+    assert len({out for out, _ in outputs}) == 1
+
+
+def test_a_moved_cache_still_opens_both_demo_indexes(cache, tmp_path, monkeypatch):
+    """The cached manifests record where the collection was; a demo index reads the cache's own."""
+    before = ifqa.open_index("demo:bm25").search("If the river dried up?", k=3)
+    index_folder("demo:dense")
+    moved = tmp_path / "moved"
+    shutil.move(cache, moved)
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(moved))
+    assert ifqa.open_index("demo:bm25").search("If the river dried up?", k=3) == before
+    assert len(ifqa.open_index("demo:dense").search("If the river dried up?", k=3)) == 3
+
+
+def test_a_hand_edited_cached_collection_is_unpacked_again(cache, caplog):
+    from ifqa.datasets.demo import corpus_path
+
+    path = corpus_path()
+    shipped = path.read_bytes()
+    path.write_bytes(shipped.replace(b"river", b"rivet", 1))
+    with caplog.at_level("WARNING"):
+        assert corpus_path().read_bytes() == shipped
+    assert "was changed; unpacking it again" in caplog.text
+
+
+def test_a_damaged_cached_demo_index_is_made_again_not_left_to_the_user(cache, caplog):
+    folder = index_folder("demo:bm25")
+    expected = ifqa.open_index("demo:bm25").search("If the river dried up?", k=3)
+    offsets = folder / "offsets.npy"
+    offsets.write_bytes(offsets.read_bytes()[:40])
+    with caplog.at_level("WARNING"):
+        assert ifqa.open_index("demo:bm25").search("If the river dried up?", k=3) == expected
+    assert "is damaged" in caplog.text and "making it again" in caplog.text
