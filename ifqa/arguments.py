@@ -64,13 +64,23 @@ def optional(check: Check) -> Check:
     return check_or_none
 
 
+def _unicode(name: str, value: str) -> str:
+    """``value`` as text every tokenizer and file can hold: a lone surrogate (``'\\udcff'``, what
+    ``os.fsdecode`` makes of undecodable bytes) is refused here, as the command line refuses it."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise ValueError(f"{name} holds {value[exc.start]!r} at {exc.start}, not valid Unicode text") from None
+    return value
+
+
 def text(name: str, value: Any) -> str:
-    """A question or answer: a non-empty string (not bytes, not None)."""
+    """A question or answer: a non-empty string (not bytes, not None) of valid Unicode."""
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, not {_kind(value)}")
     if not value.strip():
         raise ValueError(f"{name} is empty")
-    return value
+    return _unicode(name, value)
 
 
 def texts(name: str, value: Any) -> list[str]:
@@ -83,12 +93,15 @@ def texts(name: str, value: Any) -> list[str]:
 def answers(name: str, value: Any) -> list[str]:
     """Reference answers: a list of strings, or one string as the only answer."""
     if isinstance(value, str):
-        return [value]
+        return [_unicode(name, value)]
     if isinstance(value, bytes) or not isinstance(value, Sequence):
         raise TypeError(f"{name} must be a list of str (or one str), not {_kind(value)}")
+    if not value:
+        raise ValueError(f"{name} is empty: give at least one reference answer")
     for i, item in enumerate(value):
         if not isinstance(item, str):
             raise TypeError(f"{name}[{i}] must be a str, not {_kind(item)}")
+        _unicode(f"{name}[{i}]", item)
     return list(value)
 
 
@@ -96,7 +109,7 @@ def prediction(name: str, value: Any) -> str:
     """A predicted answer: a string, possibly empty (an abstention scores 0)."""
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str, not {_kind(value)}")
-    return value
+    return _unicode(name, value)
 
 
 def flag(name: str, value: Any) -> bool:
@@ -135,7 +148,7 @@ def questions(name: str, value: Any):
     from ifqa.artifacts import Example, QuestionSet, as_question_set
 
     if isinstance(value, QuestionSet):
-        return value
+        return unique_qids(name, value)
     if isinstance(value, (str, os.PathLike)):
         from ifqa.datasets import QuestionSource
         from ifqa.errors import IfqaError
@@ -149,7 +162,17 @@ def questions(name: str, value: Any):
             f"{name} must be a QuestionSet, a list of Example or a questions file, not {_kind(value)}"
             + (f" of {_kind(first)}" if isinstance(value, Sequence) and first is not None else "")
         )
-    return as_question_set(value)
+    return unique_qids(name, as_question_set(value))
+
+
+def unique_qids(name: str, question_set):
+    """Each question once: a repeated id would be scored twice (and its records matched to either)."""
+    seen: set = set()
+    for example in question_set.examples:
+        if example.qid in seen:
+            raise ValueError(f"{name}: question id {example.qid!r} appears more than once")
+        seen.add(example.qid)
+    return question_set
 
 
 def records(name: str, value: Any) -> str | os.PathLike | list:
@@ -159,9 +182,14 @@ def records(name: str, value: Any) -> str | os.PathLike | list:
     if isinstance(value, (bytes, Mapping)) or not isinstance(value, Iterable):
         raise TypeError(f"{name} must be a file's path or a list of records, not {_kind(value)}")
     items = list(value)
+    seen: set = set()
     for i, item in enumerate(items):
         if not isinstance(item, Mapping):
             raise TypeError(f"{name}[{i}] must be a record (dict), not {_kind(item)}")
+        if "qid" in item:
+            if str(item["qid"]) in seen:
+                raise ValueError(f"{name}[{i}]: question id {item['qid']!r} appears more than once")
+            seen.add(str(item["qid"]))
     return items
 
 

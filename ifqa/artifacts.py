@@ -70,6 +70,11 @@ class QuestionSet:
     def identity(self) -> str:
         return question_set_id(self.examples)
 
+    def __repr__(self) -> str:
+        """Name, size and task, not every question (a notebook cell shows this)."""
+        extra = f", dataset={self.dataset!r}" if self.dataset else ""
+        return f"QuestionSet({self.name!r}, {len(self.examples)} questions, task={self.task!r}{extra})"
+
     def describe(self) -> dict[str, Any]:
         """What manifests record about the questions a file was made for."""
         recorded = {"name": self.name, "id": self.identity, "n": len(self.examples)}
@@ -108,6 +113,9 @@ class Context(TypedDict, total=False):
 
 
 class RunRecord(TypedDict):
+    """One question's line of a run file: its id, text and answers, and the ranked passages
+    (``ctxs``, each with its score and ``has_answer``/``gold`` flags), in DPR/FiD's retrieval schema."""
+
     qid: str
     question: str
     answers: list[str]

@@ -79,12 +79,21 @@ def _run_records(name: str, run: str | Path | list, questions: QuestionSet | Non
     if not records:
         raise IfqaError(f"{_where(run)}{name} holds no records; nothing to score")
     if questions is not None:
-        known = {example.qid for example in questions.examples}
+        known = {example.qid: example.question for example in questions.examples}
         unknown = [_qid(record) for record in records if _qid(record) not in known]
         if unknown:
             raise IfqaError(
                 f"{_where(run)}{name}: {len(unknown)} of its {len(records)} records are for questions not in "
                 f"{questions.name} (first qid {unknown[0]!r}); name the questions it was made for"
+            )
+        # ids collide across sets (IfQA's are str(idx) in each): the records' own question text tells them apart
+        other = next(
+            (r for r in records if isinstance(r.get("question"), str) and r["question"] != known[_qid(r)]), None
+        )
+        if other is not None:
+            raise IfqaError(
+                f"{_where(run)}{name}: the record of qid {_qid(other)!r} asks {other['question'][:60]!r}, not "
+                f"{questions.name}'s question; name the questions it was made for"
             )
     return records
 

@@ -116,3 +116,39 @@ def test_evaluate_predictions_scores_each_dataset_by_its_own_task(tmp_path, cli)
         ifqa.evaluate_predictions({wiqa[0].qid: "maybe"}, wiqa)
     same = ifqa.evaluate_predictions(labels, wiqa, compare=labels)
     assert same["compare"]["accuracy"] == report["accuracy"]
+
+
+def test_every_public_name_and_method_explains_itself():
+    """``help(ifqa.X)`` says what X is and what each public method does (walked over ``ifqa.__all__``,
+    so a name added later is covered); ``help(ifqa.Pipeline)`` lists the settings it takes."""
+    import inspect
+
+    missing = []
+    for name in ifqa.__all__:
+        obj = getattr(ifqa, name)
+        if not callable(obj) or not (inspect.isclass(obj) or inspect.isfunction(obj)):
+            continue
+        if not (obj.__doc__ or "").strip():
+            missing.append(name)
+        if inspect.isclass(obj):
+            for attribute, member in vars(obj).items():
+                function = member.fget if isinstance(member, property) else member
+                if attribute.startswith("_") or not callable(function):
+                    continue
+                if not (getattr(function, "__doc__", None) or "").strip():
+                    missing.append(f"{name}.{attribute}")
+    assert not missing, f"public names without a docstring: {missing}"
+    from dataclasses import fields
+
+    from ifqa.retrieval.config import RetrievalConfig
+
+    assert all(f"    {f.name} = " in ifqa.Pipeline.__doc__ for f in fields(RetrievalConfig))
+
+
+def test_objects_print_as_what_they_hold():
+    """A notebook cell showing an object shows its name, size and settings, not 19,000 characters."""
+    questions = ifqa.load_questions("demo", "dev")
+    assert repr(questions) == "QuestionSet('demo:dev', 24 questions, task='qa')"
+    assert repr(ifqa.open_index("demo:bm25")) == "Searcher('bm25:demo-bm25', bm25s, 4,151 passages)"
+    assert repr(ifqa.Pipeline(k=5, query_mode="clean")) == "Pipeline(k=5, query_mode='clean')"
+    assert repr(ifqa.Pipeline()) == "Pipeline(the defaults of ifqa retrieve)"

@@ -14,19 +14,27 @@ import pytest
 
 import ifqa
 from ifqa import arguments as arg
+from ifqa.artifacts import Example
 from ifqa.errors import IfqaError
+from ifqa.retrieval.hits import Hit
 
 #: What each check stands for: values it must refuse.
 WRONG = {
     arg.count: [0, -3, "5", 2.5, True, None],
-    arg.text: [None, 3, b"bytes", "  "],
+    arg.text: [None, 3, b"bytes", "  ", "a lone surrogate \udcff"],
     arg.texts: ["one string", None, 3, [3], ["ok", None]],
     arg.path_like: [None, 3, b"bytes", " "],
     arg.device: [3, "gpu"] + ([] if __import__("torch").cuda.is_available() else ["cuda"]),
-    arg.questions: [None, ["a question as a string"], 3, "no-such-questions.json"],
-    arg.records: [3, {"qid": "1"}, [1, 2], b"x"],
-    arg.answers: [None, 3, [3], b"x"],
-    arg.prediction: [None, 3, ["list"]],
+    arg.questions: [
+        None,
+        ["a question as a string"],
+        3,
+        "no-such-questions.json",
+        [Example("1", "If a?", ["x"]), Example("1", "If b?", ["y"])],  # one id twice
+    ],
+    arg.records: [3, {"qid": "1"}, [1, 2], b"x", [{"qid": "1"}, {"qid": "1"}]],
+    arg.answers: [None, 3, [3], b"x", [], ["\udcff"]],
+    arg.prediction: [None, 3, ["list"], "\udcff"],
     arg.position: ["3", 2.5, True, None],
     arg.flag: ["no", 1, None],
 }
@@ -192,6 +200,18 @@ def test_wrong_arguments_are_refused_naming_the_argument(world):
         ),
         (lambda w: w["experiment"].run_file("unknown"), "no retrieve stage named 'unknown'"),
         (lambda w: ifqa.open_index("demo:bm25").search("q", k=0), "k must be at least 1"),
+        (
+            lambda w: w["reranker"].rerank("a", [Hit("p1", "T", None, 1.0, 1)]),  # type: ignore[arg-type]
+            "hits[0].text must be a str",
+        ),
+        (  # records of another set whose qids collide, with no manifest: their question text tells
+            lambda w: ifqa.evaluate_run(
+                [{**r, "question": "If the moon were cheese?"} if i == 2 else r for i, r in enumerate(w["run"])],
+                w["dev"],
+            ),
+            "asks 'If the moon were cheese?'",
+        ),
+        (lambda w: ifqa.exact_match("Paris", []), "answers is empty"),
     ],
 )
 def test_wrong_calls_the_checks_cannot_see_alone(world, call, problem):

@@ -196,3 +196,46 @@ def test_yaml_merge_keys_may_be_overridden(tmp_path):
         "  - <<: {stage: retrieve, indexes: [demo:bm25], k: 5}\n    name: r\n    k: 10\n"
     )
     assert load_config(path)["_stages"][0]["k"] == 10
+
+
+def test_retrievers_of_different_depths_share_one_table(cache, tmp_path):
+    """Two retrieve stages with different k: each row shows the depths it has, "–" where it has none;
+    without a `compare_to` stage there are no empty Δ columns."""
+    path = tmp_path / "k.yaml"
+    path.write_text("""
+name: depths
+questions: {setting: demo, split: dev}
+output: out
+stages:
+  - {stage: retrieve, name: shallow, indexes: ["demo:bm25"], k: 5}
+  - {stage: retrieve, name: deep, indexes: ["demo:bm25"], k: 20}
+""")
+    run_experiment(path, progress=False)
+    markdown = (tmp_path / "out" / "results.md").read_text()
+    shallow = next(line for line in markdown.splitlines() if line.startswith("| shallow |"))
+    deep = next(line for line in markdown.splitlines() if line.startswith("| deep |"))
+    assert shallow.count("–") >= 1 and "–" not in deep
+    assert "compare_to" not in markdown and "Δ" not in markdown
+
+
+def test_a_device_is_no_experiment_and_home_is_expanded(cache, tmp_path, monkeypatch):
+    with pytest.raises(IfqaError, match="not a regular file"):
+        load_config("/dev/zero")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    path = tmp_path / "h.yaml"
+    path.write_text(
+        "name: h\nquestions: {setting: demo, split: dev}\noutput: ~/results\nretrievers:\n"
+        "  - {name: bm25, indexes: ['demo:bm25'], k: 3}\n"
+    )
+    run_experiment(path, progress=False)
+    assert (tmp_path / "home" / "results" / "results.md").exists() and not (tmp_path / "~").exists()
+
+
+def test_an_experiments_results_never_hold_its_own_yaml(cache, tmp_path):
+    path = tmp_path / "own.yaml"
+    path.write_text(
+        "name: own\nquestions: {setting: demo, split: dev}\noutput: .\nretrievers:\n"
+        "  - {name: bm25, indexes: ['demo:bm25'], k: 3}\n"
+    )
+    with pytest.raises(IfqaError, match="is a folder holding the input the experiment"):
+        run_experiment(path, progress=False)

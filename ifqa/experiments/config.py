@@ -163,10 +163,15 @@ def load_config(path: str | Path) -> dict:
     path = Path(path)
     if not path.exists():
         raise IfqaError("no such file", path)
-    if path.stat().st_size > MAX_BYTES:
-        raise IfqaError(f"an experiment config of {path.stat().st_size:,} bytes; at most {MAX_BYTES:,}", path)
+    if not path.is_file():
+        raise IfqaError("not a regular file (an experiment is a YAML file)", path)
+    with open(path, "rb") as handle:  # read at most the limit: a reported size can lie (0 for a device)
+        data = handle.read(MAX_BYTES + 1)
+    if len(data) > MAX_BYTES:
+        raise IfqaError(f"an experiment config of more than {MAX_BYTES:,} bytes; at most {MAX_BYTES:,}", path)
     try:
-        config = yaml.load(path.read_text(encoding="utf-8-sig"), Loader=_strict_loader())  # noqa: S506 - a SafeLoader
+        text = data.decode("utf-8-sig")
+        config = yaml.load(text, Loader=_strict_loader())  # noqa: S506 - a SafeLoader
     except _KeyProblem as exc:
         raise IfqaError(str(exc), path, exc.line) from None
     except UnicodeDecodeError as exc:
@@ -216,4 +221,4 @@ def load_config(path: str | Path) -> dict:
 def output_dir(config: str | Path | dict) -> Path:
     """Where an experiment's results go (``config``: a loaded config, or its file)."""
     config = config if isinstance(config, dict) else load_config(config)
-    return Path(config["_root"]) / config.get("output", f"results/{config['name']}")
+    return Path(config["_root"]) / Path(config.get("output", f"results/{config['name']}")).expanduser()

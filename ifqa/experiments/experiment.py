@@ -36,6 +36,7 @@ class Experiment:
         return [dict(stage) for stage in self._config["_stages"] if kind is None or stage["stage"] == kind]
 
     def questions(self) -> QuestionSet:
+        """The questions the experiment is scored on (its ``questions:`` entry, loaded)."""
         from ifqa.experiments.runner import question_source
 
         return question_source(self._config, self._config["questions"]).load()

@@ -14,13 +14,27 @@ def _ci(values: list | None) -> str:
     return f"[{values[0]:.1f}, {values[1]:.1f}]" if values else ""
 
 
+def _depths(tables) -> list:
+    """The depths of several recall tables, in increasing order, each once (keys may be ints or strings)."""
+    seen: dict = {}
+    for table in tables:
+        for k in table:
+            seen.setdefault(str(k), k)
+    return [seen[k] for k in sorted(seen, key=lambda k: (not k.isdigit(), int(k) if k.isdigit() else 0, k))]
+
+
+def _pct(value) -> str:
+    return f"{value:.1f}" if isinstance(value, (int, float)) else "–"
+
+
 def write_results(output: Path, results: dict) -> None:
     output.mkdir(parents=True, exist_ok=True)
     write_json(output / "results.json", results)
     lines = [f"# {results['name']}", "", f"{results['n']} questions ({results['questions']}).", ""]
     rows: list[dict[str, Any]] = []
     if results["retrievers"]:
-        depths = list(results["retrievers"][0]["recall"]["answer"])
+        # every depth any retriever was scored at (retrievers may differ in k); a cell it lacks is "–"
+        depths = _depths(r["recall"]["answer"] for r in results["retrievers"])
         lines += [
             "## Retrieval (recall %, gold passage / answer string)",
             "",
@@ -28,33 +42,40 @@ def write_results(output: Path, results: dict) -> None:
             "|---" * (len(depths) + 1) + "|",
         ]
         for r in results["retrievers"]:
-            gold = r["recall"].get("gold", {})
-            cells = [f"{gold.get(k, float('nan')):.1f} / {r['recall']['answer'][k]:.1f}" for k in depths]
+            gold, answer = r["recall"].get("gold", {}), r["recall"]["answer"]
+            cells = [f"{_pct(gold.get(k))} / {_pct(answer.get(k))}" if k in answer else "–" for k in depths]
             lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
             rows.append(
                 {
                     "system": r["name"],
                     "kind": "retriever",
                     **{f"gold@{k}": gold.get(k) for k in depths},
-                    **{f"answer@{k}": r["recall"]["answer"][k] for k in depths},
+                    **{f"answer@{k}": answer.get(k) for k in depths},
                 }
             )
         lines.append("")
         tested = [r for r in results["retrievers"] if r.get("gold_ci95")]
         if tested:
-            depths_ = list(tested[0]["gold_ci95"])
+            depths_ = _depths(r["gold_ci95"] for r in tested)
+            compared = any(r.get("vs") for r in tested)  # Δ columns only where some stage has a baseline
+            heading = "; paired permutation test against the `compare_to` stage" if compared else ""
+            column = " | Δ vs baseline (p)" if compared else ""
             lines += [
-                "Gold recall with 95% bootstrap intervals; paired permutation test against the `compare_to` stage:",
+                f"Gold recall with 95% bootstrap intervals{heading}:",
                 "",
-                "| retriever | " + " | ".join(f"R@{k} [95% CI] | Δ vs baseline (p)" for k in depths_) + " |",
-                "|---" * (2 * len(depths_) + 1) + "|",
+                "| retriever | " + " | ".join(f"R@{k} [95% CI]{column}" for k in depths_) + " |",
+                "|---" * ((2 if compared else 1) * len(depths_) + 1) + "|",
             ]
             for r in tested:
                 cells = []
                 for k in depths_:
-                    cells.append(f"{r['recall']['gold'][k]:.1f} {_ci(r['gold_ci95'][k])}")
-                    vs = (r.get("vs") or {}).get(k)
-                    cells.append(f"{vs['difference']:+.1f} vs {r['vs']['name']} (p={vs['p_value']:.4f})" if vs else "")
+                    ci = r["gold_ci95"].get(k)
+                    cells.append(f"{r['recall']['gold'][k]:.1f} {_ci(ci)}" if ci is not None else "–")
+                    if compared:
+                        vs = (r.get("vs") or {}).get(k)
+                        cells.append(
+                            f"{vs['difference']:+.1f} vs {r['vs']['name']} (p={vs['p_value']:.4f})" if vs else ""
+                        )
                 lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
             lines.append("")
     if results["readers"]:

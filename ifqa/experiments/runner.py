@@ -97,6 +97,14 @@ def run_experiment(path: str | Path | dict, force: bool = False, progress: bool 
     """Run every stage that is not up to date; write and return the results (``path``: the config
     file, or the config ``load_config`` read from it, so it is read once)."""
     config = path if isinstance(path, dict) else load_config(path)
+    from ifqa.outputs import check_output
+
+    # the results folder never holds (or is) the experiment's own YAML or the files its questions come from
+    questions_file = (config["questions"] or {}).get("file") if isinstance(config["questions"], dict) else None
+    reads = {"the experiment": config["_path"]}
+    if questions_file:
+        reads["questions"] = str(Path(config["_root"]) / Path(questions_file).expanduser())
+    check_output(output_dir(config), reads, "output:")
     source = question_source(config, config["questions"])
     questions = source.load()
     context = ExperimentContext(config, output_dir(config), source, questions, force, progress)
