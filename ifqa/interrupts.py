@@ -64,6 +64,12 @@ class Held:
         self.held: list[type[KeyboardInterrupt]] = []
 
     def hold(self, signum, frame) -> None:
+        """Note the interrupt, and say at once that it was heard (a step can take seconds)."""
+        if not self.held:
+            import logging
+
+            what = "SIGTERM" if signum == signal.SIGTERM else "Ctrl-C"
+            logging.getLogger("ifqa").warning("%s: stopping after the current step, which is saved", what)
         self.held.append(Terminated if signum == signal.SIGTERM else KeyboardInterrupt)
 
     @property

@@ -16,23 +16,24 @@ def test_sigterm_raises_terminated_only_inside_the_block():
 
 
 @pytest.mark.parametrize("signum, raised", [(signal.SIGTERM, Terminated), (signal.SIGINT, KeyboardInterrupt)])
-def test_held_interrupts_wait_for_the_check(signum, raised):
+def test_held_interrupts_wait_for_the_check(signum, raised, caplog):
     # Ctrl-C's default handler, which a test run in the background lacks (started with SIGINT ignored)
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
-        _held_until_checked(signum, raised)
+        _held_until_checked(signum, raised, caplog)
     finally:
         signal.signal(signal.SIGINT, previous)
 
 
-def _held_until_checked(signum, raised):
+def _held_until_checked(signum, raised, caplog):
     with sigterm_as_interrupt():
-        with held_interrupts() as check:
+        with held_interrupts() as check, caplog.at_level("WARNING", logger="ifqa"):
             os.kill(os.getpid(), signum)
             done = 0
             for _ in range(1000):  # the unit of work goes on to its end
                 done += 1
             assert done == 1000
+            assert "stopping after the current step" in caplog.text  # said at once, before the step ends
             with pytest.raises(raised):
                 check()
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored

@@ -8,6 +8,7 @@ import click
 
 from ifqa.choices import RegistryChoice
 from ifqa.datasets import QuestionSource
+from ifqa.errors import IfqaError
 from ifqa.registry import DATASETS, BackendNames
 
 SPLIT_CHOICES = click.Choice(["train", "dev", "test"])
@@ -186,15 +187,23 @@ def retrieval_config(options: dict, defaults: dict | None = None, **fixed):
     }
     quantize = options.get("rerank_quantize")
     if quantize:
-        values["rerank_backend"] = backend_label(values.get("rerank_backend") or "torch", quantize)
+        values["rerank_backend"] = backend_label(values.get("rerank_backend") or "torch", quantize, "rerank-")
     return from_options(RetrievalConfig, {**values, **fixed})
 
 
-def backend_label(backend: str, quantize: str | None) -> str:
-    """What ``exported.Backend.parse`` reads, checked here so a bad pair is one line before any work."""
+def backend_label(backend: str, quantize: str | None, prefix: str = "") -> str:
+    """What ``exported.Backend.parse`` reads, checked here so a bad pair is one line before any work,
+    naming the options as this command spells them (``--rerank-quantize`` on retrieve and serve)."""
+    import re
+
     from ifqa.retrieval.exported import Backend
 
-    return Backend(backend, quantize).label
+    try:
+        return Backend(backend, quantize).label
+    except IfqaError as exc:
+        if not prefix:
+            raise
+        raise IfqaError(re.sub(r"--(backend|quantize)\b", rf"--{prefix}\1", str(exc))) from None
 
 
 def guard_outputs(command: click.Command) -> None:

@@ -86,7 +86,7 @@ def _learning_options(function):
     function = click.option(
         "--corpus", type=click.Path(dir_okay=False), help="The collection file, if it moved since indexing."
     )(function)
-    function = output_option("Training folder (model/, model_card.json).", folder=True)(function)
+    function = output_option("Training folder (model/ with its card ifqa_card.json).", folder=True)(function)
     return question_options_for("supervised", "train")(function)
 
 

@@ -89,6 +89,12 @@ class OpenAIBackend:
         from ifqa.redact import add_secret, add_url_secrets
 
         add_secret(key if key != "EMPTY" else None)
+        bad = next((c for c in key if not c.isprintable() or c.isspace()), None)
+        if bad is not None:  # a key read from a file saved with CRLF: httpx refuses the header as a "connection error"
+            raise IfqaError(
+                f"the API key holds {bad!r} (a key file saved with Windows line endings?); remove it from "
+                "--api-key or OPENAI_API_KEY"
+            )
         add_url_secrets(self._url)  # an experiment's or a library caller's URL, not only the command line's
         parts = urlsplit(self._url)  # a query (?api-version=..., ?api-key=...) goes on every request, not into the path
         if parts.scheme not in ("http", "https") or not parts.netloc:  # "URL", "localhost:8000/v1": no request can go

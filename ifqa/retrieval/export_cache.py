@@ -39,12 +39,16 @@ def cached_problem(folder: Path, manifest: dict) -> str | None:
 
 
 def staging_folder(folder: Path) -> Path:
-    """A new private folder beside ``folder`` (one line when the cache cannot be written)."""
+    """A new private folder beside ``folder`` (one line when the cache cannot be written); what a
+    killed export left beside it is removed first."""
     import tempfile
+
+    from ifqa.io import staging_prefix
 
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
-        return Path(tempfile.mkdtemp(prefix=f".{folder.name}.", suffix=".tmp", dir=folder.parent))
+        # .NAME.PID.*.tmp: a staging folder whose process died (SIGKILL) is removed by the next export
+        return Path(tempfile.mkdtemp(prefix=staging_prefix(folder), suffix=".tmp", dir=folder.parent))
     except OSError as exc:
         raise IfqaError(
             f"the export cache cannot be written ({exc.strerror or exc}); set IFQA_CACHE_DIR to a writable "

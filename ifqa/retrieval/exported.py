@@ -194,7 +194,10 @@ def load_exported(
     }
     problem = cached_problem(folder, manifest)
     if problem is None:
-        return Exported(folder, backend, threads)
+        try:
+            return Exported(folder, backend, threads)
+        except Exception as exc:  # noqa: BLE001 - removed or replaced between the check and the load
+            problem = f"it could not be loaded ({type(exc).__name__})"
     if problem != "not exported yet":
         log.warning("%s: %s; exporting again", folder, problem)
     parameters = sum(p.numel() for p in module.parameters())

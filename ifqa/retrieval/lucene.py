@@ -68,6 +68,10 @@ def _importing_pyserini():
     """pyserini builds an OpenAI client while importing and fails without OPENAI_API_KEY; give it a
     placeholder for the import only (it never calls the API for BM25) and remove it afterwards."""
     start_java()
+    if os.environ.get("IFQA_CACHE_DIR"):  # prebuilt indexes go where ifqa's cache is (unless told otherwise)
+        from ifqa.paths import cache_dir
+
+        os.environ.setdefault("PYSERINI_CACHE", str(cache_dir() / "pyserini"))
     placeholder = "OPENAI_API_KEY" not in os.environ
     if placeholder:
         os.environ["OPENAI_API_KEY"] = "placeholder-for-pyserini-import"
@@ -113,6 +117,15 @@ def build(
         return finish_manifest(folder, "pyserini", params, record, len(offsets), started)
 
 
+def _first_line(text: str) -> str:
+    return next((line.strip() for line in text.splitlines() if line.strip()), "")[:200]
+
+
+def _last_line(said) -> str:
+    lines = [line.strip() for line in said.getvalue().splitlines() if line.strip()]
+    return lines[-1][:200] if lines else ""
+
+
 class _PrebuiltPassages:
     """Passages of a prebuilt index, read from the raw documents Lucene stores (DPR's numeric ids)."""
 
@@ -151,12 +164,20 @@ class LuceneRetriever:
         with _importing_pyserini():
             from pyserini.search.lucene import LuceneSearcher
 
+        import contextlib
+        import io
+
+        said = io.StringIO()  # pyserini prints its download attempts: their last line is the cause
         try:
-            searcher = LuceneSearcher.from_prebuilt_index(name)
+            with contextlib.redirect_stdout(said), contextlib.redirect_stderr(said):
+                searcher = LuceneSearcher.from_prebuilt_index(name)
         except Exception as exc:  # pyserini raises bare Exceptions for unknown names and failed downloads
-            raise IfqaError(f"cannot open prebuilt index {name!r}: {exc}") from None
+            raise IfqaError(
+                f"cannot open prebuilt index {name!r}: {_first_line(str(exc)) or _last_line(said)}"
+            ) from None
         if searcher is None:
-            raise IfqaError(f"cannot open prebuilt index {name!r}")
+            cause = _last_line(said) or "pyserini gave no reason"
+            raise IfqaError(f"cannot open prebuilt index {name!r} ({cause}); it is downloaded on first use")
         manifest = {
             "engine": "pyserini",
             "params": {"k1": BM25_K1, "b": BM25_B, "prebuilt": name},
