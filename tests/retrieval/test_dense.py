@@ -21,6 +21,7 @@ def test_default_encoder_ships_offline():
     assert os.path.isdir(resolve("sentence-transformers/all-MiniLM-L6-v2"))
 
 
+@pytest.mark.numerics
 def test_shards_resume_and_merge_match_a_single_build(corpus, tmp_path):
     whole = tmp_path / "whole"
     dense.build(corpus, whole, chunk=3, progress=False)
@@ -184,6 +185,7 @@ def _chunks(folder):
     return np.concatenate([np.load(path) for path in sorted((folder / "embeddings").glob("chunk-*.npy"))])
 
 
+@pytest.mark.numerics
 @pytest.mark.parametrize("titles", [True, False])
 def test_embeddings_equal_sentence_transformers_encode(corpus, tmp_path, titles):
     dense.build(corpus, tmp_path / "idx", chunk=3, batch_size=2, progress=False, titles=titles, max_length=256)
@@ -193,6 +195,7 @@ def test_embeddings_equal_sentence_transformers_encode(corpus, tmp_path, titles)
     assert np.allclose(ours, reference, atol=1e-5)  # fp32 on a CPU: the same numbers
 
 
+@pytest.mark.numerics
 def test_tokenizing_workers_write_the_same_chunks(corpus, tmp_path, monkeypatch):
     """The CUDA path (DataLoader worker processes tokenizing ahead, across chunk boundaries) runs on a
     CPU too when asked: the chunk files equal the inline path's."""
@@ -388,3 +391,19 @@ def test_a_full_disk_while_writing_the_faiss_file_leaves_only_the_finished_chunk
         [p for p in left if "chunk-" in p]
     ) == 3
     assert dense.build(corpus, folder, chunk=3, progress=False)["passages"] == 8  # the rerun merges, encoding nothing
+
+
+def test_progress_counts_passages_as_batches_finish_and_a_resume_says_what_was_done(corpus, tmp_path, caplog):
+    """A chunk of 4,096 passages is minutes on a CPU: a bar that moved per chunk sat at 0% for them."""
+    from ifqa.retrieval.chunks import ChunkEncoder
+    from ifqa.retrieval.encoders import DEFAULT_ENCODER
+
+    dense.build(corpus, tmp_path / "idx", shard=(0, 2), chunk=4, progress=False)  # chunk 0 of 2
+    encoder = ChunkEncoder(corpus, tmp_path / "idx", DEFAULT_ENCODER, None, "cpu", None, True, 2, 4)
+    counted: list[int] = []
+    written = list(encoder.encode_many([1], on_batch=counted.append))
+    assert counted == [2, 2] and written == [4]  # every batch of 2 counted as it finished, then the chunk
+    (tmp_path / "idx" / "embeddings" / "chunk-0000001.npy").unlink()
+    with caplog.at_level("INFO", logger="ifqa"):
+        dense.build(corpus, tmp_path / "idx", chunk=4, progress=False)
+    assert "resuming; 4 of 8 passages were already encoded" in caplog.text
