@@ -201,3 +201,39 @@ def test_a_bad_flag_is_one_line_and_runs_nothing(script, option, kind, least, mo
         err = capsys.readouterr().err
         assert exit_.value.code == 1 and len(err.strip().splitlines()) == 1, (option, value, err)
         assert err.startswith(f"{script.stem}: ") and option in err, err
+
+
+def test_retrieval_scale_measures_and_fits_at_toy_sizes(tmp_path):
+    """The scale benchmark's plumbing on the demo collection: two sizes (the copies have fresh ids and
+    renamed words), two question counts, each figure fitted and projected to 21M and 27.5M."""
+    import gzip
+    import json
+
+    from ifqa.datasets.demo import load_demo
+
+    base = tmp_path / "demo.jsonl"
+    base.write_bytes(
+        gzip.decompress((Path(__file__).resolve().parents[1] / "ifqa/demo/passages.jsonl.gz").read_bytes())
+    )
+    questions = tmp_path / "q.json"
+    questions.write_text(json.dumps([e.to_json() for e in load_demo("dev")]))
+    out, work = tmp_path / "scale.md", tmp_path / "work"
+    command = [sys.executable, str(BENCHMARKS / "retrieval_scale.py"), "--collection", str(base), "--questions"]
+    command += [
+        str(questions),
+        "--sizes",
+        "1,2",
+        "--counts",
+        "24,30",
+        "--no-lucene",
+        "--work",
+        str(work),
+        "--out",
+        str(out),
+    ]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = out.read_text()
+    assert "| 4,151 | 24 | bm25s |" in table.replace("4151", "4,151") or "| 4151 | 24 | bm25s |" in table, table
+    assert "8302" in table.replace(",", "") and "30 questions, retrieve s" in table and "21M:" in table
+    assert len(json.loads((work / "measured.json").read_text())) == 4
