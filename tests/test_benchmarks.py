@@ -131,9 +131,10 @@ def test_gpu_suite_measures_every_path_at_smoke_sizes(tmp_path):
     ):
         assert path in table
     goals = table.split("Measurements:")[0]
-    assert goals.count("not judged (smoke sizes)") == 7, goals
+    assert goals.count("not judged (smoke sizes)") == 10, goals  # 3 goals for each of 3 commands, 1 for FiD
     assert "reference (library defaults)" in table and "reference (same precision and batch)" in table
-    assert "start-up" in table and "reranked gold R@10" in table
+    assert "start-up" in table and "reranked gold R@10" in table and "host CPU" in table
+    assert "eager" in table and "compile unavailable: smoke sizes on a CPU" in table  # the eager-rate row
     assert sorted(p.name for p in tmp_path.iterdir()) == ["suite.md", "work"]
 
 
@@ -237,3 +238,23 @@ def test_retrieval_scale_measures_and_fits_at_toy_sizes(tmp_path):
     assert "| 4,151 | 24 | bm25s |" in table.replace("4151", "4,151") or "| 4151 | 24 | bm25s |" in table, table
     assert "8302" in table.replace(",", "") and "30 questions, retrieve s" in table and "21M:" in table
     assert len(json.loads((work / "measured.json").read_text())) == 4
+
+
+def test_gpu_suite_sections_each_run_only_their_measurements(monkeypatch):
+    """A device call is at most 10 minutes: each section runs alone, in the suite's order."""
+    import importlib.util
+
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location("bench_gpu_suite", BENCHMARKS / "gpu_suite.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    names = lambda chosen: [name for name, _ in module.sections(chosen)]  # noqa: E731
+    assert names(["dense"]) == ["dense encoding, 128 tokens", "dense encoding, 256 tokens"]
+    assert names(["rerank", "fid"]) == [
+        "FiD training",
+        "FiD reading",
+        "reranking",
+        "reranker training",
+        "serve --rerank",
+    ]
+    assert names(list(module.SECTIONS))[0] == "GPU tests"

@@ -1,0 +1,147 @@
+"""`ifqa index dense` as typed, beside sentence-transformers' ``encode`` and the model alone."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from gpu.inputs import passage_texts, write_collection
+from gpu.suite import (
+    GOALS,
+    Suite,
+    command,
+    judge_command,
+    library_default,
+    model_alone,
+    precision_name,
+    release,
+    row,
+    startup_text,
+    steady_text,
+    warmed_rate,
+)
+
+
+def collections(suite: Suite) -> tuple[Path, Path]:
+    """The dense sections' collections (written once): ``--passages`` passages, and one chunk's worth for start-up."""
+    folder = suite.work.new("collection")
+    full, small = folder / "passages.jsonl", folder / "startup.jsonl"
+    if not full.exists():
+        folder.mkdir(exist_ok=True)
+        write_collection(small, suite.startup_passages)
+        write_collection(full, suite.passages)
+    return full, small
+
+
+def index_dense(suite: Suite, collection: Path, out: Path, length: int) -> tuple[float, float]:
+    """`ifqa index dense` as a user types it; (start time, wall seconds)."""
+    started, seconds, _ = command(
+        "index",
+        "dense",
+        "--corpus",
+        collection,
+        "-o",
+        out,
+        "--encoder",
+        suite.folders["encoder"],
+        "--max-length",
+        length,
+        "--no-progress",
+        "--device",
+        suite.device,
+    )
+    return started, seconds
+
+
+def dense_startup(suite: Suite, small: Path, length: int) -> tuple[float, int]:
+    """The start-up of `ifqa index dense` (the command on one chunk of passages), measured once: it
+    does not depend on the token length (one chunk encodes in a fraction of a second on a GPU)."""
+    if "dense" not in suite.startup:
+        suite.startup["dense"] = (index_dense(suite, small, suite.work.new("dense-startup"), length)[1], length)
+    return suite.startup["dense"]
+
+
+def dense_encoding(suite: Suite, length: int) -> dict:
+    """`ifqa index dense` as typed (encoding, then the flat index), beside sentence-transformers'
+    ``encode`` at its defaults and in ifqa's precision and batch, and the model alone."""
+    import torch
+
+    from ifqa.retrieval.batching import default_batch_size
+
+    device, size = suite.device, suite.size
+    corpus, small = collections(suite)
+    folder = suite.work.new(f"dense-{length}")
+    n, n_small = suite.passages, suite.startup_passages
+    release(device)
+    startup, measured_at = dense_startup(suite, small, length)
+    started, seconds = index_dense(suite, corpus, folder, length)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    if manifest.get("passages") != n:
+        raise RuntimeError(f"the index holds {manifest.get('passages')} passages, not {n}")
+    precision = manifest["params"].get("precision", "fp32")
+    encoded = max(p.stat().st_mtime for p in (folder / "embeddings").glob("chunk-*.npy")) - started
+    shutil.rmtree(folder)  # the suite's own, and the largest thing it writes
+    rate = n / seconds
+
+    sample = passage_texts(min(n, size["sample_passages"]))
+    batch, dtype = (
+        default_batch_size(device),
+        {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float32),
+    )
+    default_batch, default, same, ceiling = encode_references(suite, sample, length, dtype, batch)
+    release(device)
+    share = startup / seconds
+    judge_command(
+        suite.goals,
+        f"dense-{length}",
+        GOALS["dense"],
+        n,
+        dict(ifqa=rate, defaults=default, same=same, ceiling=ceiling),
+        share,
+        "psg",
+        "--passages",
+    )
+    return row(
+        f"`ifqa index dense`, {n:,} passages, {size['bert_name']}, {length} tokens, {precision} batch {batch}, "
+        "start-up and flat index included",
+        rate,
+        "psg/s",
+        default=default,
+        same=same,
+        ceiling=ceiling,
+        startup=startup_text(
+            startup, n_small, seconds, "passages" + ("" if measured_at == length else f" at {measured_at} tokens")
+        ),
+        note=f"command {seconds:.1f} s: encoding done at {encoded:.1f} s, then the flat index and exit "
+        f"{seconds - encoded:.1f} s; {steady_text(n - n_small, seconds, startup, 'psg')}; references and "
+        f"ceiling on {len(sample):,} passages: encode at its defaults fp32 batch {default_batch}, then "
+        f"{precision_name(dtype)} batch {batch}",
+    )
+
+
+def encode_references(suite: Suite, sample: list[str], length: int, dtype, batch: int) -> tuple:
+    """sentence-transformers' ``encode`` at its defaults (fp32, its batch), then in ``dtype`` at
+    ``batch``, then the model alone in ``dtype`` at ``batch``: (default batch, the three rates)."""
+    from sentence_transformers import SentenceTransformer
+
+    device = suite.device
+    model = SentenceTransformer(str(suite.folders["encoder"]), device=device)  # the library's defaults: fp32
+    model.max_seq_length = length
+    default = warmed_rate(
+        device,
+        len(sample),
+        lambda: model.encode(sample[:256], show_progress_bar=False),
+        lambda: model.encode(sample, show_progress_bar=False),
+    )
+    model.to(dtype)
+    same = warmed_rate(
+        device,
+        len(sample),
+        lambda: model.encode(sample[: 2 * batch], batch_size=batch, normalize_embeddings=True, show_progress_bar=False),
+        lambda: model.encode(sample, batch_size=batch, normalize_embeddings=True, show_progress_bar=False),
+    )
+    ceiling = model_alone(
+        lambda features: model(features)["sentence_embedding"], model.tokenizer, sample, None, batch, length, device
+    )
+    return library_default(model.encode), default, same, ceiling

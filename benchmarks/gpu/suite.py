@@ -1,0 +1,301 @@
+"""What every section shares: sizes and goals, the table's rows, the timing helpers, the ``Suite``."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+
+from common import ifqa, markdown_table
+
+from gpu.workspace import Workspace
+
+MINILM = dict(
+    hidden_size=384, num_hidden_layers=6, num_attention_heads=12, intermediate_size=1536, max_position_embeddings=512
+)
+TINY_BERT = dict(
+    hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64, max_position_embeddings=512
+)
+LENGTHS = (128, 256)  # dense encoding: `ifqa index dense`'s default, all-MiniLM-L6-v2's own limit
+SIZES = {
+    "full": dict(  # each section in under 8 minutes on one H100 (one device call), at the goals' sizes
+        passages=600_000,
+        startup_passages=4096,
+        pairs=320_000,
+        depth=100,
+        sample_passages=99_624,
+        sample_pairs=100_000,
+        reads=200,
+        fid_batches=(1, 4, 8),
+        fid_steps=20,
+        train_steps=100,
+        serve_requests=50,
+        bert=MINILM,
+        t5="t5-base",
+        bert_name="all-MiniLM-L6-v2 shape",
+    ),
+    "smoke": dict(
+        passages=400,
+        startup_passages=40,
+        pairs=80,
+        depth=10,
+        sample_passages=400,
+        sample_pairs=80,
+        reads=4,
+        fid_batches=(1,),
+        fid_steps=2,
+        train_steps=2,
+        serve_requests=3,
+        bert=TINY_BERT,
+        t5="tiny T5",
+        bert_name="tiny BERT",
+    ),
+}
+#: The goals the table judges (issue #46, from the ceiling the review measured), at full size only:
+#: ÷ the reference at its defaults, ÷ the reference in ifqa's precision and batch, ÷ the model alone.
+GOALS = {
+    "dense": dict(minimum=500_000, defaults=4.0, same=1.5, ceiling=0.7),
+    "rerank": dict(minimum=300_000, defaults=3.0, same=1.5, ceiling=0.7),
+    "fid": dict(rate=55.0, batch=8),
+}
+STARTUP_SHARE = 0.1  # start-up should be under a tenth of a timed command
+
+
+COLUMNS = (
+    "path",
+    "ifqa",
+    "reference (library defaults)",
+    "ifqa ÷ defaults",
+    "reference (same precision and batch)",
+    "ifqa ÷ same",
+    "ceiling (model alone)",
+    "ifqa ÷ ceiling",
+    "start-up",
+    "seconds",
+)
+
+
+def row(
+    path: str,
+    ours: float | None,
+    unit: str,
+    default: float | None = None,
+    same: float | None = None,
+    ceiling: float | None = None,
+    startup: str = "",
+    note: str = "",
+) -> dict:
+    text = lambda value: f"{value:,.1f} {unit}" if value is not None else ""  # noqa: E731
+    ratio = lambda reference: f"{ours / reference:.2f}x" if ours and reference else ""  # noqa: E731
+    share = f"{100 * ours / ceiling:.0f}%" if ours and ceiling else ""
+    values = (
+        path,
+        text(ours),
+        text(default),
+        ratio(default),
+        text(same),
+        ratio(same),
+        text(ceiling),
+        share,
+        startup,
+        note,
+    )
+    return dict(zip(COLUMNS, values))
+
+
+class Goals:
+    """The issue's goals, each shown beside its measured value with pass/fail (judged at full size only)."""
+
+    def __init__(self, smoke: bool):
+        self.smoke, self.lines = smoke, {}
+
+    def expect(self, key: str, goal: str, target: str) -> None:
+        self.lines[key] = {"goal": goal, "target": target, "measured": "", "verdict": "not measured"}
+
+    def judge(self, key: str, measured: float, target: float, shown: str, unjudged: str = "", remark: str = "") -> None:
+        if self.smoke:
+            verdict, remark = "not judged (smoke sizes)", ""
+        elif unjudged:
+            verdict = f"not judged ({unjudged})"
+        else:
+            verdict = "pass" if measured >= target else "FAIL"
+        self.lines[key].update(measured=shown, verdict="; ".join(filter(None, [verdict, remark])))
+
+    def table(self) -> str:
+        return markdown_table(list(self.lines.values()))
+
+
+def expect_goals(goals: Goals) -> None:
+    dense, rerank = GOALS["dense"], GOALS["rerank"]
+    for length in LENGTHS:
+        _expect_command(
+            goals,
+            f"dense-{length}",
+            f"`ifqa index dense`, {length} tokens, {dense['minimum']:,}+ passages",
+            "`encode`",
+            dense,
+        )
+    _expect_command(goals, "rerank", f"`ifqa rerank`, {rerank['minimum']:,}+ pairs", "`CrossEncoder.predict`", rerank)
+    goals.expect(
+        "fid",
+        f"`ifqa train fid`, t5-base shape, 20 passages x 250 tokens, batch {GOALS['fid']['batch']}, steady rate",
+        f"≥ {GOALS['fid']['rate']:g} ex/s",
+    )
+
+
+def _expect_command(goals: Goals, key: str, what: str, reference: str, goal: dict) -> None:
+    what += ", start-up included"
+    goals.expect(f"{key}-defaults", f"{what}, ÷ {reference} at its defaults", f"≥ {goal['defaults']:g}x")
+    goals.expect(f"{key}-same", f"{what}, ÷ {reference} in the same precision and batch", f"≥ {goal['same']:g}x")
+    goals.expect(f"{key}-ceiling", f"{what}, ÷ the model alone", f"≥ {goal['ceiling']:.0%}")
+
+
+def judge_command(
+    goals: Goals, key: str, goal: dict, items: int, rates: dict, share: float, unit: str, flag: str
+) -> None:
+    """``rates``: the command's (``ifqa``), and ``defaults``, ``same`` and ``ceiling``'s, per second."""
+    unjudged = f"{items:,} {unit}, under the {goal['minimum']:,} the goal names" if items < goal["minimum"] else ""
+    remark = f"start-up {share:.0%} of the run, over a tenth: raise {flag}" if share > STARTUP_SHARE else ""
+    rate = rates["ifqa"]
+    for name in ("defaults", "same", "ceiling"):
+        ratio = rate / rates[name]
+        shown = f"{ratio:.0%}" if name == "ceiling" else f"{ratio:.2f}x"
+        goals.judge(
+            f"{key}-{name}",
+            ratio,
+            goal[name],
+            f"{shown} ({rate:,.0f} vs {rates[name]:,.0f} {unit}/s)",
+            unjudged,
+            remark,
+        )
+
+
+def synchronize(device: str) -> None:
+    import torch
+
+    if device.startswith("cuda"):
+        torch.cuda.synchronize()
+
+
+def release(device: str) -> None:
+    """Give back what this process holds on the GPU, so that a command started next has it all."""
+    import gc
+
+    gc.collect()
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.empty_cache()
+
+
+def warmed_rate(device: str, count: int, warm_up, run) -> float:
+    """Items/s of ``run()`` over ``count`` items, after ``warm_up()``, with the GPU's queue drained at
+    both ends so that the clock holds the device's work, not its launch."""
+    warm_up()
+    synchronize(device)
+    started = time.perf_counter()
+    run()
+    synchronize(device)
+    return count / (time.perf_counter() - started)
+
+
+def command(*args) -> tuple[float, float, subprocess.CompletedProcess]:
+    """Run an `ifqa` command as a user would (its own process); (start time, wall seconds, result).
+    A failure raises with the command's last line of stderr."""
+    import resource
+
+    started, clock = time.time(), time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    result = subprocess.run(ifqa(*args), capture_output=True, text=True)
+    seconds = time.perf_counter() - clock
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the command's CPU time (its workers' included)
+    result.cpu_seconds = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    if result.returncode != 0:
+        last = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1]
+        raise RuntimeError(f"ifqa {' '.join(map(str, args[:2]))} failed: {last}")
+    return started, seconds, result
+
+
+def model_alone(
+    call, tokenizer, first: list[str], second: list[str] | None, batch: int, max_length: int, device: str
+) -> float:
+    """Items/s of the model alone: inputs tokenized, sorted by length and on the device before the clock starts."""
+    import torch
+
+    order = sorted(range(len(first)), key=lambda i: -len(first[i]) - (len(second[i]) if second else 0))
+    batches = []
+    for start in range(0, len(order), batch):
+        chosen = order[start : start + batch]
+        features = tokenizer(
+            [first[i] for i in chosen],
+            [second[i] for i in chosen] if second else None,
+            truncation=True,
+            max_length=max_length,
+            padding=True,
+            return_tensors="pt",
+        )
+        batches.append({k: v.to(device) for k, v in features.items()})
+    with torch.inference_mode():
+        return warmed_rate(
+            device, len(first), lambda: call(batches[0]), lambda: [call(features) for features in batches]
+        )
+
+
+def library_default(function, name: str = "batch_size"):
+    """A parameter's default in the installed library (``encode``'s and ``predict``'s batch: 32)."""
+    import inspect
+
+    return inspect.signature(function).parameters[name].default
+
+
+def precision_name(dtype) -> str:
+    import torch
+
+    return {torch.float16: "fp16", torch.bfloat16: "bf16"}.get(dtype, "fp32")
+
+
+def steady_text(items: int, seconds: float, startup: float, unit: str) -> str:
+    """The rate past start-up: the full run's items beyond the start-up run's, over the seconds beyond its."""
+    if seconds - startup < 0.05 * seconds:
+        return "steady rate not measurable (start-up is nearly the whole run)"
+    return f"steady {items / (seconds - startup):,.0f} {unit}/s"
+
+
+def startup_text(startup: float, small: int, total: float, unit: str) -> str:
+    share = startup / total
+    warning = ", over a tenth" if share > STARTUP_SHARE else ""
+    return f"{startup:.1f} s ({share:.0%} of the run{warning}; the command on {small:,} {unit})"
+
+
+def attempt(name: str, function, *args) -> list[dict]:
+    """A measurement that fails (a package missing on the GPU machine, a bug) becomes a row saying why,
+    so one failure never costs the others; each row notes its section's seconds."""
+    started = time.time()
+    try:
+        result = function(*args)
+    except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure is reported in the table
+        detail = (getattr(exc, "stderr", None) or str(exc) or type(exc).__name__).strip().splitlines() or [
+            type(exc).__name__
+        ]
+        return [
+            {
+                **row(name, None, ""),
+                "ifqa": f"not measured: {type(exc).__name__}: {detail[-1][:160]}",
+                "seconds": f"{time.time() - started:.0f}",
+            }
+        ]
+    rows = result if isinstance(result, list) else [result]
+    for entry in rows:
+        entry["seconds"] = "; ".join(filter(None, [entry.get("seconds"), f"section {time.time() - started:.0f} s"]))
+    return rows
+
+
+class Suite:
+    """What every section reads: sizes, device, the work folder, the models, the goals."""
+
+    def __init__(self, args, size: dict, device: str, work: Workspace, folders: dict, goals: Goals):
+        self.size, self.device, self.work, self.folders, self.goals = size, device, work, folders, goals
+        self.smoke = bool(args.smoke)
+        self.passages = args.passages or size["passages"]
+        self.pairs = args.pairs or size["pairs"]
+        self.startup_passages = min(self.passages, size["startup_passages"])
+        self.startup: dict = {}  # start-up seconds measured once per command
