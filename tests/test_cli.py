@@ -9,7 +9,7 @@ from ifqa.datasets.demo import load_demo
 
 
 def test_help_is_fast_and_imports_nothing_heavy():
-    code = "import sys, time; t=time.time(); from ifqa.cli import cli; print(time.time()-t); print(sorted(m for m in sys.modules if m.split('.')[0] in {'numpy','torch','transformers','bm25s','faiss','pyserini','openai'}))"
+    code = "import sys, time; t=time.time(); from ifqa.cli import cli; print(time.time()-t); print(sorted(m for m in sys.modules if m.split('.')[0] in {'numpy','torch','transformers','bm25s','faiss','pyserini','openai','rich_click','rich'}))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split("\n")
     assert float(out[0]) < 0.3
     assert out[1] == "[]"
@@ -174,7 +174,9 @@ def test_a_group_without_a_command_shows_its_help_and_usage_errors_exit_1(cli):
     unknown option or a value out of range is bad input: one line, exit status 1 as the README says."""
     for args in ([], ["train"]):
         result = cli(*args)
-        assert result.returncode == 0 and result.stdout.startswith("Usage: ifqa") and "Commands:" in result.stdout
+        assert (
+            result.returncode == 0 and result.stdout.strip().startswith("Usage: ifqa") and "Commands" in result.stdout
+        )
         assert result.stderr == ""
     for args, words in ((["retrieve", "--k", "0"], "--k"), (["retrieve", "--nope"], "No such option")):
         result = cli(*args)
@@ -218,3 +220,27 @@ def test_under_torchrun_the_one_line_cause_goes_to_the_launchers_error_file(tmp_
     assert json.loads(error_file.read_text())["message"]["message"] == line
     failure = ProcessFailure(local_rank=0, pid=1, exitcode=1, error_file=str(error_file))
     assert line in ChildFailedError("ifqa", {0: failure}).format_msg()  # the launcher's summary
+
+
+def test_help_pages_group_options_list_choices_and_show_an_example(cli):
+    """Every command's page: options grouped by what they are for (a rule by name, so a new option
+    joins a group), choices listed, defaults in one style, one example (the list is walked)."""
+    from ifqa.cli import cli as root
+    from ifqa.cli.help import EXAMPLES, leaf_commands, option_groups
+
+    paths = {path for path, _ in leaf_commands(root)}
+    assert set(EXAMPLES) == paths  # one example for every command, and none for a command that is gone
+    for path, command in leaf_commands(root):
+        groups = option_groups(command)
+        assert sum(len(g["options"]) for g in groups) == sum(
+            1 for p in command.params if getattr(p, "opts", [""])[0].startswith("-") and not getattr(p, "hidden", False)
+        )
+        assert EXAMPLES[path].split()[0] in ("ifqa", "torchrun")
+    serve = " ".join(cli("serve", "--help").stdout.replace("│", " ").split())
+    assert serve.index("Server") < serve.index("Input") < serve.index("Runtime") and serve.index(
+        "--host"
+    ) < serve.index("--corpus")
+    assert "Example: ifqa serve" in serve and "[default: 8000]" in serve
+    train = " ".join(cli("train", "reranker", "--help").stdout.replace("│", " ").split())
+    assert "[question|premise|" in train.replace(" ", "")  # --query-mode lists its choices
+    assert "ifqa_card.json" in train and "model_card.json" not in train

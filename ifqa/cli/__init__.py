@@ -100,6 +100,20 @@ def hoist_global_flags(argv: list[str]) -> list[str]:
     return flags + rest + argv[end:]
 
 
+def _asks_for_help(argv: list[str]) -> bool:
+    """``-h``/``--help`` before any ``--``, or a group named without a command (``ifqa``, ``ifqa train``)."""
+    end = argv.index("--") if "--" in argv else len(argv)
+    command: click.Command = cli
+    for arg in argv[:end]:
+        if arg in ("-h", "--help"):
+            return True
+        if isinstance(command, click.Group) and arg in command.commands:
+            command = command.commands[arg]
+        elif not arg.startswith("-"):
+            return False  # an argument: the command runs (or reports an unknown name)
+    return isinstance(command, click.Group)
+
+
 def _value_options(args: list[str]) -> set[str]:
     """The spellings of the options that take a value, of the command ``args`` name (its groups' too)."""
     command: click.Command = cli
@@ -158,9 +172,14 @@ def main(argv: list[str] | None = None) -> None:
         add_url_secrets(value.split("=", 1)[1] if value and value.startswith("--") and "=" in value else value)
         if value and value.startswith("--api-key="):
             add_secret(value.split("=", 1)[1])
+    if _asks_for_help(argv):  # a manual's page: options grouped by what they are for, an example
+        from ifqa.cli.help import use_rich_help
+
+        use_rich_help(cli)
     try:
         with sigterm_as_interrupt():
-            cli.main(args=hoist_global_flags(argv), prog_name="ifqa", standalone_mode=False)
+            # click's own main (rich-click's, once help swapped it in, exits by itself): ifqa's exits below
+            click.Command.main(cli, args=hoist_global_flags(argv), prog_name="ifqa", standalone_mode=False)
     except IfqaError as exc:
         _say(f"ifqa: error: {exc}")
         sys.exit(1)

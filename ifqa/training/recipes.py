@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ifqa.configs import option
+from ifqa.registry import QUERY_MODES
 
 DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -18,7 +19,7 @@ class MiningRecipe:
     """How hard negatives are mined: the first stage's top passages for each training question."""
 
     index: str = option(None, "BM25 (or dense) index of the collection negatives are mined from.")
-    query_mode: str = option("clean", "Query formulation used for mining.")
+    query_mode: str = option("clean", "Query formulation used for mining.", choices=QUERY_MODES)
     hard_depth: int = option(30, "Mine negatives from this many top passages.", min=1)
     other_gold: int = option(2, "Gold passages of other questions added to each group as negatives.", min=0)
     other_gold_from: str = option(
