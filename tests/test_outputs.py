@@ -317,3 +317,18 @@ def test_an_index_spec_is_never_an_output_path(tmp_path, capsys, monkeypatch, pa
     err = capsys.readouterr().err
     assert code == 1 and "an index spec names an index to read" in err, (argv, err)
     assert not (tmp_path / "demo:dense").exists()
+
+
+@pytest.mark.parametrize("path, output_name", WRITERS)
+def test_every_command_says_when_it_replaces_an_existing_file(tmp_path, caplog, monkeypatch, path, output_name):
+    """One overwrite rule, decided in one place (cli/options.say_replaced): an existing output file is
+    replaced once the new one is complete, and the command says so first."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("ifqa.redact._secrets", set())
+    command = dict(_commands(cli))[path]
+    output = {param.name: param for param in command.params}[output_name]
+    target = tmp_path / "existing.out"
+    target.write_text("old\n")
+    with caplog.at_level("INFO", logger="ifqa"):
+        _run(path, command, None, output, None, str(target), tmp_path)
+    assert f"{target} exists: it is replaced once the new one is complete" in caplog.text

@@ -206,6 +206,18 @@ def backend_label(backend: str, quantize: str | None, prefix: str = "") -> str:
         raise IfqaError(re.sub(r"--(backend|quantize)\b", rf"--{prefix}\1", str(exc))) from None
 
 
+def say_replaced(output) -> None:
+    """The one overwrite rule, said where it applies: an existing output *file* is replaced, whole,
+    once the new one is complete (a run, predictions, a collection: each has a manifest saying what
+    made it); an existing *folder* is an index (refused without --force) or a training folder (resumed),
+    which its command decides. Said in one line, so nothing is replaced unannounced."""
+    import logging
+    import os
+
+    if output and os.path.isfile(output):
+        logging.getLogger("ifqa").info("%s exists: it is replaced once the new one is complete", output)
+
+
 def guard_outputs(command: click.Command) -> None:
     """Make ``command`` (and every subcommand) refuse, before it starts, an output that any of its
     other options names as an input (``ifqa.outputs.check_output``): one guard, so a command added
@@ -231,6 +243,7 @@ def guard_outputs(command: click.Command) -> None:
         inputs = {shown.get(name, name): value for name, value in params.items() if name not in written}
         for param in outputs:
             check_output(params.get(param.name), inputs, shown[param.name])
+            say_replaced(params.get(param.name))
         return callback(*args, **params)
 
     guarded.guards_outputs = True  # type: ignore[attr-defined]
