@@ -193,4 +193,17 @@ class BM25Retriever:
             )
             for row, i in enumerate(answerable):
                 results[i] = [(int(d), float(s)) for d, s in zip(documents[row], scores[row]) if s > 0]
+            release_pages(self.model.scores.values())
         return results
+
+
+def release_pages(arrays) -> None:
+    """Let go of the memory-mapped postings a search read: they stay in the kernel's page cache (the
+    next search reads them from there) but leave this process's resident memory, which would
+    otherwise grow towards the whole index over a run of thousands of questions."""
+    import mmap
+
+    for mapped_array in arrays:
+        mapped = getattr(mapped_array, "_mmap", None)
+        if mapped is not None and hasattr(mapped, "madvise"):
+            mapped.madvise(mmap.MADV_DONTNEED)
