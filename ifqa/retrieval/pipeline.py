@@ -86,7 +86,7 @@ class RetrievalPipeline:
         )
         self.rerankers = list(rerankers)
         # a run reads the same passage for many questions (half of them recur): parse each once
-        self._passage = functools.lru_cache(maxsize=65536)(self.passages.__getitem__)
+        self._passage = functools.lru_cache(maxsize=16384)(self.passages.__getitem__)  # ~1 KB each
         if config.rerank and not rerankers:
             from ifqa.retrieval.rerank import load_reranker
 
