@@ -185,6 +185,7 @@ def third_round(base: Path, env: dict, tiny_model: Path) -> None:
         "object-qid": lambda r: r.update(qid={"a": 1}),
         "nan-score": lambda r: r["ctxs"][0].update(score=float("nan")),
         "word-score": lambda r: r["ctxs"][0].update(score="high"),
+        "spaced-id": lambda r: r["ctxs"][1].update(id="p 7"),
     }.items():
         changed = [json.loads(json.dumps(r)) for r in records]
         change(changed[0])
@@ -1159,6 +1160,12 @@ CASES = [
         ["convert", "--run", f"{B}/object-qid-run.jsonl", "--to", "trec", "-o", f"{B}/u1.trec"],
         "object-qid-run.jsonl:1: 'qid' must be",
         "u1.trec",
+    ),
+    (
+        "a passage id holding a space, to TREC",
+        ["convert", "--run", f"{B}/spaced-id-run.jsonl", "--to", "trec", "-o", f"{B}/u9.trec"],
+        "passage id 'p 7' is empty or holds whitespace, which TREC files cannot carry",
+        "u9.trec",
     ),
     (
         "a run with a NaN score",

@@ -18,7 +18,23 @@ from ifqa.io import atomic_write, read_json
 from ifqa.retrieval.store import iter_corpus
 
 
+def trec_field(value, what: str) -> str:
+    """A TREC run's column: whitespace separates the columns, so an id holding some is refused (one
+    line naming it) before anything is written, never written as a line of 7 fields."""
+    text = str(value)
+    if not text or any(c.isspace() for c in text):
+        raise IfqaError(
+            f"{what} {text!r} is empty or holds whitespace, which TREC files cannot carry; use --to run or dpr"
+        )
+    return text
+
+
 def run_to_trec(records: Sequence[dict], output: str | Path, tag: str = "ifqa") -> None:
+    trec_field(tag, "the tag")
+    for record in records:  # checked whole first: a refused run leaves no file
+        trec_field(record["qid"], "question id")
+        for ctx in record["ctxs"]:
+            trec_field(ctx["id"], "passage id")
     with atomic_write(output) as handle:
         for record in records:
             for rank, ctx in enumerate(record["ctxs"], start=1):
@@ -32,6 +48,11 @@ def run_to_qrels(records: Sequence[dict], output: str | Path) -> int:
     passages this run retrieved: trec_eval's recall with them is recall within the run's depth.
     """
     count = 0
+    for record in records:
+        for ctx in record["ctxs"]:
+            if ctx.get("gold"):
+                trec_field(record["qid"], "question id")
+                trec_field(ctx["id"], "passage id")
     with atomic_write(output) as handle:
         for record in records:
             for ctx in record["ctxs"]:

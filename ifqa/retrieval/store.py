@@ -41,7 +41,13 @@ def iter_corpus(path: str | Path) -> Iterator[tuple[int, dict]]:
 def _parse(line: bytes, tsv: bool, path: Path, number: int) -> dict:
     try:
         if tsv:
-            pid, text, title = line.decode("utf-8").rstrip("\r\n").split("\t")
+            fields = line.decode("utf-8").rstrip("\r\n").split("\t")
+            if len(fields) != 3:
+                raise ValueError(
+                    f"a DPR TSV line has 3 tab-separated fields (id, text, title), this one {len(fields)}: "
+                    "a tab inside a title or text?"
+                )
+            pid, text, title = fields
             return {"id": pid, "title": title, "text": text}
         record = json.loads(line)
         if not isinstance(record, dict) or "id" not in record or not isinstance(record.get("text"), str):
