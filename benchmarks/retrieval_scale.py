@@ -84,11 +84,9 @@ def disk_mb(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
 
 
-def retrieve(index_folder: Path, questions: Path, output: Path) -> tuple[float, float]:
-    seconds, peak, _ = timed(
-        ifqa("-q", "retrieve", "--index", index_folder, "--questions", questions, "--k", "100", "-o", output)
-        + ["--no-progress"]
-    )
+def retrieve(index_folder: Path, questions: Path, output: Path, threads: int) -> tuple[float, float]:
+    command = ["-q", "retrieve", "--index", index_folder, "--questions", questions, "--k", "100", "-o", output]
+    seconds, peak, _ = timed(ifqa(*command, "--threads", threads, "--no-progress"))
     return seconds, peak
 
 
@@ -126,7 +124,10 @@ def main() -> None:
     parser.add_argument("--questions", type=Path, default=DEV, help="IfQA-format questions (default: IfQA dev)")
     parser.add_argument("--sizes", type=sizes_flag, default=[1, 2, 4, 8], help="multiples of the base collection")
     parser.add_argument("--counts", type=sizes_flag, default=[700, 3800], help="questions per run")
-    parser.add_argument("--no-lucene", action="store_true", help="the default bm25s index only")
+    parser.add_argument("--no-lucene", action="store_true", help="the bm25s index only")
+    parser.add_argument(
+        "--threads", type=int, default=1, help="scoring threads of both backends (default 1: the curve's figures)"
+    )
     parser.add_argument("--work", type=Path, default=WORK / "retrieval-scale", help="collections, indexes, runs")
     parser.add_argument("--out", type=Path, default=WORK / "retrieval_scale.md", help="where the table goes")
     args = parser.parse_args()
@@ -153,7 +154,7 @@ def main() -> None:
             runs = {}
             for backend in order:
                 runs[backend] = args.work / f"run-{corpus.stem}-{backend}-{count}.jsonl"
-                seconds, peak = retrieve(indexes[backend]["folder"], questions, runs[backend])
+                seconds, peak = retrieve(indexes[backend]["folder"], questions, runs[backend], args.threads)
                 built = indexes[backend]
                 rows.append(
                     {

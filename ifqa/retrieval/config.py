@@ -51,7 +51,9 @@ class RetrievalConfig:
     depth: int = option(100, "Passages each list contributes when several are fused.", flag="--fusion-depth", min=1)
     corpus: str | None = option(None, "The collection file, if it moved since indexing.")
     device: str | None = option(None, "Device for dense query encoding and reranking (cpu, cuda).")
-    threads: int = option(1, "Scoring threads.", min=1)
+    threads: int | None = option(
+        None, "Scoring threads (default: every core, or OMP_NUM_THREADS where set: a scheduler's share).", min=1
+    )
     batch_size: int = option(64, "Questions searched together.", min=1)
     rewrite_model: str | None = option(
         None,
@@ -102,6 +104,8 @@ class RetrievalConfig:
             raise IfqaError(f"{_named('indexes')} must be a list of index folders or specs, got {self.indexes!r}"[:200])
         for name in ("k", "depth", "threads", "batch_size", "rerank_depth"):
             value = getattr(self, name)
+            if value is None and name == "threads":  # every core
+                continue
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise IfqaError(f"{_named(name)} must be a whole number of at least 1, got {value!r}")
         if self.fusion not in FUSIONS:

@@ -119,7 +119,10 @@ class RetrievalPipeline:
         several = len(self.retrievers) > 1 or any(len(queries) > 1 for queries in subqueries)
         wanted = max([k] + [r.depth for r in self.rerankers])  # what fusion must return: the rerankers' heads
         depth = max(wanted, config.depth) if several else wanted
-        per_index = [r.search(flat, depth, config.threads) for r in self.retrievers]
+        from ifqa.devices import cpu_threads
+
+        threads = config.threads or cpu_threads()  # scoring is most of a large collection's time: every core
+        per_index = [r.search(flat, depth, threads) for r in self.retrievers]
         weights = config.weights or [1.0] * len(self.retrievers)
         combine = FUSIONS[config.fusion]
         results, start = [], 0

@@ -27,6 +27,8 @@ def _other_value(field: dataclasses.Field):
         return True
     if isinstance(default, int):
         return default + 1
+    if default is None and meta.get("min") is not None:  # a number whose default is decided at run time
+        return meta["min"] + 1
     if isinstance(default, list):
         return [*default, "second-index"]
     return f"{field.name}-value"
