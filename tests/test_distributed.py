@@ -513,11 +513,14 @@ def bert_without_dropout(tmp_path_factory):
     return root / "bert"
 
 
-@pytest.mark.numerics
 @pytest.mark.parametrize(
     "kind, recipe",
     [
-        ("reranker", ["--group-size", "4", "--questions-per-step", "4", "--attention-dropout", "0"]),
+        pytest.param(  # also under narrower instruction sets: the case an AMX machine failed
+            "reranker",
+            ["--group-size", "4", "--questions-per-step", "4", "--attention-dropout", "0"],
+            marks=pytest.mark.numerics,
+        ),
         ("retriever", ["--hard-negatives", "1", "--questions-per-step", "4"]),
     ],
 )

@@ -52,7 +52,7 @@ def test_a_missing_package_names_the_extra(monkeypatch):
 @pytest.mark.parametrize(
     "label",
     [
-        pytest.param("onnx", marks=[needs_onnx, pytest.mark.numerics]),  # also under narrower instruction sets
+        pytest.param("onnx", marks=needs_onnx),
         pytest.param("onnx-int8", marks=needs_onnx),
         pytest.param("openvino", marks=needs_openvino),
         pytest.param(
