@@ -204,14 +204,10 @@ class Pipeline(RetrievalPipeline):
 
     def __repr__(self) -> str:
         """The settings that differ from ``ifqa retrieve``'s defaults, as the command would take them."""
-        from ifqa.configs import field_default, option_fields
+        from ifqa.configs import changed
 
-        changed = [
-            f"{f.name}={getattr(self.config, f.name)!r}"
-            for f in option_fields(RetrievalConfig)
-            if getattr(self.config, f.name) != field_default(f)
-        ]
-        return f"Pipeline({', '.join(changed) or 'the defaults of ifqa retrieve'})"
+        settings = [f"{field.name}={value!r}" for field, value in changed(self.config)]
+        return f"Pipeline({', '.join(settings) or 'the defaults of ifqa retrieve'})"
 
     @checked(question=arg.text, k=arg.optional(arg.count))
     def search(self, question: str, k: int | None = None) -> list[Hit]:

@@ -116,13 +116,16 @@ def from_options(cls: type[T], options: Mapping[str, Any], where: str | None = N
         raise IfqaError(str(exc), where) from None
 
 
+def changed(config: Any) -> list[tuple[dataclasses.Field, Any]]:
+    """``config``'s fields away from their defaults, with their values, in declaration order."""
+    fields = option_fields(type(config))
+    return [(f, getattr(config, f.name)) for f in fields if getattr(config, f.name) != field_default(f)]
+
+
 def to_args(config: Any) -> list[str]:
     """The command-line arguments that rebuild ``config`` (fields at their default are left out)."""
     args: list[str] = []
-    for field in option_fields(type(config)):
-        value = getattr(config, field.name)
-        if value == field_default(field):
-            continue
+    for field, value in changed(config):
         if isinstance(value, bool):  # boolean fields default to False: a flag turns them on
             args.append(flag(field))
         elif isinstance(value, list):

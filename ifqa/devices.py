@@ -50,7 +50,8 @@ def gpu_index(device: str) -> int:
     """The CUDA device index ``device`` names (``cuda`` is this thread's current device)."""
     import torch
 
-    return torch.device(device).index if torch.device(device).index is not None else torch.cuda.current_device()
+    index = torch.device(device).index
+    return index if index is not None else torch.cuda.current_device()
 
 
 @contextlib.contextmanager

@@ -24,7 +24,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from ifqa.errors import IfqaError
+from ifqa.errors import IfqaError, first_line
 from ifqa.launch import TIMEOUT_ENV, World, env_int, first_host, launched, timeout_seconds  # noqa: F401 - re-exported
 
 log = logging.getLogger(__name__)
@@ -124,10 +124,10 @@ def start(device: str) -> None:
         store = dist.PrefixStore(f"ifqa/attempt-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", store)
         dist.init_process_group(backend, store=store, rank=world.rank, world_size=world.size, timeout=timeout)
     except (RuntimeError, OSError, ValueError) as exc:  # DistStoreError, DistNetworkError, a taken port ...
-        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        first = first_line(str(exc), 160) or type(exc).__name__
         raise IfqaError(
             f"rank {world.rank} of {world.size} could not form the process group at {address}:{port} within "
-            f"{seconds:g} s ({first[:160]}); check that every rank started and MASTER_ADDR/MASTER_PORT "
+            f"{seconds:g} s ({first}); check that every rank started and MASTER_ADDR/MASTER_PORT "
             "reach rank 0"
         ) from None
     _STARTED.append(store)
@@ -277,9 +277,9 @@ def collective_errors(world: World) -> Iterator[None]:
     except (RuntimeError, OSError) as exc:
         if not world.active or not _is_collective_failure(exc):
             raise
-        first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        first = first_line(str(exc), 160) or type(exc).__name__
         raise CollectiveFailure(
-            f"rank {world.rank}: another rank stopped or stalled ({first[:160]}); the same command resumes "
+            f"rank {world.rank}: another rank stopped or stalled ({first}); the same command resumes "
             "from the last saved step"
         ) from None
 

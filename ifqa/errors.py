@@ -19,3 +19,8 @@ class IfqaError(Exception):
         from ifqa.redact import redact
 
         super().__init__(redact(location + message))
+
+
+def first_line(text: str, limit: int = 200) -> str:
+    """The first non-blank line of ``text`` (a library's multi-line exception message), cut to ``limit``."""
+    return next((line.strip() for line in str(text).splitlines() if line.strip()), "")[:limit]

@@ -117,6 +117,17 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
         raise
 
 
+def file_sha256(path: str | Path) -> str:
+    """A file's sha256, read in 4 MB blocks."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
 def check_writable_kind(output: str | os.PathLike, option: str = "--output") -> None:
     """An output is a regular file or folder (or nothing yet): ``-`` and devices, FIFOs and sockets
     are refused, one rule for every command."""

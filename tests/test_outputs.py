@@ -93,9 +93,7 @@ def test_an_output_that_is_an_input_is_refused_in_one_line(
     command = dict(_commands(cli))[path]
     params = {param.name: param for param in command.params}
     output, given = params[output_name], params[given_name]
-    dummy, folder = tmp_path / "dummy.json", tmp_path / "dummy-folder"
-    dummy.write_text(PRECIOUS)
-    folder.mkdir()
+    _dummies(tmp_path)
     box = tmp_path / "box"
     box.mkdir()
     if _folder_only(given):  # the output is written inside the input folder, or replaces a folder holding it
@@ -116,15 +114,9 @@ def test_an_output_that_is_an_input_is_refused_in_one_line(
             "holding": box,  # a folder output replaced whole, the input inside it
         }[way]
     before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-    argv = [*path, *([_flag(given), str(victim)] if _flag(given) else [str(victim)])]
-    argv += [_flag(output), str(target)]
-    for param in command.params:
-        if param.required and param not in (output, given):
-            argv += _filler(param, dummy, folder)
-    with pytest.raises(SystemExit) as exit_:
-        main(argv)
+    code, argv = _run(path, command, given, output, victim, target, tmp_path)
     err = capsys.readouterr().err
-    assert exit_.value.code == 1, (argv, err)
+    assert code == 1, (argv, err)
     assert len(err.strip().splitlines()) == 1 and err.startswith("ifqa: error: "), (argv, err)
     named = _flag(given) or given.human_readable_name
     assert "the input" in err and named in err, (argv, err)

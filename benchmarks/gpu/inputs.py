@@ -101,25 +101,17 @@ def build_models(work: Workspace, size: dict, tokenizer_dir: str | None) -> dict
         folders["reranker"]
     )
     tokenizer.save_pretrained(folders["reranker"])
+    from fid_throughput import T5_BASE
+
     shape = T5_BASE if size["t5"] == "t5-base" else T5_TINY
     t5_tokenizer = AutoTokenizer.from_pretrained(source, eos_token="[SEP]")  # pad 0, eos [SEP]: T5's roles
-    FiDT5(T5Config(vocab_size=32128, eos_token_id=t5_tokenizer.eos_token_id, **shape)).save_pretrained(folders["t5"])
+    FiDT5(T5Config(**{**shape, "eos_token_id": t5_tokenizer.eos_token_id})).save_pretrained(folders["t5"])
     t5_tokenizer.save_pretrained(folders["t5"])
     return folders
 
 
-T5_BASE = dict(
-    d_model=768,
-    d_kv=64,
-    d_ff=3072,
-    num_layers=12,
-    num_decoder_layers=12,
-    num_heads=12,
-    dropout_rate=0.1,
-    decoder_start_token_id=0,
-    pad_token_id=0,
-)
-T5_TINY = dict(
+T5_TINY = dict(  # the smoke run's T5; the full run takes fid_throughput's t5-base shape
+    vocab_size=32128,
     d_model=32,
     d_kv=8,
     d_ff=64,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from ifqa.cli.options import backend_label, backend_options, output_option
+from ifqa.devices import PRECISIONS
 from ifqa.retrieval import BM25_B, BM25_K1, check_bm25
 
 
@@ -95,7 +96,7 @@ def index_bm25(corpus, index_dir, backend, k1, b, threads, chunk_docs, max_memor
 )
 @click.option(
     "--precision",
-    type=click.Choice(["auto", "fp32", "fp16", "bf16"]),
+    type=click.Choice(PRECISIONS),
     default="auto",
     show_default=True,
     help="Model precision: auto is fp16 on a GPU (within 1e-3 cosine of fp32) and fp32 on a CPU.",

@@ -15,6 +15,8 @@ from ifqa.cli.options import (
     recorded_question_options,
     run_input,
 )
+from ifqa.devices import PRECISIONS
+from ifqa.retrieval.config import FIELDS
 
 
 @click.command()
@@ -37,11 +39,10 @@ from ifqa.cli.options import (
 @click.option("--device", help="cpu, cuda ... (default: GPU when present).")
 @click.option(
     "--precision",
-    type=click.Choice(["auto", "fp32", "fp16", "bf16"]),
+    type=click.Choice(PRECISIONS),
     default="auto",
     show_default=True,
-    help="Weights' precision: auto is bf16 on a GPU (fp16 where bf16 is emulated) and fp32 on every "
-    "CPU (the same scores on any CPU and batch size); bf16 on a CPU with AMX or AVX-512 BF16 when asked.",
+    help=FIELDS["rerank_precision"].metadata["help"],  # as --rerank-precision says it on retrieve and serve
 )
 @backend_options("Scoring")
 @click.option("--json", "as_json", is_flag=True, help="Print the recall report as JSON.")

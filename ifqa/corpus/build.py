@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ifqa.corpus import multistream
 from ifqa.corpus.multistream import Segment
-from ifqa.corpus.passages import DEFAULT_WORDS, TSV_HEADER
+from ifqa.corpus.passages import DEFAULT_WORDS, TSV_FIELDS_HINT, TSV_HEADER
 from ifqa.corpus.sources import Source, detect, expand_inputs, open_binary, stream_records, to_passages
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write, write_json
@@ -140,7 +140,7 @@ def _refuse_dropped(sources: list, summary: BuildSummary, words: int) -> None:
         for source in sources:
             if source.format in passage_formats and (line := _first_malformed(source, words)):
                 hint = (
-                    " (a row needs exactly 3 tab-separated fields, id, text and title: a tab inside a title?)"
+                    f" ({TSV_FIELDS_HINT})"
                     if source.format == "passages-tsv"
                     else " (a JSON object with 'id' and a string 'text')"
                 )

@@ -9,6 +9,8 @@ from ifqa.errors import IfqaError
 
 DEFAULT_WORDS = 100
 TSV_HEADER = "id\ttext\ttitle"
+#: what a DPR TSV row that does not split into its 3 fields is told
+TSV_FIELDS_HINT = "a row needs exactly 3 tab-separated fields, id, text and title: a tab inside a title?"
 
 
 class Passage(NamedTuple):

@@ -8,7 +8,6 @@ built by ``ifqa.retrieval.specs`` for the ``demo:`` index spec).
 from __future__ import annotations
 
 import gzip
-import hashlib
 import logging
 import shutil
 from dataclasses import dataclass
@@ -17,7 +16,7 @@ from pathlib import Path
 
 from ifqa.artifacts import Example
 from ifqa.errors import IfqaError
-from ifqa.io import atomic_write
+from ifqa.io import atomic_write, file_sha256
 from ifqa.paths import cache_dir
 
 log = logging.getLogger(__name__)
@@ -31,31 +30,38 @@ def packaged_passages() -> Path:
     return Path(str(resources.files(PACKAGE) / PASSAGES))
 
 
+def cached_corpus() -> Path:
+    """Where the demo collection is unpacked in the cache (nothing is unpacked here)."""
+    return cache_dir() / "demo" / "passages.jsonl"
+
+
 def corpus_path() -> Path:
+    """The demo collection unpacked into the cache (``checked_corpus``)."""
+    return checked_corpus()[0]
+
+
+def checked_corpus() -> tuple[Path, str]:
     """The demo collection unpacked into the cache (atomic), checked on every use against what ifqa
     ships (its stamp holds the shipped file's checksum and the unpacked one's): a newer ifqa's
-    passages, or a hand-edited cache copy, are unpacked again rather than trusted."""
-    target = cache_dir() / "demo" / "passages.jsonl"
-    source = packaged_passages()
+    passages, or a hand-edited cache copy, are unpacked again rather than trusted. Returns the file
+    and its sha256 (what the demo indexes are matched on)."""
+    target = cached_corpus()
     stamp = target.with_suffix(".source-sha256")
-    expected = f"{hashlib.sha256(source.read_bytes()).hexdigest()} "
+    expected = f"{file_sha256(packaged_passages())} "
     recorded = stamp.read_text() if stamp.exists() else ""
-    if target.exists() and recorded.startswith(expected) and recorded == expected + _sha256(target):
-        return target
     if target.exists() and recorded.startswith(expected):
+        digest = file_sha256(target)
+        if recorded == expected + digest:
+            return target, digest
         log.warning("the cached demo collection %s was changed; unpacking it again", target)
     else:
         log.info("unpacking the demo collection to %s", target)
-    with gzip.open(source, "rb") as packed, atomic_write(target, "wb") as out:
+    with gzip.open(packaged_passages(), "rb") as packed, atomic_write(target, "wb") as out:
         shutil.copyfileobj(packed, out)
+    digest = file_sha256(target)
     with atomic_write(stamp) as handle:
-        handle.write(expected + _sha256(target))
-    return target
-
-
-def _sha256(path: Path) -> str:
-    with open(path, "rb") as handle:
-        return hashlib.file_digest(handle, "sha256").hexdigest()
+        handle.write(expected + digest)
+    return target, digest
 
 
 @dataclass(frozen=True)

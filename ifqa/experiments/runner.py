@@ -66,7 +66,7 @@ class ExperimentContext:
 
 
 def stage_key(params: dict, inputs: list[Path]) -> str:
-    from ifqa.retrieval.index import file_sha256
+    from ifqa.io import file_sha256
 
     payload = json.dumps({"params": params, "inputs": [file_sha256(p) for p in inputs]}, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()
@@ -104,10 +104,11 @@ def run_experiment(path: str | Path | dict, force: bool = False, progress: bool 
     reads = {"the experiment": config["_path"]}
     if questions_file:
         reads["questions"] = str(Path(config["_root"]) / Path(questions_file).expanduser())
-    check_output(output_dir(config), reads, "output:")
+    output = output_dir(config)
+    check_output(output, reads, "output:")
     source = question_source(config, config["questions"])
     questions = source.load()
-    context = ExperimentContext(config, output_dir(config), source, questions, force, progress)
+    context = ExperimentContext(config, output, source, questions, force, progress)
     context.results = {
         "name": config["name"],
         "questions": source.name,

@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass, fields
 
 from ifqa.configs import flag, option
+from ifqa.devices import PRECISIONS
 from ifqa.errors import IfqaError
 from ifqa.registry import LLM_BACKENDS, QUERY_MODES, BackendNames
 from ifqa.retrieval.fusion import FUSIONS
@@ -94,7 +95,7 @@ class RetrievalConfig:
         "auto",
         "Reranker weights' precision: auto is bf16 on a GPU (fp16 where bf16 is emulated) and fp32 on every "
         "CPU (the same scores on any CPU); bf16 on a CPU with AMX or AVX-512 BF16 when asked.",
-        choices=("auto", "fp32", "fp16", "bf16"),
+        choices=PRECISIONS,
     )
 
     def __post_init__(self) -> None:

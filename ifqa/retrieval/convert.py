@@ -20,7 +20,7 @@ from ifqa.retrieval.store import iter_corpus
 
 def trec_field(value, what: str) -> str:
     """A TREC run's column: whitespace separates the columns, so an id holding some is refused (one
-    line naming it) before anything is written, never written as a line of 7 fields."""
+    line naming it; the file being written is dropped whole), never written as a line of 7 fields."""
     text = str(value)
     if not text or any(c.isspace() for c in text):
         raise IfqaError(
@@ -30,15 +30,13 @@ def trec_field(value, what: str) -> str:
 
 
 def run_to_trec(records: Sequence[dict], output: str | Path, tag: str = "ifqa") -> None:
-    trec_field(tag, "the tag")
-    for record in records:  # checked whole first: a refused run leaves no file
-        trec_field(record["qid"], "question id")
-        for ctx in record["ctxs"]:
-            trec_field(ctx["id"], "passage id")
-    with atomic_write(output) as handle:
+    tag = trec_field(tag, "the tag")
+    with atomic_write(output) as handle:  # a refused id leaves no file
         for record in records:
+            qid = trec_field(record["qid"], "question id")
             for rank, ctx in enumerate(record["ctxs"], start=1):
-                handle.write(f"{record['qid']} Q0 {ctx['id']} {rank} {float(ctx.get('score', 0.0)):.6f} {tag}\n")
+                passage = trec_field(ctx["id"], "passage id")
+                handle.write(f"{qid} Q0 {passage} {rank} {float(ctx.get('score', 0.0)):.6f} {tag}\n")
 
 
 def run_to_qrels(records: Sequence[dict], output: str | Path) -> int:
@@ -48,16 +46,12 @@ def run_to_qrels(records: Sequence[dict], output: str | Path) -> int:
     passages this run retrieved: trec_eval's recall with them is recall within the run's depth.
     """
     count = 0
-    for record in records:
-        for ctx in record["ctxs"]:
-            if ctx.get("gold"):
-                trec_field(record["qid"], "question id")
-                trec_field(ctx["id"], "passage id")
-    with atomic_write(output) as handle:
+    with atomic_write(output) as handle:  # a refused id leaves no file
         for record in records:
             for ctx in record["ctxs"]:
                 if ctx.get("gold"):
-                    handle.write(f"{record['qid']} 0 {ctx['id']} 1\n")
+                    qid, passage = trec_field(record["qid"], "question id"), trec_field(ctx["id"], "passage id")
+                    handle.write(f"{qid} 0 {passage} 1\n")
                     count += 1
     return count
 

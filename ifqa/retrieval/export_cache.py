@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 from ifqa.errors import IfqaError
-from ifqa.retrieval.index import file_sha256 as sha256
+from ifqa.io import file_sha256 as sha256
 
 MANIFEST = "manifest.json"
 

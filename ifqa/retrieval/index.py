@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ifqa.errors import IfqaError
-from ifqa.io import read_manifest_object, write_json
+from ifqa.io import file_sha256, read_manifest_object, write_json
 from ifqa.retrieval.store import PassageStore
 from ifqa.version import __version__
 
@@ -41,14 +41,6 @@ class Retriever(Protocol):
 
     def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Hits]:
         """Top-``k`` passages for each query."""
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 22), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def corpus_record(corpus: Path) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ifqa.errors import IfqaError
+from ifqa.errors import IfqaError, first_line
 from ifqa.retrieval import BM25_B, BM25_K1, check_bm25
 from ifqa.retrieval.bm25 import document_text
 from ifqa.retrieval.index import OFFSETS, Hits, corpus_record, finish_manifest, passage_store, staging
@@ -117,10 +117,6 @@ def build(
         return finish_manifest(folder, "pyserini", params, record, len(offsets), started)
 
 
-def _first_line(text: str) -> str:
-    return next((line.strip() for line in text.splitlines() if line.strip()), "")[:200]
-
-
 def _last_line(said) -> str:
     lines = [line.strip() for line in said.getvalue().splitlines() if line.strip()]
     return lines[-1][:200] if lines else ""
@@ -173,7 +169,7 @@ class LuceneRetriever:
                 searcher = LuceneSearcher.from_prebuilt_index(name)
         except Exception as exc:  # pyserini raises bare Exceptions for unknown names and failed downloads
             raise IfqaError(
-                f"cannot open prebuilt index {name!r}: {_first_line(str(exc)) or _last_line(said)}"
+                f"cannot open prebuilt index {name!r}: {first_line(str(exc)) or _last_line(said)}"
             ) from None
         if searcher is None:
             cause = _last_line(said) or "pyserini gave no reason"

@@ -16,7 +16,7 @@ from typing import Any
 
 from ifqa.errors import IfqaError
 from ifqa.registry import ENGINES, INDEX_SCHEMES
-from ifqa.retrieval.index import MANIFEST, Retriever, file_sha256, read_manifest
+from ifqa.retrieval.index import MANIFEST, Retriever, read_manifest
 
 log = logging.getLogger(__name__)
 
@@ -85,47 +85,59 @@ class DemoIndexes:
         return {"encoder": DEFAULT_ENCODER, "max_length": 128}
 
     def folder(self, name: str) -> Path:
-        """The cached index, made on first use. Processes using it for the first time at once wait
-        for one of them to make it (a lock beside it), instead of failing on each other's build."""
-        from ifqa.paths import cache_dir
-
-        if name not in self.names:
-            raise IfqaError(f"unknown demo index 'demo:{name}'; use demo:bm25 or demo:dense")
-        folder = cache_dir() / "indexes" / f"demo-{name}"
-        folder.parent.mkdir(parents=True, exist_ok=True)
-        with open(folder.parent / f".demo-{name}.use.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released by the OS if this process dies
-            return self._made(name, folder)
+        """The cached index, made on first use (``_ready``)."""
+        return self._ready(name)[0]
 
     def open(self, name: str, corpus: str | Path | None = None, device: str | None = None) -> Retriever:
         """The cached index over the cached collection, wherever the cache now is (its manifest's
         recorded path may be that of a cache since moved). A cached copy found damaged is ifqa's
         own: it is made again, once, instead of advising an option ``retrieve`` does not have."""
-        from ifqa.datasets.demo import corpus_path
-
-        folder = self.folder(name)
+        folder, cached = self._ready(name)
         try:
-            return _load(folder, corpus or corpus_path(), device)
+            return _load(folder, corpus or cached, device)
         except IfqaError as exc:
             if "damaged" not in str(exc):  # a wrong device or corpus is the user's to fix, not the cache's
                 raise
             log.warning("the cached demo:%s index is damaged (%s); making it again", name, str(exc)[:160])
             shutil.rmtree(folder, ignore_errors=True)
-            return _load(self.folder(name), corpus or corpus_path(), device)
+            folder, cached = self._ready(name)
+            return _load(folder, corpus or cached, device)
 
-    def _made(self, name: str, folder: Path) -> Path:
-        from ifqa.datasets.demo import corpus_path
+    def reads(self, name: str) -> list[Path]:
+        """The cache files ``demo:NAME`` is read from (the output guard's view; nothing is built)."""
+        from ifqa.datasets.demo import cached_corpus
 
-        corpus = corpus_path()
-        digest = file_sha256(corpus)
+        return [self._cached(name), cached_corpus()]
+
+    def _cached(self, name: str) -> Path:
+        from ifqa.paths import cache_dir
+
+        return cache_dir() / "indexes" / f"demo-{name}"
+
+    def _ready(self, name: str) -> tuple[Path, Path]:
+        """The cached index and the cached collection it was made from, made on first use. Processes
+        using it for the first time at once wait for one of them to make it (a lock beside it),
+        instead of failing on each other's build."""
+        if name not in self.names:
+            raise IfqaError(f"unknown demo index 'demo:{name}'; use demo:bm25 or demo:dense")
+        folder = self._cached(name)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        with open(folder.parent / f".demo-{name}.use.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # released by the OS if this process dies
+            return self._made(name, folder)
+
+    def _made(self, name: str, folder: Path) -> tuple[Path, Path]:
+        from ifqa.datasets.demo import checked_corpus
+
+        corpus, digest = checked_corpus()
         if (folder / MANIFEST).exists() and self._fits(read_manifest(folder), name, digest):
-            return folder
+            return folder, corpus
         # first use, or a newer ifqa ships another collection or index recipe
         shipped = self.shipped_folder(name)
         if (shipped / MANIFEST).exists() and self._fits(read_manifest(shipped), name, digest):
             log.info("copying the demo %s index shipped with ifqa to %s", name, folder)
             _copy_index(shipped, folder, corpus)
-            return folder
+            return folder, corpus
         import sys
 
         from ifqa.registry import INDEX_BUILDERS
@@ -135,13 +147,7 @@ class DemoIndexes:
         shutil.rmtree(folder, ignore_errors=True)
         progress = name != "bm25" and sys.stderr.isatty()  # a bar in a terminal; the line above elsewhere
         INDEX_BUILDERS.get(name)(corpus, folder, self.recipe(name), progress)
-        return folder
-
-    def reads(self, name: str) -> list[Path]:
-        """The cache files ``demo:NAME`` is read from (the output guard's view; nothing is built)."""
-        from ifqa.paths import cache_dir
-
-        return [cache_dir() / "indexes" / f"demo-{name}", cache_dir() / "demo" / "passages.jsonl"]
+        return folder, corpus
 
     def shipped_folder(self, name: str) -> Path:
         """Where ifqa ships a prebuilt ``demo:NAME`` (the dense one: its encoding is the only slow

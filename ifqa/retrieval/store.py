@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from ifqa.artifacts import is_id
-from ifqa.corpus.passages import TSV_HEADER
+from ifqa.corpus.passages import TSV_FIELDS_HINT, TSV_HEADER
 from ifqa.errors import IfqaError
 from ifqa.io import SURROGATE_PROBLEM, unpaired_surrogate
 
@@ -43,10 +43,7 @@ def _parse(line: bytes, tsv: bool, path: Path, number: int) -> dict:
         if tsv:
             fields = line.decode("utf-8").rstrip("\r\n").split("\t")
             if len(fields) != 3:
-                raise ValueError(
-                    f"a DPR TSV line has 3 tab-separated fields (id, text, title), this one {len(fields)}: "
-                    "a tab inside a title or text?"
-                )
+                raise ValueError(f"{TSV_FIELDS_HINT} (this one has {len(fields)})")
             pid, text, title = fields
             return {"id": pid, "title": title, "text": text}
         record = json.loads(line)

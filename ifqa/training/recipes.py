@@ -14,6 +14,16 @@ from ifqa.registry import QUERY_MODES
 DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 
 
+def training_precision():
+    """The ``--precision`` of the training recipes (``devices.pick_precision``'s ``train`` work)."""
+    return option(
+        "auto",
+        "auto: bf16 autocast on a GPU with native bf16, else fp32 (every CPU: the same losses on any CPU); "
+        "bf16 on a CPU with AMX or AVX-512 BF16 when asked.",
+        choices=("auto", "fp32", "bf16"),
+    )
+
+
 @dataclass(frozen=True)
 class MiningRecipe:
     """How hard negatives are mined: the first stage's top passages for each training question."""
@@ -49,12 +59,7 @@ class RerankerRecipe(MiningRecipe):
         max=0.9,
     )
     seed: int = option(0, "Seed for the head's initialization, data order and negative sampling.")
-    precision: str = option(
-        "auto",
-        "auto: bf16 autocast on a GPU with native bf16, else fp32 (every CPU: the same losses on any CPU); "
-        "bf16 on a CPU with AMX or AVX-512 BF16 when asked.",
-        choices=("auto", "fp32", "bf16"),
-    )
+    precision: str = training_precision()
     save_every: int = option(200, "Also save the resumable state every N steps (Ctrl-C saves it too).", min=1)
 
 
@@ -76,12 +81,7 @@ class RetrieverRecipe(MiningRecipe):
     max_length: int = option(192, "Tokens per passage (questions are short).", min=16)
     temperature: float = option(0.05, "Softmax temperature of the in-batch contrastive loss.", min=1e-6)
     seed: int = option(0, "Seed for data order and negative sampling.")
-    precision: str = option(
-        "auto",
-        "auto: bf16 autocast on a GPU with native bf16, else fp32 (every CPU: the same losses on any CPU); "
-        "bf16 on a CPU with AMX or AVX-512 BF16 when asked.",
-        choices=("auto", "fp32", "bf16"),
-    )
+    precision: str = training_precision()
     save_every: int = option(200, "Also save the resumable state every N steps (Ctrl-C saves it too).", min=1)
 
 

@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 
 import ifqa
+from ifqa.io import file_sha256
 from ifqa.registry import INDEX_BUILDERS
-from ifqa.retrieval.index import MANIFEST, file_sha256, read_manifest
+from ifqa.retrieval.index import MANIFEST, read_manifest
 from ifqa.retrieval.specs import DEMO_INDEXES, index_folder
 
 faiss = pytest.importorskip("faiss")

@@ -232,8 +232,6 @@ def train(
         _restore_rng(saved_state, device)
         state = saved_state["state"]
         log.info("resuming at step %d", state["step"])
-    if world.active:
-        distributed.start(device)
     parallel = distributed.wrap(model, device) if world.active else model
     forward = torch.compile(parallel) if compiled else parallel  # generation and saving use the model itself
     bar = tqdm(total=config.steps, initial=state["step"], desc="train fid", disable=not progress or not world.main)
