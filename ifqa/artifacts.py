@@ -148,16 +148,45 @@ def recorded_questions(path: str | Path) -> dict[str, Any] | None:
     return questions if isinstance(questions, dict) and "id" in questions else None
 
 
-def check_questions(path: str | Path, questions: QuestionSet) -> None:
-    """Refuse a file made for another question set (one line naming both sets)."""
+def check_questions(path: str | Path, questions: QuestionSet, records: Iterable[dict] | None = None) -> None:
+    """Refuse a file made for another question set (one line naming both sets): by its manifest, or,
+    where no manifest records a set, by its records' own question texts (ids collide across sets;
+    ``records``: the file's, where the caller has read them)."""
     recorded = recorded_questions(path)
-    if recorded and recorded["id"] != questions.identity:
+    if recorded is None:
+        check_records_ask(_asked(path) if records is None else records, questions, path)
+    elif recorded["id"] != questions.identity:
         raise IfqaError(
             f"made for the question set {recorded.get('name')!r} ({recorded.get('n')} questions, id "
             f"{recorded['id']}), not {questions.name!r} ({len(questions)} questions, id "
             f"{questions.identity}); name the right questions or file",
             path,
         )
+
+
+def _asked(path: str | Path) -> Iterable[dict]:
+    """The records of a file that say which question they answer (malformed lines are left to the
+    file's own reader, which names them)."""
+    if not Path(path).is_file():
+        return
+    for _, record in read_jsonl(path):
+        if isinstance(record, dict) and "qid" in record and isinstance(record.get("question"), str):
+            yield record
+
+
+def check_records_ask(records: Iterable[dict], questions: QuestionSet, where: str | Path | None = None) -> None:
+    """Records of another set whose qids collide are refused: a record's own question text must be
+    the one ``questions`` asks under its qid (records without a text, or of a qid the set lacks, are
+    the caller's to judge)."""
+    known = {example.qid: example.question for example in questions.examples}
+    for record in records:
+        asked, qid = record.get("question"), str(record.get("qid"))
+        if isinstance(asked, str) and qid in known and asked != known[qid]:
+            raise IfqaError(
+                f"the record of qid {qid!r} asks {asked[:60]!r}, not {questions.name}'s question "
+                "(a file without a manifest is checked by its questions); name the questions it was made for",
+                where,
+            )
 
 
 def write_manifest(path: str | Path, questions: QuestionSet | None, **fields: Any) -> None:

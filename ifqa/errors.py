@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -24,3 +26,41 @@ class IfqaError(Exception):
 def first_line(text: str, limit: int = 200) -> str:
     """The first non-blank line of ``text`` (a library's multi-line exception message), cut to ``limit``."""
     return next((line.strip() for line in str(text).splitlines() if line.strip()), "")[:limit]
+
+
+@contextlib.contextmanager
+def restoring(path: str | Path, start_over: str) -> Iterator[None]:
+    """A saved resume state that this run cannot continue from (edited by hand, from another run or
+    version, cut short outside ifqa's atomic writes) is one line naming it, whatever part of the
+    restore finds the problem: a missing key, a wrong type, another model's shapes, a step out of
+    range. ``start_over`` says what to delete (or which option to use) to begin afresh."""
+    import pickle
+    import struct
+
+    try:
+        yield
+    except IfqaError:
+        raise
+    except (
+        KeyError,
+        TypeError,
+        ValueError,
+        IndexError,
+        AttributeError,
+        RuntimeError,
+        EOFError,
+        FileNotFoundError,  # one of a state's files deleted by hand
+        pickle.UnpicklingError,
+        struct.error,  # a torch file's header cut or made up
+    ) as exc:
+        problem = f"missing {exc}" if isinstance(exc, KeyError) else first_line(str(exc), 160) or type(exc).__name__
+        raise IfqaError(f"not a resume state this run can continue from ({problem}); {start_over}", path) from None
+
+
+def check_step(step: object, steps: int, path: str | Path, start_over: str) -> int:
+    """A saved step count: a whole number from 0 to ``steps`` (a run never saves past its end)."""
+    if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= steps:
+        raise IfqaError(
+            f"not a resume state this run can continue from (step {step!r}, not 0 to {steps}); {start_over}", path
+        )
+    return step

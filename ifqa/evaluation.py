@@ -71,11 +71,11 @@ def _where(given: Any) -> str:
 def _run_records(name: str, run: str | Path | list, questions: QuestionSet | None) -> list:
     """The run's records, refused when empty or (with ``questions``) made for other questions: a
     file by its manifest, as the command line checks it, and any run by its qids."""
-    from ifqa.artifacts import check_questions, read_run
+    from ifqa.artifacts import check_questions, check_records_ask, read_run
 
-    if isinstance(run, (str, Path)) and questions is not None:
-        check_questions(run, questions)
     records = read_run(run) if isinstance(run, (str, Path)) else list(run)
+    if isinstance(run, (str, Path)) and questions is not None:
+        check_questions(run, questions, records)
     if not records:
         raise IfqaError(f"{_where(run)}{name} holds no records; nothing to score")
     if questions is not None:
@@ -86,15 +86,7 @@ def _run_records(name: str, run: str | Path | list, questions: QuestionSet | Non
                 f"{_where(run)}{name}: {len(unknown)} of its {len(records)} records are for questions not in "
                 f"{questions.name} (first qid {unknown[0]!r}); name the questions it was made for"
             )
-        # ids collide across sets (IfQA's are str(idx) in each): the records' own question text tells them apart
-        other = next(
-            (r for r in records if isinstance(r.get("question"), str) and r["question"] != known[_qid(r)]), None
-        )
-        if other is not None:
-            raise IfqaError(
-                f"{_where(run)}{name}: the record of qid {_qid(other)!r} asks {other['question'][:60]!r}, not "
-                f"{questions.name}'s question; name the questions it was made for"
-            )
+        check_records_ask(records, questions)
     return records
 
 

@@ -6,12 +6,16 @@ code is refused (``torch.load(weights_only=True)``, safetensors), never executed
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
 import os
 import pickle
 from collections.abc import Iterator
 from pathlib import Path
 
 from ifqa.errors import IfqaError
+
+log = logging.getLogger(__name__)
 
 
 def check_model_location(name: str | Path) -> None:
@@ -79,9 +83,23 @@ def check_max_length(max_length: int | None, config, name: str, option: str = "-
         raise IfqaError(f"{option} {max_length} is more than {name} can read ({positions} positions)")
 
 
+def load_weights(path: str | Path):
+    """A torch file of tensors, numbers, strings and containers (``weights_only``: a crafted file
+    cannot run code); what cannot be read is the caller's to name (``errors.restoring``), without
+    torch's warnings about the pickle protocol of a file that is no checkpoint."""
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        return torch.load(path, map_location="cpu", weights_only=True)
+
+
 def pair_inputs(tokenizer, questions: list[str], texts: list[str], max_length: int | None, **options):
     """(question, passage) pairs tokenized as cross-encoders read them: the passage is cut to fit; a
-    question too long to leave room for any passage is cut too, instead of failing the batch.
+    question too long to leave room for any passage is cut too, instead of failing the batch, and
+    said once (its pair's score reads little of the passage).
 
     Each pair is cut the same way whatever else is in its batch: where one pair's question is too
     long, that pair alone is cut on both sides (a batch cut as a whole would change every pair's
@@ -100,4 +118,14 @@ def pair_inputs(tokenizer, questions: list[str], texts: list[str], max_length: i
             if "truncat" not in str(exc).lower():
                 raise
             rows.append(tokenizer(question, text, truncation="longest_first", max_length=max_length, **options))
+            say_once(
+                f"--max-length {max_length} leaves no room for the passage after some questions: their pairs "
+                "are cut on both sides and read little of each passage (a longer --max-length reads more)"
+            )
     return tokenizer.pad(rows, padding=padding, return_tensors=tensors)
+
+
+@functools.cache
+def say_once(message: str) -> None:
+    """A warning about the inputs that holds for the whole run: said the first time, not per batch."""
+    log.warning(message)

@@ -6,7 +6,8 @@ A CLI subprocess pays the imports again (torch and sentence-transformers: 5 to 3
 each call: its own file descriptors 1 and 2 (so native libraries' output, Java's or ONNX Runtime's,
 is captured as a subprocess's would be), ``sys.argv``, the environment and working folder it was
 given, an empty stdin, Python's default warning filters printing to stderr, logging not yet
-configured and no secrets known to the redactor; torch's thread count is put back afterwards.
+configured, no secrets known to the redactor and no once-per-process warning said yet; torch's
+thread count is put back afterwards.
 Tests whose point is the process itself (signals, start-up time, what an import pulls in, two
 processes at once) start one instead (``tests.conftest.run_cli_process``).
 """
@@ -106,6 +107,18 @@ def _fresh_logging():
         root.setLevel(levels[root])
 
 
+@contextlib.contextmanager
+def _nothing_said_yet():
+    """Warnings said once per process (``ifqa.models.say_once``) are said again, as in a new process."""
+    from ifqa.models import say_once
+
+    say_once.cache_clear()
+    try:
+        yield
+    finally:
+        say_once.cache_clear()
+
+
 def _exit_status(exc: SystemExit) -> int:
     if exc.code is None:
         return 0
@@ -131,6 +144,7 @@ def run_in_process(*args: str | Path, cwd: Path | None = None, env: dict | None 
         _fresh_logging(),
         no_known_secrets(),
         _torch_threads_kept(),
+        _nothing_said_yet(),
     ):
         sys.stdout, sys.stderr = _text_stream(1), _text_stream(2)
         sys.stdin, sys.argv = io.StringIO(""), [str(Path(main.__code__.co_filename).with_name("__main__.py")), *argv]

@@ -16,6 +16,7 @@ import pytest
 from ifqa import distributed
 from ifqa.distributed import World
 from ifqa.errors import IfqaError
+from ifqa.models import load_weights
 from ifqa.readers.fid import FiDTrainConfig
 from tests.readers.test_fid import TOY
 
@@ -416,7 +417,7 @@ def test_fid_on_two_ranks_trains_as_one_process_and_hands_over_to_one(fid_setup,
     result = train_fid_on_ranks(root, run, tmp_path / "ranks", "--stop-after", "2")
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("step 2") == 1  # rank 0 alone reports
-    state = fid_train.load_trainer_state(tmp_path / "ranks" / "last" / "trainer_state.pt")["state"]
+    state = load_weights(tmp_path / "ranks" / "last" / "trainer_state.pt")["state"]
     assert [e["loss"] for e in state["log"]] == pytest.approx([e["loss"] for e in alone["log"][:2]], abs=1e-5)
     resumed = fid_train.train(run, None, tmp_path / "ranks", _fid_config(root), "cpu", progress=False)
     assert [e["loss"] for e in resumed["log"]] == pytest.approx(_losses(tmp_path / "alone"), abs=1e-5)
@@ -590,7 +591,7 @@ def test_ctrl_c_on_the_launcher_stops_every_rank_after_one_saved_step(fid_setup,
     _, err = job.communicate(timeout=120)
     assert job.returncode != 0
     assert "interrupted; rerun the same command to resume" in err
-    state = fid_train.load_trainer_state(tmp_path / "ranks" / "last" / "trainer_state.pt")["state"]
+    state = load_weights(tmp_path / "ranks" / "last" / "trainer_state.pt")["state"]
     assert 0 < state["step"] < 400
     saved = [e["loss"] for e in state["log"]]
     shutil.copytree(tmp_path / "ranks", tmp_path / "again")  # the same saved state, resumed a second time

@@ -27,7 +27,7 @@ from ifqa.corpus import multistream
 from ifqa.corpus.multistream import Segment
 from ifqa.corpus.passages import DEFAULT_WORDS, TSV_FIELDS_HINT, TSV_HEADER
 from ifqa.corpus.sources import Source, detect, expand_inputs, open_binary, stream_records, to_passages
-from ifqa.errors import IfqaError
+from ifqa.errors import IfqaError, restoring
 from ifqa.io import atomic_write, write_json
 from ifqa.version import __version__
 
@@ -182,8 +182,13 @@ def _prepare_parts(parts: Path, settings: dict) -> None:
                 "or delete the folder",
                 parts,
             )
-        done = len(list(parts.glob("*.part")))
-        log.info("resuming: %d finished batches found in %s", done, parts)
+        done = sorted(parts.glob("*.part"))
+        for part in done:  # each with its counts and ids, as this code wrote them
+            with restoring(part, f"delete {parts} to build from the start"):
+                BuildSummary().add(json.loads(part.with_suffix(".stats.json").read_text()))
+                if part.with_suffix(".ids").stat().st_size % array.array("Q").itemsize:
+                    raise ValueError("its .ids file is cut short")
+        log.info("resuming: %d finished batches found in %s", len(done), parts)
         return
     parts.mkdir(parents=True)
     write_json(settings_file, settings)

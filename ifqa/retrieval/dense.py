@@ -20,7 +20,7 @@ import numpy as np
 
 from ifqa import memory
 from ifqa.devices import cpu_threads
-from ifqa.errors import IfqaError
+from ifqa.errors import IfqaError, restoring
 from ifqa.io import atomic_write, write_json
 from ifqa.retrieval.chunks import ChunkEncoder, check_chunks, chunk_path, chunks_to_encode
 from ifqa.retrieval.dense_search import FAISS_FILE, INDEX_TYPES
@@ -72,8 +72,9 @@ def _check_settings(folder: Path, settings: dict, precision: str) -> None:
     falls back to fp32, the one precision every encoder's questions are safe in."""
     path = folder / "embeddings" / "settings.json"
     if path.exists():
-        previous = json.loads(path.read_text())
-        recorded = previous.pop("precision", None)
+        with restoring(path, "use another -o folder, or --force to discard the unfinished build"):
+            previous = json.loads(path.read_text())
+            recorded = previous.pop("precision", None)
         if previous == settings:
             if recorded != precision:  # chunks of another precision (or of a build that recorded none) stay
                 write_json(path, {**settings, "precision": "fp32" if _has_chunks(folder) else precision})

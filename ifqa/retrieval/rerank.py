@@ -283,7 +283,7 @@ def rerank_run(
     header = {"partial_of": str(run_path), "run_bytes": os.path.getsize(run_path), "reranker": reranker.describe()}
     output.parent.mkdir(parents=True, exist_ok=True)
     fresh = not partial.exists()
-    done = _read_partial(partial, header)
+    done = _read_partial(partial, header, {record["qid"] for record in records})
     started = time.time()
     todo = [record for record in records if record["qid"] not in done]
     per_group = questions_per_group(reranker)
@@ -367,23 +367,28 @@ def _rerank_groups(
             bar.update(len(group))
 
 
-def _read_partial(path: Path, header: dict) -> dict[str, dict]:
+def _read_partial(path: Path, header: dict, qids: set[str]) -> dict[str, dict]:
     """Questions finished by an interrupted rerank of the same run with the same reranker (else
-    none: the file is started afresh); a torn last line is dropped and redone."""
+    none: the file is started afresh); a torn last line is dropped and redone, a line that is no
+    reranked question of this run (a hand edit) is one line naming it."""
+    from ifqa.errors import restoring
+
     done: dict[str, dict] = {}
     if path.exists():
-        with open(path, "rb+") as handle:
+        with open(path, "rb+") as handle, restoring(path, "delete it to rerank from the start"):
             first = handle.readline()
             try:
                 same = json.loads(first) == header
             except ValueError:
                 same = False
             good = len(first) if same else 0
-            for line in handle if same else ():
+            for number, line in enumerate(handle if same else (), start=2):
                 try:
                     record = json.loads(line)
                 except ValueError:
                     break
+                if not (isinstance(record, dict) and record.get("qid") in qids and type(record.get("ctxs")) is list):
+                    raise ValueError(f"line {number} is no reranked question of this run")
                 done[record["qid"]] = record
                 good += len(line)
             handle.truncate(good)

@@ -20,7 +20,9 @@ from pathlib import Path
 from ifqa import distributed
 from ifqa.devices import numerics, pick_precision
 from ifqa.distributed import World
+from ifqa.errors import check_step, restoring
 from ifqa.interrupts import held_interrupts
+from ifqa.models import load_weights
 
 log = logging.getLogger(__name__)
 
@@ -69,13 +71,18 @@ def run_loop(
     step, history, running = 0, [], None  # running: the loss average the progress bar and history show
     losses: list[float] = []  # every step's loss (the ranks' mean), for train_log.jsonl
     if (state_dir / "trainer.pt").exists():
-        saved = torch.load(state_dir / "trainer.pt", map_location="cpu", weights_only=True)
-        model.load_state_dict(torch.load(state_dir / "model.pt", map_location="cpu", weights_only=True))
-        optimizer.load_state_dict(saved["optimizer"])
-        scheduler.load_state_dict(saved["scheduler"])
-        step, history, running = int(saved["step"]), json.loads(saved["history"]), saved.get("running_loss")
-        losses = json.loads(saved.get("losses", "[]"))
-        torch.set_rng_state(saved["rng"])  # dropout continues as in an uninterrupted run
+        start_over = f"delete {state_dir} to train from the start"
+        with restoring(state_dir, start_over):
+            saved = load_weights(state_dir / "trainer.pt")
+            model.load_state_dict(load_weights(state_dir / "model.pt"))
+            optimizer.load_state_dict(saved["optimizer"])
+            scheduler.load_state_dict(saved["scheduler"])
+            step = check_step(saved["step"], settings.steps, state_dir, start_over)
+            history, running = json.loads(saved["history"]), saved.get("running_loss")
+            losses = json.loads(saved.get("losses", "[]"))
+            if not isinstance(history, list) or not isinstance(losses, list):
+                raise TypeError("its history or losses are not lists")
+            torch.set_rng_state(saved["rng"])  # dropout continues as in an uninterrupted run
         log.info("resuming %s at step %d of %d", output, step, settings.steps)
     precision = pick_precision(settings.precision, device, "train")
     autocast = precision == "bf16"

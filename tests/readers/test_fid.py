@@ -6,6 +6,7 @@ import torch
 from transformers import AutoTokenizer, T5ForConditionalGeneration
 from transformers.modeling_outputs import BaseModelOutput
 
+from ifqa.models import load_weights
 from ifqa.readers.fid import FiDTrainConfig
 from ifqa.readers.fid import data as fid_data
 from ifqa.readers.fid import model as fid_model
@@ -392,7 +393,7 @@ def test_interrupted_training_keeps_whole_steps(t5_dir, toy_run, tmp_path, monke
     with expected:
         fid_train.train(toy_run, None, tmp_path / "b", config, "cpu", progress=False)
     monkeypatch.setattr(torch.optim.AdamW, "step", real_step)
-    saved = fid_train.load_trainer_state(tmp_path / "b" / "last" / "trainer_state.pt")
+    saved = load_weights(tmp_path / "b" / "last" / "trainer_state.pt")
     assert saved["state"]["step"] == 2
     resumed = fid_train.train(toy_run, None, tmp_path / "b", config, "cpu", progress=False)
     assert [e["loss"] for e in resumed["log"]] == pytest.approx([e["loss"] for e in straight["log"]], abs=1e-6)
@@ -409,13 +410,14 @@ class _Planted:
 
 
 def test_a_crafted_trainer_state_runs_no_code(tmp_path):
-    from ifqa.errors import IfqaError
+    from ifqa.errors import IfqaError, restoring
+    from ifqa.models import load_weights
 
     marker = tmp_path / "pwned"
     path = tmp_path / "trainer_state.pt"
     torch.save({"state": _Planted(marker)}, path)
-    with pytest.raises(IfqaError, match="cannot load safely|can load safely"):
-        fid_train.load_trainer_state(path)
+    with pytest.raises(IfqaError, match="not a resume state this run can continue from"), restoring(path, "x"):
+        load_weights(path)
     assert not marker.exists()
 
 

@@ -36,11 +36,24 @@ class Collator:
         encoded = self.tokenizer(
             texts, max_length=self.settings.text_maxlength, padding="max_length", truncation=True, return_tensors="pt"
         )
+        self._check_room(records)
         shape = (len(records), self.settings.n_context, -1)
         return {
             "input_ids": encoded["input_ids"].reshape(shape),
             "attention_mask": encoded["attention_mask"].reshape(shape),
         }
+
+    def _check_room(self, records: Sequence[dict]) -> None:
+        """A question that fills ``text_maxlength`` alone leaves its passages out of every input: said once."""
+        from ifqa.models import say_once
+
+        limit = self.settings.text_maxlength
+        prefixes = self.tokenizer([f"question: {r['question']} title:" for r in records])["input_ids"]
+        if max(map(len, prefixes), default=0) >= limit:
+            say_once(
+                f"--text-maxlength {limit} leaves no room for the passages after some questions: FiD reads those "
+                "questions without their passages (a longer --text-maxlength reads them)"
+            )
 
     def labels(self, targets: Sequence[str]) -> torch.Tensor:
         eos = self.tokenizer.eos_token_id

@@ -18,8 +18,9 @@ from transformers import AutoTokenizer
 
 from ifqa import distributed
 from ifqa.distributed import World
-from ifqa.errors import IfqaError
+from ifqa.errors import IfqaError, check_step, restoring
 from ifqa.eval.answers import best_over_answers, exact_match
+from ifqa.models import load_weights
 from ifqa.readers.fid import FiDTrainConfig
 from ifqa.readers.fid.data import FID_CONFIG, Collator, FiDSettings
 from ifqa.readers.fid.model import enable_checkpointing, load_model
@@ -43,18 +44,6 @@ def _save_model(model, tokenizer, settings: FiDSettings, target: Path, extra: di
         target.rename(old)
     tmp.rename(target)
     shutil.rmtree(old, ignore_errors=True)
-
-
-def load_trainer_state(path: Path) -> dict:
-    """The resumable state, loaded with ``weights_only=True``: tensors, numbers, strings and
-    containers only, so a crafted file cannot run code (a plain pickle would)."""
-    import pickle
-
-    try:
-        return torch.load(path, map_location="cpu", weights_only=True)
-    except (pickle.UnpicklingError, RuntimeError, EOFError) as exc:
-        message = str(exc).strip().splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
-        raise IfqaError(f"not a trainer state this version can load safely ({message})", path) from None
 
 
 def _batch_order(n: int, batch_size: int, seed: int, step: int) -> list[int]:
@@ -224,13 +213,18 @@ def train(
     scheduler = get_linear_schedule_with_warmup(optimizer, config.warmup_steps, config.steps)
     state = {"step": 0, "best_em": -1.0, "log": []}
     if resuming:
-        saved_state = load_trainer_state(last / "trainer_state.pt")
-        optimizer.load_state_dict(saved_state["optimizer"])
-        for group in optimizer.param_groups:  # the saved groups carry the device they ran on, not this one's
-            group["fused"] = device.startswith("cuda")
-        scheduler.load_state_dict(saved_state["scheduler"])
-        _restore_rng(saved_state, device)
-        state = saved_state["state"]
+        start_over = f"delete {last} to train from the start, or use a new --output"
+        with restoring(last / "trainer_state.pt", start_over):
+            saved_state = load_weights(last / "trainer_state.pt")
+            optimizer.load_state_dict(saved_state["optimizer"])
+            for group in optimizer.param_groups:  # the saved groups carry the device they ran on, not this one's
+                group["fused"] = device.startswith("cuda")
+            scheduler.load_state_dict(saved_state["scheduler"])
+            _restore_rng(saved_state, device)
+            state = saved_state["state"]
+            check_step(state["step"], config.steps, last / "trainer_state.pt", start_over)
+            if not isinstance(state["log"], list) or not isinstance(state["best_em"], (int, float)):
+                raise TypeError("its 'log' or 'best_em' is of the wrong type")
         log.info("resuming at step %d", state["step"])
     parallel = distributed.wrap(model, device) if world.active else model
     forward = torch.compile(parallel) if compiled else parallel  # generation and saving use the model itself
