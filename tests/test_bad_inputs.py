@@ -1404,6 +1404,7 @@ CASES = [
         "pickle",
         "s8",
     ),
+    ("a required choice left out", ["convert", "--run", f"{B}/demo-run.jsonl"], "'--to'. Choose from: run, trec", None),
     (
         "retrieve on the demo dense index with no GPU",
         ["retrieve", "--index", "demo:dense", "--device", "cuda", "-o", f"{B}/s9.jsonl"],
@@ -1444,6 +1445,7 @@ def test_bad_input_is_one_line_and_leaves_nothing(work, outcomes, name, args, ex
     assert result.returncode == 1, (result.returncode, result.stdout)  # the README's promise, usage errors too
     assert "Traceback" not in result.stderr
     assert len(lines) == 1, result.stderr
+    assert "\t" not in lines[0]  # one line of words, not a library's indented list
     assert expected.replace(B, str(base)) in lines[0], lines[0]
     assert "SECRETKEY123" not in result.stderr + result.stdout
     if output:

@@ -132,9 +132,11 @@ def _value_options(args: list[str]) -> set[str]:
 def _say(message: str) -> None:
     """One line on stderr, secrets redacted (every error path of every command comes through here);
     under torchrun also the launcher's error file, so its summary names this cause, not its own trace."""
+    import re
+
     from ifqa.redact import redact
 
-    line = redact(" ".join(str(message).split("\n")).strip())
+    line = redact(re.sub(r"\s*\n\s*", " ", str(message)).strip())  # click indents a choice list with tabs
     click.echo(line, err=True)
     _tell_launcher(line)
 
