@@ -183,8 +183,8 @@ def check_records_ask(records: Iterable[dict], questions: QuestionSet, where: st
         asked, qid = record.get("question"), str(record.get("qid"))
         if isinstance(asked, str) and qid in known and asked != known[qid]:
             raise IfqaError(
-                f"the record of qid {qid!r} asks {asked[:60]!r}, not {questions.name}'s question "
-                "(a file without a manifest is checked by its questions); name the questions it was made for",
+                f"the record of qid {qid!r} asks {asked[:60]!r}, not {questions.name}'s question; "
+                "name the questions it was made for",
                 where,
             )
 
