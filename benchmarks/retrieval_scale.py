@@ -15,7 +15,8 @@ wall seconds, questions/s, the command's peak RSS, the index's size on disk, and
 between the backends' run files (ties at the cut aside: a passage missing from the other list counts
 as shared when its score equals that list's last score). The table goes to ``--out`` after every
 size, so a run cut short keeps what it measured; then each figure is fitted against the collection's
-size (least squares, the form said beside it) and projected.
+size (least squares: a line over every size, and the line through the two largest, which a projection
+beyond a curve that bends upwards follows) and projected.
 """
 
 from __future__ import annotations
@@ -200,26 +201,34 @@ def report(rows: list[dict], backends: list[str], counts: list[int]) -> str:
                     )
         lines.append("")
     sizes = sorted({r["passages"] for r in rows})
-    lines.append(f"Fits (least squares over {len(sizes)} sizes; a line: the points grow linearly) and projections:")
+    lines.append(
+        f"Fits (least squares over {len(sizes)} sizes: a line; then the line through the two largest "
+        "sizes, the growth at the top of the curve, which is what a projection beyond it follows where "
+        "the points bend upwards) and projections:"
+    )
     lines.append("")
+
+    def projected(points: list[tuple[float, float]]) -> str:
+        text = ""
+        for name, chosen in (("all sizes", points), ("two largest", sorted(points)[-2:])):
+            if name == "two largest" and len(points) < 3:
+                break
+            a, b = fit(chosen)
+            reach = ", ".join(f"{total / 1e6:g}M: {a + b * total:,.0f}" for total in PROJECT)
+            text += f"{'; ' if text else ''}{name}: {a:,.1f} + {b * 1e6:,.2f} per million passages -> {reach}"
+        return text
+
     for backend in backends:
         for count in counts:
             points = [(r["passages"], r) for r in rows if r["backend"] == backend and r["questions"] == count]
-            if not points:
-                continue
-            for column in ("retrieve s", "retrieve peak MB"):
-                a, b = fit([(n, r[column]) for n, r in points])
-                projected = ", ".join(f"{total / 1e6:g}M: {a + b * total:,.0f}" for total in PROJECT)
+            for column in ("retrieve s", "retrieve peak MB") if points else ():
                 lines.append(
-                    f"- {backend}, {count} questions, {column}: {a:,.1f} + {b * 1e6:,.2f} per million passages "
-                    f"-> {projected}"
+                    f"- {backend}, {count} questions, {column}: " + projected([(n, r[column]) for n, r in points])
                 )
         for column in ("index MB on disk", "build s", "build peak MB"):
             points = {r["passages"]: r[column] for r in rows if r["backend"] == backend}
             if points:
-                a, b = fit(sorted(points.items()))
-                projected = ", ".join(f"{total / 1e6:g}M: {a + b * total:,.0f}" for total in PROJECT)
-                lines.append(f"- {backend}, {column}: {a:,.1f} + {b * 1e6:,.2f} per million passages -> {projected}")
+                lines.append(f"- {backend}, {column}: " + projected(sorted(points.items())))
     return "\n".join(lines) + "\n"
 
 
