@@ -88,9 +88,20 @@ def work(tmp_path_factory, tiny_model):
     return base, env
 
 
+def as_older(folder: Path) -> Path:
+    """A BM25 index as built before the sorted vocabulary: bm25s's JSON is what its searches read."""
+    from ifqa.retrieval.vocabulary import IDS, OFFSETS, TERMS
+
+    for name in (TERMS, OFFSETS, IDS):
+        (folder / name).unlink()
+    return folder
+
+
 def damaged_indexes(base: Path) -> None:
     """Copies of a good BM25 index, each damaged in one way a crash, a disk or a hand edit can."""
     import shutil
+
+    import numpy as np
 
     good = base / "idx"
     manifest = json.loads((good / "manifest.json").read_text())
@@ -102,7 +113,10 @@ def damaged_indexes(base: Path) -> None:
     for array in ("offsets.npy", "data.csc.index.npy", "indptr.csc.index.npy"):
         folder = copy(f"trunc-{array.split('.')[0]}")
         (folder / array).write_bytes((folder / array).read_bytes()[:90])
-    (copy("trunc-vocab") / "vocab.index.json").write_text('{"rivers": 0, "pass')
+    (as_older(copy("trunc-vocab")) / "vocab.index.json").write_text('{"rivers": 0, "pass')
+    terms = copy("trunc-terms") / "vocab.terms.bin"
+    terms.write_bytes(terms.read_bytes()[:-3])
+    np.save(copy("short-ids") / "vocab.ids.npy", np.arange(2, dtype=np.int32))
     (copy("manifest-list") / "manifest.json").write_text("[1, 2]")
     (copy("manifest-null-corpus") / "manifest.json").write_text(json.dumps({**manifest, "corpus": None}))
     (copy("manifest-string-params") / "manifest.json").write_text(json.dumps({**manifest, "params": "k1=0.9"}))
@@ -151,7 +165,7 @@ def third_round(base: Path, env: dict, tiny_model: Path) -> None:
     )
     good = base / "idx"
     for name, damage in {
-        "vocab-list": lambda f: (f / "vocab.index.json").write_text("[1, 2]"),
+        "vocab-list": lambda f: (as_older(f) / "vocab.index.json").write_text("[1, 2]"),
         "deep-manifest": lambda f: (f / "manifest.json").write_text("[" * 100000 + "]" * 100000),
         "float-offsets": lambda f: np.save(f / "offsets.npy", np.zeros(5)),
     }.items():
@@ -689,6 +703,18 @@ CASES = [
         ["retrieve", "--index", f"{B}/trunc-vocab", "-o", f"{B}/x4.jsonl"],
         "trunc-vocab: damaged index",
         "x4.jsonl",
+    ),
+    (
+        "a sorted vocabulary cut short",
+        ["retrieve", "--index", f"{B}/trunc-terms", "-o", f"{B}/x4b.jsonl"],
+        "trunc-terms: damaged index",
+        "x4b.jsonl",
+    ),
+    (
+        "a sorted vocabulary's ids of another length",
+        ["retrieve", "--index", f"{B}/short-ids", "-o", f"{B}/x4c.jsonl"],
+        "short-ids: damaged index",
+        "x4c.jsonl",
     ),
     (
         "manifest that is a list",

@@ -144,24 +144,25 @@ class QueryTerms:
     """A question's index terms, as bm25s's tokenizer gives them with ``update_vocab=False``
     (lowercased, split, stopwords dropped, stemmed, terms the collection lacks dropped), read
     against the index's own vocabulary: the tokenizer's saved word lists (9.5 MB of JSON on
-    mini-wiki, 0.6 s to load) map to the same stems and are never needed to search."""
+    mini-wiki, 0.6 s to load) map to the same stems and are never needed to search. Returns the
+    terms' ids (``vocabulary``: bm25s's dict, or ``vocabulary.SortedVocabulary``)."""
 
-    def __init__(self, tokenizer, vocabulary: dict[str, int]):
+    def __init__(self, tokenizer, vocabulary):
         self.split, self.stem = tokenizer.splitter, tokenizer.stemmer
         self.stopwords, self.vocabulary = frozenset(tokenizer.stopwords or ()), vocabulary
-        self._stems: dict[str, str] = {}
+        self._ids: dict[str, int | None] = {}  # word -> its stem's id (None: not in the index)
 
-    def __call__(self, question: str) -> list[str]:
-        terms = []
+    def __call__(self, question: str) -> list[int]:
+        ids = []
         for word in self.split(question.lower()):
             if word in self.stopwords:
                 continue
-            stem = self._stems.get(word)
-            if stem is None:
-                stem = self._stems[word] = self.stem(word) if self.stem else word
-            if stem and stem in self.vocabulary:
-                terms.append(stem)
-        return terms
+            if word not in self._ids:
+                stem = self.stem(word) if self.stem else word
+                self._ids[word] = self.vocabulary.get(stem) if stem else None
+            if self._ids[word] is not None:
+                ids.append(self._ids[word])
+        return ids
 
 
 class BM25Retriever:
@@ -176,8 +177,14 @@ class BM25Retriever:
     ) -> BM25Retriever:
         import bm25s
 
-        model = bm25s.BM25.load(str(index_dir), mmap=True, show_progress=False, verbosity=0)
-        terms = QueryTerms(analyzer(manifest["params"]), model.vocab_dict)
+        from ifqa.retrieval.vocabulary import SortedVocabulary, has_sorted
+
+        lean = has_sorted(Path(index_dir))  # indexes built before it keep bm25s's dict
+        model = bm25s.BM25.load(str(index_dir), mmap=True, load_vocab=not lean, show_progress=False, verbosity=0)
+        vocabulary = SortedVocabulary(Path(index_dir)) if lean else model.vocab_dict
+        if lean:  # the ids bm25s accepts in a question: every term's (a range, not a set of millions)
+            model.unique_token_ids_set = range(len(model.scores["indptr"]) - 1)
+        terms = QueryTerms(analyzer(manifest["params"]), vocabulary)
         return cls(
             model, terms, manifest, passage_store(Path(index_dir), manifest, corpus), f"bm25:{Path(index_dir).name}"
         )

@@ -29,6 +29,7 @@ from pathlib import Path
 import numpy as np
 
 from ifqa.errors import IfqaError
+from ifqa.retrieval.vocabulary import write_sorted
 
 DEFAULT_CHUNK_DOCS = 50_000
 MIN_CHUNK_DOCS = 5_000
@@ -207,6 +208,7 @@ def build_scores(
     if "" not in vocab:  # bm25s adds the empty token after the matrix is built
         vocab[""] = max(vocab.values(), default=-1) + 1
     (folder / "vocab.index.json").write_text(json_functions.dumps(vocab, ensure_ascii=False), encoding="utf-8")
+    write_sorted(folder, vocab)  # what ifqa searches with: bm25s's JSON stays for bm25s's own tools
     model = bm25s.BM25(k1=k1, b=b, method=method)
     params = {
         "k1": model.k1,
