@@ -209,14 +209,14 @@ def report(rows: list[dict], backends: list[str], counts: list[int]) -> str:
     lines.append("")
 
     def projected(points: list[tuple[float, float]]) -> str:
-        text = ""
-        for name, chosen in (("all sizes", points), ("two largest", sorted(points)[-2:])):
-            if name == "two largest" and len(points) < 3:
-                break
-            a, b = fit(chosen)
-            reach = ", ".join(f"{total / 1e6:g}M: {a + b * total:,.0f}" for total in PROJECT)
-            text += f"{'; ' if text else ''}{name}: {a:,.1f} + {b * 1e6:,.2f} per million passages -> {reach}"
-        return text
+        fits = {"all sizes": fit(points)}
+        if len(points) > 2:  # with two, both lines are the same
+            fits["two largest"] = fit(sorted(points)[-2:])
+        return "; ".join(
+            f"{name}: {a:,.1f} + {b * 1e6:,.2f} per million passages -> "
+            + ", ".join(f"{total / 1e6:g}M: {a + b * total:,.0f}" for total in PROJECT)
+            for name, (a, b) in fits.items()
+        )
 
     for backend in backends:
         for count in counts:

@@ -331,12 +331,13 @@ class Reranker:
         from ifqa.retrieval.rerank import read_rerankable, rerank_run
 
         check_output(output, {"run": run, "model": self.model.name}, "output")
+        records = read_rerankable(run, self.depth)  # parsed once
         if questions is None:
-            questions = questions_for(run, QuestionSource())
+            questions = questions_for(run, QuestionSource(), records)
         else:
             questions = as_question_set(questions)
-            check_questions(run, questions)
-        return len(rerank_run(run, self.model, output, questions, progress, read_rerankable(run, self.depth)))
+            check_questions(run, questions, records)
+        return len(rerank_run(run, self.model, output, questions, progress, records))
 
 
 def _reader_questions(name: str, value: Any):

@@ -77,13 +77,18 @@ TRAINING_EDITS = {
 }
 
 
+def _rerun_on_an_edited_copy(cli, trained, tmp_path, edit, state: str, named: str) -> None:
+    """``edit`` a copy of a stopped training folder's ``state``, then rerun its command on the copy."""
+    out, args = trained
+    copy = tmp_path / out.name
+    shutil.copytree(out, copy)
+    edit(copy / state)
+    _refused_and_kept(cli, [*args[:-1], str(copy)], copy, str(copy / named))
+
+
 @pytest.mark.parametrize("edit", TRAINING_EDITS)
 def test_train_reranker_refuses_a_hand_edited_state(cli, reranker_state, tmp_path, edit):
-    out, args = reranker_state
-    copy = tmp_path / "rr"
-    shutil.copytree(out, copy)
-    TRAINING_EDITS[edit](copy / "state")
-    _refused_and_kept(cli, [*args[:-1], str(copy)], copy, str(copy / "state"))
+    _rerun_on_an_edited_copy(cli, reranker_state, tmp_path, TRAINING_EDITS[edit], "state", "state")
 
 
 @pytest.fixture(scope="module")
@@ -125,11 +130,7 @@ FID_EDITS = {
 
 @pytest.mark.parametrize("edit", FID_EDITS)
 def test_train_fid_refuses_a_hand_edited_state(cli, fid_state, tmp_path, edit):
-    out, args = fid_state
-    copy = tmp_path / "fid"
-    shutil.copytree(out, copy)
-    FID_EDITS[edit](copy / "last")
-    _refused_and_kept(cli, [*args[:-1], str(copy)], copy, str(copy / "last" / "trainer_state.pt"))
+    _rerun_on_an_edited_copy(cli, fid_state, tmp_path, FID_EDITS[edit], "last", "last/trainer_state.pt")
 
 
 @pytest.mark.parametrize("line", ['{"qid": "no-such-question", "ctxs": []}', "[1, 2]", '{"qid": "0"}'])

@@ -74,8 +74,8 @@ def rerank(
     from ifqa.retrieval.rerank import read_rerankable, rerank_run
 
     run = given_run(run_option, run_argument)
-    question_set = questions_for(run, question_source(setting, split, questions, data_dir))
     records = read_rerankable(run, depth)  # parsed once; a run that cannot be reranked fails before the model loads
+    question_set = questions_for(run, question_source(setting, split, questions, data_dir), records)
     reranker = Reranker(model, depth, device, backend_label(backend, quantize), batch_size, max_length, precision)
     written = rerank_run(run, reranker.model, output, question_set, not no_progress, records)
     result = summarize_run(written)  # flagged for these questions as it was written: not flagged again

@@ -97,9 +97,10 @@ class QuestionSource:
         return cls.parse(record["name"], data_dir, record.get("dataset"))
 
 
-def questions_for(path: str | Path, source: QuestionSource) -> QuestionSet:
+def questions_for(path: str | Path, source: QuestionSource, records: list[dict] | None = None) -> QuestionSet:
     """The questions a file (run or predictions) is scored against: the ones ``source`` names, else
-    the set its manifest records (else ``source``'s default); a file made for another set is refused."""
+    the set its manifest records (else ``source``'s default); a file made for another set is refused
+    (``records``: the file's, where the caller has read them, so it is not read again)."""
     from ifqa.artifacts import check_questions, recorded_questions
 
     if not source.given:
@@ -107,5 +108,5 @@ def questions_for(path: str | Path, source: QuestionSource) -> QuestionSet:
         if recorded:
             source = QuestionSource.recorded(recorded, source.data_dir)
     questions = source.load()
-    check_questions(path, questions)
+    check_questions(path, questions, records)
     return questions

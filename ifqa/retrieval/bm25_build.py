@@ -62,8 +62,8 @@ def plan_chunks(passages: int, budget: int, source: str, chunk_docs: int = DEFAU
 
 #: From this many passages `ifqa index bm25 --backend auto` builds a Lucene index: bm25s scores every
 #: posting of a question's terms, Lucene skips (block-max WAND), and at 3.1M passages Lucene answered
-#: IfQA's 3,800 questions faster (127 s vs 142 s; 1.5x slower at 1.5M) with an index a quarter the size
-#: (benchmarks/retrieval_scale.py, docs/benchmarks.md).
+#: IfQA's 3,800 questions faster (63 s vs 91 s; bm25s 1.1x faster at 1.5M, Lucene 2.8x at 6.2M) with an
+#: index a quarter the size (benchmarks/retrieval_scale.py, docs/benchmarks.md).
 LUCENE_FROM = 2_000_000
 
 

@@ -86,9 +86,10 @@ def read_to_file(
     world = distributed.launched()
     device = distributed.pick_device(device, world)
     questions = as_question_set(questions)
-    check_questions(run_path, questions)
+    run = read_run(run_path)
+    check_questions(run_path, questions, run)
+    runs = {r["qid"]: r for r in run}
     model, tokenizer = load_model(folder, device), AutoTokenizer.from_pretrained(str(folder))
-    runs = {r["qid"]: r for r in read_run(run_path)}
     examples = questions.examples
     missing = [e.qid for e in examples if e.qid not in runs]
     if missing:

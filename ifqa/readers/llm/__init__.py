@@ -42,13 +42,10 @@ class LLMReaderEntry:
     def read(self, config: LLMReaderConfig, job) -> dict:
         from ifqa.llm import make_backend
         from ifqa.llm.cache import ResponseCache
-        from ifqa.readers.llm.reader import LLMReader, read_to_file
+        from ifqa.readers.llm.reader import LLMReader, load_contexts, read_to_file
 
         config.require_model()
-        if job.run:
-            from ifqa.artifacts import check_questions
-
-            check_questions(job.run, job.questions)  # before any model is loaded or contacted
+        contexts = load_contexts(job.run, job.questions)  # read and checked before any model is loaded or contacted
         engine = make_backend(
             config.backend,
             config.model,
@@ -68,7 +65,7 @@ class LLMReaderEntry:
         reader = LLMReader(
             engine, config, train.examples, cache, exclude, rationale_setting=setting, task=job.questions.task
         )
-        read_to_file(reader, job.questions, job.output, job.run, progress=job.progress)
+        read_to_file(reader, job.questions, job.output, job.run, progress=job.progress, contexts=contexts)
         return reader.counters.public()
 
 

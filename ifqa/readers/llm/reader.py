@@ -144,8 +144,9 @@ class LLMReader:
 def load_contexts(run_path: str | Path | None, questions: QuestionSet) -> dict[str, list[dict]]:
     if not run_path:
         return {}
-    check_questions(run_path, questions)
-    return {r["qid"]: r["ctxs"] for r in read_run(run_path)}
+    records = read_run(run_path)
+    check_questions(run_path, questions, records)
+    return {r["qid"]: r["ctxs"] for r in records}
 
 
 def read_to_file(
@@ -154,13 +155,16 @@ def read_to_file(
     output: str | Path,
     run_path: str | Path | None = None,
     progress: bool = True,
+    contexts: dict[str, list[dict]] | None = None,
 ) -> list[dict]:
-    """Answer every question; predictions JSONL and ``<output>.manifest.json`` are written at the end."""
+    """Answer every question; predictions JSONL and ``<output>.manifest.json`` are written at the end.
+    ``contexts``: ``load_contexts(run_path, questions)``, where the caller has them already."""
     from tqdm import tqdm
 
     questions = as_question_set(questions)
     examples = questions.examples
-    contexts = load_contexts(run_path, questions)
+    if contexts is None:
+        contexts = load_contexts(run_path, questions)
     if reader.config.mode == "open":
         if not contexts:
             raise IfqaError("open-book reading needs --run (a run file with retrieved passages)")
