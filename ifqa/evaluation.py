@@ -90,16 +90,33 @@ def _run_records(name: str, run: str | Path | list, questions: QuestionSet | Non
     return records
 
 
-@checked(predictions=_predictions, questions=arg.questions, compare=arg.optional(_predictions))
+def _judgments(name: str, value: Any):
+    """A judgments file (``ifqa judge``'s output) or a ``{qid: verdict}`` mapping of booleans."""
+    if isinstance(value, Mapping):
+        if not all(isinstance(v, bool) for v in value.values()):
+            raise TypeError(f"{name} maps question ids to True/False verdicts")
+        return value
+    return arg.path_like(name, value)
+
+
+@checked(
+    predictions=_predictions,
+    questions=arg.questions,
+    compare=arg.optional(_predictions),
+    judgments=arg.optional(_judgments),
+)
 def evaluate_predictions(
     predictions: str | Path | Mapping[str, str] | Iterable[Mapping[str, Any]],
     questions: QuestionSet | Sequence[Example],
     compare: str | Path | Mapping[str, str] | Iterable[Mapping[str, Any]] | None = None,
+    judgments: str | Path | Mapping[str, bool] | None = None,
 ) -> dict:
     """The ``ifqa evaluate --predictions`` report, its metric chosen by the questions' dataset (IfQA:
-    EM/F1 with 95% intervals and breakdowns; WIQA: accuracy by question type and path length;
-    CausalQA: ROUGE-L, EM/F1 by source). ``predictions`` (and ``compare``, for the paired test) is a
-    file, a ``{qid: answer}`` mapping or prediction records; objects are read by the same rules as files.
+    EM/F1 and answer containment with 95% intervals and breakdowns; WIQA: accuracy by question type
+    and path length; CausalQA: ROUGE-L, EM/F1 by source). ``predictions`` (and ``compare``, for the
+    paired test) is a file, a ``{qid: answer}`` mapping or prediction records; objects are read by the
+    same rules as files. ``judgments`` (``ifqa judge``'s file, or ``{qid: verdict}``) adds the LLM
+    judge's accuracy and its agreement with EM.
 
     >>> from ifqa import load_questions
     >>> dev = load_questions()
@@ -126,7 +143,17 @@ def evaluate_predictions(
             f"{_where(compare)}compare answers {len(answered) - len(missing)} of the {len(answered)} questions "
             f"the predictions answer (missing qid {missing[0]!r}); compare predictions for the same questions"
         )
-    return task.summarize(questions.examples, answers, other)
+    report = task.summarize(questions.examples, answers, other)
+    if judgments is not None:
+        from ifqa.eval.judged import read_judgments, summarize_judgments
+
+        if isinstance(judgments, Mapping):
+            verdicts, judge = dict(judgments), {"model": "given", "prompt_sha256": ""}
+        else:
+            given = predictions if isinstance(predictions, (str, Path)) else None
+            verdicts, judge = read_judgments(judgments, given)
+        report.update(summarize_judgments(questions.examples, answers, verdicts, judge))
+    return report
 
 
 def _task_predictions(task, predictions) -> Mapping[str, str]:

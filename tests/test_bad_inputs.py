@@ -269,6 +269,18 @@ CASES = [
         "o3.jsonl",
     ),
     (
+        "thinking budget above the token limit",
+        ["read", "llm", "--model", "m", "--thinking-budget", "900", "--max-tokens", "500", "-o", f"{B}/o3b.jsonl"],
+        "--thinking-budget 900 leaves no tokens for the answer within --max-tokens 500",
+        "o3b.jsonl",
+    ),
+    (
+        "thinking budget for a model told not to think",
+        ["read", "llm", "--model", "m", "--thinking-budget", "9", "--thinking", "off", "-o", f"{B}/o3c.jsonl"],
+        "--thinking-budget is for a model that thinks",
+        "o3c.jsonl",
+    ),
+    (
         "negative demos",
         ["read", "llm", "--model", "m", "--demos", "-1", "-o", f"{B}/o4.jsonl"],
         "--demos must be at least 0",

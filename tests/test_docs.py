@@ -3,6 +3,7 @@ shell or Python) either runs on the demo set here, names the test that runs it, 
 needs and how to get it (so the docs cannot drift from the code, and a newcomer knows which
 examples to expect to work)."""
 
+import json
 import re
 import shlex
 from pathlib import Path
@@ -122,6 +123,34 @@ STAND_INS = {
         "MODEL": "m",
         "URL": "{url}",
     },
+    **{
+        ("readers.md", line): {url: "{url}"}
+        for line, url in (
+            (
+                "ifqa read llm --mode qa --demos 0 --model deepseek-ai/DeepSeek-R1-Distill-Qwen-7B --base-url "
+                "http://localhost:8000/v1 -o runs/demo-r1.jsonl",
+                "http://localhost:8000/v1",
+            ),
+            (
+                "ifqa read llm --mode qa --demos 0 --model qwen3-8b --thinking-budget 2048 --base-url "
+                "http://localhost:8080/v1 -o runs/demo-qwen3.jsonl",
+                "http://localhost:8080/v1",
+            ),
+            (
+                "ifqa read llm --mode cot --demos 4 --model o4-mini --reasoning-effort low --base-url "
+                "https://api.openai.com/v1 -o runs/demo-o4.jsonl",
+                "https://api.openai.com/v1",
+            ),
+        )
+    },
+    **{
+        ("evaluation.md", line): {"MODEL": "judge", "URL": "{url}"}
+        for line in (
+            "ifqa judge --predictions runs/demo-majority.jsonl --model MODEL --base-url URL -o "
+            "runs/demo-majority-judged.jsonl",
+            "ifqa evaluate --predictions runs/demo-majority.jsonl --judgments runs/demo-majority-judged.jsonl",
+        )
+    },
     (
         "api.md",
         'reranker = ifqa.Reranker("models/reranker/model", depth=100, backend="openvino")  # a trained reranker',
@@ -201,3 +230,7 @@ def test_marked_examples_run_in_order(tmp_path, reranker):
                 assert result.returncode == 0, f"{page}: {command}\n{result.stderr[-2000:]}"
     assert (tmp_path / "indexes" / "dense" / "manifest.json").exists()
     assert len(server.requests) >= len(load_demo("dev"))  # the LLM line asked the stand-in endpoint
+    judged = [json.loads(line) for line in (tmp_path / "runs" / "demo-majority-judged.jsonl").read_text().splitlines()]
+    assert len(judged) == len(load_demo("dev")) and all(isinstance(r["verdict"], bool) for r in judged)
+    o4 = [r for r in server.requests if r["model"] == "o4-mini"]
+    assert o4 and all("max_completion_tokens" in r and r["reasoning_effort"] == "low" for r in o4)

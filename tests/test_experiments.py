@@ -58,7 +58,7 @@ def test_missing_model_is_a_skipped_row_with_its_command(cache, tmp_path):
     assert all(r["status"].startswith("skipped") for r in results["readers"])
     command = results["readers"][1]["command"]
     assert command.startswith(
-        "ifqa read llm --model MODEL --mode open --base-url http://127.0.0.1:9/v1 --passages 3 --demos 1 --run "
+        "ifqa read llm --model MODEL --base-url http://127.0.0.1:9/v1 --mode open --passages 3 --demos 1 --run "
     )
     assert command.endswith("bm25-k10.jsonl --setting demo --split dev")
 
@@ -239,3 +239,20 @@ def test_an_experiments_results_never_hold_its_own_yaml(cache, tmp_path):
     )
     with pytest.raises(IfqaError, match="is a folder holding the input the experiment"):
         run_experiment(path, progress=False)
+
+
+def test_a_judge_in_the_yaml_judges_every_reader_once(cache, tmp_path):
+    with FakeOpenAI(ANSWERS) as server:
+        config = _config(tmp_path, server.url)
+        config.write_text(config.read_text() + f'judge: {{model: judge, base_url: "{server.url}"}}\n')
+        results = run_experiment(config, progress=False)
+        ran = [r for r in results["readers"] if r["status"] == "ran"]
+        assert [r["judge_accuracy"] for r in ran] == [100.0, 100.0] and ran[0]["judge"]["kappa_em"] == 1.0
+        sent = len(server.requests)
+        assert sent == 48 + 24  # both readers answered alike: the second one's verdicts come from the cache
+        run_experiment(config, progress=False)
+        assert len(server.requests) == sent  # verdicts kept beside the predictions
+    markdown = (tmp_path / "out" / "results.md").read_text()
+    assert "Judge | Judge 95% CI" in markdown and "Containment" in markdown
+    assert "judge_kappa_em" in (tmp_path / "out" / "results.csv").read_text().splitlines()[0]
+    assert (tmp_path / "out" / "predictions" / "closed.judgments.jsonl").exists()

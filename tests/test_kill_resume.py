@@ -59,6 +59,29 @@ def test_llm_reading_killed_and_resumed(tmp_path, env):
     assert len(server.requests) - sent < 24 * 2  # answers received before the kill were not asked again
 
 
+def test_judging_killed_and_resumed(tmp_path, env):
+    """A judge killed mid-run, then the same command: the same verdicts, and only requests whose reply
+    never arrived (at most the ones in flight at the kill) are sent again."""
+    from ifqa.datasets.demo import load_demo
+
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text(
+        "".join(json.dumps({"qid": e.qid, "prediction": e.answers[0]}) + "\n" for e in load_demo("dev"))
+    )
+    with FakeOpenAI({}, latency=0.3) as server:
+        command = _ifqa("judge", "--predictions", predictions, "--model", "j", "--base-url", server.url, "--no-progress")
+        reference = tmp_path / "reference.jsonl"
+        _run(command + ["-o", reference, "--cache", tmp_path / "ref.sqlite"], env)
+        out, cache = tmp_path / "out.jsonl", tmp_path / "run.sqlite"
+        before = len(server.requests)
+        _kill_when(command + ["-o", out, "--cache", cache], env, lambda: len(server.requests) - before >= 8)
+        assert not out.exists()
+        _run(command + ["-o", out, "--cache", cache], env)
+        sent = len(server.requests) - before
+    assert out.read_bytes() == reference.read_bytes()
+    assert 24 <= sent <= 24 + 4  # --concurrency 4: at most the four in flight were asked again
+
+
 def test_reranking_killed_and_resumed(tmp_path, env, tiny_model):
     model = tmp_path / "reranker"
     _run(

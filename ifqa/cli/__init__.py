@@ -73,10 +73,23 @@ def cli(verbose: int, quiet: bool) -> None:
 
 
 def _register() -> None:
-    from ifqa.cli import classify, corpus, data, evaluate, experiment, index, read, rerank, retrieve, serve, train
+    from ifqa.cli import (
+        classify,
+        corpus,
+        data,
+        evaluate,
+        experiment,
+        index,
+        judge,
+        read,
+        rerank,
+        retrieve,
+        serve,
+        train,
+    )
     from ifqa.cli.options import guard_outputs
 
-    for module in (data, evaluate, corpus, index, retrieve, rerank, read, train, experiment, serve, classify):
+    for module in (data, evaluate, judge, corpus, index, retrieve, rerank, read, train, experiment, serve, classify):
         for command in module.COMMANDS:
             cli.add_command(command)
     guard_outputs(cli)

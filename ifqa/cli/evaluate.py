@@ -21,10 +21,15 @@ from ifqa.errors import IfqaError
     type=click.Path(dir_okay=False),
     help="A second predictions file (or, with --run, a baseline run): paired difference and p-value.",
 )
+@click.option(
+    "--judgments",
+    type=click.Path(dir_okay=False),
+    help="With --predictions: ifqa judge's verdicts on them (judge accuracy and its agreement with EM).",
+)
 @recorded_question_options
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of tables.")
 @output_option("Also write the report as JSON (metrics.json).", required=False)
-def evaluate(predictions, run_path, compare, setting, split, questions, data_dir, as_json, output) -> None:
+def evaluate(predictions, run_path, compare, judgments, setting, split, questions, data_dir, as_json, output) -> None:
     """Score predictions or a retrieval run (recall@K).
 
     The metric comes from the questions' dataset: EM/F1 (SQuAD v1.1 rules) for IfQA, accuracy by
@@ -37,6 +42,8 @@ def evaluate(predictions, run_path, compare, setting, split, questions, data_dir
 
     if bool(predictions) == bool(run_path):
         raise IfqaError("give exactly one of --predictions or --run")
+    if judgments and not predictions:
+        raise IfqaError("--judgments scores predictions: give --predictions with it")
     source = question_source(setting, split, questions, data_dir)
     if predictions:
         from ifqa.eval.tasks import task_for
@@ -44,7 +51,9 @@ def evaluate(predictions, run_path, compare, setting, split, questions, data_dir
         question_set = questions_for(predictions, source)
         if compare:
             check_questions(compare, question_set)
-        result = api.evaluate_predictions(predictions, question_set, compare)
+        if judgments:
+            check_questions(judgments, question_set)
+        result = api.evaluate_predictions(predictions, question_set, compare, judgments)
         text = task_for(question_set).format(result)  # the dataset decides the metric: EM/F1, WIQA accuracy, ROUGE-L
     else:
         # named questions: checked against the run (and the baseline), flags recomputed from them;

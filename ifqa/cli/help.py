@@ -15,7 +15,7 @@ _RULES = {
     "Input": {
         "questions", "setting", "split", "splits", "data_dir", "run_option", "run_argument", "run_path", "corpus",
         "predictions", "compare", "config", "inputs", "query", "dev_run", "train", "from_", "url", "settings",
-        "passages", "words",
+        "passages", "words", "judgments",
     },
     "Retrieval": {
         "index", "indexes", "k", "query_mode", "fusion", "weights", "depth", "rerank", "rerank_depth", "k1", "b",
@@ -24,7 +24,8 @@ _RULES = {
     "Model": {
         "model", "encoder", "query_encoder", "checkpoint", "api_key", "base_url", "max_length", "temperature", "mode",
         "demos", "cot", "samples", "max_tokens", "max_prompt_tokens", "prompts_dir", "beams", "completions",
-        "no_titles", "text_maxlength", "answer_maxlength", "n_context", "retries", "timeout",
+        "no_titles", "text_maxlength", "answer_maxlength", "n_context", "retries", "timeout", "thinking",
+        "thinking_budget", "reasoning_effort",
     },
     "Training": {
         "steps", "epochs", "lr", "warmup_steps", "weight_decay", "max_grad_norm", "accumulation", "eval_every",
@@ -49,6 +50,7 @@ EXAMPLES = {
     "ifqa data stats": "ifqa data stats --setting supervised --split dev",
     "ifqa evaluate": "ifqa evaluate --run runs/dev.jsonl",
     "ifqa experiment run": "ifqa experiment run experiments/demo.yaml",
+    "ifqa judge": "ifqa judge --predictions runs/dev-llm.jsonl --model MODEL --base-url URL -o runs/dev-judged.jsonl",
     "ifqa index bm25": "ifqa index bm25 --corpus passages.jsonl -o indexes/bm25",
     "ifqa index dense": "ifqa index dense --corpus passages.jsonl -o indexes/dense --backend auto --quantize int8",
     "ifqa read fid": "ifqa read fid --checkpoint fid/best --run runs/dev.jsonl -o runs/fid.jsonl",

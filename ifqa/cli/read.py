@@ -61,6 +61,11 @@ def _make_command(name: str) -> click.Command:
                 f"requests: {counters['requests']}  cache hits: {counters['cache_hits']}  "
                 f"prompt tokens: {counters['prompt_tokens']}  completion tokens: {counters['completion_tokens']}  "
                 f"retries: {counters.get('retries', 0)}"
+                + (
+                    f"  reasoning tokens: {counters['reasoning_tokens']}  cut off while thinking: {counters['truncated']}"
+                    if "truncated" in counters
+                    else ""
+                )
             )
 
     return command

@@ -43,6 +43,14 @@ def token_f1(prediction: str, answer: str) -> float:
     return 2 * precision * recall / (precision + recall)
 
 
+def contains_answer(prediction: str, answer: str) -> float:
+    """Answer containment (FlashRAG's ``acc``, BERGEN's Match): the gold answer, normalized as for EM,
+    occurs in the normalized prediction as whole words ("6" is not in "16 hours"); an answer that
+    normalizes to nothing is contained nowhere."""
+    gold = normalize_answer(answer)
+    return float(bool(gold) and f" {gold} " in f" {normalize_answer(prediction)} ")
+
+
 def best_over_answers(metric, prediction: str, answers: Sequence[str]) -> float:
     """The official script's ``metric_max_over_ground_truths``."""
     return max(metric(prediction, answer) for answer in answers)
@@ -83,6 +91,7 @@ class QuestionScore:
     f1: float
     em_lenient: float
     answered: bool
+    containment: float = 0.0
 
 
 def score_predictions(examples: Sequence[Any], predictions: Mapping[str, str]) -> list[QuestionScore]:
@@ -100,6 +109,7 @@ def score_predictions(examples: Sequence[Any], predictions: Mapping[str, str]) -
                 best_over_answers(token_f1, prediction, example.answers),
                 best_over_answers(lenient_match, prediction, example.answers),
                 True,
+                best_over_answers(contains_answer, prediction, example.answers),
             )
         )
     return scores

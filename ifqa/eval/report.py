@@ -6,36 +6,49 @@ from typing import Any
 
 from ifqa.tables import table
 
+LABELS = (("em", "EM"), ("f1", "F1"), ("containment", "Containment"), ("judge_accuracy", "Judge accuracy"))
+
+
+def format_judge(judge: dict[str, Any]) -> str:
+    """The judge's agreement with EM: Cohen's kappa, and the questions where they disagree."""
+    disagree = judge["disagreements"]
+    shown = ", ".join(disagree["judge_yes_em_no"][:10] + disagree["judge_no_em_yes"][:10])
+    return (
+        f"judge {judge['model']} (prompt {judge['prompt_sha256'][:12]}): kappa with EM {judge['kappa_em']}; "
+        f"says yes where EM says no: {len(disagree['judge_yes_em_no'])}, no where EM says yes: "
+        f"{len(disagree['judge_no_em_yes'])}" + (f" (qids {shown})" if shown else "")
+    )
+
 
 def format_prediction_report(report: dict[str, Any]) -> str:
-    low, high = report["em_ci95"]
-    f_low, f_high = report["f1_ci95"]
+    metrics = [(key, label) for key, label in LABELS if key in report]
+    rows = [[label, report[key], "[{:.2f}, {:.2f}]".format(*report[f"{key}_ci95"])] for key, label in metrics]
+    rows.insert(2, ["EM (lenient normalization)", report["em_lenient"], ""])
     parts = [
-        table(
-            ["metric", "value", "95% CI"],
-            [
-                ["EM", report["em"], f"[{low:.2f}, {high:.2f}]"],
-                ["F1", report["f1"], f"[{f_low:.2f}, {f_high:.2f}]"],
-                ["EM (lenient normalization)", report["em_lenient"], ""],
-            ],
-        ),
+        table(["metric", "value", "95% CI"], rows),
         f"questions: {report['n']}  answered: {report['answered']}  predictions for unknown qids: {report['unknown_qids']}",
     ]
+    if "judge" in report:
+        parts.append(format_judge(report["judge"]))
+    grouped = [(key, label) for key, label in LABELS[:3] if key in report]
     for key, label in (("by_answer_type", "answer type"), ("by_question_word", "question word")):
-        rows = [[name, group["n"], group["em"], group["f1"]] for name, group in report[key].items()]
-        parts.append(table([label, "n", "EM", "F1"], rows))
+        rows = [
+            [name, group["n"], *[group[k] for k, _ in grouped if k in group]] for name, group in report[key].items()
+        ]
+        parts.append(table([label, "n", *[short for k, short in grouped]], rows))
     if "compare" in report:
         compare = report["compare"]
         rows = [
             [
-                metric.upper(),
+                label,
                 report[metric],
                 compare[metric],
                 compare[f"{metric}_difference"]["difference"],
                 "[{:.2f}, {:.2f}]".format(*compare[f"{metric}_difference"]["ci95"]),
                 compare[f"{metric}_difference"]["p_value"],
             ]
-            for metric in ("em", "f1")
+            for metric, label in grouped
+            if metric in compare
         ]
         parts.append(table(["metric", "A", "B", "A-B", "95% CI", "p (paired permutation)"], rows))
     return "\n\n".join(parts)

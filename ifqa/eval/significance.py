@@ -38,3 +38,18 @@ def paired_test(a: Sequence[float], b: Sequence[float], samples: int = 10000, se
     p_value = (1 + int((permuted >= abs(observed) - 1e-12).sum())) / (samples + 1)
     low, high = bootstrap_ci(diff, seed=seed)
     return {"difference": round(100 * observed, 2), "p_value": round(p_value, 4), "ci95": [low, high]}
+
+
+def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float:
+    """Cohen's kappa of two yes/no raters: agreement beyond what their yes-rates give by chance
+    (1 when they agree everywhere; 0 when no better than chance, as a judge that always says yes is
+    against any EM with misses; defined as 1 when both give one same answer throughout)."""
+    n = len(a)
+    if n == 0:
+        return 0.0
+    observed = sum(x == y for x, y in zip(a, b)) / n
+    yes_a, yes_b = sum(a) / n, sum(b) / n
+    expected = yes_a * yes_b + (1 - yes_a) * (1 - yes_b)
+    if expected == 1.0:
+        return 1.0 if observed == 1.0 else 0.0
+    return round((observed - expected) / (1 - expected), 4)

@@ -16,6 +16,8 @@ from ifqa.eval.categories import ANSWER_TYPES, QUESTION_WORDS, answer_type, ques
 from ifqa.eval.passages import RECALL_DEPTHS, GoldMatcher, flag_contexts, percent, recall_at
 from ifqa.eval.significance import bootstrap_ci, paired_test
 
+METRICS = ("em", "f1", "containment")  # per-question scores with intervals, breakdowns and paired tests
+
 
 def summarize_predictions(
     examples: Sequence[Any], predictions: Mapping[str, str], compare: Mapping[str, str] | None = None
@@ -24,13 +26,16 @@ def summarize_predictions(
     scores = score_predictions(examples, predictions)
     em = [score.em for score in scores]
     f1 = [score.f1 for score in scores]
+    contained = [score.containment for score in scores]
     report: dict[str, Any] = {
         "n": len(scores),
         "answered": sum(score.answered for score in scores),
         "em": round(percent(em), 2),
         "f1": round(percent(f1), 2),
+        "containment": round(percent(contained), 2),
         "em_ci95": list(bootstrap_ci(em)),
         "f1_ci95": list(bootstrap_ci(f1)),
+        "containment_ci95": list(bootstrap_ci(contained)),
         "em_lenient": round(percent([score.em_lenient for score in scores]), 2),
         "by_answer_type": _breakdown(examples, scores, lambda example: answer_type(example.answers[0]), ANSWER_TYPES),
         "by_question_word": _breakdown(
@@ -43,10 +48,8 @@ def summarize_predictions(
         other = score_predictions(examples, compare)
         test = paired_comparison(examples, predictions, compare, (scores, other))
         report["compare"] = {
-            "em": round(percent([s.em for s in other]), 2),
-            "f1": round(percent([s.f1 for s in other]), 2),
-            "em_difference": test["em"],
-            "f1_difference": test["f1"],
+            **{metric: round(percent([getattr(s, metric) for s in other]), 2) for metric in METRICS},
+            **{f"{metric}_difference": test[metric] for metric in METRICS},
         }
     return report
 
@@ -57,11 +60,10 @@ def paired_comparison(
     b: Mapping[str, str],
     scores: tuple[list[QuestionScore], list[QuestionScore]] | None = None,
 ) -> dict[str, Any]:
-    """Paired permutation test and bootstrap interval of system A minus B, for EM and for F1."""
+    """Paired permutation test and bootstrap interval of system A minus B, for EM, F1 and containment."""
     sa, sb = scores or (score_predictions(examples, a), score_predictions(examples, b))
     return {
-        "em": paired_test([s.em for s in sa], [s.em for s in sb]),
-        "f1": paired_test([s.f1 for s in sa], [s.f1 for s in sb]),
+        metric: paired_test([getattr(s, metric) for s in sa], [getattr(s, metric) for s in sb]) for metric in METRICS
     }
 
 
@@ -72,8 +74,7 @@ def _breakdown(examples, scores, key, order) -> dict[str, dict[str, float]]:
     return {
         name: {
             "n": len(groups[name]),
-            "em": round(percent([s.em for s in groups[name]]), 2),
-            "f1": round(percent([s.f1 for s in groups[name]]), 2),
+            **{metric: round(percent([getattr(s, metric) for s in groups[name]]), 2) for metric in METRICS},
         }
         for name in order
         if groups.get(name)

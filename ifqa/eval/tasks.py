@@ -38,7 +38,7 @@ def _lazy(target: str) -> Callable:
 
 QA = Task(
     "qa",
-    (("em", "EM"), ("f1", "F1")),
+    (("em", "EM"), ("f1", "F1"), ("containment", "Containment")),
     _lazy("ifqa.artifacts:read_predictions"),
     _lazy("ifqa.eval.summary:summarize_predictions"),
     _lazy("ifqa.eval.report:format_prediction_report"),

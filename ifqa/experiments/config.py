@@ -117,7 +117,7 @@ def _check_questions(value: Any, what: str, path: Path) -> None:
 
 
 #: The keys an experiment config may hold at its top level (each stage's own are its type's KEYS).
-TOP_KEYS = frozenset({"name", "questions", "train", "k", "output", "stages", "retrievers", "readers"})
+TOP_KEYS = frozenset({"name", "questions", "train", "k", "output", "stages", "retrievers", "readers", "judge"})
 
 
 class _KeyProblem(Exception):
@@ -210,6 +210,13 @@ def load_config(path: str | Path) -> dict:
         raise IfqaError(f"'k' must be an integer, got {config['k']!r}", path)
     if config["k"] < 1:
         raise IfqaError(f"'k' must be at least 1, got {config['k']}", path)
+    if "judge" in config:  # the LLM judge of every reader's predictions: ifqa judge's settings
+        from ifqa.configs import from_options
+        from ifqa.judge.config import JudgeConfig
+
+        if not isinstance(config["judge"], dict):
+            raise IfqaError(f"'judge' holds the judge's settings (model, base_url ...), got {config['judge']!r}", path)
+        from_options(JudgeConfig, config["judge"], where=f"{path}: judge")
     config["_stages"] = stage_list(config, path)
     if not config["_stages"]:
         raise IfqaError("no stages: give 'stages' (or 'retrievers' / 'readers') with at least one", path)

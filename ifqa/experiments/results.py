@@ -82,6 +82,8 @@ def write_results(output: Path, results: dict) -> None:
         from ifqa.registry import TASKS
 
         headline = TASKS.get(results.get("task", "qa")).headline
+        if any(r.get("judge_accuracy") is not None for r in results["readers"]):
+            headline = (*headline, ("judge_accuracy", "Judge"))
         labels = " / ".join(label for _, label in headline)
         lines += [
             f"## Readers ({labels} %, 95% bootstrap CI)",
@@ -95,7 +97,10 @@ def write_results(output: Path, results: dict) -> None:
             paper = r.get("paper") or {}
             paper_cell = " / ".join(str(paper.get(metric, "")) for metric, _ in headline) if paper else ""
             if r["status"] == "ran":
-                cells = " | ".join(f"{r[metric]:.2f} | {_ci(r[metric + '_ci95'])}" for metric, _ in headline)
+                cells = " | ".join(
+                    f"{r[metric]:.2f} | {_ci(r[metric + '_ci95'])}" if r.get(metric) is not None else "– | "
+                    for metric, _ in headline
+                )
                 lines.append(f"| {r['name']} | {r.get('retriever') or 'none'} | {cells} | {paper_cell} | ran |")
             else:
                 cells = " | ".join("– | " for _ in headline)
@@ -113,6 +118,8 @@ def write_results(output: Path, results: dict) -> None:
                         f"paper_{metric}": paper.get(metric),
                     }
                 )
+            if r.get("judge"):
+                row["judge_kappa_em"] = r["judge"]["kappa_em"]
             rows.append({**row, "command": r["command"]})
         lines += _breakdown_table(results, TASKS.get(results.get("task", "qa")))
     with atomic_write(output / "results.md") as handle:

@@ -247,6 +247,7 @@ def _reader_row(context, spec: dict, report: dict, status: str, command: str) ->
 
         task = task_for(context.questions)
         keys = [key for metric, _ in task.headline for key in (metric, f"{metric}_ci95")] + list(task.breakdowns)
+        keys += [k for k in ("judge_accuracy", "judge_accuracy_ci95", "judge") if k in report]  # a judged reader
         row.update({k: report[k] for k in keys})
     return row
 
@@ -257,6 +258,34 @@ def score_predictions_file(context, path) -> dict:
 
     task = task_for(context.questions)
     return task.summarize(context.questions.examples, task.read(path), None)
+
+
+def judge_predictions(context, path: Path, named: Path | None = None) -> dict:
+    """The experiment's judge (its ``judge:`` settings) on a predictions file: the judge's entries of
+    the report, the verdicts kept beside the predictions and redone only when they or the judge change."""
+    settings = context.config.get("judge")
+    if not settings or not settings.get("model") or getattr(context.questions, "task", "qa") != "qa":
+        return {}
+    from ifqa.artifacts import read_predictions
+    from ifqa.configs import from_options
+    from ifqa.eval.judged import read_judgments, summarize_judgments
+    from ifqa.experiments.runner import stage_key
+    from ifqa.judge.config import JudgeConfig
+    from ifqa.judge.run import judge, load_prompt
+
+    config = from_options(JudgeConfig, settings, where=f"{context.config['_path']}: judge")
+    target = (named or path).with_suffix(".judgments.jsonl")
+    key = stage_key(
+        {"judge": dataclasses.asdict(config), "prompt": load_prompt(config.prompts_dir)[1], "q": context.questions_key},
+        [path],
+    )
+    predictions = read_predictions(path)
+    if not context.up_to_date(target, key):
+        log.info("judge: %s", path.name)
+        judge(config, predictions, context.questions, target, path, progress=context.progress)
+        context.mark(target, key, dataclasses.asdict(config.public()))
+    verdicts, described = read_judgments(target, path)
+    return summarize_judgments(context.questions.examples, predictions, verdicts, described)
 
 
 class ReadStage(Stage):
@@ -312,6 +341,7 @@ class ReadStage(Stage):
             entry.read(config, ReadJob(context.questions, source, target, run, context.progress))
             context.mark(target, key, params)
         report = score_predictions_file(context, target)
+        report.update(judge_predictions(context, target))
         context.results["readers"].append(_reader_row(context, spec, report, "ran", command))
 
 
@@ -339,6 +369,7 @@ class EvaluateStage(Stage):
             context.results["retrievers"].append({"name": spec["name"], "indexes": [str(path)], **report})
             return
         report = score_predictions_file(context, path)
+        report.update(judge_predictions(context, path, context.output / "predictions" / f"{spec['name']}.jsonl"))
         context.results["readers"].append(
             _reader_row(context, spec, report, "ran", f"ifqa evaluate --predictions {path}")
         )

@@ -20,28 +20,48 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class Completion:
+    """What a model sent: its text (inline thinking included), a separate reasoning field's text, why
+    it stopped (``length``: the token limit) and its token counts (reasoning tokens counted apart)."""
+
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
     retries: int = 0  # failed attempts before this answer (429, 5xx, timeouts, malformed replies)
+    reasoning: str = ""
+    finish_reason: str | None = None
+    reasoning_tokens: int = 0
 
 
 @dataclass(frozen=True)
 class GenerationParams:
+    """What is asked of the model. The reasoning settings go into a request (and the cache key) only
+    when set, so that a plain model's requests and cached answers are what they always were."""
+
     max_tokens: int = 64
     temperature: float = 0.0
     top_p: float = 1.0
     stop: tuple[str, ...] = ()
     seed: int = 0
+    thinking: bool | None = None  # ask the chat template to think (True) or not (False); None: ask nothing
+    thinking_budget: int | None = None  # tokens of thinking, where the endpoint or backend takes a budget
+    reasoning_effort: str | None = None  # OpenAI's reasoning_effort (low, medium, high ...)
 
     def as_dict(self) -> dict:
-        return {
+        params = {
             "max_tokens": self.max_tokens,
             "temperature": self.temperature,
             "top_p": self.top_p,
             "stop": list(self.stop),
             "seed": self.seed,
         }
+        for name in ("thinking", "thinking_budget", "reasoning_effort"):
+            if getattr(self, name) is not None:
+                params[name] = getattr(self, name)
+        return params
+
+    def template_kwargs(self) -> dict:
+        """The chat template's thinking switch (Qwen3's ``enable_thinking``), when one is asked for."""
+        return {} if self.thinking is None else {"enable_thinking": self.thinking}
 
 
 class TransientError(Exception):
@@ -129,26 +149,53 @@ class OpenAIBackend:
                     raise IfqaError(f"{self.base_url}: stopped while retrying") from None
         raise AssertionError("unreachable")
 
+    def request_body(self, params: GenerationParams) -> tuple[dict, list[str]]:
+        """The request's parameters, and the reasoning settings among them (named when a server refuses one).
+
+        OpenAI's reasoning models take ``max_completion_tokens`` and no sampling parameters; a thinking
+        budget goes out as vLLM's ``thinking_token_budget`` and llama.cpp's ``thinking_budget_tokens``
+        (each server ignores the other's); the thinking switch as ``chat_template_kwargs``, which vLLM,
+        SGLang and llama.cpp pass to the chat template (never to OpenAI's own API, which refuses it)."""
+        from ifqa.llm.thinking import openai_reasoning_model
+
+        body: dict = {"model": self.model, "seed": params.seed}
+        asked: list[str] = []
+        if openai_reasoning_model(self.model):
+            body["max_completion_tokens"] = params.max_tokens
+        else:
+            body.update(max_tokens=params.max_tokens, temperature=params.temperature, top_p=params.top_p)
+            if params.stop:
+                body["stop"] = list(params.stop)
+        if params.reasoning_effort:
+            body["reasoning_effort"] = params.reasoning_effort
+            asked.append(f"reasoning_effort={params.reasoning_effort}")
+        extra: dict = {}
+        if params.thinking_budget is not None:
+            extra["thinking_token_budget"] = extra["thinking_budget_tokens"] = params.thinking_budget
+            asked.append(f"thinking budget {params.thinking_budget}")
+        if params.thinking is not None and self.chat and "api.openai.com" not in self._url:
+            extra["chat_template_kwargs"] = params.template_kwargs()
+            asked.append(f"enable_thinking={str(params.thinking).lower()}")
+        if extra:
+            body["extra_body"] = extra
+        return body, asked
+
     def _request(self, prompt: str, params: GenerationParams) -> Completion:
         openai = self._openai
-        common = {
-            "model": self.model,
-            "max_tokens": params.max_tokens,
-            "temperature": params.temperature,
-            "top_p": params.top_p,
-            "seed": params.seed,
-        }
-        if params.stop:
-            common["stop"] = list(params.stop)
+        common, asked = self.request_body(params)
+        reasoning, finish = "", None
         try:
             if self.chat:
                 response = self._client.chat.completions.create(
                     messages=[{"role": "user", "content": prompt}], **common
                 )
-                text = response.choices[0].message.content
+                message = response.choices[0].message
+                text = message.content
+                reasoning = getattr(message, "reasoning_content", None) or getattr(message, "reasoning", None) or ""
             else:
                 response = self._client.completions.create(prompt=prompt, **common)
                 text = response.choices[0].text
+            finish = response.choices[0].finish_reason
         except openai.APIConnectionError as exc:
             cause = _unreachable(exc)
             if cause is not None:  # retrying cannot fix a refused connection or an unknown host
@@ -159,13 +206,28 @@ class OpenAIBackend:
         except openai.APIStatusError as exc:
             if exc.status_code >= 500 or exc.status_code == 429:
                 raise TransientError(f"HTTP {exc.status_code}") from None
+            if exc.status_code in (400, 422) and asked:  # the reasoning settings are the likely cause: name them
+                raise IfqaError(
+                    f"{self.base_url}: HTTP {exc.status_code} for a request with {', '.join(asked)} (does model "
+                    f"{self.model!r} take it?): {_safe_message(exc)}"
+                ) from None
             raise IfqaError(f"{self.base_url}: HTTP {exc.status_code}: {_safe_message(exc)}") from None
         except (IndexError, AttributeError, TypeError, ValueError) as exc:
             raise TransientError(f"malformed response: {type(exc).__name__}") from None
-        if not isinstance(text, str):
+        if text is None and (reasoning or finish == "length"):  # all thinking, or cut off before any text
+            text = ""
+        if not isinstance(text, str) or not isinstance(reasoning, str):
             raise TransientError("malformed response: no text")
         usage = getattr(response, "usage", None)
-        return Completion(text, getattr(usage, "prompt_tokens", 0) or 0, getattr(usage, "completion_tokens", 0) or 0)
+        details = getattr(usage, "completion_tokens_details", None)
+        return Completion(
+            text,
+            getattr(usage, "prompt_tokens", 0) or 0,
+            getattr(usage, "completion_tokens", 0) or 0,
+            reasoning=reasoning,
+            finish_reason=finish if isinstance(finish, str) else None,
+            reasoning_tokens=getattr(details, "reasoning_tokens", 0) or 0,
+        )
 
 
 def _unreachable(exc: BaseException) -> BaseException | None:
@@ -191,11 +253,11 @@ def _safe_message(exc: Exception) -> str:
     return redact(message.splitlines()[0], from_endpoint=True)[:200] if message.strip() else type(exc).__name__
 
 
-def chat_text(tokenizer, prompt: str) -> str:
+def chat_text(tokenizer, prompt: str, template_kwargs: dict | None = None) -> str:
     """The prompt as one user turn in the model's chat template, ready for the assistant's reply."""
-    return tokenizer.apply_chat_template(
-        [{"role": "user", "content": prompt}], tokenize=False, add_generation_prompt=True
-    )
+    from ifqa.llm.local_thinking import chat_prompt
+
+    return chat_prompt(tokenizer, prompt, template_kwargs)
 
 
 class HFBackend:
@@ -246,18 +308,34 @@ class HFBackend:
     def context_window(self) -> int | None:
         return getattr(self.model.config, "max_position_embeddings", None)
 
-    def _format(self, prompt: str) -> str:
-        return chat_text(self.tokenizer, prompt) if self.chat else prompt
+    def _format(self, prompt: str, params: GenerationParams) -> str:
+        return chat_text(self.tokenizer, prompt, params.template_kwargs()) if self.chat else prompt
+
+    def template_thinks(self) -> bool:
+        from ifqa.llm.local_thinking import template_thinks
+
+        return self.chat and template_thinks(self.tokenizer)
 
     def complete(self, prompts: Sequence[str], params: GenerationParams) -> list[Completion]:
         import torch
+        from transformers import LogitsProcessorList
+
+        from ifqa.llm.local_thinking import ThinkingBudget, started_tag
 
         out: list[Completion] = []
+        eos = self.tokenizer.eos_token_id
         for start in range(0, len(prompts), self.batch_size):
-            batch = [self._format(p) for p in prompts[start : start + self.batch_size]]
+            batch = [self._format(p, params) for p in prompts[start : start + self.batch_size]]
+            opened = [started_tag(text) if self.chat else "" for text in batch]
             encoded = self.tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=not self.chat).to(
                 self.device
             )
+            width = encoded["input_ids"].shape[1]
+            processors = LogitsProcessorList()
+            if params.thinking_budget is not None:
+                processors.append(
+                    ThinkingBudget(self.tokenizer, params.thinking_budget, width, [bool(tag) for tag in opened])
+                )
             sampling = params.temperature > 0
             if sampling:
                 torch.manual_seed(params.seed)
@@ -269,11 +347,27 @@ class HFBackend:
                     temperature=params.temperature if sampling else None,
                     top_p=params.top_p if sampling else None,
                     pad_token_id=self.tokenizer.pad_token_id,
+                    logits_processor=processors,
                 )
-            width = encoded["input_ids"].shape[1]
-            for row, mask in zip(generated, encoded["attention_mask"]):
-                text = self.tokenizer.decode(row[width:], skip_special_tokens=True)
+            for row, mask, tag in zip(generated, encoded["attention_mask"], opened):
+                new = row[width:]
+                produced = int((new != self.tokenizer.pad_token_id).sum())
+                ended = eos is not None and bool((new == eos).any())
+                text = tag + self.tokenizer.decode(new, skip_special_tokens=True)
                 for stop in params.stop:
                     text = text.split(stop, 1)[0]
-                out.append(Completion(text, int(mask.sum()), int((row[width:] != self.tokenizer.pad_token_id).sum())))
+                completion = Completion(
+                    text, int(mask.sum()), produced, finish_reason="stop" if ended or produced < len(new) else "length"
+                )
+                out.append(_with_reasoning_tokens(completion, self.count_tokens))
         return out
+
+
+def _with_reasoning_tokens(completion: Completion, count_tokens) -> Completion:
+    """A local completion with its thinking's tokens counted by the model's own tokenizer."""
+    from ifqa.llm.thinking import split
+
+    thinking = split(completion.text, completion.reasoning).thinking
+    if thinking:
+        completion.reasoning_tokens = min(count_tokens(thinking), completion.completion_tokens)
+    return completion

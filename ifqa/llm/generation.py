@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 
 from ifqa.llm.backends import Completion, GenerationParams
 from ifqa.llm.cache import ResponseCache, key
+from ifqa.llm.thinking import split
 
 
 @dataclass
@@ -23,6 +24,8 @@ class Counters:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     retries: int = 0
+    reasoning_tokens: int = 0  # of completion_tokens, those spent thinking (reported by the server or counted)
+    truncated: int = 0  # answers cut off inside their thinking (set by the caller that reads the replies)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add(self, hit: bool, completion: Completion) -> None:
@@ -33,16 +36,20 @@ class Counters:
                 self.requests += 1
                 self.prompt_tokens += completion.prompt_tokens
                 self.completion_tokens += completion.completion_tokens
+                self.reasoning_tokens += completion.reasoning_tokens
                 self.retries += completion.retries
 
     def public(self) -> dict:
-        return {
+        counts = {
             "requests": self.requests,
             "cache_hits": self.cache_hits,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "retries": self.retries,
         }
+        if self.reasoning_tokens or self.truncated:  # a plain model's counters read as they always did
+            counts.update(reasoning_tokens=self.reasoning_tokens, truncated=self.truncated)
+        return counts
 
 
 def concurrently(function, items: Sequence, workers: int, stopping: threading.Event | None = None):
@@ -114,6 +121,11 @@ class CachedGenerator:
         todo = [i for i, r in enumerate(results) if r is None]
 
         def finish(i: int, completion: Completion) -> None:
+            if not completion.reasoning_tokens:  # inline thinking over HTTP: the server counted no reasoning apart
+                thinking = split(completion.text, completion.reasoning).thinking
+                if thinking:
+                    counted = getattr(self.backend, "count_tokens", estimate_tokens)(thinking)
+                    completion.reasoning_tokens = min(counted, completion.completion_tokens or counted)
             if self.cache:
                 self.cache.put(keys[i], asdict(completion))
             results[i] = completion

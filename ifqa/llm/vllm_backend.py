@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ifqa.errors import IfqaError
-from ifqa.llm.backends import Completion, GenerationParams, chat_text
+from ifqa.llm.backends import Completion, GenerationParams, _with_reasoning_tokens, chat_text
 
 
 class VLLMBackend:
@@ -52,8 +52,15 @@ class VLLMBackend:
         self.name, self.gpus = model, gpus
         self.chat = bool(getattr(self.tokenizer, "chat_template", None)) if chat is None else chat
 
+    takes_thinking_budget = False  # the offline engine has no budget of its own; a served vLLM takes one
+
     def describe(self) -> dict:
         return {"backend": "vllm", "model": self.name, "chat": self.chat, "gpus": self.gpus}
+
+    def template_thinks(self) -> bool:
+        from ifqa.llm.local_thinking import template_thinks
+
+        return self.chat and template_thinks(self.tokenizer)
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text)["input_ids"])
@@ -71,19 +78,30 @@ class VLLMBackend:
             stop=list(params.stop) or None,
             seed=params.seed,
         )
+        opened = [""] * len(prompts)
         if self.chat:  # the chat template already wrote BOS and friends: tokenize without adding them again
             from vllm.inputs import TokensPrompt
 
+            from ifqa.llm.local_thinking import started_tag
+
+            formatted = [chat_text(self.tokenizer, p, params.template_kwargs()) for p in prompts]
+            opened = [started_tag(text) for text in formatted]
             inputs = [
-                TokensPrompt(
-                    prompt_token_ids=self.tokenizer(chat_text(self.tokenizer, p), add_special_tokens=False)["input_ids"]
-                )
-                for p in prompts
+                TokensPrompt(prompt_token_ids=self.tokenizer(text, add_special_tokens=False)["input_ids"])
+                for text in formatted
             ]
         else:
             inputs = list(prompts)
         outputs = self.engine.generate(inputs, sampling, use_tqdm=False)
         return [
-            Completion(out.outputs[0].text, len(out.prompt_token_ids or []), len(out.outputs[0].token_ids))
-            for out in outputs
+            _with_reasoning_tokens(
+                Completion(
+                    tag + out.outputs[0].text,
+                    len(out.prompt_token_ids or []),
+                    len(out.outputs[0].token_ids),
+                    finish_reason=out.outputs[0].finish_reason,
+                ),
+                self.count_tokens,
+            )
+            for out, tag in zip(outputs, opened)
         ]

@@ -2,6 +2,13 @@
 
 It answers from a table of known questions, and can be told to fail: a list of planned
 failures ("401", "429", "500", "malformed", "slow") is consumed by the next requests.
+
+``thinking`` makes it a reasoning model, in one of the shapes servers send (``SHAPES``): inline
+``<think>`` / ``<thinking>`` / ``<reasoning>`` blocks, a block whose opening tag the chat template
+wrote (``open``), or a ``reasoning_content`` / ``reasoning`` field. Its thinking holds a wrong draft
+answer on a line of its own, as real thinking does; a word is a token, so ``max_tokens`` cuts it
+(finish_reason ``length``), stop sequences apply to the whole text as on a server that parses no
+reasoning, and a thinking budget (vLLM's ``thinking_token_budget``) closes the thinking early.
 """
 
 from __future__ import annotations
@@ -14,6 +21,8 @@ import threading
 import time
 from collections.abc import Callable
 
+SHAPES = ("think", "thinking", "reasoning-tag", "open", "reasoning_content", "reasoning")
+
 
 class FakeOpenAI:
     def __init__(
@@ -24,6 +33,10 @@ class FakeOpenAI:
         failure_rate: float = 0.0,
         seed: int = 0,
     ):
+        self.thinking: str | None = None  # one of SHAPES: answer as a reasoning model
+        self.judge_says: Callable[[str], str] | None = None  # a judge's reply to a prediction
+        self.thinking_words = 60
+        self.refuse: set[str] = set()  # request keys answered with HTTP 400 (a parameter the server does not take)
         self.answers = answers  # question -> answer
         self.sampled = sampled or {}  # seed -> answer, used when temperature > 0
         self.failures: list[str] = []
@@ -49,7 +62,18 @@ class FakeOpenAI:
         self.server.shutdown()
         self.server.server_close()
 
+    def judged(self, prompt: str) -> str:
+        """A judge's reply: yes when a gold answer occurs in the prediction (``judge_says`` overrides)."""
+        answers = re.search(r"Gold answer\(s\): (.*)", prompt).group(1).split(" | ")
+        prediction = re.search(r"Predicted answer: (.*)", prompt).group(1)
+        if self.judge_says is not None:
+            return self.judge_says(prediction)
+        found = any(a.lower() in prediction.lower() for a in answers)
+        return f"The prediction {'names' if found else 'does not name'} the gold answer.\nVerdict: {'yes' if found else 'no'}"
+
     def reply(self, prompt: str, body: dict) -> str:
+        if "Predicted answer:" in prompt:
+            return self.judged(prompt)
         question = re.findall(r"Question: (.*)", prompt)[-1].strip()
         if prompt.rstrip().endswith("Background document:"):
             return f"A background document written for: {question}"
@@ -59,6 +83,32 @@ class FakeOpenAI:
         if "step by step" in prompt:
             return f"The premise changes one fact.\nWorking it through carefully.\nSo the answer is {answer}."
         return f" {answer}\n"
+
+    def reasoning_reply(self, prompt: str, body: dict) -> tuple[str, str, str]:
+        """``(content, reasoning field, finish_reason)`` of a reasoning model answering ``prompt``."""
+        answer = self.reply(prompt, body).strip()
+        filler = " ".join(f"step{i}" for i in range(self.thinking_words - 8))
+        thought = f"Let me think about the premise.\n\nunknown. Wait, reconsider.\n\n{filler}\nI am sure now."
+        limit = body.get("max_completion_tokens") or body.get("max_tokens") or 10**6
+        budget = body.get("thinking_token_budget")
+        if budget is not None and len(thought.split()) > budget:
+            thought = " ".join(thought.split()[:budget])
+        tag = {"thinking": "thinking", "reasoning-tag": "reasoning"}.get(self.thinking, "think")
+        opening = "" if self.thinking == "open" else f"<{tag}>"
+        field = self.thinking in ("reasoning_content", "reasoning")
+        text = answer if field else f"{opening}{thought}</{tag}>\n\n{answer}"
+        for stop in body.get("stop") or []:
+            text = text.split(stop, 1)[0]
+        thinking_words = len(thought.split(" ")) if field else 0
+        words = text.split(" ")
+        finish = "stop"
+        if thinking_words + len(words) > limit:
+            finish = "length"
+            if thinking_words >= limit:
+                thought, text = " ".join(thought.split(" ")[:limit]), ""
+            else:
+                text = " ".join(words[: limit - thinking_words])
+        return text, (thought if field else ""), finish
 
     def _handler(self):
         fake = self
@@ -97,19 +147,32 @@ class FakeOpenAI:
                     time.sleep(2)
                 if failure == "malformed":
                     return self._send(200, {"unexpected": True})
+                refused = sorted(fake.refuse & set(body))
+                if refused:
+                    return self._send(400, {"error": {"message": f"unsupported parameter: {refused[0]}"}})
                 chat = self.path.split("?")[0].endswith("/chat/completions")
                 prompt = body["messages"][-1]["content"] if chat else body["prompt"]
-                text = fake.reply(prompt, body)
+                reasoning, finish = "", "stop"
+                if fake.thinking:
+                    text, reasoning, finish = fake.reasoning_reply(prompt, body)
+                else:
+                    text = fake.reply(prompt, body)
+                message = {"role": "assistant", "content": text if text or finish != "length" else None}
+                if reasoning:
+                    message[fake.thinking] = reasoning
                 choice = {
                     "index": 0,
-                    "finish_reason": "stop",
-                    **({"message": {"role": "assistant", "content": text}} if chat else {"text": text}),
+                    "finish_reason": finish,
+                    **({"message": message} if chat else {"text": text}),
                 }
+                spent = len(text.split()) + len(reasoning.split())
                 usage = {
                     "prompt_tokens": len(prompt.split()),
-                    "completion_tokens": len(text.split()),
-                    "total_tokens": len(prompt.split()) + len(text.split()),
+                    "completion_tokens": spent,
+                    "total_tokens": len(prompt.split()) + spent,
                 }
+                if reasoning:
+                    usage["completion_tokens_details"] = {"reasoning_tokens": len(reasoning.split())}
                 self._send(
                     200,
                     {

@@ -37,6 +37,9 @@ NON_DEFAULT = {
     "no_cache": True,
     "prompts_dir": "p",
     "device": "cpu",
+    "thinking": "on",
+    "thinking_budget": 3,
+    "reasoning_effort": "low",
 }
 
 

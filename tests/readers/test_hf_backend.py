@@ -24,7 +24,7 @@ def test_batched_generation_equals_one_at_a_time(model_dir):
 
 def test_chat_template_is_applied(tmp_path):
     backend = HFBackend(str(tiny_llama(tmp_path / "chat", chat=True)), "cpu")
-    assert backend.chat and backend._format("hi").startswith("<s>hi</s>")
+    assert backend.chat and backend._format("hi", GenerationParams()).startswith("<s>hi</s>")
 
 
 def test_cli_reads_with_a_local_model(cli, model_dir, tmp_path):

@@ -42,14 +42,25 @@ def train_tokenizer(folder: Path, vocab: int = 600, t5: bool = False):
     return fast
 
 
-def tiny_llama(folder: Path, chat: bool = False) -> Path:
+# A chat template that thinks, as Qwen3's does: the generation prompt opens a <think> block, unless the
+# template's switch (enable_thinking=False) writes an empty one.
+THINKING_TEMPLATE = (
+    "{% for m in messages %}<s>{{ m['content'] }}</s>{% endfor %}{% if add_generation_prompt %}<s>"
+    "{% if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n\n{% else %}<think>\n"
+    "{% endif %}{% endif %}"
+)
+
+
+def tiny_llama(folder: Path, chat: bool = False, thinking: bool = False) -> Path:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 
     tokenizer = train_tokenizer(folder)
-    if chat:
+    if chat or thinking:
         tokenizer.chat_template = (
-            "{% for m in messages %}<s>{{ m['content'] }}</s>{% endfor %}{% if add_generation_prompt %}<s>{% endif %}"
+            THINKING_TEMPLATE
+            if thinking
+            else "{% for m in messages %}<s>{{ m['content'] }}</s>{% endfor %}{% if add_generation_prompt %}<s>{% endif %}"
         )
         tokenizer.save_pretrained(folder)
     torch.manual_seed(0)

@@ -40,27 +40,16 @@ class LLMReaderEntry:
     model_key = "model"
 
     def read(self, config: LLMReaderConfig, job) -> dict:
-        from ifqa.llm import make_backend
-        from ifqa.llm.cache import ResponseCache
-        from ifqa.readers.llm.reader import LLMReader, load_contexts, read_to_file
+        from ifqa.readers.llm.reader import LLMReader, check_thinking_budget, load_contexts, read_to_file
 
         config.require_model()
         contexts = load_contexts(job.run, job.questions)  # read and checked before any model is loaded or contacted
-        engine = make_backend(
-            config.backend,
-            config.model,
-            config.base_url,
-            job.api_key,
-            config.completions,
-            config.device,
-            config.batch_size,
-            config.timeout,
-            config.retries,
-        )
+        engine = config.backend_instance(job.api_key)
+        check_thinking_budget(engine, config.thinking_budget)
         train, setting = demonstration_pool(config, job.source)
         if config.demos:
             log.info("demonstrations from %s (%d questions)", train.name, len(train))
-        cache = None if config.no_cache else ResponseCache(config.cache)
+        cache = config.response_cache()
         exclude = {e.question.strip() for e in job.questions}
         reader = LLMReader(
             engine, config, train.examples, cache, exclude, rationale_setting=setting, task=job.questions.task

@@ -13,17 +13,21 @@ _SO_THE_ANSWER = re.compile(
 )
 _ANSWER_LABEL = re.compile(r"^\s*(?:final\s+)?answer\s*:\s*(.+)", re.I | re.S | re.M)
 _QUOTES = "\"'“”‘’`*"
+_BOXED = re.compile(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}")
 
 
 def extract(output: str, reasoning: bool = False) -> tuple[str, str]:
     """``(answer, rationale)`` from a completion.
 
-    Takes the text after the last "the answer is" (or an "Answer:" label), else — without
-    reasoning — the first non-empty line; then keeps its first line and strips quotes, markdown
+    Takes the last ``\\boxed{...}``, else the text after the last "the answer is" (or an "Answer:"
+    label), else — without reasoning — the first non-empty line; then keeps its first line and strips quotes, markdown
     emphasis, a trailing period and "The answer is" left-overs.
     """
     text = output.strip()
     rationale = ""
+    boxed = list(_BOXED.finditer(text))
+    if boxed:  # reasoning models box their final answer (\boxed{...}): the last box is the answer
+        return clean(boxed[-1].group(1).replace("\\text{", "").replace("}", "")), text[: boxed[-1].start()].strip()
     matches = list(_SO_THE_ANSWER.finditer(text))
     if matches:
         last = matches[-1]

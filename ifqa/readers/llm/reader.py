@@ -17,6 +17,7 @@ from typing import Any
 
 from ifqa.artifacts import QuestionSet, as_question_set, check_questions, read_run, write_manifest, write_predictions
 from ifqa.errors import IfqaError
+from ifqa.llm import thinking
 from ifqa.llm.backends import GenerationParams
 from ifqa.llm.cache import ResponseCache
 from ifqa.llm.generation import CachedGenerator, Counters, estimate_tokens
@@ -62,27 +63,51 @@ class LLMReader:
             self.background_selector = prompts.DemoSelector(
                 prompts.pool(train, None, exclude_questions or set()), config.demos, config.selection, config.seed
             )
+        self.thinks = model_thinks(backend, config.thinking, config.thinking_budget, config.reasoning_effort)
+        check_thinking_budget(backend, config.thinking_budget)
         self.count_tokens = getattr(backend, "count_tokens", estimate_tokens)
         window = config.max_prompt_tokens
         if window is None:
             context = getattr(backend, "context_window", lambda: None)()
-            window = (context or 4096) - self._max_tokens()
+            window = prompt_budget(context, self._max_tokens(), self.thinks)
         self.budget = window
         self.prompt_lengths: list[int] = []
 
     def _max_tokens(self, background: bool = False) -> int:
         if self.config.max_tokens:
             return self.config.max_tokens
+        if self.thinks:
+            return thinking_max_tokens(self.config.thinking_budget)
         return 256 if (self.reasoning or background) else 64 if self.task == "causalqa" else 32
 
+    def _stops(self, background: bool = False) -> tuple[str, ...]:
+        return ("\nQuestion:",) if (self.reasoning or background or self.thinks) else ("\nQuestion:", "\n\n")
+
     def _params(self, background: bool = False) -> list[GenerationParams]:
-        stops = ("\nQuestion:",) if (self.reasoning or background) else ("\nQuestion:", "\n\n")
+        # a thinking model is sent no stop sequence (its thinking has blank lines): they cut its answer instead
+        stops = () if self.thinks else self._stops(background)
         samples = 1 if background else self.config.samples
         temperature = 0.0 if background else self.config.effective_temperature
+        ask = None if self.config.thinking == "auto" else self.config.thinking == "on"
         return [
-            GenerationParams(self._max_tokens(background), temperature, 1.0, stops, self.config.seed + s)
+            GenerationParams(
+                self._max_tokens(background),
+                temperature,
+                1.0,
+                stops,
+                self.config.seed + s,
+                thinking=ask,
+                thinking_budget=self.config.thinking_budget,
+                reasoning_effort=self.config.reasoning_effort,
+            )
             for s in range(samples)
         ]
+
+    def _reply(self, completion, background: bool = False) -> thinking.Reply:
+        """The completion's answer text (cut at the stops), its thinking, and whether it was cut off thinking."""
+        reply = thinking.split(completion.text, completion.reasoning, completion.finish_reason, self.thinks)
+        answer = thinking.cut_at_stops(reply.answer, self._stops(background))
+        return thinking.Reply(answer, reply.thinking, reply.truncated)
 
     def _prompt(self, template, selector, example, passages) -> prompts.Prompt:
         demos = selector.select(example.qid, example.question)
@@ -98,7 +123,7 @@ class LLMReader:
             built = [self._prompt(self.background_template, self.background_selector, e, []) for e in examples]
             params = self._params(background=True)[0]
             for example, completion in zip(examples, self.generate([p.text for p in built], [params] * len(built))):
-                backgrounds[example.qid] = completion.text.strip()
+                backgrounds[example.qid] = self._reply(completion, background=True).answer.strip()
         records_prompts, flat_prompts, flat_params = [], [], []
         for example in examples:
             if self.config.mode == "open":
@@ -119,15 +144,25 @@ class LLMReader:
         records = []
         for n, (example, prompt) in enumerate(zip(examples, records_prompts)):
             outputs = completions[n * samples : (n + 1) * samples]
-            parsed = [answers.for_task(*answers.extract(c.text, self.reasoning), self.task) for c in outputs]
-            prediction = answers.majority([a for a, _ in parsed])
-            chosen = next(i for i, (a, _) in enumerate(parsed) if a == prediction) if parsed else 0
+            replies = [self._reply(c) for c in outputs]
+            parsed = [
+                ("", "") if r.truncated else answers.for_task(*answers.extract(r.answer, self.reasoning), self.task)
+                for r in replies
+            ]
+            answered = [i for i, r in enumerate(replies) if not r.truncated]
+            prediction = answers.majority([parsed[i][0] for i in answered])  # a sample cut off thinking has no vote
+            chosen = next((i for i in answered if parsed[i][0] == prediction), 0)
             record: dict[str, Any] = {
                 "qid": example.qid,
                 "prediction": prediction,
                 "raw": outputs[chosen].text,
-                "reasoning": parsed[chosen][1] if parsed else "",
+                "reasoning": "\n\n".join(t for t in (replies[chosen].thinking, parsed[chosen][1]) if t),
             }
+            if not answered:  # every sample was cut off inside its thinking: no answer, never a draft
+                record["truncated"] = True
+                self.counters.truncated += 1
+            if self.thinks:
+                record["reasoning_tokens"] = outputs[chosen].reasoning_tokens
             if samples > 1:
                 record["samples"] = [a for a, _ in parsed]
             if example.qid in backgrounds:
@@ -139,6 +174,44 @@ class LLMReader:
                 record["fit"] = prompt.notes
             records.append(record)
         return records
+
+
+def model_thinks(backend, mode: str, budget: int | None, effort: str | None) -> bool:
+    """Whether the backend's model thinks first (``thinking.resolve`` on its name and chat template)."""
+    template = getattr(backend, "template_thinks", lambda: False)()
+    return thinking.resolve(mode, backend.describe().get("model"), template, budget is not None or effort is not None)
+
+
+def thinking_max_tokens(budget: int | None) -> int:
+    """A thinking model's default token limit: the reasoning default, or its budget plus room to answer."""
+    return (
+        thinking.REASONING_MAX_TOKENS
+        if budget is None
+        else max(thinking.REASONING_MAX_TOKENS, budget + thinking.ANSWER_ROOM)
+    )
+
+
+def check_thinking_budget(backend, budget: int | None) -> None:
+    """A backend that takes a thinking budget, where one is asked for (the settings' own limits are the
+    config's ``require_model``)."""
+    if budget is not None and not getattr(backend, "takes_thinking_budget", True):
+        raise IfqaError(
+            f"the {backend.describe()['backend']} backend takes no thinking budget; serve the model (vllm serve) "
+            "and read with --backend openai, which sends it, or drop --thinking-budget"
+        )
+
+
+def prompt_budget(context: int | None, max_tokens: int, thinks: bool) -> int:
+    """Tokens left for the prompt: the model's window less what it may generate (a window of 4096 assumed
+    when unknown; a thinking model's prompt gets 4096, its window being larger than its generation)."""
+    if context is None:
+        return 4096 if thinks else 4096 - max_tokens
+    if context - max_tokens < 64:
+        raise IfqaError(
+            f"--max-tokens {max_tokens} leaves no room for the prompt in the model's {context}-token window; "
+            "lower --max-tokens (or --thinking-budget)"
+        )
+    return context - max_tokens
 
 
 def load_contexts(run_path: str | Path | None, questions: QuestionSet) -> dict[str, list[dict]]:
@@ -191,6 +264,8 @@ def read_to_file(
         config=asdict(reader.config.public()),
         temperature=reader.config.effective_temperature,
         backend=reader.backend.describe(),
+        thinks=reader.thinks,
+        max_tokens=reader._max_tokens(),
         counters=reader.counters.public(),
         prompt_tokens={"mean": round(statistics.fmean(lengths), 1), "max": max(lengths), "min": min(lengths)}
         if lengths

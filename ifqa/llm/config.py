@@ -1,0 +1,95 @@
+"""The settings of model access every command that prompts a model shares (``ifqa read llm``, ``ifqa
+judge``, ``ifqa serve``): which model, where, how many requests at once, the response cache, and how
+a reasoning model thinks. A command's config subclasses ``ModelAccess``, so each option is declared
+once and means the same everywhere."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ifqa.configs import option
+from ifqa.errors import IfqaError
+from ifqa.llm.thinking import THINKING_CHOICES
+from ifqa.registry import LLM_BACKENDS
+
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+
+
+@dataclass(frozen=True)
+class ModelAccess:
+    model: str | None = option(None, "Model name on the endpoint, or a local path/hub id with --backend hf.")
+    backend: str = option(
+        "openai",
+        "OpenAI-compatible endpoint, local transformers, or vLLM's offline engine on local GPUs.",
+        choices=LLM_BACKENDS,
+    )
+    base_url: str | None = option(
+        None, "Endpoint (vLLM, llama.cpp, Ollama...); default OpenAI.", envvar="OPENAI_BASE_URL"
+    )
+    completions: bool = option(False, "Use the completions API instead of chat.")
+    thinking: str = option(
+        "auto",
+        "Does the model think before answering (<think> blocks, a reasoning field)? auto: a reasoning model's name "
+        "(R1, QwQ, Qwen3, o-series, GPT-5 ...) or a local chat template that thinks; on/off also set the chat "
+        "template's thinking switch (enable_thinking).",
+        choices=THINKING_CHOICES,
+    )
+    thinking_budget: int | None = option(
+        None,
+        "Tokens of thinking: sent to the endpoint (vLLM, llama.cpp), enforced on local transformers models.",
+        min=0,
+    )
+    reasoning_effort: str | None = option(
+        None, "reasoning_effort for models that take it (OpenAI's reasoning models, gpt-oss).", choices=EFFORTS
+    )
+    concurrency: int = option(4, "Requests in flight.", min=1)
+    timeout: float = option(60.0, "Seconds to wait for one response before retrying.", min=0.1)
+    retries: int = option(6, "Retries of a request after a rate limit, server error or timeout.", min=0)
+    batch_size: int = option(8, "Local models: questions per generation batch.", min=1)
+    cache: str | None = option(None, "Response cache (default <ifqa cache>/llm-cache.sqlite).")
+    no_cache: bool = option(False, "Do not read or write the response cache.")
+    device: str | None = option(None, "Local models: cpu, cuda ... (default: GPU when present).")
+
+    def public(self):
+        """This configuration as it may be written down: credentials in the endpoint URL redacted."""
+        from ifqa.redact import redact_url
+
+        return replace(self, base_url=redact_url(self.base_url))
+
+    def require_model(self) -> None:
+        """The settings that cannot work together, refused before anything is read or contacted."""
+        if not self.model:
+            raise IfqaError(f"--model is required for {self.purpose()}")
+        max_tokens = getattr(self, "max_tokens", None)
+        if self.thinking_budget is not None:
+            if self.thinking == "off":
+                raise IfqaError("--thinking-budget is for a model that thinks; drop it or pass --thinking on")
+            if max_tokens is not None and self.thinking_budget >= max_tokens:
+                raise IfqaError(
+                    f"--thinking-budget {self.thinking_budget} leaves no tokens for the answer within --max-tokens "
+                    f"{max_tokens}; lower the budget or raise --max-tokens"
+                )
+
+    def purpose(self) -> str:
+        return "the model"
+
+    def backend_instance(self, api_key: str | None = None):
+        """The backend these settings name (``ifqa.llm.make_backend``)."""
+        from ifqa.llm import make_backend
+
+        return make_backend(
+            self.backend,
+            self.model,
+            self.base_url,
+            api_key,
+            self.completions,
+            self.device,
+            self.batch_size,
+            self.timeout,
+            self.retries,
+        )
+
+    def response_cache(self):
+        from ifqa.llm.cache import ResponseCache
+
+        return None if self.no_cache else ResponseCache(self.cache)

@@ -1,0 +1,114 @@
+"""Reasoning models: their thinking told apart from their answer, in every shape servers send it.
+
+A reasoning model writes its thinking before its answer: inline between ``<think>`` (or
+``<thinking>``, ``<reasoning>``) tags, with the opening tag sometimes already written by the chat
+template so the completion starts inside the thinking, or in a separate ``reasoning_content`` /
+``reasoning`` field (vLLM and SGLang with a reasoning parser, llama.cpp, DeepSeek's API). ``split``
+returns what follows the thinking as the text to read an answer from, the thinking itself, and
+whether the thinking was cut off (the token limit, or a stop sequence) before the model answered:
+such a completion has no answer, never a draft from inside its thinking.
+
+Which models think is decided by ``resolve``: ``--thinking on|off`` says so; ``auto`` (the default)
+recognises a reasoning model by its name (``REASONING_NAMES``) or, for a local model, by a chat
+template that opens a thinking block.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+THINKING_CHOICES = ("auto", "on", "off")
+# Tokens a reasoning model may write by default: thinking on IfQA-style questions takes hundreds to a
+# few thousand tokens (DeepSeek-R1 and Qwen3 are evaluated with up to 32,768); 8,192 leaves room for
+# long thinking plus the answer without letting a looping model run for minutes per question.
+REASONING_MAX_TOKENS = 8192
+ANSWER_ROOM = 1024  # tokens kept for the answer when only --thinking-budget is given
+# Names of models that think before answering (matched anywhere in the model name, case-insensitive):
+# DeepSeek-R1 and its distills, QwQ, Qwen3 (hybrid, thinking by default; its *-Instruct-2507 releases
+# do not think), OpenAI's o-series, GPT-5 and gpt-oss, Magistral, and names that say so.
+REASONING_NAMES = re.compile(
+    r"(?:^|[/_\-.:])(?:r1|qwq|o[134](?:-mini|-pro)?|gpt-5|gpt-oss|magistral|reasoner|reasoning|thinking)(?:$|[/_\-.:])"
+    r"|deepseek-r1|qwen3(?!.*instruct)",
+    re.I,
+)
+# OpenAI's reasoning models take max_completion_tokens and reasoning_effort, and refuse temperature,
+# top_p and stop; every other endpoint takes the usual parameters.
+OPENAI_REASONING = re.compile(r"^(?:openai/)?(?:o[134]|gpt-5)(?:$|[-.])", re.I)
+_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.I)
+_CLOSE = re.compile(r"</(think|thinking|reasoning)>", re.I)
+
+
+@dataclass(frozen=True)
+class Reply:
+    """A completion told apart: ``answer`` is the text to read an answer from (empty when truncated)."""
+
+    answer: str
+    thinking: str = ""
+    truncated: bool = False
+
+
+def split(text: str, reasoning: str = "", finish_reason: str | None = None, thinks: bool = False) -> Reply:
+    """The answer text, the thinking and whether the thinking was cut off.
+
+    ``reasoning``: a separate reasoning field's text. ``thinks``: the model is known to think first
+    (``resolve``), so a reply cut at the token limit with no tag at all is cut inside its thinking
+    (a template that opened the thinking block, with a server that parses nothing)."""
+    text = text or ""
+    thinking = [reasoning.strip()] if reasoning and reasoning.strip() else []
+    closes = list(_CLOSE.finditer(text))
+    if closes:  # everything up to the last closing tag is thinking (its opening tag may be the template's)
+        last = closes[-1]
+        thinking.append(_OPEN.sub("", _CLOSE.sub("", text[: last.start()])).strip())
+        text = text[last.end() :]
+    opened = _OPEN.search(text)
+    if opened:  # a thinking block opened and never closed: everything after it is unfinished thinking
+        thinking.append(text[opened.end() :].strip())
+        answer = text[: opened.start()].strip()
+        return Reply(answer, _join(thinking), truncated=not answer)
+    answer = text.strip()
+    if not answer and finish_reason == "length":  # the limit was reached before any answer (hidden reasoning too)
+        return Reply("", _join(thinking), truncated=True)
+    if thinks and not thinking and finish_reason == "length":  # no tag, no field, cut off: the template's thinking
+        return Reply("", answer, truncated=True)
+    return Reply(answer, _join(thinking))
+
+
+def _join(parts: list[str]) -> str:
+    return "\n\n".join(p for p in parts if p)
+
+
+def looks_like_reasoning_model(model: str | None) -> bool:
+    return bool(model and REASONING_NAMES.search(model))
+
+
+def openai_reasoning_model(model: str | None) -> bool:
+    """OpenAI's o-series and GPT-5: max_completion_tokens and reasoning_effort, no sampling parameters."""
+    return bool(model and OPENAI_REASONING.search(model))
+
+
+def resolve(thinking: str, model: str | None, template_thinks: bool = False, asked: bool = False) -> bool:
+    """Whether the model thinks: ``on``/``off`` as said; ``auto`` from its name, its chat template, or a
+    reasoning setting asked for (``asked``: a thinking budget or a reasoning effort)."""
+    if thinking != "auto":
+        return thinking == "on"
+    return asked or template_thinks or looks_like_reasoning_model(model)
+
+
+def cut_at_stops(answer: str, stops: tuple[str, ...]) -> str:
+    """The answer up to the first stop sequence: stops apply to the answer, never inside the thinking."""
+    for stop in stops:
+        answer = answer.split(stop, 1)[0]
+    return answer
+
+
+def template_opens_thinking(prompt: str) -> bool:
+    """A formatted chat prompt ending inside an open thinking block (the template wrote ``<think>``)."""
+    tail = prompt.rstrip()[-200:]
+    opens, closes = list(_OPEN.finditer(tail)), list(_CLOSE.finditer(tail))
+    return bool(opens) and (not closes or closes[-1].start() < opens[-1].start())
+
+
+def opening_tag(prompt: str) -> str:
+    """The tag a template opened at the end of ``prompt`` (``<think>``), for the completion's record."""
+    return list(_OPEN.finditer(prompt.rstrip()[-200:]))[-1].group(0)

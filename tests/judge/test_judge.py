@@ -1,0 +1,108 @@
+"""`ifqa judge` and the judged report: verdicts per question through the reader's machinery, judge
+accuracy beside EM, F1 and containment, and the judge's agreement with EM."""
+
+import json
+import os
+
+import pytest
+
+from ifqa.datasets.demo import load_demo
+from ifqa.eval.significance import cohen_kappa
+from ifqa.judge.run import parse_verdict
+from tests.readers.fake_openai import FakeOpenAI
+
+DEV = load_demo("dev")
+
+
+@pytest.fixture
+def env(tmp_path):
+    return {**os.environ, "IFQA_CACHE_DIR": str(tmp_path / "cache"), "OPENAI_API_KEY": "sk-test"}
+
+
+@pytest.fixture
+def predictions(tmp_path):
+    """Exact answers, paragraphs holding the gold answer, wrong answers and one empty prediction."""
+    records = []
+    for i, example in enumerate(DEV):
+        gold = example.answers[0]
+        prediction = [gold, f"Under the premise, it would be {gold}, as the passage implies.", "Atlantis", ""][i % 4]
+        records.append({"qid": example.qid, "prediction": prediction})
+    path = tmp_path / "preds.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def _judge(cli, env, server, predictions, out, *options):
+    args = ["judge", "--predictions", predictions, "--model", "judge", "--base-url", server.url, "-o", out]
+    return cli(*args, "--no-progress", "--json", *options, env=env)
+
+
+def test_the_judge_scores_long_answers_that_exact_match_misses(cli, env, predictions, tmp_path):
+    with FakeOpenAI({}) as server:
+        out = tmp_path / "judged.jsonl"
+        result = _judge(cli, env, server, predictions, out)
+        assert result.returncode == 0, result.stderr
+        assert len(server.requests) == 18  # the six empty predictions are judged "no" without asking
+        report = json.loads(result.stdout.splitlines()[0])
+        verdicts = [json.loads(line) for line in out.read_text().splitlines()]
+        assert report["em"] == 25.0 and report["containment"] == 50.0 and report["judge_accuracy"] == 50.0
+        assert report["judge_accuracy"] == 100 * sum(v["verdict"] for v in verdicts) / len(verdicts)  # recomputes
+        said = {v["qid"]: v["verdict"] for v in verdicts}
+        long_answers = [e.qid for i, e in enumerate(DEV) if i % 4 == 1]
+        assert report["judge"]["disagreements"]["judge_yes_em_no"] == long_answers
+        assert report["judge"]["kappa_em"] == cohen_kappa(
+            [said[e.qid] for e in DEV], [i % 4 == 0 for i in range(len(DEV))]
+        )
+        assert all(v["reason"] and "Verdict" not in v["reason"] for v in verdicts if v.get("asked", True))
+        manifest = json.loads((tmp_path / "judged.jsonl.manifest.json").read_text())
+        assert manifest["judge"]["model"] == "judge" and len(manifest["judge"]["prompt_sha256"]) == 64
+        # ifqa evaluate shows the same report from the files, in text too
+        text = cli("evaluate", "--predictions", predictions, "--judgments", out, env=env).stdout
+        assert "Judge accuracy" in text and "Containment" in text and "kappa with EM" in text
+        # a rerun answers from the cache
+        sent = len(server.requests)
+        assert _judge(cli, env, server, predictions, out).returncode == 0 and len(server.requests) == sent
+
+
+def test_a_judge_that_says_yes_to_everything_shows(cli, env, predictions, tmp_path):
+    with FakeOpenAI({}) as server:
+        server.judge_says = lambda prediction: "Looks right.\nVerdict: yes"
+        result = _judge(cli, env, server, predictions, tmp_path / "yes.jsonl")
+    report = json.loads(result.stdout.splitlines()[0])
+    assert report["judge_accuracy"] == 75.0  # every answered question
+    assert report["judge"]["kappa_em"] < 0.3 and len(report["judge"]["disagreements"]["judge_yes_em_no"]) == 12
+
+
+@pytest.mark.parametrize("reply", ["Maybe, it depends.", "", "<think>hmm"])
+def test_a_reply_with_no_verdict_is_one_line_and_writes_nothing(cli, env, predictions, tmp_path, reply):
+    with FakeOpenAI({}) as server:
+        server.judge_says = lambda prediction: reply
+        out = tmp_path / "j.jsonl"
+        result = _judge(cli, env, server, predictions, out)
+        errors = [line for line in result.stderr.splitlines() if "error" in line]
+        assert result.returncode == 1 and len(errors) == 1 and "qid" in errors[0] and not out.exists()
+        sent = len(server.requests)
+        assert _judge(cli, env, server, predictions, out).returncode == 1
+        assert len(server.requests) == sent  # every reply received was cached
+
+
+def test_predictions_for_other_questions_are_refused_before_any_request(cli, env, tmp_path):
+    path = tmp_path / "other.jsonl"
+    path.write_text(json.dumps({"qid": "nope-1", "prediction": "x"}) + "\n")
+    with FakeOpenAI({}) as server:
+        result = _judge(cli, env, server, path, tmp_path / "j.jsonl")
+        assert result.returncode == 1 and "answer none of the" in result.stderr and not server.requests
+    assert not (tmp_path / "j.jsonl").exists()
+
+
+def test_verdicts_are_read_from_the_last_verdict_line_or_a_bare_answer():
+    assert parse_verdict("Reason.\nVerdict: yes") is True
+    assert parse_verdict("Verdict: no, wait.\nVerdict: **yes**") is True
+    assert parse_verdict("No.") is False and parse_verdict("yes") is True
+    assert parse_verdict("The answer is right") is None
+
+
+def test_kappa_is_chance_corrected_agreement():
+    assert cohen_kappa([True, False, True, False], [True, False, True, False]) == 1.0
+    assert cohen_kappa([True] * 4, [True, False, True, False]) == 0.0  # always yes: no better than chance
+    assert cohen_kappa([True, False], [False, True]) == -1.0
