@@ -69,7 +69,9 @@ def test_judging_killed_and_resumed(tmp_path, env):
         "".join(json.dumps({"qid": e.qid, "prediction": e.answers[0]}) + "\n" for e in load_demo("dev"))
     )
     with FakeOpenAI({}, latency=0.3) as server:
-        command = _ifqa("judge", "--predictions", predictions, "--model", "j", "--base-url", server.url, "--no-progress")
+        command = _ifqa(
+            "judge", "--predictions", predictions, "--model", "j", "--base-url", server.url, "--no-progress"
+        )
         reference = tmp_path / "reference.jsonl"
         _run(command + ["-o", reference, "--cache", tmp_path / "ref.sqlite"], env)
         out, cache = tmp_path / "out.jsonl", tmp_path / "run.sqlite"
