@@ -192,7 +192,7 @@ def recall(others: int) -> list[dict]:
     for backend in BACKENDS:
         name, _, quantize = backend.partition("-")
         index = WORK / f"idx-dense-{subset.stem}-{backend}"
-        extra = ["--backend", name] + (["--quantize", quantize] if quantize else [])
+        extra = ["--runtime", name] + (["--quantize", quantize] if quantize else [])
         if not (index / "manifest.json").exists():
             seconds, _, _ = timed(
                 ifqa(
@@ -241,7 +241,7 @@ def rerank_quality(run: str, model: str, depth: int) -> list[dict]:
     for backend in BACKENDS:
         name, _, quantize = backend.partition("-")
         out = WORK / f"reranked-{Path(run).stem}-d{depth}-{backend}.jsonl"
-        extra = ["--backend", name] + (["--quantize", quantize] if quantize else [])
+        extra = ["--runtime", name] + (["--quantize", quantize] if quantize else [])
         seconds, _, result = timed(
             ifqa(
                 "rerank",

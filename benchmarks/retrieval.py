@@ -49,7 +49,7 @@ def build_bm25(backend: str) -> dict:
             CORPUS,
             "-o",
             folder,
-            "--backend",
+            "--engine",
             backend,
             "--threads",
             "2",

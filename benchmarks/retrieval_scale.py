@@ -1,5 +1,5 @@
 """How `ifqa retrieve --k 100` grows with the collection, on the default bm25s index beside the same
-collection indexed with `--backend pyserini` (Lucene), projected to the paper's 21M and 27.5M passages.
+collection indexed with `--engine pyserini` (Lucene), projected to the paper's 21M and 27.5M passages.
 
     python benchmarks/retrieval_scale.py [--sizes 1,2,4,8] [--counts 700,3800] [--no-lucene] [--out FILE]
 
@@ -74,7 +74,7 @@ def index(corpus: Path, backend: str, folder: Path) -> dict:
         return {"folder": out, **json.loads(record.read_text())}
     shutil.rmtree(out, ignore_errors=True)
     seconds, peak, _ = timed(
-        ifqa("-q", "index", "bm25", "--backend", backend, "--corpus", corpus, "-o", out, "--no-progress")
+        ifqa("-q", "index", "bm25", "--engine", backend, "--corpus", corpus, "-o", out, "--no-progress")
     )
     built = {"build s": seconds, "build peak MB": peak}
     record.write_text(json.dumps(built))

@@ -120,7 +120,7 @@ def main() -> None:
         timed(ifqa("index", "bm25", "--corpus", corpus, "-o", index, "--no-progress"))
     lucene = args.lucene or WORK / "mini-lucene"
     if not args.no_lucene and not args.lucene and not (lucene / "manifest.json").exists():
-        timed(ifqa("index", "bm25", "--backend", "pyserini", "--corpus", corpus, "-o", lucene, "--no-progress"))
+        timed(ifqa("index", "bm25", "--engine", "pyserini", "--corpus", corpus, "-o", lucene, "--no-progress"))
     lucene_dir = lucene / "lucene" if (lucene / "lucene").is_dir() else lucene
     rows = []
     for k in (20, 100):

@@ -122,7 +122,7 @@ def main() -> None:
                     reranker,
                     "--rerank-depth",
                     str(args.rerank_depth),
-                    "--rerank-backend",
+                    "--rerank-runtime",
                     label,
                     *(["--rerank-quantize", quantize] if quantize else []),
                 ]

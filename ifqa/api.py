@@ -246,8 +246,8 @@ class Pipeline(RetrievalPipeline):
 class Reranker:
     """A cross-encoder (or the question-agnostic control) that reorders hits, as ``ifqa rerank``.
 
-    ``backend``: ``torch``, or ``onnx``/``openvino``/``auto`` (``-int8``: ``auto-int8`` is the int8
-    export measured fastest on this kind of CPU) on a CPU. ``precision``: ``auto`` is bf16 (fp16 where
+    ``runtime``: ``torch``, or ``onnx``/``openvino``/``auto`` (``-int8``: ``auto-int8`` is the int8
+    export measured fastest on this kind of CPU) on a CPU (``backend``, its former name, still works). ``precision``: ``auto`` is bf16 (fp16 where
     bf16 is emulated) on a GPU and fp32 on every CPU, so scores do not depend on the CPU or the batch;
     ``bf16`` on a CPU with AMX or AVX-512 BF16 is faster when asked for.
     """
@@ -256,24 +256,31 @@ class Reranker:
         model=arg.path_like,
         depth=arg.count,
         device=arg.device,
-        backend=arg.text,
+        runtime=arg.text,
         batch_size=arg.optional(arg.count),
         max_length=arg.optional(arg.count),
         precision=arg.text,
+        backend=arg.optional(arg.text),
     )
     def __init__(
         self,
         model: str | Path,
         depth: int = 100,
         device: str | None = None,
-        backend: str = "torch",
+        runtime: str = "torch",
         batch_size: int | None = None,
         max_length: int | None = None,
         precision: str = "auto",
+        backend: str | None = None,
     ):
         from ifqa.retrieval.rerank import load_reranker
 
-        self.model = load_reranker(str(model), depth, batch_size, device, max_length, backend, precision)
+        if backend is not None:  # the former name of runtime
+            import warnings
+
+            warnings.warn("Reranker(backend=) is now Reranker(runtime=)", DeprecationWarning, stacklevel=2)
+            runtime = backend
+        self.model = load_reranker(str(model), depth, batch_size, device, max_length, runtime, precision)
 
     @property
     def depth(self) -> int:
@@ -306,7 +313,7 @@ class Reranker:
             return self.model.rerank_many(questions, hits_lists)
         from tqdm import tqdm
 
-        from ifqa.retrieval.rerank import questions_per_group
+        from ifqa.retrieval.rerank_run import questions_per_group
 
         per_group = questions_per_group(self.model)
         out: list[list[Hit]] = []
@@ -328,7 +335,7 @@ class Reranker:
         from ifqa.artifacts import check_questions
         from ifqa.datasets import questions_for
         from ifqa.outputs import check_output
-        from ifqa.retrieval.rerank import read_rerankable, rerank_run
+        from ifqa.retrieval.rerank_run import read_rerankable, rerank_run
 
         check_output(output, {"run": run, "model": self.model.name}, "output")
         records = read_rerankable(run, self.depth)  # parsed once

@@ -4,7 +4,8 @@ function, and written back as the command that reruns it.
 A field's ``metadata`` holds what the command line needs: ``help``, ``choices`` (a tuple, or a
 registry: read when an option is parsed), ``flag`` (when the option's name differs from the
 field's), ``min``/``max`` (the accepted range), ``multiple`` (a list given by repeating the option),
-``parse`` (a list given as one string, e.g. ``0.3,0.7``). Click options
+``parse`` (a list given as one string, e.g. ``0.3,0.7``), ``renamed_from`` (the field's former name:
+its key and option still work for a release, and say the new name). Click options
 are generated from the fields, so the command line, YAML and the command shown in results cannot
 drift apart; ``to_args`` writes only the fields that differ from their defaults.
 """
@@ -66,6 +67,7 @@ def field_default(field: dataclasses.Field) -> Any:
 def from_options(cls: type[T], options: Mapping[str, Any], where: str | None = None) -> T:
     """Build ``cls`` from a mapping (click's keyword arguments or a YAML entry), checking every value."""
     fields = {f.name: f for f in option_fields(cls)}
+    options = _renamed_keys(fields, options, where)
     unknown = set(options) - set(fields)
     if unknown:
         raise IfqaError(f"unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(fields)}", where)
@@ -116,6 +118,21 @@ def from_options(cls: type[T], options: Mapping[str, Any], where: str | None = N
         raise IfqaError(str(exc), where) from None
 
 
+def _renamed_keys(fields: dict[str, dataclasses.Field], options: Mapping[str, Any], where: str | None) -> dict:
+    """``options`` with a field's former name (``rerank_backend``) read as its name, saying the new one."""
+    import logging
+
+    former = {f.metadata["renamed_from"]: name for name, f in fields.items() if f.metadata.get("renamed_from")}
+    out = dict(options)
+    for old, new in former.items():
+        if old in out:
+            if new in out and out[new] is not None:
+                raise IfqaError(f"give {new} or its former name {old}, not both", where)
+            logging.getLogger("ifqa").warning("%s'%s' is now '%s'", f"{where}: " if where else "", old, new)
+            out[new] = out.pop(old)
+    return out
+
+
 def changed(config: Any) -> list[tuple[dataclasses.Field, Any]]:
     """``config``'s fields away from their defaults, with their values, in declaration order."""
     fields = option_fields(type(config))
@@ -146,7 +163,7 @@ def click_options(cls: type, defaults: Mapping[str, Any] | None = None, exclude:
     """
     import click
 
-    from ifqa.choices import RegistryChoice
+    from ifqa.choices import AliasedOption, RegistryChoice
 
     defaults = defaults or {}
 
@@ -165,6 +182,7 @@ def click_options(cls: type, defaults: Mapping[str, Any] | None = None, exclude:
                 )
                 continue
             choices = meta.get("choices")
+            renamed = ("--" + meta["renamed_from"].replace("_", "-"),) if meta.get("renamed_from") else ()
             kind_ = (
                 (RegistryChoice(choices) if hasattr(choices, "names") else click.Choice(list(choices)))
                 if choices is not None
@@ -172,7 +190,11 @@ def click_options(cls: type, defaults: Mapping[str, Any] | None = None, exclude:
             )
             function = click.option(
                 flag(field),
+                *renamed,
                 field.name,
+                cls=AliasedOption,
+                hidden_aliases=renamed,
+                renamed=bool(renamed),
                 type=kind_,
                 default=None,
                 help=help_text,

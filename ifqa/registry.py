@@ -110,7 +110,7 @@ STAGES = Registry(
     },
     "ifqa.experiments",
 )
-#: CPU runtimes a model can be exported to (``--backend``): see ``ifqa.retrieval.runtimes``.
+#: CPU runtimes a model can be exported to (``--runtime``): see ``ifqa.retrieval.runtimes``.
 RUNTIMES = Registry(
     "CPU runtime", {"onnx": ".runtimes.onnx:RUNTIME", "openvino": ".runtimes.openvino:RUNTIME"}, "ifqa.retrieval"
 )
@@ -121,7 +121,7 @@ LLM_BACKENDS = Registry(
     "ifqa.llm",
 )
 #: Reranker kinds, tried in order: a class with ``claims(model)`` (whether a folder or id is of this
-#: kind) and ``load(model, settings: RerankSettings)``; the cross-encoder, last, claims any model.
+#: kind) and ``load(model, depth, **settings)``; the cross-encoder, last, claims any model.
 RERANKERS = Registry(
     "reranker kind",
     {"control": ".control:PassagePriorReranker", "cross-encoder": ".rerank:CrossEncoderReranker"},
@@ -133,9 +133,9 @@ INDEX_BUILDERS = Registry(
 )
 
 
-class BackendNames:
-    """The ``--backend`` choices, read from ``RUNTIMES`` when asked: ``torch``, each runtime and
-    ``auto``; with ``quantized``, also their ``-int8`` labels (as a YAML ``rerank_backend`` names one)."""
+class RuntimeNames:
+    """The ``--runtime`` choices, read from ``RUNTIMES`` when asked: ``torch``, each runtime and
+    ``auto``; with ``quantized``, also their ``-int8`` labels (as a YAML ``rerank_runtime`` names one)."""
 
     def __init__(self, quantized: bool = False):
         self.quantized = quantized

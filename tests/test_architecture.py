@@ -1,5 +1,6 @@
 """The architecture's promises: registries take a new engine or dataset as one module plus one
-line, packages do not import each other in a cycle, and modules stay small."""
+line, and packages do not import each other in a cycle (module size is a guide in
+docs/ARCHITECTURE.md, not a test: modules are cut by job)."""
 
 import ast
 import json
@@ -156,13 +157,6 @@ def test_no_import_cycle_between_modules():
     assert "ifqa.retrieval.reordering" in graph["ifqa.retrieval.rerank"]  # the graph is real
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]  # and so is the check
     assert _cycles(graph) == []
-
-
-def test_no_module_over_400_lines():
-    long = {
-        str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py") if (n := len(p.read_text().splitlines())) > 400
-    }
-    assert not long
 
 
 def test_every_package_is_installed():

@@ -961,7 +961,7 @@ CASES = [
             "-o",
             f"{B}/z6.jsonl",
         ],
-        "--quantize int8 needs --backend onnx or openvino",
+        "--quantize int8 needs --runtime onnx or openvino",
         "z6.jsonl",
     ),
     (
@@ -970,7 +970,7 @@ CASES = [
             "retrieve",
             "--rerank",
             f"{B}/empty-model",
-            "--rerank-backend",
+            "--rerank-runtime",
             "openvino",
             "--device",
             "cuda",

@@ -244,3 +244,38 @@ def test_help_pages_group_options_list_choices_and_show_an_example(cli):
     train = " ".join(cli("train", "reranker", "--help").stdout.replace("│", " ").split())
     assert "[question|premise|" in train.replace(" ", "")  # --query-mode lists its choices
     assert "ifqa_card.json" in train and "model_card.json" not in train
+
+
+def _renamed_options():
+    """``(command path, former flag, new flag)`` of every renamed option (walked, so a new one is covered)."""
+    from ifqa.choices import AliasedOption
+    from ifqa.cli import cli as root
+    from ifqa.cli.help import leaf_commands
+
+    return [
+        (path.split()[1:], alias, next(o for o in param.opts if o not in param.hidden_aliases))
+        for path, command in leaf_commands(root)
+        for param in command.params
+        if isinstance(param, AliasedOption) and param.renamed
+        for alias in param.hidden_aliases
+    ]
+
+
+def test_renamed_options_are_the_ones_meant():
+    """One meaning per name: --engine is a retrieval engine, --runtime a CPU export, --backend an LLM endpoint."""
+    renamed = {(" ".join(path), old, new) for path, old, new in _renamed_options()}
+    assert ("index bm25", "--backend", "--engine") in renamed
+    assert {("index dense", "--backend", "--runtime"), ("rerank", "--backend", "--runtime")} <= renamed
+    assert {
+        ("retrieve", "--rerank-backend", "--rerank-runtime"),
+        ("serve", "--rerank-backend", "--rerank-runtime"),
+    } <= renamed
+
+
+@pytest.mark.parametrize("path, old, new", _renamed_options(), ids=lambda v: v if isinstance(v, str) else " ".join(v))
+def test_a_former_option_name_works_and_says_the_new_one_once(cli, path, old, new):
+    """Given by its former name (twice here), an option is the new one (a bad value is refused under
+    the new name) and the command says the new name, once."""
+    result = cli(*path, old, "no-such-choice", old, "no-such-choice")
+    assert result.stderr.count(f"{old} is now {new}") == 1, result.stderr
+    assert result.returncode == 1 and f"Invalid value for '{new}'" in result.stderr

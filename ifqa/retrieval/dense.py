@@ -356,12 +356,12 @@ def build(
     """Encode (one shard, or everything missing; on Ray when ``ray`` names a cluster) and, without a
     shard, build the index. Whether the index will fit ``max_memory`` is checked before encoding.
     ``batch_size`` None: ``batching.default_batch_size`` (512 on a GPU, 64 on a CPU). ``backend``:
-    ``exported.Backend``'s label (torch, onnx, openvino, onnx-int8, openvino-int8); queries are
+    ``exported.Runtime``'s label (torch, onnx, openvino, onnx-int8, openvino-int8); queries are
     encoded by the same backend."""
-    from ifqa.retrieval.exported import Backend
+    from ifqa.retrieval.exported import Runtime
 
     _check_index_type(index_type)  # before encoding, even where the memory pre-check cannot run
-    Backend.parse(backend).check(device)
+    Runtime.parse(backend).check(device)
     if precision != "auto" or device:  # a device or precision this machine lacks: one line before any work
         from ifqa.devices import pick_device, pick_precision
 

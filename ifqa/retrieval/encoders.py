@@ -14,10 +14,10 @@ from pathlib import Path
 import numpy as np
 
 from ifqa.errors import IfqaError
+from ifqa.retrieval import DEFAULT_ENCODER
 
 log = logging.getLogger(__name__)
 
-DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 DPR_CONTEXT = "facebook/dpr-ctx_encoder-single-nq-base"
 
 
@@ -98,7 +98,7 @@ def demo_texts() -> list[str]:
 
 class SentenceEncoder(_BatchedEncoder):
     """Any sentence-transformers model; embeddings L2-normalized so inner product is cosine.
-    ``backend``: ``exported.Backend`` or its label (torch, onnx, openvino, onnx-int8, openvino-int8)."""
+    ``backend``: ``exported.Runtime`` or its label (torch, onnx, openvino, onnx-int8, openvino-int8)."""
 
     def __init__(
         self,
@@ -111,9 +111,9 @@ class SentenceEncoder(_BatchedEncoder):
         from sentence_transformers import SentenceTransformer
 
         from ifqa.devices import pick_device, pick_precision
-        from ifqa.retrieval.exported import Backend
+        from ifqa.retrieval.exported import Runtime
 
-        self.backend = backend if isinstance(backend, Backend) else Backend.parse(backend)
+        self.backend = backend if isinstance(backend, Runtime) else Runtime.parse(backend)
         self.backend.check(device)  # a missing package or a GPU: one line before the model loads
         self.device = pick_device(device or ("cpu" if self.backend.exported else None))
         self.precision = pick_precision(precision, self.device)
@@ -240,7 +240,7 @@ def load_encoder(
 
     ``max_length`` truncates inputs (in tokens); None keeps the model's own limit. ``precision``:
     ``devices.pick_precision`` (fp16 on CUDA, fp32 on a CPU by default). ``backend``: see
-    ``exported.Backend`` (DPR encoders run on torch).
+    ``exported.Runtime`` (DPR encoders run on torch).
     """
     from transformers.utils import logging as hf_logging
 

@@ -4,7 +4,7 @@ Measured by benchmarks/cpu_backends.py (docs/benchmarks.md), and which is fastes
 CPU: on 2 cores of an AMD EPYC with AVX-512 VNNI, OpenVINO int8 (NNCF post-training quantization,
 the rest in f32) encodes 3.3x the passages/s of fp32 PyTorch with dense recall within 0.5 points
 (ONNX Runtime's dynamic int8 2.2x); on 2 cores with AVX2 only, OpenVINO's int8 is no faster than
-fp32 and ONNX Runtime's dynamic int8 is the fastest. ``--backend auto`` picks by the CPU's flags
+fp32 and ONNX Runtime's dynamic int8 is the fastest. ``--runtime auto`` picks by the CPU's flags
 (``fastest_export``). PyTorch's own dynamic int8 is not offered: it moved MiniLM's embeddings to a
 cosine of 0.85.
 
@@ -34,7 +34,7 @@ from pathlib import Path
 import numpy as np
 
 from ifqa.errors import IfqaError
-from ifqa.registry import RUNTIMES, BackendNames
+from ifqa.registry import RUNTIMES, RuntimeNames
 from ifqa.retrieval.export_cache import MANIFEST, cached_problem, publish, sha256, staging_folder
 
 log = logging.getLogger(__name__)
@@ -60,7 +60,7 @@ def export_estimate(label: str, parameters: int) -> str:
 
 
 @dataclass(frozen=True)
-class Backend:
+class Runtime:
     """Where a model runs: ``torch`` (any device), or exported to ``onnx``/``openvino`` (CPU), optionally int8."""
 
     name: str = "torch"
@@ -70,17 +70,17 @@ class Backend:
         if self.name == "auto":  # resolved here, so manifests and caches only ever name a real backend
             object.__setattr__(self, "name", fastest_export(self.quantize))
         if self.name != "torch" and self.name not in RUNTIMES:
-            raise IfqaError(f"--backend {self.name!r}: choose from {', '.join(BackendNames())}")
+            raise IfqaError(f"--runtime {self.name!r}: choose from {', '.join(RuntimeNames())}")
         if self.quantize not in (None, *QUANTIZATIONS):
             raise IfqaError(f"--quantize {self.quantize!r}: choose from {', '.join(QUANTIZATIONS)}")
         if self.quantize and self.name == "torch":
             raise IfqaError(
-                "--quantize int8 needs --backend onnx or openvino (PyTorch's dynamic int8 moved "
+                "--quantize int8 needs --runtime onnx or openvino (PyTorch's dynamic int8 moved "
                 "MiniLM's embeddings to a cosine of 0.85)"
             )
 
     @classmethod
-    def parse(cls, label: str | None) -> Backend:
+    def parse(cls, label: str | None) -> Runtime:
         """``torch``, ``onnx``, ``openvino``, ``onnx-int8``, ``openvino-int8`` (as manifests write it),
         or ``auto``/``auto-int8`` (``fastest_export``)."""
         name, _, quantize = (label or "torch").partition("-")
@@ -99,13 +99,13 @@ class Backend:
         if not self.exported:
             return
         if device and device != "cpu":
-            raise IfqaError(f"--backend {self.name} runs on the CPU; use --backend torch on {device}")
+            raise IfqaError(f"--runtime {self.name} runs on the CPU; use --runtime torch on {device}")
         import importlib.util
 
         runtime = RUNTIMES.get(self.name)
         missing = [module for module in runtime.modules(self.quantize) if importlib.util.find_spec(module) is None]
         if missing:
-            raise IfqaError(f"--backend {self.label} needs {', '.join(missing)}: pip install 'ifqa[{runtime.extra}]'")
+            raise IfqaError(f"--runtime {self.label} needs {', '.join(missing)}: pip install 'ifqa[{runtime.extra}]'")
 
 
 def cpu_has_int8_dot_products() -> bool:
@@ -118,7 +118,7 @@ def cpu_has_int8_dot_products() -> bool:
 
 
 def fastest_export(quantize: str | None) -> str:
-    """What ``--backend auto`` means on this CPU, by benchmarks/cpu_backends.py (docs/benchmarks.md):
+    """What ``--runtime auto`` means on this CPU, by benchmarks/cpu_backends.py (docs/benchmarks.md):
     int8 runs fastest in OpenVINO where the CPU has VNNI or AMX (3.3x fp32 PyTorch encoding on
     AVX-512 VNNI) and in ONNX Runtime where it has only AVX2 (OpenVINO's int8 was no faster than
     fp32 there); in f32, OpenVINO was the faster on both. Another registered runtime is taken when
@@ -150,7 +150,7 @@ def checksum(module) -> str:
 class Exported:
     """An exported model called like the PyTorch one: tokenized features in, a float tensor out."""
 
-    def __init__(self, folder: Path, backend: Backend, threads: int | None = None):
+    def __init__(self, folder: Path, backend: Runtime, threads: int | None = None):
         import torch
 
         self.folder, self.backend = folder, backend
@@ -172,7 +172,7 @@ def load_exported(
     module,
     tokenize: Callable[[list], dict],
     kind: str,
-    backend: Backend,
+    backend: Runtime,
     probe: list,
     calibration: list,
     threads: int | None = None,
@@ -212,7 +212,7 @@ def load_exported(
             raise IfqaError(
                 f"the {backend.label} export of this model differs from it on a probe batch "
                 f"({'lowest cosine' if kind == 'embedding' else 'rank correlation'} {agreement:.4f}, "
-                f"needs {TOLERANCE[backend.quantize]}); use --backend torch"
+                f"needs {TOLERANCE[backend.quantize]}); use --runtime torch"
             )
         files = {str(p.relative_to(staging)): sha256(p) for p in sorted(staging.rglob("*")) if p.is_file()}
         (staging / MANIFEST).write_text(
@@ -227,7 +227,7 @@ def load_exported(
     except Exception as exc:  # an exporter's own failure: one line, nothing cached
         first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else ""
         raise IfqaError(
-            f"exporting to {backend.label} failed ({type(exc).__name__}: {first}); use --backend torch"
+            f"exporting to {backend.label} failed ({type(exc).__name__}: {first}); use --runtime torch"
         ) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
@@ -279,7 +279,7 @@ def score_module(sequence_classifier):
     return _modules()[1](sequence_classifier).eval()
 
 
-def _export(module, tokenize, backend: Backend, folder: Path, calibration: list) -> None:
+def _export(module, tokenize, backend: Runtime, folder: Path, calibration: list) -> None:
     import warnings
 
     import torch

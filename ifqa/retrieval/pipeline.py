@@ -54,9 +54,9 @@ class RetrievalPipeline:
         from ifqa.retrieval.specs import open_index
 
         if config.rerank:  # an exported backend on a GPU: its own line, before the device's
-            from ifqa.retrieval.exported import Backend
+            from ifqa.retrieval.exported import Runtime
 
-            Backend.parse(config.rerank_backend).check(config.device)
+            Runtime.parse(config.rerank_runtime).check(config.device)
         check_device(config.device)  # before an index is opened (or the demo's is built on first use)
         self.config = config
         self.retrievers = (
@@ -95,7 +95,7 @@ class RetrievalPipeline:
                     config.rerank,
                     config.rerank_depth,
                     device=config.device,
-                    backend=config.rerank_backend,
+                    backend=config.rerank_runtime,
                     precision=config.rerank_precision,
                 )
             ]

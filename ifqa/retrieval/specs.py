@@ -80,9 +80,9 @@ class DemoIndexes:
             from ifqa.retrieval.bm25 import DEFAULT_PARAMS
 
             return dict(DEFAULT_PARAMS)
-        from ifqa.retrieval.encoders import DEFAULT_ENCODER
+        from ifqa.retrieval import DEFAULT_ENCODER, DENSE_MAX_LENGTH
 
-        return {"encoder": DEFAULT_ENCODER, "max_length": 128}
+        return {"encoder": DEFAULT_ENCODER, "max_length": DENSE_MAX_LENGTH}
 
     def folder(self, name: str) -> Path:
         """The cached index, made on first use (``_ready``)."""

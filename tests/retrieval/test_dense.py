@@ -1,4 +1,5 @@
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -407,3 +408,18 @@ def test_progress_counts_passages_as_batches_finish_and_a_resume_says_what_was_d
     with caplog.at_level("INFO", logger="ifqa"):
         dense.build(corpus, tmp_path / "idx", chunk=4, progress=False)
     assert "resuming; 4 of 8 passages were already encoded" in caplog.text
+
+
+def test_every_way_to_build_a_dense_index_encodes_at_one_default_length(monkeypatch):
+    """`ifqa index dense`, an experiment's index stage and the demo index read one default (an index
+    stage without max_length once encoded at the model's own limit, 256 for MiniLM)."""
+    from ifqa.cli.index import index_dense
+    from ifqa.retrieval import DENSE_MAX_LENGTH, builders, dense
+    from ifqa.retrieval.specs import DEMO_INDEXES as DEMO
+
+    built = {}
+    monkeypatch.setattr(dense, "build", lambda *args, **kwargs: built.update(kwargs) or {})
+    builders.build_dense(Path("corpus.jsonl"), Path("index"), {}, progress=False)
+    assert built["max_length"] == DENSE_MAX_LENGTH
+    assert next(p for p in index_dense.params if p.name == "max_length").default == DENSE_MAX_LENGTH
+    assert DEMO.recipe("dense")["max_length"] == DENSE_MAX_LENGTH

@@ -9,7 +9,7 @@ import pytest
 
 from ifqa.errors import IfqaError
 from ifqa.retrieval import dense, export_cache, exported
-from ifqa.retrieval.exported import Backend
+from ifqa.retrieval.exported import Runtime
 
 pytestmark = pytest.mark.filterwarnings("ignore")
 HAVE = {
@@ -34,19 +34,19 @@ def passages(corpus):
 
 
 def test_backend_labels_and_refusals():
-    assert Backend.parse("openvino-int8") == Backend("openvino", "int8") and Backend.parse(None).label == "torch"
-    with pytest.raises(IfqaError, match="--quantize int8 needs --backend onnx or openvino"):
-        Backend("torch", "int8")
-    with pytest.raises(IfqaError, match="--backend 'tensorrt'"):
-        Backend("tensorrt")
+    assert Runtime.parse("openvino-int8") == Runtime("openvino", "int8") and Runtime.parse(None).label == "torch"
+    with pytest.raises(IfqaError, match="--quantize int8 needs --runtime onnx or openvino"):
+        Runtime("torch", "int8")
+    with pytest.raises(IfqaError, match="--runtime 'tensorrt'"):
+        Runtime("tensorrt")
     with pytest.raises(IfqaError, match="runs on the CPU"):
-        Backend("onnx").check("cuda")
+        Runtime("onnx").check("cuda")
 
 
 def test_a_missing_package_names_the_extra(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
     with pytest.raises(IfqaError, match=r"needs openvino, nncf: pip install 'ifqa\[openvino\]'"):
-        Backend("openvino", "int8").check()
+        Runtime("openvino", "int8").check()
 
 
 @pytest.mark.parametrize(
@@ -136,7 +136,7 @@ def test_an_index_built_with_a_backend_encodes_queries_with_it(corpus, tmp_path,
         corpus,
         "-o",
         tmp_path / "idx",
-        "--backend",
+        "--runtime",
         "openvino",
         "--chunk-size",
         "3",
@@ -161,8 +161,8 @@ def test_an_index_built_with_a_backend_encodes_queries_with_it(corpus, tmp_path,
 @pytest.mark.parametrize(
     "args, message",
     [
-        (["--quantize", "int8"], "--quantize int8 needs --backend onnx or openvino"),
-        (["--backend", "onnx", "--device", "cuda"], "--backend onnx runs on the CPU"),
+        (["--quantize", "int8"], "--quantize int8 needs --runtime onnx or openvino"),
+        (["--runtime", "onnx", "--device", "cuda"], "--runtime onnx runs on the CPU"),
     ],
 )
 def test_index_dense_backend_refusals_are_one_line(corpus, tmp_path, cli, args, message):
@@ -178,16 +178,16 @@ def test_the_export_estimate_scales_with_the_model():
 
 
 def test_auto_names_the_export_measured_fastest_for_this_kind_of_cpu(monkeypatch):
-    """``--backend auto`` resolves at once (manifests and caches name a real backend): int8 in
+    """``--runtime auto`` resolves at once (manifests and caches name a real backend): int8 in
     OpenVINO given VNNI or AMX, in ONNX Runtime on a CPU with only AVX2; f32 in OpenVINO."""
     from ifqa.retrieval import exported
 
     monkeypatch.setattr(exported, "cpu_has_int8_dot_products", lambda: True)
-    assert exported.Backend.parse("auto-int8").label == "openvino-int8"
-    assert exported.Backend("auto").label == "openvino"
+    assert exported.Runtime.parse("auto-int8").label == "openvino-int8"
+    assert exported.Runtime("auto").label == "openvino"
     monkeypatch.setattr(exported, "cpu_has_int8_dot_products", lambda: False)
-    assert exported.Backend.parse("auto-int8").label == "onnx-int8"
-    assert exported.Backend("auto", "int8").exported
+    assert exported.Runtime.parse("auto-int8").label == "onnx-int8"
+    assert exported.Runtime("auto", "int8").exported
 
 
 @needs_onnx

@@ -126,14 +126,14 @@ def test_settings_that_act_through_another_are_refused_without_it(cli):
     from ifqa.retrieval.config import DEPENDS_ON, RetrievalConfig
 
     defaults = {f.name: f.default for f in dataclasses.fields(RetrievalConfig)}
-    other = {"rerank_backend": "onnx", "rerank_depth": 7, "rerank_precision": "bf16"}
+    other = {"rerank_runtime": "onnx", "rerank_depth": 7, "rerank_precision": "bf16"}
     assert set(DEPENDS_ON) <= set(other)
     for name, needed in DEPENDS_ON.items():
         assert other[name] != defaults[name]
         with pytest.raises(IfqaError, match=f"{name} .* applies to {needed}"):
             RetrievalConfig(**{name: other[name]})
         RetrievalConfig(**{name: other[name], needed: "some-reranker"})  # with it: accepted
-    result = cli("retrieve", "--rerank-backend", "onnx", "--k", "3", "--no-progress")
+    result = cli("retrieve", "--rerank-runtime", "onnx", "--k", "3", "--no-progress")
     assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1
     assert "applies to rerank (--rerank)" in result.stderr
 

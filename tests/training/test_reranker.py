@@ -171,7 +171,8 @@ def test_rerank_reuses_the_runs_flags_and_writes_the_same_bytes(tmp_path, traine
     manifest, or without flags, has them computed: the output bytes are the same."""
     from ifqa import load_questions
     from ifqa.eval import passages
-    from ifqa.retrieval.rerank import load_reranker, rerank_run
+    from ifqa.retrieval.rerank import load_reranker
+    from ifqa.retrieval.rerank_run import rerank_run
 
     run = tmp_path / "run.jsonl"
     assert cli("retrieve", "--k", "8", "-o", run, "--no-progress").returncode == 0
@@ -297,7 +298,7 @@ def test_rerank_on_an_exported_backend_keeps_the_ranking(tmp_path, trained, cli,
             trained / "model",
             "--depth",
             "8",
-            "--backend",
+            "--runtime",
             backend,
             "-o",
             outputs[backend],
@@ -334,7 +335,8 @@ def test_rerank_scores_do_not_depend_on_the_batches(tmp_path, trained, cli):
     number of questions reranked together and so the batches the planner forms; through
     `ifqa rerank` and the reranker the API and `--rerank` use."""
     from ifqa import load_questions
-    from ifqa.retrieval.rerank import load_reranker, rerank_run
+    from ifqa.retrieval.rerank import load_reranker
+    from ifqa.retrieval.rerank_run import rerank_run
 
     run = tmp_path / "run.jsonl"
     assert cli("retrieve", "--k", "20", "-o", run, "--no-progress").returncode == 0

@@ -1,4 +1,4 @@
-"""CPU runtimes an encoder or cross-encoder can be exported to (``--backend``), one module each.
+"""CPU runtimes an encoder or cross-encoder can be exported to (``--runtime``), one module each.
 
 A runtime is an object with ``modules(quantize)`` (what must be installed), ``extra`` (the pip
 extra that installs it), ``convert(onnx_path, folder, quantize, batches)`` (from the traced ONNX
