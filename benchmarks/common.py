@@ -76,13 +76,23 @@ class Parser(argparse.ArgumentParser):
         kwargs.setdefault("prog", Path(sys.argv[0]).stem)
         super().__init__(**kwargs)
 
-    def add_argument(self, *names, at_least: int | None = None, **kwargs):
+    def add_argument(self, *names, at_least: int | None = None, input_file: bool = False, **kwargs):
+        """``input_file``: a file the script reads, which must exist (one line naming it otherwise)."""
         if kwargs.get("type") is int:
             kwargs["type"] = whole_number(1 if at_least is None else at_least)
+        if input_file:
+            kwargs["type"] = existing_file
         return super().add_argument(*names, **kwargs)
 
     def error(self, message: str):
         self.exit(1, f"{self.prog}: {' '.join(message.split())}\n")
+
+
+def existing_file(text: str) -> Path:
+    """An argparse type: a file that exists."""
+    if not Path(text).is_file():
+        raise argparse.ArgumentTypeError(f"{text}: no such file")
+    return Path(text)
 
 
 def whole_number(least: int):

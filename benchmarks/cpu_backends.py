@@ -287,7 +287,11 @@ def main() -> None:
         "--recall", type=int, default=0, at_least=0, help="also index gold + N mini-wiki passages per backend"
     )
     parser.add_argument(
-        "--backends", nargs="+", default=BACKENDS, choices=BACKENDS, help="torch first: the others are compared with it"
+        "--backends",
+        nargs="+",
+        default=BACKENDS,
+        choices=BACKENDS,
+        help="runtimes to measure; torch is always measured too, first, as the others are compared with it",
     )
     parser.add_argument("--skip-speed", action="store_true", help="only the recall part")
     parser.add_argument(
@@ -300,7 +304,7 @@ def main() -> None:
         "--rerank-depth", type=int, default=100, help="passages reranked per question with --rerank-run"
     )
     args = parser.parse_args()
-    BACKENDS[:] = args.backends
+    BACKENDS[:] = ["torch"] + [b for b in args.backends if b != "torch"]  # the base the others are compared with
     os.environ.setdefault("IFQA_DATA_DIR", str(SHARED / "ifqa"))
     WORK.mkdir(parents=True, exist_ok=True)
     import torch

@@ -3,7 +3,7 @@ requests/s at concurrency 1, 4 and 16, for BM25 and BM25 + a reranker, on the de
 on mini-wiki (IfQA supervised dev questions).
 
     python benchmarks/serve_latency.py [--rerank MODEL] [--mini-index DIR] [--requests 200]
-                                       [--rerank-backends torch auto-int8] [--collections demo] [--concurrency 1]
+                                       [--rerank-runtimes torch auto-int8] [--collections demo] [--concurrency 1]
 
 Each configuration runs in its own `ifqa serve` process on 127.0.0.1 (started, warmed with one
 request, measured, stopped); the client is plain urllib in threads. Without ``--mini-index`` the
@@ -22,6 +22,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from common import SHARED, WORK, Parser, free_port, ifqa, machine, markdown_table, timed
+
+from ifqa.registry import RuntimeNames
 
 
 def questions_of(setting: str, split: str, n: int) -> list[str]:
@@ -75,10 +77,11 @@ def main() -> None:
     parser.add_argument("--rerank-requests", type=int, default=100, help="questions per measurement with the reranker")
     parser.add_argument("--k", type=int, default=10)
     parser.add_argument(
-        "--rerank-backends",
+        "--rerank-runtimes",
         nargs="+",
         default=["torch"],
-        help="reranker backends to serve with, each its own row (torch, onnx-int8, auto-int8, ...)",
+        choices=list(RuntimeNames(quantized=True)),
+        help="reranker runtimes to serve with, each its own row (torch, onnx-int8, auto-int8, ...)",
     )
     parser.add_argument("--collections", nargs="+", default=["demo", "mini-wiki"], choices=["demo", "mini-wiki"])
     parser.add_argument(
@@ -111,7 +114,7 @@ def main() -> None:
         ("mini-wiki", ["--index", str(mini_index), "--setting", "supervised"], ("supervised", "dev")),
     ]
     rows = []
-    pipelines = [(None, None)] + [(args.rerank, backend) for backend in args.rerank_backends if args.rerank]
+    pipelines = [(None, None)] + [(args.rerank, backend) for backend in args.rerank_runtimes if args.rerank]
     for name, serve_args, (setting, split) in [c for c in collections if c[0] in args.collections]:
         for reranker, backend in pipelines:
             extra = []

@@ -29,7 +29,7 @@ def preference(path: str, depth: int = 5) -> dict:
 
 def main() -> None:
     parser = Parser(description=__doc__.splitlines()[0])
-    parser.add_argument("runs", nargs="+")
+    parser.add_argument("runs", nargs="+", input_file=True)
     parser.add_argument("--depth", type=int, default=5)
     args = parser.parse_args()
     print(markdown_table([preference(run, args.depth) for run in args.runs]))

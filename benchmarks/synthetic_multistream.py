@@ -66,7 +66,7 @@ def write_multistream(fragment: Path, output: Path, copies: int) -> dict:
 
 def main() -> None:
     parser = Parser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("fragment", type=Path)
+    parser.add_argument("fragment", input_file=True)
     parser.add_argument("output", type=Path)
     parser.add_argument("--copies", type=int, default=50)
     args = parser.parse_args()

@@ -80,7 +80,9 @@ def text(name: str, value: Any) -> str:
         raise TypeError(f"{name} must be a str, not {_kind(value)}")
     if not value.strip():
         raise ValueError(f"{name} is empty")
-    return _unicode(name, value)
+    from ifqa.io import nfc
+
+    return nfc(_unicode(name, value))
 
 
 def texts(name: str, value: Any) -> list[str]:

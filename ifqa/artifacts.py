@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from ifqa.errors import IfqaError
-from ifqa.io import read_jsonl, read_manifest_object, write_json, write_jsonl
+from ifqa.io import nfc, read_jsonl, read_manifest_object, unpaired_surrogate, write_json, write_jsonl
 from ifqa.version import __version__
 
 
@@ -39,6 +39,14 @@ class Example:
     answers: list[str]
     context: list[str] = field(default_factory=list)
     meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:  # text enters in NFC, once (io.nfc)
+        if isinstance(self.question, str) and not unpaired_surrogate(self.question):
+            object.__setattr__(self, "question", nfc(self.question))
+        for name in ("answers", "context"):
+            values = getattr(self, name)
+            if isinstance(values, list) and all(isinstance(v, str) and not unpaired_surrogate(v) for v in values):
+                object.__setattr__(self, name, [nfc(v) for v in values])
 
     def to_json(self) -> dict[str, Any]:
         """The official record layout (``idx`` kept as an int when the id is numeric)."""
@@ -181,7 +189,7 @@ def check_records_ask(records: Iterable[dict], questions: QuestionSet, where: st
     known = {example.qid: example.question for example in questions.examples}
     for record in records:
         asked, qid = record.get("question"), str(record.get("qid"))
-        if isinstance(asked, str) and qid in known and asked != known[qid]:
+        if isinstance(asked, str) and qid in known and nfc(asked) != known[qid]:
             raise IfqaError(
                 f"the record of qid {qid!r} asks {asked[:60]!r}, not {questions.name}'s question; "
                 "name the questions it was made for",

@@ -64,3 +64,32 @@ def check_step(step: object, steps: int, path: str | Path, start_over: str) -> i
             f"not a resume state this run can continue from (step {step!r}, not 0 to {steps}); {start_over}", path
         )
     return step
+
+
+def system_error_line(exc: BaseException, output: str | None = None) -> str | None:
+    """The one line for what the machine refused (a full disk, too few file handles, too little memory),
+    saying what it is and what to do; None for anything else. ``output``: where the command writes,
+    named when the error itself names no file (numpy reports a full disk as "N requested and M written")."""
+    import errno
+    import re
+
+    text = str(getattr(exc, "strerror", None) or exc)
+    where = getattr(exc, "filename", None) or output
+    code = getattr(exc, "errno", None)
+    if code in (errno.ENOSPC, errno.EDQUOT) or re.search(r"\d+ requested and \d+ written", text):
+        place = f" holding {where}" if where else ""
+        return f"the disk{place} is full ({first_line(text, 80)}); free space there or write elsewhere"
+    if code in (errno.EMFILE, errno.ENFILE):
+        import resource
+
+        soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        return (
+            f"too many open files (this process may open {soft}); raise the limit (ulimit -n 4096) or use "
+            "fewer --workers"
+        )
+    if isinstance(exc, MemoryError) or "can't allocate memory" in text or code == errno.ENOMEM:
+        return (
+            f"out of memory ({first_line(text, 100) or 'MemoryError'}); lower --batch-size (or --max-memory, "
+            "--chunk-docs), or free memory; rerun the same command to resume"
+        )
+    return None

@@ -123,8 +123,12 @@ def evaluate_predictions(
     >>> evaluate_predictions({e.qid: e.answers[0] for e in dev}, dev)["em"]
     100.0
     """
+    from ifqa.artifacts import check_questions
     from ifqa.eval.tasks import task_for
 
+    for given in (predictions, compare, judgments):  # a file made for another question set, as the CLI refuses it
+        if isinstance(given, (str, Path)):
+            check_questions(given, questions)
     task = task_for(questions)
     answers = _task_predictions(task, predictions)
     other = _task_predictions(task, compare) if compare is not None else None

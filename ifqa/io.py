@@ -27,7 +27,17 @@ def open_text(path: str | Path) -> IO[str]:
 
 
 #: What a text holding a lone surrogate is told, wherever it came in (a file, a request).
+BOM = b"\xef\xbb\xbf"  # UTF-8's byte-order mark, which editors on Windows put first in a file
 SURROGATE_PROBLEM = "holds an unpaired surrogate (\\ud800-\\udfff): not valid Unicode text"
+
+
+def nfc(text: str) -> str:
+    """Text in Unicode's composed form (NFC), as it enters ifqa: questions, queries and passages, so
+    canonically equivalent text ("é" as one code point or as "e" and an accent) is the same question,
+    query or passage everywhere after (tokens, hashes, question-set identity). Identity for NFC text."""
+    import unicodedata
+
+    return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
 
 
 def unpaired_surrogate(*texts: str) -> bool:
@@ -109,7 +119,7 @@ def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
             yield handle
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())  # mkstemp creates 0600; outputs get the usual permissions
+        umask_modes(tmp)  # mkstemp creates 0600; outputs get the usual permissions
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
@@ -151,6 +161,50 @@ def check_writable_kind(output: str | os.PathLike, option: str = "--output") -> 
 
 
 @contextlib.contextmanager
+def exclusive(path: str | Path, what: str = "another run is writing this output") -> Iterator[None]:
+    """Hold ``.<name>.lock`` beside ``path`` for the block: a second process that wants the same output
+    is refused in one line at once (``what``), instead of the two runs tearing each other's staging
+    apart. The lock is the kernel's (flock), released when a killed process dies, so a kill never
+    blocks the next run."""
+    import fcntl
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock_path = path.parent / f".{path.name}.lock"
+    handle = open(lock_path, "w")  # noqa: SIM115 - held for the block
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        handle.close()  # the running one owns the lock file
+        raise IfqaError(what, path) from None
+    try:
+        yield
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            lock_path.unlink()  # still holding the lock, so no other run is between open and lock
+        handle.close()
+
+
+def umask_modes(path: str | Path) -> None:
+    """Give a staged output (a file, or a folder and all it holds) the modes the user's umask gives new
+    files: ``mkdtemp`` makes folders 0700, and libraries stage their own files 0600 (transformers'
+    ``model.safetensors``), which would keep a colleague on a shared filesystem out. Called once, just
+    before a staged output is renamed into place."""
+    mask = _umask()
+    path = Path(path)
+    folders = [path] if path.is_dir() else []
+    files = [] if folders else [path]
+    for parent, dirs, names in os.walk(path) if folders else ():
+        folders += [Path(parent) / d for d in dirs]
+        files += [Path(parent) / n for n in names]
+    for folder in folders:
+        os.chmod(folder, 0o777 & ~mask)
+    for file in files:
+        if not file.is_symlink():
+            os.chmod(file, (0o777 if os.access(file, os.X_OK) else 0o666) & ~mask)
+
+
+@contextlib.contextmanager
 def atomic_dir(path: str | Path) -> Iterator[Path]:
     """A temporary folder beside ``path``, renamed to ``path`` only when the block succeeds."""
     import shutil
@@ -160,7 +214,7 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     tmp = Path(tempfile.mkdtemp(prefix=staging_prefix(path), suffix=".tmp", dir=path.parent))
     try:
         yield tmp
-        os.chmod(tmp, 0o777 & ~_umask())
+        umask_modes(tmp)
         os.replace(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -152,3 +152,17 @@ def test_objects_print_as_what_they_hold():
     assert repr(ifqa.open_index("demo:bm25")) == "Searcher('bm25:demo-bm25', bm25s, 4,151 passages)"
     assert repr(ifqa.Pipeline(k=5, query_mode="clean")) == "Pipeline(k=5, query_mode='clean')"
     assert repr(ifqa.Pipeline()) == "Pipeline(the defaults of ifqa retrieve)"
+
+
+def test_evaluate_predictions_refuses_a_file_made_for_another_question_set(tmp_path):
+    """As `ifqa evaluate` does: the file's manifest records the set it was made for (trust round 6)."""
+    import json
+
+    from ifqa import evaluate_predictions, load_questions, read
+    from ifqa.errors import IfqaError
+
+    path = tmp_path / "train-preds.jsonl"
+    read("majority", load_questions("demo", "train"), output=path)
+    assert json.loads((tmp_path / "train-preds.jsonl.manifest.json").read_text())["questions"]["name"] == "demo:train"
+    with pytest.raises(IfqaError, match="made for the question set 'demo:train'"):
+        evaluate_predictions(path, load_questions("demo", "dev"))

@@ -166,6 +166,36 @@ def _declared(script: Path) -> list[tuple[str, str, object]]:
     return found
 
 
+def _input_files(script: Path) -> list[str]:
+    """The arguments a script declares as files it reads (``input_file=True``), positional or not."""
+    import ast
+
+    found = []
+    for node in ast.walk(ast.parse(script.read_text())):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument":
+            keywords = {k.arg: k.value for k in node.keywords}
+            if isinstance(keywords.get("input_file"), ast.Constant) and keywords["input_file"].value:
+                found.append(node.args[0].value)
+    return found
+
+
+FILE_CASES = [(script, name) for script in SCRIPTS for name in _input_files(script)]
+
+
+@pytest.mark.parametrize("script, name", FILE_CASES, ids=lambda v: v.name if isinstance(v, Path) else str(v))
+def test_a_missing_input_file_is_one_line(script, name, tmp_path):
+    """A script given a file that is not there says so in one line (it was a traceback)."""
+    args = ["--" + name.lstrip("-"), "missing.jsonl"] if name.startswith("--") else ["missing.jsonl", "out"]
+    result = subprocess.run(
+        [sys.executable, str(script), *args], capture_output=True, text=True, timeout=120, cwd=tmp_path
+    )
+    assert result.returncode == 1 and result.stderr.count("\n") == 1 and "missing.jsonl: no such file" in result.stderr
+
+
+def test_the_file_cases_cover_the_scripts():
+    assert {"style_preference.py", "synthetic_multistream.py"} <= {script.name for script, _ in FILE_CASES}
+
+
 def test_every_script_reads_its_flags_through_the_one_parser():
     stray = [p.name for p in SCRIPTS if "argparse.ArgumentParser(" in p.read_text()]
     assert not stray, f"scripts with a parser of their own (use common.Parser): {stray}"

@@ -49,3 +49,38 @@ def test_experiment_builds_trains_and_reuses(tmp_path, tiny_model):
     again = run_experiment(config, progress=False)
     assert (out / "models" / "reranker" / "model" / "model.safetensors").stat().st_mtime_ns == stamp  # reused
     assert [r["recall"] for r in again["retrievers"]] == [r["recall"] for r in results["retrievers"]]
+
+
+def test_a_train_stage_trains_on_the_experiments_training_file(tmp_path, monkeypatch):
+    """`train: {file: ...}` names the training questions of train stages as of readers (it was refused
+    with a command-line message), and a whole-value variable takes its YAML type (`${N:-100}` is a number)."""
+    from ifqa.datasets.demo import corpus_path, load_demo
+
+    shutil.copy(corpus_path(), tmp_path / "passages.jsonl")
+    (tmp_path / "train.json").write_text(json.dumps([e.to_json() for e in load_demo("train")[:8]]))
+    (tmp_path / "exp.yaml").write_text(
+        "name: t\nquestions: {setting: demo, split: dev}\ntrain: {file: train.json}\noutput: out\nk: ${IFQA_TEST_K:-10}\n"
+        "stages:\n  - {stage: collection, name: c, inputs: [passages.jsonl]}\n"
+        "  - {stage: index, name: i, collection: c, engine: bm25}\n"
+        '  - {stage: train, name: control, kind: control, index: i, recipe: {hard_depth: "${IFQA_TEST_DEPTH:-20}"}}\n'
+    )
+    monkeypatch.setenv("IFQA_TEST_DEPTH", "15")
+    run_experiment(tmp_path / "exp.yaml", progress=False)
+    card = json.loads((tmp_path / "out" / "models" / "control" / "model" / "ifqa_card.json").read_text())
+    assert card["training_data"]["questions"]["n"] == 8 and card["recipe"]["hard_depth"] == 15
+
+
+def test_an_experiment_read_from_a_pipe_runs(tmp_path, cli):
+    """`ifqa experiment run <(cat e.yaml)`: a pipe is a source (read under the size limit); its paths are
+    the shell's, as its working folder."""
+    import os
+    import threading
+
+    fifo = tmp_path / "e.fifo"
+    os.mkfifo(fifo)
+    text = "name: p\nquestions: {setting: demo, split: dev}\noutput: out\nk: 3\nretrievers:\n  - {name: b, indexes: [demo:bm25]}\n"
+    writer = threading.Thread(target=lambda: fifo.write_text(text), daemon=True)
+    writer.start()
+    result = cli("experiment", "run", fifo, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert (tmp_path / "out" / "results.md").exists()

@@ -174,6 +174,16 @@ def _tell_launcher(line: str) -> None:
         pass  # the launcher then reports the exit code alone, as without the file
 
 
+def _output_of(argv: list[str]) -> str | None:
+    """The value of ``-o``/``--output`` on the command line, where one is given."""
+    for i, arg in enumerate(argv):
+        if arg in ("-o", "--output") and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--output="):
+            return arg.split("=", 1)[1]
+    return None
+
+
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one-line errors, exit 1 for bad input, 130 after Ctrl-C, 143 after SIGTERM."""
     import os
@@ -220,7 +230,12 @@ def main(argv: list[str] | None = None) -> None:
             raise
         _say(f"ifqa: error: this needs {root}, which is not installed: pip install 'ifqa[{EXTRAS[root]}]'")
         sys.exit(1)
-    except OSError as exc:  # unwritable output, a folder where a file should be, a full disk ...
-        where = f"{exc.filename}: " if exc.filename else ""
-        _say(f"ifqa: error: {where}{exc.strerror or exc}")
+    except (OSError, MemoryError, RuntimeError) as exc:  # a full disk, too few file handles, too little memory ...
+        from ifqa.errors import system_error_line
+
+        line = system_error_line(exc, _output_of(argv))
+        if line is None and not isinstance(exc, OSError):
+            raise  # a RuntimeError the machine did not cause: a bug, shown whole
+        where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
+        _say(f"ifqa: error: {line or where + str(exc.strerror or exc)}")
         sys.exit(1)

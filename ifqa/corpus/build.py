@@ -28,7 +28,7 @@ from ifqa.corpus.multistream import Segment
 from ifqa.corpus.passages import DEFAULT_WORDS, TSV_FIELDS_HINT, TSV_HEADER
 from ifqa.corpus.sources import Source, detect, expand_inputs, open_binary, stream_records, to_passages
 from ifqa.errors import IfqaError, restoring
-from ifqa.io import atomic_write, write_json
+from ifqa.io import SURROGATE_PROBLEM, atomic_write, unpaired_surrogate, write_json
 from ifqa.version import __version__
 
 log = logging.getLogger(__name__)
@@ -144,6 +144,8 @@ def _refuse_dropped(sources: list, summary: BuildSummary, words: int) -> None:
                     if source.format == "passages-tsv"
                     else " (a JSON object with 'id' and a string 'text')"
                 )
+                if _holds_surrogate(source, line):
+                    hint = f": it {SURROGATE_PROBLEM}"
                 raise IfqaError(f"not a passage record{hint}", source.path, line)
     if summary.passages == 0:
         reasons = ", ".join(f"{count} {reason}" for reason, count in summary.skipped.items()) or "none read"
@@ -153,6 +155,19 @@ def _refuse_dropped(sources: list, summary: BuildSummary, words: int) -> None:
             f"and --format ({', '.join(sorted({s.format for s in sources}))})?",
             where,
         )
+
+
+def _holds_surrogate(source, number: int) -> bool:
+    """Whether line ``number`` of a passage file is a record whose text is not Unicode (the error path only)."""
+    import itertools
+
+    with open_binary(source) as handle:
+        line = next(itertools.islice(handle, number - 1, None), b"")
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(record, dict) and unpaired_surrogate(*(str(v) for v in record.values()))
 
 
 def _first_malformed(source, words: int) -> int | None:

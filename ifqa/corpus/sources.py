@@ -23,6 +23,7 @@ from ifqa.corpus import wikitext
 from ifqa.corpus.multistream import is_multistream
 from ifqa.corpus.passages import TSV_HEADER, Passage, split_passages
 from ifqa.errors import IfqaError
+from ifqa.io import BOM, unpaired_surrogate
 
 FORMATS = ("xml", "wikiextractor-json", "wikiextractor-doc", "passages-jsonl", "passages-tsv")
 _CHUNK = 1 << 20
@@ -171,6 +172,7 @@ def _lines(chunks: Iterator[bytes], source: Source) -> Iterator[bytes]:
         for line in lines:
             if not header_checked:
                 header_checked = True
+                line = line.removeprefix(BOM)  # a file saved with a byte-order mark: its header is still a header
                 if line.rstrip(b"\r").decode("utf-8", "replace") == TSV_HEADER:
                     continue
             if line.strip():
@@ -228,7 +230,16 @@ _DOC_ATTRIBUTE = re.compile(r'(\w+)="([^"]*)"')
 
 
 def to_passages(format: str, raw: bytes, words: int) -> tuple[list[Passage], str | None]:
-    """Passages of one raw record, or ``([], reason)`` when the record is skipped."""
+    """Passages of one raw record, or ``([], reason)`` when the record is skipped. A record holding an
+    unpaired surrogate (JSON's ``"\ud800"``) is no text: a passage file's is refused (as malformed,
+    named by its line), an article's skipped and counted."""
+    passages, reason = _record_passages(format, raw, words)
+    if passages and unpaired_surrogate(*(part for p in passages for part in p)):
+        return [], "malformed record" if format.startswith("passages-") else "invalid unicode"
+    return passages, reason
+
+
+def _record_passages(format: str, raw: bytes, words: int) -> tuple[list[Passage], str | None]:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

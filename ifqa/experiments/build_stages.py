@@ -168,11 +168,14 @@ class TrainStage(Stage):
         if "model" in options:
             options["model"] = context.resolve(options["model"])
         recipe = from_options(recipe_class, options, f"train stage {spec['name']}")
-        source = context.source.train()
-        if source.file:
+        from ifqa.experiments.runner import question_source
+
+        train = context.config.get("train")  # the experiment's training questions, a setting or a file
+        source = question_source(context.config, train) if train else context.source.train()
+        if source.file and not train:
             raise IfqaError(
-                f"train stage {spec['name']!r}: the experiment's questions are a file; name a setting "
-                "so its train split can be used",
+                f"train stage {spec['name']!r}: the experiment's questions are a file; name its training "
+                "questions (train: {setting: NAME} or train: {file: FILE})",
                 context.config["_path"],
             )
         folder = context.output / "models" / spec["name"]

@@ -26,14 +26,30 @@ _VARIABLE = re.compile(r"\$\{(\w+)(?::-([^}]*))?\}")
 
 
 def _expand(value: Any) -> Any:
-    """``${VAR}`` and ``${VAR:-default}`` from the environment, recursively."""
+    """``${VAR}`` and ``${VAR:-default}`` from the environment, recursively. A value that is one
+    variable and nothing else takes the type its text has in YAML (``k: ${K:-5}`` is the number 5, as
+    ``k: 5`` is); inside a longer string a variable stays text."""
     if isinstance(value, str):
+        whole = _VARIABLE.fullmatch(value)
+        if whole:
+            return _scalar(os.environ.get(whole.group(1), whole.group(2) or ""))
         return _VARIABLE.sub(lambda m: os.environ.get(m.group(1), m.group(2) or ""), value)
     if isinstance(value, list):
         return [_expand(v) for v in value]
     if isinstance(value, dict):
         return {k: _expand(v) for k, v in value.items()}
     return value
+
+
+def _scalar(text: str) -> Any:
+    """A substituted value as YAML reads it where it is a number or a boolean; otherwise the text."""
+    import yaml
+
+    try:
+        parsed = yaml.safe_load(text) if text.strip() else text
+    except yaml.YAMLError:
+        return text
+    return parsed if isinstance(parsed, (bool, int, float)) else text
 
 
 SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]{0,127}")  # a file name, never a path
@@ -157,13 +173,22 @@ def _line_of(path: Path, key: str) -> int | None:
     return None
 
 
+def _is_pipe(path: Path) -> bool:
+    import stat
+
+    try:
+        return stat.S_ISFIFO(path.stat().st_mode)
+    except OSError:
+        return False
+
+
 def load_config(path: str | Path) -> dict:
     import yaml
 
     path = Path(path)
     if not path.exists():
         raise IfqaError("no such file", path)
-    if not path.is_file():
+    if not path.is_file() and not _is_pipe(path):  # `ifqa experiment run <(...)` reads a pipe: a valid source
         raise IfqaError("not a regular file (an experiment is a YAML file)", path)
     with open(path, "rb") as handle:  # read at most the limit: a reported size can lie (0 for a device)
         data = handle.read(MAX_BYTES + 1)
@@ -220,7 +245,7 @@ def load_config(path: str | Path) -> dict:
     config["_stages"] = stage_list(config, path)
     if not config["_stages"]:
         raise IfqaError("no stages: give 'stages' (or 'retrievers' / 'readers') with at least one", path)
-    config["_root"] = str(path.parent.resolve())
+    config["_root"] = str(Path.cwd() if _is_pipe(path) else path.parent.resolve())  # a pipe: paths are the shell's
     config["_path"] = str(path)
     return config
 

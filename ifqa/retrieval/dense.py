@@ -291,11 +291,12 @@ def merge(
     index, extra = _make_index(index_type, dim, total, sample)
     for array in arrays:
         index.add(np.ascontiguousarray(array, dtype=np.float32))
-    from ifqa.io import staging_prefix
+    from ifqa.io import staging_prefix, umask_modes
 
     tmp = folder / f"{staging_prefix(folder / FAISS_FILE)}faiss.tmp"  # a killed merge's leftover goes next time
     try:
         faiss.write_index(index, str(tmp))
+        umask_modes(tmp)
         os.replace(tmp, folder / FAISS_FILE)
     except (RuntimeError, OSError) as exc:  # a full disk: FAISS's own error, the staging file half written
         tmp.unlink(missing_ok=True)

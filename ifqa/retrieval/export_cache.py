@@ -52,7 +52,7 @@ def staging_folder(folder: Path) -> Path:
     except OSError as exc:
         raise IfqaError(
             f"the export cache cannot be written ({exc.strerror or exc}); set IFQA_CACHE_DIR to a writable "
-            "folder, or use --backend torch",
+            "folder, or use --runtime torch",
             folder.parent,
         ) from None
 
@@ -60,6 +60,9 @@ def staging_folder(folder: Path) -> Path:
 def publish(staging: Path, folder: Path, manifest: dict) -> None:
     """Rename ``staging`` into place atomically. A damaged export there is moved aside first; a sound
     one another process published meanwhile wins, and this process's copy is dropped."""
+    from ifqa.io import umask_modes
+
+    umask_modes(staging)
     for _ in range(3):
         try:
             staging.rename(folder)

@@ -9,7 +9,6 @@ Opening an index by its spec (a folder, ``demo:NAME``, ``prebuilt:NAME``) is ``i
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import shutil
@@ -70,30 +69,21 @@ def staging(index_dir: str | Path, force: bool = False) -> Iterator[Path]:
     if index_dir.exists() and not force:
         raise IfqaError("index folder already exists (use --force to replace it)", index_dir)
     index_dir.parent.mkdir(parents=True, exist_ok=True)
-    from ifqa.io import staging_prefix
+    from ifqa.io import exclusive, staging_prefix, umask_modes
 
-    temporary = Path(tempfile.mkdtemp(prefix=staging_prefix(index_dir), suffix=".tmp", dir=index_dir.parent))
-    lock_path = index_dir.parent / f".{index_dir.name}.lock"
-    lock_file = open(lock_path, "w")
-    try:  # released by the OS if this process dies, so a killed build never blocks the next one
-        fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        lock_file.close()  # the running build owns the lock file
-        shutil.rmtree(temporary, ignore_errors=True)
-        raise IfqaError("another build into this folder is running", index_dir) from None
-    try:
-        yield temporary
-        if index_dir.exists():
-            if not force:  # appeared while we worked: never replace it silently
-                raise IfqaError("index folder appeared during the build (use --force to replace it)", index_dir)
-            shutil.rmtree(index_dir)
-        temporary.rename(index_dir)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            lock_path.unlink()  # still holding the lock, so no other build is between open and lock
-        lock_file.close()
-        if temporary.exists():
-            shutil.rmtree(temporary, ignore_errors=True)
+    with exclusive(index_dir, "another build into this folder is running"):
+        temporary = Path(tempfile.mkdtemp(prefix=staging_prefix(index_dir), suffix=".tmp", dir=index_dir.parent))
+        try:
+            yield temporary
+            if index_dir.exists():
+                if not force:  # appeared while we worked: never replace it silently
+                    raise IfqaError("index folder appeared during the build (use --force to replace it)", index_dir)
+                shutil.rmtree(index_dir)
+            umask_modes(temporary)
+            temporary.rename(index_dir)
+        finally:
+            if temporary.exists():
+                shutil.rmtree(temporary, ignore_errors=True)
 
 
 def finish_manifest(

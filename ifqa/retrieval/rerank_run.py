@@ -49,6 +49,13 @@ def rerank_run(
     it was made for them, else recomputed; the output and its manifest appear only when every
     question is done.
     """
+    from ifqa.io import exclusive
+
+    with exclusive(output, "another ifqa rerank is writing this output; wait for it, or name another --output"):
+        return _rerank_run(run_path, reranker, output, questions, progress, records)
+
+
+def _rerank_run(run_path, reranker, output, questions, progress: bool, records: list | None) -> list[dict]:
     from ifqa.artifacts import read_manifest, write_manifest
     from ifqa.io import write_jsonl
 

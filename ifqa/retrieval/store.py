@@ -18,7 +18,7 @@ import numpy as np
 from ifqa.artifacts import is_id
 from ifqa.corpus.passages import TSV_FIELDS_HINT, TSV_HEADER
 from ifqa.errors import IfqaError
-from ifqa.io import SURROGATE_PROBLEM, unpaired_surrogate
+from ifqa.io import BOM, SURROGATE_PROBLEM, nfc, unpaired_surrogate
 
 
 def iter_corpus(path: str | Path) -> Iterator[tuple[int, dict]]:
@@ -33,19 +33,22 @@ def iter_corpus(path: str | Path) -> Iterator[tuple[int, dict]]:
         offset = 0
         for number, line in enumerate(handle, start=1):
             start, offset = offset, offset + len(line)
+            if number == 1:  # a byte-order mark is no part of the header or first passage (_parse drops it)
+                line = line.removeprefix(BOM)
             if not line.strip() or (tsv and number == 1 and line.rstrip(b"\r\n").decode() == TSV_HEADER):
                 continue
             yield start, _parse(line, tsv, path, number)
 
 
 def _parse(line: bytes, tsv: bool, path: Path, number: int) -> dict:
+    line = line.removeprefix(BOM)  # the first line of a file saved with a byte-order mark, read by position too
     try:
         if tsv:
             fields = line.decode("utf-8").rstrip("\r\n").split("\t")
             if len(fields) != 3:
                 raise ValueError(f"{TSV_FIELDS_HINT} (this one has {len(fields)})")
             pid, text, title = fields
-            return {"id": pid, "title": title, "text": text}
+            return {"id": pid, "title": nfc(title), "text": nfc(text)}
         record = json.loads(line)
         if not isinstance(record, dict) or "id" not in record or not isinstance(record.get("text"), str):
             raise ValueError("needs 'id' and a string 'text'")
@@ -57,7 +60,7 @@ def _parse(line: bytes, tsv: bool, path: Path, number: int) -> dict:
             raise ValueError("'text' is empty")
         if unpaired_surrogate(record["text"], record.get("title") or "", str(record["id"])):
             raise ValueError(SURROGATE_PROBLEM)
-        return {"id": str(record["id"]), "title": str(record.get("title") or ""), "text": record["text"]}
+        return {"id": str(record["id"]), "title": nfc(str(record.get("title") or "")), "text": nfc(record["text"])}
     except (ValueError, UnicodeDecodeError) as exc:
         raise IfqaError(f"not a passage record ({exc})", path, number) from None
 

@@ -111,6 +111,9 @@ def run_loop(
             },
             tmp / "trainer.pt",
         )
+        from ifqa.io import umask_modes
+
+        umask_modes(tmp)
         shutil.rmtree(state_dir, ignore_errors=True)
         os.replace(tmp, state_dir)
 

@@ -38,6 +38,9 @@ def _save_model(model, tokenizer, settings: FiDSettings, target: Path, extra: di
     (tmp / FID_CONFIG).write_text(json.dumps(asdict(settings), indent=2))
     if extra is not None:
         torch.save(extra, tmp / "trainer_state.pt")
+    from ifqa.io import umask_modes
+
+    umask_modes(tmp)
     old = target.with_name(f".{target.name}.old")
     shutil.rmtree(old, ignore_errors=True)
     if target.exists():
