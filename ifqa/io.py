@@ -206,7 +206,8 @@ def umask_modes(path: str | Path) -> None:
 
 @contextlib.contextmanager
 def atomic_dir(path: str | Path) -> Iterator[Path]:
-    """A temporary folder beside ``path``, renamed to ``path`` only when the block succeeds."""
+    """A temporary folder beside ``path``, renamed to ``path`` only when the block succeeds (a folder
+    already there, as a rerun that redoes the last save finds, is moved aside first, then removed)."""
     import shutil
 
     path = Path(path)
@@ -215,7 +216,12 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     try:
         yield tmp
         umask_modes(tmp)
+        aside = path.with_name(f".{path.name}.replaced")
+        if path.is_dir():
+            shutil.rmtree(aside, ignore_errors=True)
+            path.rename(aside)
         os.replace(tmp, path)
+        shutil.rmtree(aside, ignore_errors=True)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -367,3 +368,56 @@ def test_llm_reading_stops_within_seconds_while_requests_are_retried(tmp_path, e
     assert process.returncode == (130 if signum == signal.SIGINT else 143), err
     assert took < 2.0, f"took {took:.1f} s to stop"
     assert not (tmp_path / "out.jsonl").exists()
+
+
+#: The records a training run writes once its last step is done, in order: a kill after any one of them
+#: (SIGKILL in its last second) must leave a folder the same command completes without training again.
+LAST_RECORDS = ["model", "train_result.json", "ifqa_card.json", "dev-reranked.jsonl"]
+
+
+@pytest.mark.parametrize("after", LAST_RECORDS)
+def test_training_killed_in_its_last_moments_is_completed_by_the_same_command(
+    tmp_path, env, tiny_model, monkeypatch, after
+):
+    """Trust round 6, family 1: `ifqa train reranker` killed after its model files were written said
+    "already holds a trained model" to the same command. A run is complete when its card's last write
+    says so; anything less resumes (here the kill is an interrupt raised right after that record is
+    written, in this process, so each point is hit exactly)."""
+    import ifqa.io
+
+    dev_run = tmp_path / "dev.jsonl"
+    _run(_ifqa("retrieve", "--k", "8", "--no-progress", "-o", dev_run), env)
+    command = _reranker_training(tiny_model, epochs=1) + ["--dev-run", dev_run]
+    reference = tmp_path / "reference"
+    _run(command + ["-o", reference], env)
+    out = tmp_path / "out"
+    originals = {name: getattr(ifqa.io, name) for name in ("atomic_dir", "atomic_write")}
+    fired = []
+
+    def killing(name):
+        import contextlib
+
+        @contextlib.contextmanager
+        def wrapped(path, *args, **kwargs):
+            with originals[name](path, *args, **kwargs) as handle:
+                yield handle
+            if Path(path).name == after and not fired:
+                fired.append(path)
+                raise KeyboardInterrupt
+
+        return wrapped
+
+    for name in originals:
+        monkeypatch.setattr(ifqa.io, name, killing(name))
+    first = run_cli(*command[len(_ifqa()) :], "-o", out, env=env)
+    assert fired and first.returncode == 130, first.stderr
+    monkeypatch.undo()
+    losses = (out / "train_log.jsonl").read_bytes() if (out / "train_log.jsonl").exists() else None
+    _run(command + ["-o", out], env)  # the same command completes the run
+    assert _same_weights(reference, out)
+    card, expected = (json.loads((f / "model" / "ifqa_card.json").read_text()) for f in (out, reference))
+    assert card["complete"] and card["dev"] == expected["dev"] and card["loss"] == expected["loss"]
+    if losses is not None:
+        assert (out / "train_log.jsonl").read_bytes() == losses  # trained once: not again
+    again = run_cli(*command[len(_ifqa()) :], "-o", out, env=env)
+    assert again.returncode == 1 and "already holds a trained model" in again.stderr

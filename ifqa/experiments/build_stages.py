@@ -189,10 +189,14 @@ class TrainStage(Stage):
         card = folder / "model" / CARD
         if not context.up_to_date(card, key):
             log.info("train: %s (%s)", spec["name"], spec["kind"])
-            if folder.exists():
+            if folder.exists():  # another recipe: its model, state and recorded result go (mined groups stay)
                 import shutil
 
+                from ifqa.training.loop import RESULT, STATE
+
                 shutil.rmtree(folder / "model", ignore_errors=True)
+                shutil.rmtree(folder / STATE, ignore_errors=True)
+                (folder / RESULT).unlink(missing_ok=True)
             train_job(spec["kind"], recipe, source, folder, progress=context.progress)
             context.mark(card, key, params)
         context.artifacts[spec["name"]] = folder / "model"

@@ -115,6 +115,7 @@ def train_job(
 ) -> dict:
     """Train a ``reranker`` or ``retriever`` into ``output/model``; returns its card (plus progress fields)."""
     check_training_split(source)
+    check_not_complete(output)
     questions = source.load()
     check_has_gold(questions.examples, questions.name)
     check_before_mining(kind, recipe, len(questions), device)
@@ -171,12 +172,25 @@ def train_job(
         "extra": result.get("extra", {}),
     }
     model_dir = output / "model"
-    write_card(model_dir, card)
+    write_card(model_dir, {**card, "complete": False})
     if dev_run:
         score_dev_run(kind, model_dir, dev_run, source.data_dir, device, progress)
     from ifqa.cards import read_card
 
-    return {"finished": True, **read_card(model_dir)}
+    complete = {**read_card(model_dir), "complete": True}
+    write_card(model_dir, complete)  # the run's last record: a rerun of a complete run is refused
+    return {"finished": True, **complete}
+
+
+def check_not_complete(output: Path) -> None:
+    """A training folder whose run is complete (its card's last write says so) is refused; anything less,
+    a run killed while it trained, saved its model, wrote its card or scored dev, is resumed by the same
+    command. Cards written before completion was recorded have no such field and count as complete."""
+    from ifqa.cards import read_card
+
+    card = read_card(output / "model") if (output / "model").is_dir() else {}
+    if card and card.get("complete", True):
+        raise IfqaError("already holds a trained model; choose another --output or delete it", output)
 
 
 def score_dev_run(

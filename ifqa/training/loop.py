@@ -27,6 +27,9 @@ from ifqa.models import load_weights
 log = logging.getLogger(__name__)
 
 STATE = "state"
+#: What a finished run recorded, written once its model is saved: its presence means training is done,
+#: so a run killed after it (while the card is written or dev is scored) finishes without training again.
+RESULT = "train_result.json"
 
 
 @dataclass
@@ -68,6 +71,13 @@ def run_loop(
         optimizer, lambda s: min((s + 1) / warmup, max(0.0, (settings.steps - s) / max(1, settings.steps - warmup)))
     )
     state_dir = output / STATE
+    if (output / RESULT).exists() and save_model is not None:  # trained already: the rest of the run resumes
+        with restoring(output / RESULT, f"delete {output / RESULT} to train again"):
+            recorded = json.loads((output / RESULT).read_text(encoding="utf-8"))
+            if not isinstance(recorded, dict) or recorded.get("steps") != settings.steps:
+                raise ValueError("it records another run")
+        log.info("%s: trained already (%s); finishing the run", output, RESULT)
+        return recorded
     step, history, running = 0, [], None  # running: the loss average the progress bar and history show
     losses: list[float] = []  # every step's loss (the ranks' mean), for train_log.jsonl
     if (state_dir / "trainer.pt").exists():
@@ -161,15 +171,7 @@ def run_loop(
     if step < settings.steps:
         save()
         return {"step": step, "steps": settings.steps, "history": history, "finished": False, "device": device}
-    if save_model is not None and world.main:
-        save_model(output)
-        from ifqa.io import atomic_write
-
-        with atomic_write(output / "train_log.jsonl") as handle:
-            handle.write("".join(json.dumps({"step": n, "loss": loss}) + "\n" for n, loss in enumerate(losses, 1)))
-    if world.main:
-        shutil.rmtree(state_dir, ignore_errors=True)
-    return {
+    result = {
         "step": step,
         "steps": settings.steps,
         "history": history,
@@ -178,3 +180,13 @@ def run_loop(
         "bf16": autocast,
         "numerics": numerics(device, precision),
     }
+    if save_model is not None and world.main:
+        save_model(output)  # replaces a model an earlier, killed run saved from the same final state
+        from ifqa.io import atomic_write, write_json
+
+        with atomic_write(output / "train_log.jsonl") as handle:
+            handle.write("".join(json.dumps({"step": n, "loss": loss}) + "\n" for n, loss in enumerate(losses, 1)))
+        write_json(output / RESULT, result)  # the model is saved: from here a rerun does not train again
+    if world.main:
+        shutil.rmtree(state_dir, ignore_errors=True)
+    return result

@@ -37,8 +37,6 @@ def train_reranker(
     from ifqa import distributed
 
     output = Path(output)
-    if (output / "model" / "config.json").exists():
-        raise IfqaError("already holds a trained model; choose another --output or delete it", output)
     groups = [g for g in groups if g.positives and len(g.negatives) + len(g.other_gold) >= 1]
     if not groups:
         raise IfqaError("no training group has both a gold passage and a negative")

@@ -50,8 +50,6 @@ def train_retriever(
     from ifqa import distributed
 
     output = Path(output)
-    if (output / "model" / "config.json").exists():
-        raise IfqaError("already holds a trained model; choose another --output or delete it", output)
     torch.manual_seed(recipe.seed)
     world = distributed.launched()
     device = distributed.pick_device(device, world)
