@@ -148,6 +148,13 @@ def evaluate_predictions(
             f"the predictions answer (missing qid {missing[0]!r}); compare predictions for the same questions"
         )
     report = task.summarize(questions.examples, answers, other)
+    if isinstance(predictions, (str, Path)):  # an iterative reader's file: its steps scored too
+        from ifqa.eval.steps import summarize_steps
+        from ifqa.io import read_jsonl
+
+        steps = summarize_steps([record for _, record in read_jsonl(predictions) if isinstance(record, dict)])
+        if steps is not None:
+            report["iterative"] = steps
     if judgments is not None:
         from ifqa.eval.judged import read_judgments, summarize_judgments
 

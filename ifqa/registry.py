@@ -95,7 +95,9 @@ QUERY_MODES = Registry(
 )
 #: Readers: an entry with ``config`` (a dataclass type), ``model_key`` and ``read(config, job)``.
 READERS = Registry(
-    "reader", {"llm": ".llm:READER", "fid": ".fid:READER", "majority": ".majority:READER"}, "ifqa.readers"
+    "reader",
+    {"llm": ".llm:READER", "iterative": ".iterative:READER", "fid": ".fid:READER", "majority": ".majority:READER"},
+    "ifqa.readers",
 )
 #: Experiment stages: a class with ``KEYS``, ``check(spec, names, path)`` and ``run(context, spec)``.
 STAGES = Registry(

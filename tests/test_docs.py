@@ -151,6 +151,15 @@ STAND_INS = {
             "ifqa evaluate --predictions runs/demo-majority.jsonl --judgments runs/demo-majority-judged.jsonl",
         )
     },
+    **{
+        ("readers.md", line): {"MODEL": "m", "URL": "{url}"}
+        for line in (
+            "ifqa read iterative --model MODEL --base-url URL --index demo:bm25 --k 3 --max-steps 5 -o "
+            "runs/demo-iterative.jsonl",
+            "ifqa read iterative --protocol ircot --model MODEL --base-url URL --index demo:bm25 --k 3",
+            "ifqa evaluate --predictions runs/demo-iterative.jsonl",
+        )
+    },
     (
         "api.md",
         'reranker = ifqa.Reranker("models/reranker/model", depth=100, runtime="openvino")  # a trained reranker',

@@ -256,3 +256,21 @@ def test_a_judge_in_the_yaml_judges_every_reader_once(cache, tmp_path):
     assert "Judge | Judge 95% CI" in markdown and "Containment" in markdown
     assert "judge_kappa_em" in (tmp_path / "out" / "results.csv").read_text().splitlines()[0]
     assert (tmp_path / "out" / "predictions" / "closed.judgments.jsonl").exists()
+
+
+def test_an_iterative_reader_is_a_stage(cache, tmp_path):
+    from tests.readers.test_iterative import searcher
+
+    with FakeOpenAI(ANSWERS) as server:
+        server.script = searcher
+        config = tmp_path / "exp.yaml"
+        config.write_text(
+            "name: it\nquestions: {setting: demo, split: dev}\noutput: out\n"
+            f'readers:\n  - {{name: search, reader: iterative, model: m, base_url: "{server.url}", '
+            "indexes: [demo:bm25], k: 2, max_steps: 4}\n"
+        )
+        results = run_experiment(config, progress=False)
+        assert len(server.requests) == 3 * len(DEV)
+    [row] = results["readers"]
+    assert row["status"] == "ran" and row["em"] == 100.0
+    assert "ifqa read iterative --model m" in row["command"] and "--k 2" in row["command"]

@@ -25,7 +25,7 @@ _RULES = {
         "model", "encoder", "query_encoder", "checkpoint", "api_key", "base_url", "max_length", "temperature", "mode",
         "demos", "cot", "samples", "max_tokens", "max_prompt_tokens", "prompts_dir", "beams", "completions",
         "no_titles", "text_maxlength", "answer_maxlength", "n_context", "retries", "timeout", "thinking",
-        "thinking_budget", "reasoning_effort",
+        "thinking_budget", "reasoning_effort", "protocol", "max_steps",
     },
     "Training": {
         "steps", "epochs", "lr", "warmup_steps", "weight_decay", "max_grad_norm", "accumulation", "eval_every",
@@ -54,6 +54,7 @@ EXAMPLES = {
     "ifqa index bm25": "ifqa index bm25 --corpus passages.jsonl -o indexes/bm25",
     "ifqa index dense": "ifqa index dense --corpus passages.jsonl -o indexes/dense --backend auto --quantize int8",
     "ifqa read fid": "ifqa read fid --checkpoint fid/best --run runs/dev.jsonl -o runs/fid.jsonl",
+    "ifqa read iterative": "ifqa read iterative --model MODEL --base-url URL --index demo:bm25 --k 3 --max-steps 5",
     "ifqa read llm": "ifqa read llm --mode cot --demos 4 --model MODEL --base-url URL --run runs/dev.jsonl",
     "ifqa read majority": "ifqa read majority -o runs/majority.jsonl",
     "ifqa rerank": "ifqa rerank --run runs/dev.jsonl --model rerankers/ifqa/model -o runs/dev-reranked.jsonl",

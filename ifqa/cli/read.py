@@ -9,6 +9,7 @@ import click
 
 from ifqa.cli.options import output_option, question_options, question_source
 from ifqa.configs import click_options, from_options
+from ifqa.llm.config import ModelAccess
 from ifqa.registry import READERS
 
 
@@ -35,18 +36,31 @@ def read() -> None:
 def _make_command(name: str) -> click.Command:
     entry = READERS.get(name)
 
+    def run_option(function):  # a reader that retrieves for itself (iterative) reads no run file
+        if not getattr(entry, "reads_run", True):
+            return function
+        return click.option(
+            "--run",
+            "run_path",
+            type=click.Path(dir_okay=False),
+            help="Run file with retrieved passages (open-book, FiD).",
+        )(function)
+
     @click.command(name, help=(entry.__doc__ or f"The {name} reader.").strip().splitlines()[0])
     @click_options(entry.config)
+    @run_option
     @click.option(
-        "--run", "run_path", type=click.Path(dir_okay=False), help="Run file with retrieved passages (open-book, FiD)."
+        "--api-key",
+        help="API key (default $OPENAI_API_KEY). Never logged or stored.",
+        hidden=not issubclass(entry.config, ModelAccess),
     )
-    @click.option("--api-key", help="API key (default $OPENAI_API_KEY). Never logged or stored.", hidden=name != "llm")
     @question_options
     @output_option("Predictions JSONL (default runs/<questions>-<reader>-<mode>-<model>.jsonl).", required=False)
     @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-    def command(run_path, api_key, setting, split, questions, data_dir, output, no_progress, **options) -> None:
+    def command(api_key, setting, split, questions, data_dir, output, no_progress, **options) -> None:
         from ifqa.readers import ReadJob
 
+        run_path = options.pop("run_path", None)
         config = from_options(entry.config, options)
         source = question_source(setting, split, questions, data_dir)
         question_set = source.load()

@@ -30,6 +30,10 @@ def format_prediction_report(report: dict[str, Any]) -> str:
     ]
     if "judge" in report:
         parts.append(format_judge(report["judge"]))
+    if "iterative" in report:
+        from ifqa.eval.steps import format_steps
+
+        parts.append(format_steps(report["iterative"]))
     grouped = [(key, label) for key, label in LABELS[:3] if key in report]
     for key, label in (("by_answer_type", "answer type"), ("by_question_word", "question word")):
         rows = [

@@ -312,9 +312,11 @@ class ReadStage(Stage):
         name = spec.get("reader", "llm")
         entry = READERS.get(name)
         options = {k: v for k, v in spec.items() if k not in self.NON_CONFIG}
-        for key in ("model", "checkpoint", "train", "prompts_dir"):
+        for key in ("model", "checkpoint", "train", "prompts_dir", "rerank"):
             if options.get(key):
                 options[key] = context.resolve(options[key])
+        if isinstance(options.get("indexes"), list):  # an iterative reader's indexes: earlier stages' too
+            options["indexes"] = [context.resolve(i) for i in options["indexes"]]
         train = context.config.get("train")
         source = context.source
         if train and "file" in train and name == "llm":

@@ -218,6 +218,13 @@ class OpenAIBackend:
             text = ""
         if not isinstance(text, str) or not isinstance(reasoning, str):
             raise TransientError("malformed response: no text")
+        from ifqa.io import unpaired_surrogate
+
+        if unpaired_surrogate(text, reasoning):  # JSON's "\ud800": a str, but no text a file or cache can hold
+            raise IfqaError(
+                f"{self.base_url}: model {self.model!r} replied with text that is not valid Unicode (a lone "
+                "surrogate, \\ud800-\\udfff); the replies received so far are cached"
+            )
         usage = getattr(response, "usage", None)
         details = getattr(usage, "completion_tokens_details", None)
         return Completion(

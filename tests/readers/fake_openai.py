@@ -35,6 +35,7 @@ class FakeOpenAI:
     ):
         self.thinking: str | None = None  # one of SHAPES: answer as a reasoning model
         self.judge_says: Callable[[str], str] | None = None  # a judge's reply to a prediction
+        self.script: Callable[[str, dict], str] | None = None  # any reply, scripted per case (prompt, body)
         self.thinking_words = 60
         self.refuse: set[str] = set()  # request keys answered with HTTP 400 (a parameter the server does not take)
         self.answers = answers  # question -> answer
@@ -72,6 +73,11 @@ class FakeOpenAI:
         return f"The prediction {'names' if found else 'does not name'} the gold answer.\nVerdict: {'yes' if found else 'no'}"
 
     def reply(self, prompt: str, body: dict) -> str:
+        if self.script is not None:
+            text = self.script(prompt, body)
+            for stop in body.get("stop") or []:  # as a server does: the text up to a stop, the stop left out
+                text = text.split(stop, 1)[0]
+            return text
         if "Predicted answer:" in prompt:
             return self.judged(prompt)
         question = re.findall(r"Question: (.*)", prompt)[-1].strip()

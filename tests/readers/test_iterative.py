@@ -1,0 +1,154 @@
+"""Iterative reading against scripted stand-in models: ones that search then answer, answer at once,
+never stop, write malformed or empty tags, search for what retrieves nothing, or repeat a query."""
+
+import json
+import os
+import re
+
+import pytest
+
+from ifqa.datasets.demo import load_demo
+from tests.readers.fake_openai import FakeOpenAI
+
+DEV = load_demo("dev")
+GOLD = {e.question: e.answers[0] for e in DEV}
+
+
+@pytest.fixture
+def env(tmp_path):
+    return {**os.environ, "IFQA_CACHE_DIR": str(tmp_path / "cache"), "OPENAI_API_KEY": "sk-test"}
+
+
+def _question(prompt: str) -> str:
+    return re.search(r"Question: (.*)", prompt).group(1).strip()
+
+
+def _results(prompt: str) -> int:
+    """Result blocks the prompt holds (the instruction names the tag too, never followed by a line break)."""
+    return prompt.count("<result>\n")
+
+
+def searcher(prompt: str, body: dict) -> str:
+    """Searches the main clause, then the premise, then answers (the stop leaves </search> out)."""
+    question = _question(prompt)
+    searches = _results(prompt)
+    if searches == 0:
+        return f"I need the facts. <search>{question.split(',')[-1]}</search>"
+    if searches == 1:
+        return f"And the premise. <search>{question.split(',')[0]}</search>"
+    return f"Now I know. <answer>{GOLD[question]}</answer>"
+
+
+SCRIPTS = {
+    "searches then answers": searcher,
+    "answers at once": lambda prompt, body: f"<answer>{GOLD[_question(prompt)]}</answer>",
+    "never stops": lambda prompt, body: f"More. <search>step {_results(prompt)} river</search>",
+    "empty tags": lambda prompt, body: "Hmm. <search>   </search>",
+    "malformed tags": lambda prompt, body: "I will <serch>river</serch> later.",
+    "nothing found": lambda prompt, body: (
+        "<search>zzzqqqxxv</search>" if not _results(prompt) else f"<answer>{GOLD[_question(prompt)]}</answer>"
+    ),
+    "repeats itself": lambda prompt, body: (
+        "<search>the river</search>" if _results(prompt) < 2 else f"<answer>{GOLD[_question(prompt)]}</answer>"
+    ),
+}
+
+
+def _read(cli, env, out, server, *options):
+    args = ["read", "iterative", "--model", "m", "--base-url", server.url, "-o", out, "--no-progress", *options]
+    result = cli(*args, env=env)
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("case", SCRIPTS)
+def test_scripted_models(cli, env, tmp_path, case):
+    with FakeOpenAI({}) as server:
+        server.script = SCRIPTS[case]
+        records = _read(cli, env, tmp_path / "p.jsonl", server, "--max-steps", "4")
+        bodies = list(server.requests)
+    assert len(records) == len(DEV) and all(r["steps"] for r in records)
+    assert bodies[0]["stop"] == ["</search>", "</answer>"]
+    right = sum(r["prediction"] == GOLD[e.question] for r, e in zip(records, DEV))
+    stopped = {r["stopped"] for r in records}
+    if case in ("searches then answers", "answers at once", "nothing found", "repeats itself"):
+        assert right == len(DEV) and stopped == {"answer"}
+    else:
+        assert stopped == {"budget"} and all(len(r["steps"]) == 4 for r in records)  # the budget stops it
+    if case == "searches then answers":
+        assert all(r["searches"] == 2 and len(r["steps"]) == 3 for r in records)
+        assert all(s["query"] and isinstance(s["passages"], list) for r in records for s in r["steps"][:2])
+        assert "<result>" in records[0]["reasoning"] and "[1]" in records[0]["reasoning"]
+    if case == "never stops":
+        assert all(r["searches"] == 4 for r in records)
+    if case == "empty tags":
+        assert all(s.get("note") == "empty query" and "passages" not in s for r in records for s in r["steps"])
+    if case == "malformed tags":
+        assert all(s.get("note") == "no search or answer tag" for r in records for s in r["steps"])
+    if case == "nothing found":
+        assert (
+            all(r["steps"][0]["passages"] == [] for r in records) and "(no passages found)" in records[0]["reasoning"]
+        )
+    if case == "repeats itself":
+        assert all(r["searches"] == 1 and r["steps"][1].get("repeated") for r in records)
+        assert "(searched before: see above)" in records[0]["reasoning"]
+
+
+def test_steps_are_scored_and_a_rerun_sends_nothing(cli, env, tmp_path):
+    with FakeOpenAI({}) as server:
+        server.script = searcher
+        out = tmp_path / "p.jsonl"
+        _read(cli, env, out, server, "--index", "demo:bm25", "--k", "2")
+        sent, first = len(server.requests), out.read_bytes()
+        assert sent == 3 * len(DEV)
+        _read(cli, env, out, server, "--index", "demo:bm25", "--k", "2")
+        assert len(server.requests) == sent and out.read_bytes() == first
+    report = json.loads(cli("evaluate", "--predictions", out, "--json", env=env).stdout)
+    assert report["em"] == 100.0
+    steps = report["iterative"]
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    seen_gold = [any(p["gold"] for s in r["steps"] for p in s.get("passages", [])) for r in records]
+    assert steps["gold_recall_all_steps"] == round(100 * sum(seen_gold) / len(records), 2)  # recomputes from the file
+    assert steps["steps_per_question"] == 3.0 and steps["searches_per_question"] == 2.0
+    assert steps["gold_recall_all_steps"] >= steps["gold_recall_first_search"]
+    manifest = json.loads((tmp_path / "p.jsonl.manifest.json").read_text())
+    assert manifest["reader"] == "iterative" and manifest["host_ms_per_step"] < 1000
+
+
+def test_ircot_retrieves_with_the_question_then_each_sentence(cli, env, tmp_path):
+    def sentences(prompt, body):
+        reasoning = prompt.split("Reasoning so far:")[1].split("Next sentence:")[0].strip()
+        if not reasoning:
+            return "The premise moves the city to the east coast.\nmore text"
+        return f"So the answer is: {GOLD[_question(prompt)]}."
+
+    with FakeOpenAI({}) as server:
+        server.script = sentences
+        records = _read(cli, env, tmp_path / "p.jsonl", server, "--protocol", "ircot")
+        assert server.requests[0]["stop"] == ["\n"]
+    assert all(r["prediction"] == GOLD[e.question] for r, e in zip(records, DEV))
+    assert all(
+        r["steps"][0]["query"] == e.question and r["steps"][1]["query"].startswith("The premise")
+        for r, e in zip(records, DEV)
+    )
+
+
+@pytest.mark.parametrize(
+    "options, expected",
+    [(["--max-steps", "0"], "--max-steps must be at least 1"), (["--index", "no/such/index"], "no/such/index")],
+)
+def test_bad_settings_are_one_line_and_write_nothing(cli, env, tmp_path, options, expected):
+    with FakeOpenAI({}) as server:
+        out = tmp_path / "p.jsonl"
+        result = cli("read", "iterative", "--model", "m", "--base-url", server.url, "-o", out, *options, env=env)
+        assert not server.requests
+    assert result.returncode == 1 and expected in result.stderr and "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def test_a_reply_that_is_not_text_is_one_line(cli, env, tmp_path):
+    with FakeOpenAI({}) as server:
+        server.script = lambda prompt, body: "bad \ud800 reply"
+        out = tmp_path / "p.jsonl"
+        result = cli("read", "iterative", "--model", "m", "--base-url", server.url, "-o", out, env=env)
+    assert result.returncode == 1 and "not valid Unicode" in result.stderr and not out.exists()
