@@ -160,6 +160,13 @@ STAND_INS = {
             "ifqa evaluate --predictions runs/demo-iterative.jsonl",
         )
     },
+    **{
+        ("evaluation.md", line): {"MODEL": "m", "URL": "{url}"}
+        for line in (
+            "ifqa read llm --mode qa --demos 0 --model MODEL --base-url URL -o runs/demo-qa.jsonl",
+            "ifqa analyze premise --predictions runs/demo-qa.jsonl -o runs/premise-qa",
+        )
+    },
     (
         "api.md",
         'reranker = ifqa.Reranker("models/reranker/model", depth=100, runtime="openvino")  # a trained reranker',

@@ -85,6 +85,26 @@ def test_judging_killed_and_resumed(tmp_path, env):
     assert 24 <= sent <= 24 + 4  # --concurrency 4: at most the four in flight were asked again
 
 
+def test_iterative_reading_killed_and_resumed(tmp_path, env):
+    """Killed mid-run, the same command writes what an uninterrupted run writes: every cached step meets the
+    same passages again (retrieval is deterministic), so only requests in flight at the kill are sent again."""
+    from tests.readers.test_iterative import searcher
+
+    with FakeOpenAI({}, latency=0.2) as server:
+        server.script = searcher
+        command = _ifqa("read", "iterative", "--model", "m", "--base-url", server.url, "--no-progress")
+        reference = tmp_path / "reference.jsonl"
+        _run(command + ["-o", reference, "--cache", tmp_path / "ref.sqlite"], env)
+        before = len(server.requests)
+        out, cache = tmp_path / "out.jsonl", tmp_path / "run.sqlite"
+        _kill_when(command + ["-o", out, "--cache", cache], env, lambda: len(server.requests) - before >= 30)
+        assert not out.exists()
+        _run(command + ["-o", out, "--cache", cache], env)
+        sent = len(server.requests) - before
+    assert out.read_bytes() == reference.read_bytes()
+    assert 3 * 24 <= sent <= 3 * 24 + 4  # --concurrency 4: at most the four in flight were asked again
+
+
 def test_reranking_killed_and_resumed(tmp_path, env, tiny_model):
     model = tmp_path / "reranker"
     _run(

@@ -75,6 +75,7 @@ def cli(verbose: int, quiet: bool) -> None:
 def _register() -> None:
     from ifqa.choices import announce_renames
     from ifqa.cli import (
+        analyze,
         classify,
         corpus,
         data,
@@ -90,7 +91,21 @@ def _register() -> None:
     )
     from ifqa.cli.options import guard_outputs
 
-    for module in (data, evaluate, judge, corpus, index, retrieve, rerank, read, train, experiment, serve, classify):
+    for module in (
+        data,
+        evaluate,
+        judge,
+        analyze,
+        corpus,
+        index,
+        retrieve,
+        rerank,
+        read,
+        train,
+        experiment,
+        serve,
+        classify,
+    ):
         for command in module.COMMANDS:
             cli.add_command(command)
     guard_outputs(cli)

@@ -15,7 +15,7 @@ _RULES = {
     "Input": {
         "questions", "setting", "split", "splits", "data_dir", "run_option", "run_argument", "run_path", "corpus",
         "predictions", "compare", "config", "inputs", "query", "dev_run", "train", "from_", "url", "settings",
-        "passages", "words", "judgments",
+        "passages", "words", "judgments", "twins", "twin_predictions",
     },
     "Retrieval": {
         "index", "indexes", "k", "query_mode", "fusion", "weights", "depth", "rerank", "rerank_depth", "k1", "b",
@@ -43,6 +43,7 @@ _PREFIXES = {"rerank_": "Retrieval", "rewrite_": "Model"}
 
 #: One example per command, as a user would type it (tests/cli/test_help.py keeps the list complete).
 EXAMPLES = {
+    "ifqa analyze premise": "ifqa analyze premise --predictions runs/dev-llm-qa.jsonl -o runs/premise-qa",
     "ifqa classify causal": "ifqa classify causal --questions dev.json -o causal.jsonl",
     "ifqa convert": "ifqa convert --run runs/dev.jsonl --to trec -o runs/dev.trec",
     "ifqa corpus build": "ifqa corpus build enwiki-latest-pages-articles.xml.bz2 -o passages.jsonl",

@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ifqa.eval.passages import GoldMatcher
+from ifqa.eval.passages import GoldMatcher, has_answer
 from ifqa.llm import thinking
 from ifqa.readers.llm import answers
 
@@ -126,6 +126,9 @@ def add_passages(trace: Trace, step: dict | None, hits: list, room: int) -> list
     new = [h for h in hits if h.id not in trace.shown][: max(room, 0)]
     for hit in new:
         trace.shown[hit.id] = {"id": hit.id, "title": hit.title, "text": hit.text}
-    if step is not None:
-        step["passages"] = [{"id": h.id, "gold": trace.matcher.matches(h.text)} for h in new]
+    if step is not None:  # gold passage, and the answer string in it (the premise analysis asks)
+        answers_ = trace.example.answers
+        step["passages"] = [
+            {"id": h.id, "gold": trace.matcher.matches(h.text), "has_answer": has_answer(answers_, h.text)} for h in new
+        ]
     return [trace.shown[h.id] for h in new]

@@ -1,0 +1,1 @@
+"""Analyses that read what readers wrote: does a reader follow the counterfactual premise (``premise``)?"""

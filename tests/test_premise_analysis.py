@@ -1,0 +1,117 @@
+"""`ifqa analyze premise`: factual twins, the model answering them, and each counterfactual prediction
+classified as correct, memory (the model's own factual answer) or other, for every kind of reading."""
+
+import json
+import os
+import re
+
+import pytest
+
+from ifqa.analysis.premise import classify
+from ifqa.analysis.twins import rule_twin
+from ifqa.datasets.demo import load_demo
+from tests.readers.fake_openai import FakeOpenAI
+
+DEV = load_demo("dev")
+GOLD = {e.question: e.answers[0] for e in DEV}
+MEMORY = "Remembered Fact"
+
+
+@pytest.fixture
+def env(tmp_path):
+    return {**os.environ, "IFQA_CACHE_DIR": str(tmp_path / "cache"), "OPENAI_API_KEY": "sk-test"}
+
+
+def model(prompt: str, body: dict) -> str:
+    """Answers a twin (no premise) from memory; a counterfactual question right for the first third,
+    from memory for the second, otherwise wrong."""
+    question = re.findall(r"Question: (.*)", prompt)[-1].strip()
+    if question not in GOLD:
+        return f" {MEMORY}\n"
+    n = [e.question for e in DEV].index(question)
+    return f" {GOLD[question] if n < 8 else MEMORY if n < 16 else 'Something Else'}\n"
+
+
+@pytest.mark.parametrize("mode", ["qa", "open", "context"])
+def test_the_premise_report_for_a_reader(cli, env, tmp_path, mode):
+    with FakeOpenAI({}) as server:
+        server.script = model
+        preds = tmp_path / "preds.jsonl"
+        args = ["read", "llm", "--mode", mode, "--model", "m", "--base-url", server.url, "--demos", "0", "-o", preds]
+        if mode == "open":
+            assert cli("retrieve", "--k", "5", "-o", tmp_path / "run.jsonl", "--no-progress", env=env).returncode == 0
+            args += ["--run", tmp_path / "run.jsonl"]
+        assert cli(*args, "--no-progress", env=env).returncode == 0
+        out = tmp_path / "premise"
+        result = cli("analyze", "premise", "--predictions", preds, "-o", out, "--json", "--no-progress", env=env)
+        assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["all"]["correct"] == pytest.approx(100 * 8 / 24, abs=0.01)
+    assert report["all"]["memory"] == pytest.approx(100 * 8 / 24, abs=0.01)
+    rows = [json.loads(line) for line in (out / "premise.jsonl").read_text().splitlines()]
+    assert round(100 * sum(r["class"] == "memory" for r in rows) / len(rows), 2) == report["all"]["memory"]
+    assert sum(g["n"] for g in report["by_evidence"].values()) == 24
+    if mode == "qa":
+        assert set(report["by_evidence"]) == {"no passages"}
+    else:
+        assert "no passages" not in report["by_evidence"]
+    twins = [json.loads(line)["question"] for line in (out / "twins.jsonl").read_text().splitlines()]
+    assert all(not t.lower().startswith("if ") for t in twins)
+    assert (out / "twin-predictions.jsonl.manifest.json").exists()
+
+
+def test_twins_from_a_file_must_match_the_questions(cli, env, tmp_path):
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"qid": e.qid, "prediction": e.answers[0]}) + "\n" for e in DEV))
+    twins = tmp_path / "twins.jsonl"
+    twins.write_text("".join(json.dumps({"qid": e.qid, "question": rule_twin(e.question)}) + "\n" for e in DEV[:-1]))
+    out = tmp_path / "premise"
+    result = cli("analyze", "premise", "--predictions", preds, "--twins", twins, "-o", out, env=env)
+    assert result.returncode == 1 and "do not match the questions" in result.stderr and "Traceback" not in result.stderr
+    assert not out.exists()
+
+
+def test_predictions_of_a_reader_without_a_model_need_their_twin_predictions(cli, env, tmp_path):
+    preds = tmp_path / "majority.jsonl"
+    assert cli("read", "majority", "-o", preds, env=env).returncode == 0
+    result = cli("analyze", "premise", "--predictions", preds, "-o", tmp_path / "p", env=env)
+    assert result.returncode == 1 and "--twin-predictions" in result.stderr and not (tmp_path / "p").exists()
+    twin_preds = tmp_path / "twin.jsonl"
+    twin_preds.write_text("".join(json.dumps({"qid": e.qid, "prediction": "1828"}) + "\n" for e in DEV))
+    result = cli(
+        "analyze",
+        "premise",
+        "--predictions",
+        preds,
+        "--twin-predictions",
+        twin_preds,
+        "-o",
+        tmp_path / "p",
+        "--json",
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["all"]["memory"] == 100.0  # the majority answer is its 'memory' everywhere
+
+
+def test_rule_twins_and_classes():
+    assert rule_twin("If the river dried up, what would the bridge cross?") == "What does the bridge cross?"
+    assert rule_twin("If Napoleon had won, who would have been king?") == "Who was king?"
+    assert classify("It would be Paris, I think", "London", ["Paris"]) == "correct"
+    assert classify("London", "London", ["Paris"]) == "memory"
+    assert classify("Rome", "London", ["Paris"]) == "other" and classify("", "", ["Paris"]) == "other"
+
+
+def test_the_premise_report_for_iterative_reading(cli, env, tmp_path):
+    from tests.readers.test_iterative import searcher
+
+    with FakeOpenAI({}) as server:
+        server.script = lambda prompt, body: searcher(prompt, body) if "<search>" in prompt else model(prompt, body)
+        preds = tmp_path / "iterative.jsonl"
+        args = ["read", "iterative", "--model", "m", "--base-url", server.url, "-o", preds, "--no-progress"]
+        assert cli(*args, env=env).returncode == 0
+        result = cli("analyze", "premise", "--predictions", preds, "-o", tmp_path / "p", "--json", env=env)
+        assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["reader"] == "iterative" and report["all"]["correct"] == 100.0
+    assert "no passages" not in report["by_evidence"] and sum(g["n"] for g in report["by_evidence"].values()) == 24
