@@ -73,6 +73,7 @@ class QuestionSet:
     examples: list[Example]
     task: str = "qa"
     dataset: str | None = None  # the dataset whose format a file named by ``name`` is in (None: IfQA's)
+    hub: dict[str, Any] | None = None  # a Hugging Face dataset's id, config, split, revision, fingerprint
 
     @cached_property
     def identity(self) -> str:
@@ -86,6 +87,8 @@ class QuestionSet:
     def describe(self) -> dict[str, Any]:
         """What manifests record about the questions a file was made for."""
         recorded = {"name": self.name, "id": self.identity, "n": len(self.examples)}
+        if self.hub:
+            recorded["hub"] = self.hub
         return {**recorded, "dataset": self.dataset} if self.dataset else recorded
 
     def __len__(self) -> int:

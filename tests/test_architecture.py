@@ -165,3 +165,17 @@ def test_every_package_is_installed():
     declared = set(tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")}
     assert found <= declared
+
+
+def test_the_gpu_extra_installs_faiss_gpu_in_place_of_faiss_cpu():
+    """`ifqa[gpu]` (GPU machines, instead of [all]): faiss-gpu and vLLM where they install (Linux x86-64),
+    never faiss-cpu beside faiss-gpu (both install the `faiss` module)."""
+    import tomllib
+    from packaging.requirements import Requirement
+
+    extras = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]["optional-dependencies"]
+    gpu = [Requirement(r) for r in extras["gpu"]]
+    names = {r.name for r in gpu}
+    assert {"faiss-gpu", "vllm"} <= names and "faiss-cpu" not in names
+    assert all("dense" not in r.extras and "all" not in r.extras for r in gpu)  # [dense] would bring faiss-cpu
+    assert all(r.marker is not None for r in gpu if r.name in ("faiss-gpu", "vllm"))

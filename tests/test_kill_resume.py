@@ -436,7 +436,9 @@ def test_training_killed_in_its_last_moments_is_completed_by_the_same_command(
     _run(command + ["-o", out], env)  # the same command completes the run
     assert _same_weights(reference, out)
     card, expected = (json.loads((f / "model" / "ifqa_card.json").read_text()) for f in (out, reference))
-    assert card["complete"] and card["dev"] == expected["dev"] and card["loss"] == expected["loss"]
+    assert card["complete"], card
+    assert card["dev"] == expected["dev"], (card["dev"], expected["dev"])
+    assert card["loss"] == expected["loss"], (card["loss"], expected["loss"])
     if losses is not None:
         assert (out / "train_log.jsonl").read_bytes() == losses  # trained once: not again
     again = run_cli(*command[len(_ifqa()) :], "-o", out, env=env)

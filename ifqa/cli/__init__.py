@@ -36,6 +36,7 @@ EXTRAS = {
     "sentence_transformers": "dense",
     "faiss": "dense",
     "openai": "llm",
+    "datasets": "hub",
     "vllm": "vllm",
     "ray": "ray",
     "fastapi": "serve",

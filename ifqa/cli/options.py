@@ -29,7 +29,8 @@ def question_options_for(setting: str = "demo", split: str = "dev", recorded: bo
         function = click.option(
             "--questions",
             type=click.Path(dir_okay=False),
-            help="Any file in the IfQA format (JSON list or JSONL); overrides --setting/--split.",
+            help="Any file in the IfQA format (JSON list or JSONL), or a Hugging Face dataset: hf:OWNER/NAME or "
+            "hf:FOLDER (?split=dev&config=C&fields=question:query,answers:golden_answers); overrides --setting/--split.",
         )(function)
         function = click.option(
             "--split", type=SPLIT_CHOICES, default=None, help=f"Split (default: {first}the setting's {split})."

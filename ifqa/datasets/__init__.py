@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ifqa.artifacts import QuestionSet
+from ifqa.datasets.hub import is_hub
 from ifqa.registry import DATASETS
 
 DEFAULT_SETTING = "demo"
@@ -43,7 +44,11 @@ class QuestionSource:
 
     @property
     def label(self) -> str:
-        """A file-name-friendly label (``demo-dev``, or the file's stem)."""
+        """A file-name-friendly label (``demo-dev``, the file's stem, or a Hub dataset's name)."""
+        if is_hub(self.file):
+            return "hf-" + "".join(c if c.isalnum() or c in "-_." else "-" for c in self.file[3:].split("?")[0]).strip(
+                "-"
+            )
         return Path(self.file).stem if self.file else "-".join(self.resolved())
 
     def cli_args(self) -> str:
@@ -57,6 +62,10 @@ class QuestionSource:
         """The questions; a file given with a setting is read in that dataset's format (a WIQA JSONL,
         a CausalQA CSV), a file alone in IfQA's (``answers`` False: questions without answers are
         taken too, for what needs none)."""
+        if is_hub(self.file):  # hf:OWNER/NAME or hf:PATH, read with datasets
+            from ifqa.datasets.hub import load_hub_questions
+
+            return load_hub_questions(self.file)
         if self.file:
             entry = DATASETS.get(self.setting) if self.setting else None
             if entry is not None and hasattr(entry, "load_file"):

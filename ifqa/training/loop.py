@@ -77,6 +77,8 @@ def run_loop(
             if not isinstance(recorded, dict) or recorded.get("steps") != settings.steps:
                 raise ValueError("it records another run")
         log.info("%s: trained already (%s); finishing the run", output, RESULT)
+        if world.main:
+            shutil.rmtree(state_dir, ignore_errors=True)  # a kill before the state went: nothing to resume now
         return recorded
     step, history, running = 0, [], None  # running: the loss average the progress bar and history show
     losses: list[float] = []  # every step's loss (the ranks' mean), for train_log.jsonl

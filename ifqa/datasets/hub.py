@@ -1,0 +1,143 @@
+"""Question sets from the Hugging Face Hub or a local folder in Hub layout, read with ``datasets``.
+
+Named as ``hf:OWNER/NAME`` or ``hf:PATH`` (a folder of Parquet or JSONL files with a dataset card),
+with options after ``?``: ``split`` (default ``dev``, else ``validation``, else the only one),
+``config``, ``revision`` and ``fields`` (``fields=question:query,answers:golden_answers``: which
+column holds each of ifqa's fields, where the defaults below do not find it). The whole spec is the
+question set's name, so a manifest that records it reopens the same questions; the manifest also
+records the dataset's id, config, split, revision and ``datasets``' fingerprint of its content.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl
+
+from ifqa.artifacts import Example, QuestionSet
+from ifqa.errors import IfqaError
+
+PREFIX = "hf:"
+#: Where ifqa looks for each field when the spec names none (IfQA's own names, FlashRAG's, others').
+CANDIDATES = {
+    "qid": ("idx", "id", "qid", "question_id"),
+    "question": ("question", "query", "input"),
+    "answers": ("answers", "golden_answers", "answer", "output", "label"),
+    "context": ("context", "contexts", "passages", "ctxs"),
+}
+REQUIRED = ("question", "answers")
+
+
+@dataclass(frozen=True)
+class HubSpec:
+    name: str
+    split: str | None = None
+    config: str | None = None
+    revision: str | None = None
+    fields: dict[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, spec: str) -> HubSpec:
+        body = spec[len(PREFIX) :]
+        name, _, query = body.partition("?")
+        if not name:
+            raise IfqaError(f"{spec!r}: name a dataset after hf: (hf:OWNER/NAME or hf:PATH)")
+        options = dict(parse_qsl(query, keep_blank_values=True))
+        unknown = set(options) - {"split", "config", "revision", "fields"}
+        if unknown:
+            raise IfqaError(f"{spec!r}: unknown option {sorted(unknown)[0]!r}; give split, config, revision or fields")
+        mapping = {}
+        for pair in filter(None, (options.get("fields") or "").split(",")):
+            ours, _, theirs = pair.partition(":")
+            if ours not in CANDIDATES or not theirs:
+                raise IfqaError(f"{spec!r}: fields maps {', '.join(CANDIDATES)} to columns, as question:query")
+            mapping[ours] = theirs
+        return cls(name, options.get("split"), options.get("config"), options.get("revision"), mapping)
+
+
+def is_hub(name: str | os.PathLike | None) -> bool:
+    return isinstance(name, str) and name.startswith(PREFIX)
+
+
+def _load(spec: HubSpec, source: str):
+    """The ``datasets.DatasetDict`` (all splits) of a spec, with one line for each way it can fail."""
+    import datasets
+    from datasets.utils.logging import disable_progress_bar, set_verbosity_error
+
+    disable_progress_bar()
+    set_verbosity_error()
+    local = Path(spec.name).expanduser()
+    try:
+        return datasets.load_dataset(str(local) if local.exists() else spec.name, spec.config, revision=spec.revision)
+    except ValueError as exc:  # a config the dataset does not have, among others
+        raise IfqaError(f"{source}: {' '.join(str(exc).split())[:240]}") from None
+    except (FileNotFoundError, ConnectionError, OSError) as exc:
+        if os.environ.get("HF_HUB_OFFLINE") or os.environ.get("HF_DATASETS_OFFLINE") or not local.is_absolute():
+            raise IfqaError(
+                f"{source}: {spec.name!r} cannot be read ({type(exc).__name__}): not a local folder, and not in the "
+                "Hugging Face cache while offline; download it where the Hub is reachable (datasets.load_dataset("
+                f"{spec.name!r})) or point at a local copy: hf:/path/to/folder"
+            ) from None
+        raise IfqaError(f"{source}: {spec.name!r} cannot be read ({type(exc).__name__}: {str(exc)[:160]})") from None
+
+
+def _column(spec: HubSpec, ours: str, columns: list[str], source: str) -> str | None:
+    if ours in spec.fields:
+        if spec.fields[ours] not in columns:
+            raise IfqaError(
+                f"{source}: fields maps {ours} to {spec.fields[ours]!r}, which the dataset lacks; its columns: "
+                f"{', '.join(columns)}"
+            )
+        return spec.fields[ours]
+    found = next((c for c in CANDIDATES[ours] if c in columns), None)
+    if found is None and ours in REQUIRED:
+        raise IfqaError(
+            f"{source}: no column for {ours} (looked for {', '.join(CANDIDATES[ours])}); its columns: "
+            f"{', '.join(columns)}; name it with ?fields={ours}:COLUMN"
+        )
+    return found
+
+
+def _texts(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):  # FlashRAG-style {"text": [...]} or SQuAD-style {"text": [...], ...}
+        return _texts(value.get("text"))
+    return [str(v.get("text", "")) if isinstance(v, dict) else str(v) for v in value]
+
+
+def load_hub_questions(name: str) -> QuestionSet:
+    """The questions of an ``hf:`` spec, each row mapped to ifqa's fields."""
+    spec = HubSpec.parse(name)
+    splits = _load(spec, name)
+    chosen = spec.split or next((s for s in ("dev", "validation") if s in splits), None)
+    if chosen is None and len(splits) == 1:
+        chosen = next(iter(splits))
+    if chosen not in splits:
+        raise IfqaError(f"{name}: no split {chosen!r}; its splits: {', '.join(splits)} (choose with ?split=NAME)")
+    data = splits[chosen]
+    columns = list(data.column_names)
+    mapped = {ours: _column(spec, ours, columns, name) for ours in CANDIDATES}
+    examples = []
+    for number, row in enumerate(data):
+        answers = _texts(row[mapped["answers"]])
+        question = row[mapped["question"]]
+        if not isinstance(question, str) or not question.strip() or not answers:
+            raise IfqaError(
+                f"{name}: row {number} has no question or no answer in {mapped['question']}, {mapped['answers']}"
+            )
+        qid = str(row[mapped["qid"]]) if mapped["qid"] else str(number)
+        examples.append(Example(qid, question, answers, _texts(row[mapped["context"]]) if mapped["context"] else []))
+    hub = {
+        "id": spec.name,
+        "config": spec.config,
+        "split": chosen,
+        "revision": spec.revision,
+        "fingerprint": getattr(data, "_fingerprint", None),
+        "fields": {k: v for k, v in mapped.items() if v},
+    }
+    return QuestionSet(name, examples, hub=hub)

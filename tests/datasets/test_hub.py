@@ -1,0 +1,91 @@
+"""Question sets from the Hugging Face Hub layout, read with `datasets`, offline: a local folder of
+Parquet or JSONL files with a dataset card, as the Hub serves them (the real Hub ids stay the defaults)."""
+
+import json
+import os
+
+import pytest
+
+from ifqa.datasets import QuestionSource
+from ifqa.datasets.demo import load_demo
+from ifqa.errors import IfqaError
+
+DEV = load_demo("dev")
+CARD = """---
+configs:
+- config_name: default
+  data_files:
+  - split: train
+    path: data/train-*
+  - split: dev
+    path: data/dev-*
+---
+# A counterfactual QA set in Hub layout (written by the tests)
+"""
+
+
+def _hub_folder(folder, fmt="parquet", names=("idx", "question", "answers")):
+    """The demo questions as a dataset folder in Hub layout (FlashRAG-like columns when asked)."""
+    from datasets import Dataset
+
+    rows = [{names[0]: e.qid, names[1]: e.question, names[2]: e.answers, "context": e.context} for e in DEV]
+    (folder / "data").mkdir(parents=True)
+    for split, part in (("dev", rows), ("train", rows[:4])):
+        data = Dataset.from_list(part)
+        path = folder / "data" / f"{split}-00000-of-00001.{fmt}"
+        data.to_parquet(str(path)) if fmt == "parquet" else data.to_json(str(path))
+    (folder / "README.md").write_text(CARD)
+    return folder
+
+
+@pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
+def test_a_local_hub_folder_is_a_question_set_scored_like_any(cli, tmp_path, fmt):
+    folder = _hub_folder(tmp_path / "ds", fmt)
+    spec = f"hf:{folder}"
+    questions = QuestionSource(file=spec).load()
+    assert [e.qid for e in questions] == [e.qid for e in DEV] and questions[0].context == DEV[0].context
+    assert questions.describe()["hub"]["split"] == "dev" and questions.describe()["hub"]["fingerprint"]
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"qid": e.qid, "prediction": e.answers[0]}) + "\n" for e in DEV))
+    result = cli("evaluate", "--predictions", preds, "--questions", spec, "--json")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["em"] == 100.0
+    run = tmp_path / "run.jsonl"
+    assert cli("retrieve", "--questions", f"{spec}?split=train", "--k", "3", "-o", run, "--no-progress").returncode == 0
+    manifest = json.loads((tmp_path / "run.jsonl.manifest.json").read_text())
+    assert manifest["questions"]["name"] == f"{spec}?split=train" and manifest["questions"]["n"] == 4
+    assert cli("evaluate", "--run", run, "--json").returncode == 0  # the recorded spec reopens the same questions
+
+
+def test_fields_map_other_columns(tmp_path):
+    folder = _hub_folder(tmp_path / "flash", names=("id", "query", "golden_answers"))
+    questions = QuestionSource(file=f"hf:{folder}").load()  # FlashRAG's names are found by default
+    assert questions[0].question == DEV[0].question and questions[0].answers == DEV[0].answers
+    mapped = QuestionSource(file=f"hf:{folder}?fields=question:query,answers:golden_answers,qid:id").load()
+    assert mapped.describe()["hub"]["fields"]["question"] == "query"
+
+
+@pytest.mark.parametrize(
+    "suffix, expected",
+    [
+        (
+            "?fields=question:nope",
+            "fields maps question to 'nope', which the dataset lacks; its columns: idx, question",
+        ),
+        ("?split=test", "no split 'test'; its splits: "),
+        ("?colour=red", "unknown option 'colour'"),
+    ],
+)
+def test_what_the_dataset_lacks_is_one_line(cli, tmp_path, suffix, expected):
+    folder = _hub_folder(tmp_path / "ds")
+    result = cli("evaluate", "--run", tmp_path / "none.jsonl", "--questions", f"hf:{folder}{suffix}")
+    assert result.returncode == 1 and expected in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_hub_id_that_cannot_be_reached_offline_says_how_to_point_at_a_copy(tmp_path, monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    with pytest.raises(IfqaError, match=r"not in the Hugging Face cache while offline.*hf:/path/to/folder"):
+        QuestionSource(file="hf:someone/counterfactual-set").load()
+    assert os.environ["HF_HUB_OFFLINE"] == "1"
