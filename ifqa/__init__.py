@@ -25,6 +25,7 @@ _API = (
     "load_questions",
     "open_index",
     "read",
+    "analyze_premise",
     "evaluate_run",
     "evaluate_predictions",
     "exact_match",

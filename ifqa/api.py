@@ -43,6 +43,7 @@ __all__ = [
     "load_questions",
     "open_index",
     "read",
+    "analyze_premise",
     "evaluate_run",
     "evaluate_predictions",
     "exact_match",
@@ -401,3 +402,48 @@ def read(
 
 
 document_fields(Pipeline, RetrievalConfig)  # help(Pipeline) lists the settings it takes
+
+
+@checked(
+    predictions=arg.path_like,
+    questions=arg.questions,
+    output=arg.path_like,
+    twins=arg.path_like,
+    twin_predictions=arg.optional(arg.path_like),
+    api_key=arg.optional(arg.text),
+    progress=arg.flag,
+)
+def analyze_premise(
+    predictions: str | Path,
+    questions: QuestionSet | Sequence[Example],
+    output: str | Path,
+    twins: str | Path = "rule",
+    twin_predictions: str | Path | None = None,
+    api_key: str | None = None,
+    progress: bool = False,
+) -> dict:
+    """``ifqa analyze premise``: each counterfactual prediction correct, memory (the model's own answer
+    to the question's factual twin) or other, with intervals and breakdowns; ``twins``: ``"rule"`` or a
+    ``{qid, question}`` file; ``twin_predictions``: the same reader's answers to them (default: the
+    predictions' model answers them closed-book). Writes the folder ``output``; returns the report.
+
+    >>> import json, tempfile
+    >>> folder, dev = tempfile.mkdtemp(), load_questions("demo", "dev")
+    >>> _ = read("majority", dev, output=f"{folder}/majority.jsonl")
+    >>> lines = "".join(json.dumps({"qid": e.qid, "prediction": "1828"}) + "\\n" for e in dev)
+    >>> _ = open(f"{folder}/twins-answered.jsonl", "w").write(lines)
+    >>> report = analyze_premise(f"{folder}/majority.jsonl", dev, f"{folder}/premise",
+    ...                          twin_predictions=f"{folder}/twins-answered.jsonl")
+    >>> report["all"]["memory"]  # the majority answer is what it gives without the premise too
+    100.0
+    """
+    from ifqa.analysis import premise
+    from ifqa.analysis.twins import twins_by_rule, twins_from_file
+    from ifqa.artifacts import check_questions
+    from ifqa.outputs import check_output
+
+    question_set = as_question_set(questions)
+    check_questions(predictions, question_set)
+    check_output(output, {"predictions": predictions, "twins": twins, "twin_predictions": twin_predictions}, "output")
+    twin_set = twins_by_rule(question_set) if str(twins) == "rule" else twins_from_file(question_set, twins)
+    return premise.analyze(predictions, question_set, twin_set, output, twin_predictions, api_key, progress)

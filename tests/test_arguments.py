@@ -58,7 +58,10 @@ def world(tmp_path_factory):
     run = ifqa.Pipeline(indexes=["demo:bm25"], k=5).run(dev)
     run_file = folder / "run.jsonl"
     ifqa.Pipeline(indexes=["demo:bm25"], k=5).run_to_file(dev, run_file)
+    ifqa.read("majority", dev, output=folder / "majority.jsonl")
+    (folder / "twin.jsonl").write_text("".join(json.dumps({"qid": e.qid, "prediction": "x"}) + "\n" for e in dev))
     return {
+        "folder": folder,
         "run_file": run_file,
         "dev": dev,
         "searcher": searcher,
@@ -92,6 +95,7 @@ def _valid_calls(w):
         ("read", ifqa.read, {"reader": "majority", "questions": w["dev"], "run": None, "output": None, "progress": False, "api_key": None}),
         ("evaluate_run", ifqa.evaluate_run, {"run": w["run"], "questions": w["dev"], "compare": w["run"]}),
         ("evaluate_predictions", ifqa.evaluate_predictions, {"predictions": {e.qid: "x" for e in w["dev"]}, "questions": w["dev"], "compare": None}),
+        ("analyze_premise", ifqa.analyze_premise, {"predictions": w["folder"] / "majority.jsonl", "questions": w["dev"], "output": w["folder"] / "premise", "twins": "rule", "twin_predictions": w["folder"] / "twin.jsonl", "api_key": None, "progress": False}),
         ("exact_match", ifqa.exact_match, {"prediction": "x", "answers": ["x"]}),
         ("f1", ifqa.f1, {"prediction": "x", "answers": ["x"]}),
         ("Experiment.stages", w["experiment"].stages, {"kind": "retrieve"}),

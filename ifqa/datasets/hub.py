@@ -69,18 +69,29 @@ def _load(spec: HubSpec, source: str):
     disable_progress_bar()
     set_verbosity_error()
     local = Path(spec.name).expanduser()
+    if _offline():  # honoured when asked, even where datasets was imported before it was set
+        import huggingface_hub.constants
+
+        datasets.config.HF_HUB_OFFLINE = huggingface_hub.constants.HF_HUB_OFFLINE = True
     try:
         return datasets.load_dataset(str(local) if local.exists() else spec.name, spec.config, revision=spec.revision)
     except ValueError as exc:  # a config the dataset does not have, among others
         raise IfqaError(f"{source}: {' '.join(str(exc).split())[:240]}") from None
     except (FileNotFoundError, ConnectionError, OSError) as exc:
-        if os.environ.get("HF_HUB_OFFLINE") or os.environ.get("HF_DATASETS_OFFLINE") or not local.is_absolute():
+        if _offline() or not local.is_absolute():
             raise IfqaError(
                 f"{source}: {spec.name!r} cannot be read ({type(exc).__name__}): not a local folder, and not in the "
                 "Hugging Face cache while offline; download it where the Hub is reachable (datasets.load_dataset("
                 f"{spec.name!r})) or point at a local copy: hf:/path/to/folder"
             ) from None
         raise IfqaError(f"{source}: {spec.name!r} cannot be read ({type(exc).__name__}: {str(exc)[:160]})") from None
+
+
+def _offline() -> bool:
+    return any(
+        os.environ.get(name, "").upper() in ("1", "ON", "YES", "TRUE")
+        for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
+    )
 
 
 def _column(spec: HubSpec, ours: str, columns: list[str], source: str) -> str | None:
