@@ -201,3 +201,17 @@ CASES = [
     (("index", "dense"), test_index_dense_refuses_hand_edited_settings),
     (("corpus", "build"), test_corpus_build_refuses_hand_edited_parts),
 ]
+
+
+@pytest.mark.parametrize("edit", ["garbage", "missing keys", "negative step", "a file deleted"])
+def test_a_damaged_state_is_refused_before_mining_writes_anything(cli, reranker_state, tmp_path, edit):
+    """Trust round 6: the state was checked only once mining had written groups.json; what can be checked
+    without the model is checked first, so a refused run leaves the folder as it was."""
+    out, args = reranker_state
+    copy = tmp_path / out.name
+    shutil.copytree(out, copy)
+    for mined in ("groups.jsonl", "groups.json"):
+        (copy / mined).unlink()
+    TRAINING_EDITS[edit](copy / "state")
+    _refused_and_kept(cli, [*args[:-1], str(copy)], copy, str(copy / "state"))
+    assert not (copy / "groups.json").exists()

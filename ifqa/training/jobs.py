@@ -121,6 +121,10 @@ def train_job(
     check_before_mining(kind, recipe, len(questions), device)
     from ifqa.distributed import launched
 
+    if kind != "control":  # a damaged resume state is refused before mining writes its groups
+        from ifqa.training.loop import check_saved_state
+
+        check_saved_state(output)
     if launched().main:
         output.mkdir(parents=True, exist_ok=True)
     groups, mined = _groups(recipe, questions, output, corpus, progress)

@@ -43,6 +43,23 @@ class LoopSettings:
     seed: int = 0
 
 
+def check_saved_state(output: Path) -> None:
+    """What of a saved state can be checked before any work (mining takes minutes and writes its
+    groups): its files load as weights and the trainer's holds every key at a whole step. The rest
+    (the model's shapes, the step against the run's length) is checked when the state is restored."""
+    state_dir = Path(output) / STATE
+    if not (state_dir / "trainer.pt").exists() and not (state_dir / "model.pt").exists():
+        return
+    start_over = f"delete {state_dir} to train from the start"
+    with restoring(state_dir, start_over):
+        saved = load_weights(state_dir / "trainer.pt")
+        load_weights(state_dir / "model.pt")
+        missing = {"optimizer", "scheduler", "step", "history", "rng"} - set(saved)
+        if missing:
+            raise KeyError(", ".join(sorted(missing)))
+        check_step(saved["step"], saved["step"] if isinstance(saved["step"], int) else 0, state_dir, start_over)
+
+
 def run_loop(
     model,
     parameters,
