@@ -23,12 +23,19 @@ from pathlib import Path
 from typing import Any
 
 from ifqa.artifacts import QuestionSet, read_manifest, read_predictions, read_run
+from ifqa.configs import from_options
+from ifqa.datasets import QuestionSource
 from ifqa.errors import IfqaError
 from ifqa.eval.answers import best_over_answers, contains_answer, exact_match
-from ifqa.eval.categories import answer_type, question_word
+from ifqa.eval.categories import ANSWER_TYPES, QUESTION_WORDS, answer_type, question_word
 from ifqa.eval.passages import has_answer, percent
 from ifqa.eval.significance import bootstrap_ci
 from ifqa.io import read_jsonl, write_json, write_jsonl
+from ifqa.llm.config import ModelAccess
+from ifqa.readers import ReadJob
+from ifqa.readers.llm.config import LLMReaderConfig
+from ifqa.registry import READERS
+from ifqa.tables import table
 
 CLASSES = ("correct", "memory", "other")
 EVIDENCE = ("in passages", "derived", "no passages")
@@ -36,10 +43,6 @@ EVIDENCE = ("in passages", "derived", "no passages")
 
 def twin_reader_config(manifest: dict):
     """The closed-book LLM reader of the predictions' own model (from their manifest), no demonstrations."""
-    from ifqa.configs import from_options
-    from ifqa.llm.config import ModelAccess
-    from ifqa.readers.llm.config import LLMReaderConfig
-
     if manifest.get("reader") not in ("llm", "iterative"):
         raise IfqaError(
             f"the premise analysis asks the predictions' model their twins; {manifest.get('reader')!r} predictions "
@@ -102,8 +105,6 @@ def premise_report(rows: list[dict]) -> dict[str, Any]:
         return {name: shares(groups[name]) for name in order if groups.get(name)}
 
     changed = [r for r in rows if r["premise_changes_answer"]]
-    from ifqa.eval.categories import ANSWER_TYPES, QUESTION_WORDS
-
     return {
         "all": shares(rows),
         "premise_changes_answer": shares(changed),
@@ -139,16 +140,13 @@ def analyze(
     output.mkdir(parents=True, exist_ok=True)
     write_jsonl(output / "twins.jsonl", [{"qid": e.qid, "question": e.question} for e in twins.examples])
     if twin_predictions is None:
-        from ifqa.datasets import QuestionSource
-        from ifqa.readers import ReadJob
-        from ifqa.registry import READERS
-
         twin_predictions = output / "twin-predictions.jsonl"
         job = ReadJob(
             twins, QuestionSource(file=str(output / "twins.jsonl")), twin_predictions, None, progress, api_key
         )
         READERS.get("llm").read(config, job)
     twin_answers = read_predictions(twin_predictions)
+    twin_questions = {t.qid: t.question for t in twins.examples}
     rows = []
     for example in questions.examples:
         prediction, twin = predictions.get(example.qid, ""), twin_answers.get(example.qid, "")
@@ -157,7 +155,7 @@ def analyze(
                 "qid": example.qid,
                 "class": classify(prediction, twin, example.answers),
                 "prediction": prediction,
-                "twin_question": next(t.question for t in twins.examples if t.qid == example.qid),
+                "twin_question": twin_questions[example.qid],
                 "twin_prediction": twin,
                 "premise_changes_answer": not classify(twin, "", example.answers) == "correct",
                 "evidence": evidence(records.get(example.qid, {}), example, manifest, contexts),
@@ -178,8 +176,6 @@ def analyze(
 
 
 def format_report(report: dict[str, Any]) -> str:
-    from ifqa.tables import table
-
     def row(name: str, group: dict) -> list:
         return [
             name,

@@ -17,7 +17,6 @@ from ifqa.llm import thinking
 from ifqa.llm.backends import GenerationParams
 from ifqa.llm.generation import CachedGenerator, Counters
 from ifqa.readers.llm.prompts import prompts_dir
-from ifqa.readers.llm.reader import check_thinking_budget, model_thinks, thinking_max_tokens
 
 log = logging.getLogger(__name__)
 
@@ -62,19 +61,9 @@ def judge(
     config.require_model()
     template, digest = load_prompt(config.prompts_dir)
     backend = config.backend_instance(api_key)
-    check_thinking_budget(backend, config.thinking_budget)
-    thinks = model_thinks(backend, config.thinking, config.thinking_budget, config.reasoning_effort)
-    max_tokens = config.max_tokens or (thinking_max_tokens(config.thinking_budget) if thinks else PLAIN_MAX_TOKENS)
-    params = GenerationParams(
-        max_tokens,
-        0.0,
-        1.0,
-        (),
-        config.seed,
-        thinking=None if config.thinking == "auto" else config.thinking == "on",
-        thinking_budget=config.thinking_budget,
-        reasoning_effort=config.reasoning_effort,
-    )
+    thinks = config.thinks(backend)
+    max_tokens = config.max_tokens or (config.thinking_max_tokens() if thinks else PLAIN_MAX_TOKENS)
+    params = config.params(max_tokens, 0.0, (), config.seed)
     asked = [e for e in questions.examples if predictions.get(e.qid, "").strip()]
     prompts = [
         template.format(question=e.question, answers=" | ".join(e.answers), prediction=predictions[e.qid])
@@ -129,7 +118,7 @@ def _generate(generate, prompts: list[str], params: GenerationParams, progress: 
     """Every prompt through the cache and the backend, in waves that move a progress bar."""
     from tqdm import tqdm
 
-    wave = max(generate.concurrency, getattr(generate.backend, "batch_size", 1)) * 4
+    wave = generate.wave
     out = []
     with tqdm(total=len(prompts), desc="judge", unit="q", disable=not progress) as bar:
         for start in range(0, len(prompts), wave):

@@ -13,6 +13,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ifqa.errors import IfqaError
+from ifqa.io import unpaired_surrogate
+from ifqa.llm.local_thinking import ThinkingBudget, chat_prompt, template_thinks
+from ifqa.llm.thinking import openai_reasoning_model, opened_tag
 from ifqa.redact import redact, redact_url  # noqa: F401 (redact_url: imported from here elsewhere)
 
 log = logging.getLogger(__name__)
@@ -156,8 +159,6 @@ class OpenAIBackend:
         budget goes out as vLLM's ``thinking_token_budget`` and llama.cpp's ``thinking_budget_tokens``
         (each server ignores the other's); the thinking switch as ``chat_template_kwargs``, which vLLM,
         SGLang and llama.cpp pass to the chat template (never to OpenAI's own API, which refuses it)."""
-        from ifqa.llm.thinking import openai_reasoning_model
-
         body: dict = {"model": self.model, "seed": params.seed}
         asked: list[str] = []
         if openai_reasoning_model(self.model):
@@ -218,8 +219,6 @@ class OpenAIBackend:
             text = ""
         if not isinstance(text, str) or not isinstance(reasoning, str):
             raise TransientError("malformed response: no text")
-        from ifqa.io import unpaired_surrogate
-
         if unpaired_surrogate(text, reasoning):  # JSON's "\ud800": a str, but no text a file or cache can hold
             raise IfqaError(
                 f"{self.base_url}: model {self.model!r} replied with text that is not valid Unicode (a lone "
@@ -262,8 +261,6 @@ def _safe_message(exc: Exception) -> str:
 
 def chat_text(tokenizer, prompt: str, template_kwargs: dict | None = None) -> str:
     """The prompt as one user turn in the model's chat template, ready for the assistant's reply."""
-    from ifqa.llm.local_thinking import chat_prompt
-
     return chat_prompt(tokenizer, prompt, template_kwargs)
 
 
@@ -319,21 +316,17 @@ class HFBackend:
         return chat_text(self.tokenizer, prompt, params.template_kwargs()) if self.chat else prompt
 
     def template_thinks(self) -> bool:
-        from ifqa.llm.local_thinking import template_thinks
-
         return self.chat and template_thinks(self.tokenizer)
 
     def complete(self, prompts: Sequence[str], params: GenerationParams) -> list[Completion]:
         import torch
         from transformers import LogitsProcessorList
 
-        from ifqa.llm.local_thinking import ThinkingBudget, started_tag
-
         out: list[Completion] = []
         eos = self.tokenizer.eos_token_id
         for start in range(0, len(prompts), self.batch_size):
             batch = [self._format(p, params) for p in prompts[start : start + self.batch_size]]
-            opened = [started_tag(text) if self.chat else "" for text in batch]
+            opened = [opened_tag(text) if self.chat else "" for text in batch]
             encoded = self.tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=not self.chat).to(
                 self.device
             )
@@ -363,18 +356,6 @@ class HFBackend:
                 text = tag + self.tokenizer.decode(new, skip_special_tokens=True)
                 for stop in params.stop:
                     text = text.split(stop, 1)[0]
-                completion = Completion(
-                    text, int(mask.sum()), produced, finish_reason="stop" if ended or produced < len(new) else "length"
-                )
-                out.append(_with_reasoning_tokens(completion, self.count_tokens))
-        return out
-
-
-def _with_reasoning_tokens(completion: Completion, count_tokens) -> Completion:
-    """A local completion with its thinking's tokens counted by the model's own tokenizer."""
-    from ifqa.llm.thinking import split
-
-    thinking = split(completion.text, completion.reasoning).thinking
-    if thinking:
-        completion.reasoning_tokens = min(count_tokens(thinking), completion.completion_tokens)
-    return completion
+                finish = "stop" if ended or produced < len(new) else "length"
+                out.append(Completion(text, int(mask.sum()), produced, finish_reason=finish))
+        return out  # reasoning tokens are counted by CachedGenerator, with count_tokens, for every backend

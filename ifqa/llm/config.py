@@ -9,7 +9,11 @@ from dataclasses import dataclass, replace
 
 from ifqa.configs import option
 from ifqa.errors import IfqaError
+from ifqa.llm import make_backend, thinking
+from ifqa.llm.backends import GenerationParams
+from ifqa.llm.cache import ResponseCache
 from ifqa.llm.thinking import THINKING_CHOICES
+from ifqa.redact import redact_url
 from ifqa.registry import LLM_BACKENDS
 
 EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
@@ -52,8 +56,6 @@ class ModelAccess:
 
     def public(self):
         """This configuration as it may be written down: credentials in the endpoint URL redacted."""
-        from ifqa.redact import redact_url
-
         return replace(self, base_url=redact_url(self.base_url))
 
     def require_model(self) -> None:
@@ -74,10 +76,9 @@ class ModelAccess:
         return "the model"
 
     def backend_instance(self, api_key: str | None = None):
-        """The backend these settings name (``ifqa.llm.make_backend``)."""
-        from ifqa.llm import make_backend
-
-        return make_backend(
+        """The backend these settings name (``ifqa.llm.make_backend``); a thinking budget for a backend
+        that takes none (vLLM's offline engine) is refused here, where the two meet."""
+        backend = make_backend(
             self.backend,
             self.model,
             self.base_url,
@@ -88,8 +89,37 @@ class ModelAccess:
             self.timeout,
             self.retries,
         )
+        if self.thinking_budget is not None and not getattr(backend, "takes_thinking_budget", True):
+            raise IfqaError(
+                f"the {backend.describe()['backend']} backend takes no thinking budget; serve the model (vllm serve) "
+                "and read with --backend openai, which sends it, or drop --thinking-budget"
+            )
+        return backend
 
-    def response_cache(self):
-        from ifqa.llm.cache import ResponseCache
-
+    def response_cache(self) -> ResponseCache | None:
         return None if self.no_cache else ResponseCache(self.cache)
+
+    def thinks(self, backend) -> bool:
+        """Whether the backend's model thinks first (``thinking.resolve`` on its name and chat template)."""
+        template = getattr(backend, "template_thinks", lambda: False)()
+        asked = self.thinking_budget is not None or self.reasoning_effort is not None
+        return thinking.resolve(self.thinking, backend.describe().get("model"), template, asked)
+
+    def thinking_max_tokens(self) -> int:
+        """A thinking model's default token limit: the reasoning default, or the budget plus room to answer."""
+        if self.thinking_budget is None:
+            return thinking.REASONING_MAX_TOKENS
+        return max(thinking.REASONING_MAX_TOKENS, self.thinking_budget + thinking.ANSWER_ROOM)
+
+    def params(self, max_tokens: int, temperature: float, stop: tuple[str, ...], seed: int) -> GenerationParams:
+        """What is asked of the model, these settings' reasoning requests included."""
+        return GenerationParams(
+            max_tokens,
+            temperature,
+            1.0,
+            stop,
+            seed,
+            thinking=None if self.thinking == "auto" else self.thinking == "on",
+            thinking_budget=self.thinking_budget,
+            reasoning_effort=self.reasoning_effort,
+        )

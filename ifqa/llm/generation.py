@@ -108,6 +108,12 @@ class CachedGenerator:
     def __init__(self, backend, cache: ResponseCache | None, concurrency: int, counters: Counters):
         self.backend, self.cache, self.concurrency, self.counters = backend, cache, concurrency, counters
 
+    @property
+    def wave(self) -> int:
+        """Prompts a caller hands over at once: enough to keep every request slot (or a local batch) busy
+        several times over, few enough for a progress bar to move."""
+        return max(self.concurrency, getattr(self.backend, "batch_size", 1)) * 4
+
     def __call__(self, prompts_: Sequence[str], params: Sequence[GenerationParams]) -> list[Completion]:
         description = self.backend.describe()
         identity = {k: description[k] for k in ("backend", "model", "chat")}

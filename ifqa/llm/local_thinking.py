@@ -11,7 +11,7 @@ token and the model goes on to its answer.
 
 from __future__ import annotations
 
-from ifqa.llm.thinking import opening_tag, template_opens_thinking
+from ifqa.llm.thinking import closes, opens
 
 CLOSING = "\n</think>\n\n"
 _TAIL_TOKENS = 8  # tokens decoded to look for a tag just written (tags are a few tokens long)
@@ -30,11 +30,6 @@ def template_thinks(tokenizer) -> bool:
     if not isinstance(template, str):
         return False
     return "<think>" in template or "enable_thinking" in template
-
-
-def started_tag(formatted: str) -> str:
-    """The opening tag the template wrote at the end of the prompt, or ``""``."""
-    return opening_tag(formatted) if template_opens_thinking(formatted) else ""
 
 
 class ThinkingBudget:
@@ -59,11 +54,11 @@ class ThinkingBudget:
                 continue
             if self.position[row] is None:
                 tail = self.tokenizer.decode(input_ids[row, max(self.width, input_ids.shape[1] - _TAIL_TOKENS) :])
-                if "</think>" in tail or "</thinking>" in tail or "</reasoning>" in tail:
+                if closes(tail):
                     self.done[row] = True  # the model closed its thinking itself
                     continue
                 if self.start[row] is None:
-                    if "<think>" in tail or "<thinking>" in tail or "<reasoning>" in tail:
+                    if opens(tail):
                         self.start[row] = generated
                     continue
                 if generated - self.start[row] < self.budget:

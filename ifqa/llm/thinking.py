@@ -102,13 +102,21 @@ def cut_at_stops(answer: str, stops: tuple[str, ...]) -> str:
     return answer
 
 
-def template_opens_thinking(prompt: str) -> bool:
-    """A formatted chat prompt ending inside an open thinking block (the template wrote ``<think>``)."""
+def opened_tag(prompt: str) -> str:
+    """The tag (``<think>``) of a thinking block a formatted chat prompt ends inside (the template wrote
+    it, so the completion starts inside the thinking), or ``""``."""
     tail = prompt.rstrip()[-200:]
     opens, closes = list(_OPEN.finditer(tail)), list(_CLOSE.finditer(tail))
-    return bool(opens) and (not closes or closes[-1].start() < opens[-1].start())
+    if opens and (not closes or closes[-1].start() < opens[-1].start()):
+        return opens[-1].group(0)
+    return ""
 
 
-def opening_tag(prompt: str) -> str:
-    """The tag a template opened at the end of ``prompt`` (``<think>``), for the completion's record."""
-    return list(_OPEN.finditer(prompt.rstrip()[-200:]))[-1].group(0)
+def opens(text: str) -> bool:
+    """``text`` holds an opening thinking tag."""
+    return _OPEN.search(text) is not None
+
+
+def closes(text: str) -> bool:
+    """``text`` holds a closing thinking tag."""
+    return _CLOSE.search(text) is not None

@@ -12,7 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ifqa.errors import IfqaError
-from ifqa.llm.backends import Completion, GenerationParams, _with_reasoning_tokens, chat_text
+from ifqa.llm.backends import Completion, GenerationParams, chat_text
+from ifqa.llm.local_thinking import template_thinks
+from ifqa.llm.thinking import opened_tag
 
 
 class VLLMBackend:
@@ -58,8 +60,6 @@ class VLLMBackend:
         return {"backend": "vllm", "model": self.name, "chat": self.chat, "gpus": self.gpus}
 
     def template_thinks(self) -> bool:
-        from ifqa.llm.local_thinking import template_thinks
-
         return self.chat and template_thinks(self.tokenizer)
 
     def count_tokens(self, text: str) -> int:
@@ -82,10 +82,8 @@ class VLLMBackend:
         if self.chat:  # the chat template already wrote BOS and friends: tokenize without adding them again
             from vllm.inputs import TokensPrompt
 
-            from ifqa.llm.local_thinking import started_tag
-
             formatted = [chat_text(self.tokenizer, p, params.template_kwargs()) for p in prompts]
-            opened = [started_tag(text) for text in formatted]
+            opened = [opened_tag(text) for text in formatted]
             inputs = [
                 TokensPrompt(prompt_token_ids=self.tokenizer(text, add_special_tokens=False)["input_ids"])
                 for text in formatted
@@ -94,14 +92,11 @@ class VLLMBackend:
             inputs = list(prompts)
         outputs = self.engine.generate(inputs, sampling, use_tqdm=False)
         return [
-            _with_reasoning_tokens(
-                Completion(
-                    tag + out.outputs[0].text,
-                    len(out.prompt_token_ids or []),
-                    len(out.outputs[0].token_ids),
-                    finish_reason=out.outputs[0].finish_reason,
-                ),
-                self.count_tokens,
+            Completion(
+                tag + out.outputs[0].text,
+                len(out.prompt_token_ids or []),
+                len(out.outputs[0].token_ids),
+                finish_reason=out.outputs[0].finish_reason,
             )
             for out, tag in zip(outputs, opened)
         ]

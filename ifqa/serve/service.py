@@ -108,26 +108,21 @@ class QAService:
     @staticmethod
     def _reader(config, known: Sequence, api_key: str | None, task: str):
         from ifqa.datasets import QuestionSource
-        from ifqa.llm import make_backend
-        from ifqa.llm.cache import ResponseCache
         from ifqa.readers.llm import demonstration_pool
         from ifqa.readers.llm.reader import LLMReader
 
         source = known[0] if known else QuestionSource()
-        engine = make_backend(
-            config.backend,
-            config.model,
-            config.base_url,
-            api_key,
-            config.completions,
-            config.device,
-            config.batch_size,
-            config.timeout,
-            config.retries,
-        )
+        engine = config.backend_instance(api_key)
         train, setting = demonstration_pool(config, source)
-        cache = None if config.no_cache else ResponseCache(config.cache)
-        return LLMReader(engine, config, train.examples, cache, rationale_setting=setting, keep_prompts=True, task=task)
+        return LLMReader(
+            engine,
+            config,
+            train.examples,
+            config.response_cache(),
+            rationale_setting=setting,
+            keep_prompts=True,
+            task=task,
+        )
 
     def check(self, question: str, k: int) -> str:
         """The question, stripped; a bad request raises ``IfqaError`` with what is wrong."""

@@ -23,7 +23,6 @@ from ifqa.llm.generation import CachedGenerator, Counters, estimate_tokens
 from ifqa.readers.iterative.config import IterativeConfig
 from ifqa.readers.iterative.loop import Trace, add_passages, passage_lines, read_step
 from ifqa.readers.llm.prompts import prompts_dir
-from ifqa.readers.llm.reader import check_thinking_budget, model_thinks, thinking_max_tokens
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +36,7 @@ class IterativeReader:
         if not path.is_file():
             raise IfqaError("no such prompt template", path)
         self.template = path.read_text(encoding="utf-8").strip("\n")
-        self.thinks = model_thinks(backend, config.thinking, config.thinking_budget, config.reasoning_effort)
+        self.thinks = config.thinks(backend)
         self.count_tokens = getattr(backend, "count_tokens", estimate_tokens)
         self.host_seconds: list[float] = []  # per step: prompts, retrieval and parsing (the model's time apart)
 
@@ -45,16 +44,8 @@ class IterativeReader:
         stops = (
             () if self.thinks else (("</search>", "</answer>") if self.config.protocol == "search-tags" else ("\n",))
         )
-        return GenerationParams(
-            self.config.max_tokens or (thinking_max_tokens(self.config.thinking_budget) if self.thinks else 256),
-            0.0,
-            1.0,
-            stops,
-            self.config.seed,
-            thinking=None if self.config.thinking == "auto" else self.config.thinking == "on",
-            thinking_budget=self.config.thinking_budget,
-            reasoning_effort=self.config.reasoning_effort,
-        )
+        max_tokens = self.config.max_tokens or (self.config.thinking_max_tokens() if self.thinks else 256)
+        return self.config.params(max_tokens, 0.0, stops, self.config.seed)
 
     def prompt(self, trace: Trace) -> str:
         passages = list(trace.shown.values())[-self.config.passages :]
@@ -119,7 +110,7 @@ def read_to_file(reader: IterativeReader, questions, output: str | Path, progres
     from tqdm import tqdm
 
     started = time.time()
-    wave = max(reader.config.concurrency, getattr(reader.backend, "batch_size", 1)) * 4
+    wave = reader.generate.wave
     examples, records = questions.examples, []
     with tqdm(total=len(examples), desc=f"read ({reader.config.protocol})", unit="q", disable=not progress) as bar:
         for start in range(0, len(examples), wave):
@@ -158,7 +149,6 @@ class IterativeReaderEntry:
             config.retrieval()
         )  # a spec that does not open: one line before any model is asked
         backend = config.backend_instance(job.api_key)
-        check_thinking_budget(backend, config.thinking_budget)
         reader = IterativeReader(backend, config, pipeline, config.response_cache())
         read_to_file(reader, job.questions, job.output, job.progress)
         return reader.counters.public()

@@ -24,6 +24,7 @@ from typing import Any
 from ifqa.eval.passages import GoldMatcher, has_answer
 from ifqa.llm import thinking
 from ifqa.readers.llm import answers
+from ifqa.readers.llm.prompts import number_passages
 
 _SEARCH = re.compile(r"<search>(.*?)(?:</search>|$)", re.S | re.I)
 _ANSWER = re.compile(r"<answer>(.*?)(?:</answer>|$)", re.S | re.I)
@@ -64,12 +65,9 @@ class Trace:
         }
 
 
-def passage_lines(passages: list[dict], start: int = 1) -> str:
-    if not passages:
-        return NO_PASSAGES
-    return "\n".join(
-        f"[{n}] {p['title'] + ': ' if p.get('title') else ''}{p['text']}" for n, p in enumerate(passages, start)
-    )
+def passage_lines(passages: list[dict]) -> str:
+    """Passages as every prompt shows them (``prompts.number_passages``), or a line saying none was found."""
+    return number_passages(passages) if passages else NO_PASSAGES
 
 
 def read_step(trace: Trace, completion, protocol: str, thinks: bool) -> str | None:

@@ -40,12 +40,11 @@ class LLMReaderEntry:
     model_key = "model"
 
     def read(self, config: LLMReaderConfig, job) -> dict:
-        from ifqa.readers.llm.reader import LLMReader, check_thinking_budget, load_contexts, read_to_file
+        from ifqa.readers.llm.reader import LLMReader, load_contexts, read_to_file
 
         config.require_model()
         contexts = load_contexts(job.run, job.questions)  # read and checked before any model is loaded or contacted
         engine = config.backend_instance(job.api_key)
-        check_thinking_budget(engine, config.thinking_budget)
         train, setting = demonstration_pool(config, job.source)
         if config.demos:
             log.info("demonstrations from %s (%d questions)", train.name, len(train))

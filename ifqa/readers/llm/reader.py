@@ -63,8 +63,7 @@ class LLMReader:
             self.background_selector = prompts.DemoSelector(
                 prompts.pool(train, None, exclude_questions or set()), config.demos, config.selection, config.seed
             )
-        self.thinks = model_thinks(backend, config.thinking, config.thinking_budget, config.reasoning_effort)
-        check_thinking_budget(backend, config.thinking_budget)
+        self.thinks = config.thinks(backend)
         self.count_tokens = getattr(backend, "count_tokens", estimate_tokens)
         window = config.max_prompt_tokens
         if window is None:
@@ -77,7 +76,7 @@ class LLMReader:
         if self.config.max_tokens:
             return self.config.max_tokens
         if self.thinks:
-            return thinking_max_tokens(self.config.thinking_budget)
+            return self.config.thinking_max_tokens()
         return 256 if (self.reasoning or background) else 64 if self.task == "causalqa" else 32
 
     def _stops(self, background: bool = False) -> tuple[str, ...]:
@@ -88,18 +87,8 @@ class LLMReader:
         stops = () if self.thinks else self._stops(background)
         samples = 1 if background else self.config.samples
         temperature = 0.0 if background else self.config.effective_temperature
-        ask = None if self.config.thinking == "auto" else self.config.thinking == "on"
         return [
-            GenerationParams(
-                self._max_tokens(background),
-                temperature,
-                1.0,
-                stops,
-                self.config.seed + s,
-                thinking=ask,
-                thinking_budget=self.config.thinking_budget,
-                reasoning_effort=self.config.reasoning_effort,
-            )
+            self.config.params(self._max_tokens(background), temperature, stops, self.config.seed + s)
             for s in range(samples)
         ]
 
@@ -176,31 +165,6 @@ class LLMReader:
         return records
 
 
-def model_thinks(backend, mode: str, budget: int | None, effort: str | None) -> bool:
-    """Whether the backend's model thinks first (``thinking.resolve`` on its name and chat template)."""
-    template = getattr(backend, "template_thinks", lambda: False)()
-    return thinking.resolve(mode, backend.describe().get("model"), template, budget is not None or effort is not None)
-
-
-def thinking_max_tokens(budget: int | None) -> int:
-    """A thinking model's default token limit: the reasoning default, or its budget plus room to answer."""
-    return (
-        thinking.REASONING_MAX_TOKENS
-        if budget is None
-        else max(thinking.REASONING_MAX_TOKENS, budget + thinking.ANSWER_ROOM)
-    )
-
-
-def check_thinking_budget(backend, budget: int | None) -> None:
-    """A backend that takes a thinking budget, where one is asked for (the settings' own limits are the
-    config's ``require_model``)."""
-    if budget is not None and not getattr(backend, "takes_thinking_budget", True):
-        raise IfqaError(
-            f"the {backend.describe()['backend']} backend takes no thinking budget; serve the model (vllm serve) "
-            "and read with --backend openai, which sends it, or drop --thinking-budget"
-        )
-
-
 def prompt_budget(context: int | None, max_tokens: int, thinks: bool) -> int:
     """Tokens left for the prompt: the model's window less what it may generate (a window of 4096 assumed
     when unknown; a thinking model's prompt gets 4096, its window being larger than its generation)."""
@@ -247,7 +211,7 @@ def read_to_file(
                 f"{len(missing)} questions have no retrieved passages in the run (e.g. qid {missing[0]})", run_path
             )
     started = time.time()
-    wave = max(reader.config.concurrency, getattr(reader.backend, "batch_size", 1)) * 4
+    wave = reader.generate.wave
     records: list[dict] = []
     with tqdm(total=len(examples), desc=f"read ({reader.config.mode})", unit="q", disable=not progress) as bar:
         for start in range(0, len(examples), wave):
