@@ -106,3 +106,21 @@ def test_kappa_is_chance_corrected_agreement():
     assert cohen_kappa([True, False, True, False], [True, False, True, False]) == 1.0
     assert cohen_kappa([True] * 4, [True, False, True, False]) == 0.0  # always yes: no better than chance
     assert cohen_kappa([True, False], [False, True]) == -1.0
+
+
+@pytest.mark.parametrize("shape", ["think", "open", "reasoning_content"])
+def test_a_reasoning_judge_is_read_after_its_thinking(cli, env, predictions, tmp_path, shape):
+    """The judge's verdict is read after its thinking, in the shapes servers send; a judge cut off while
+    thinking is one line (every reply cached)."""
+    from tests.readers.fake_openai import FakeOpenAI as Fake
+
+    with Fake({}) as server:
+        server.thinking = shape
+        out = tmp_path / "judged.jsonl"
+        result = _judge(cli, env, server, predictions, out, "--thinking", "on")
+        assert result.returncode == 0, result.stderr
+        assert json.loads(result.stdout.splitlines()[0])["judge_accuracy"] == 50.0
+        verdicts = [json.loads(line) for line in out.read_text().splitlines()]
+        assert all("Wait, reconsider" in v["reasoning"] for v in verdicts if v.get("asked", True))
+        cut = _judge(cli, env, server, predictions, tmp_path / "cut.jsonl", "--thinking", "on", "--max-tokens", "12")
+    assert cut.returncode == 1 and "cut off while thinking" in cut.stderr and not (tmp_path / "cut.jsonl").exists()

@@ -152,3 +152,12 @@ def test_a_reply_that_is_not_text_is_one_line(cli, env, tmp_path):
         out = tmp_path / "p.jsonl"
         result = cli("read", "iterative", "--model", "m", "--base-url", server.url, "-o", out, env=env)
     assert result.returncode == 1 and "not valid Unicode" in result.stderr and not out.exists()
+
+
+@pytest.mark.parametrize("shape", ["think", "open", "reasoning_content"])
+def test_a_reasoning_model_searches_after_its_thinking(cli, env, tmp_path, shape):
+    with FakeOpenAI({}) as server:
+        server.script, server.thinking = searcher, shape
+        records = _read(cli, env, tmp_path / "p.jsonl", server, "--thinking", "on")
+        assert "stop" not in server.requests[0]  # a thinking model is sent no stop: its thinking has blank lines
+    assert all(r["prediction"] == GOLD[e.question] and r["searches"] == 2 for r, e in zip(records, DEV))
