@@ -34,6 +34,7 @@ from ifqa.evaluation import evaluate_predictions, evaluate_run, exact_match, f1
 from ifqa.retrieval.config import RetrievalConfig
 from ifqa.retrieval.hits import Hit, hits_at
 from ifqa.retrieval.pipeline import RetrievalPipeline
+from ifqa.retrieval.reordering import Reranker as RerankerKind
 
 __all__ = [
     "Hit",
@@ -181,10 +182,11 @@ def _subqueries(name: str, value: Any) -> list[list[str]]:
 def _rerankers(name: str, value: Any) -> list:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise TypeError(f"{name} must be a list of Reranker, not {type(value).__name__}")
-    for i, reranker in enumerate(value):
-        if not hasattr(reranker, "rerank_many"):
-            raise TypeError(f"{name}[{i}] must be a Reranker, not {type(reranker).__name__}")
-    return [getattr(reranker, "model", reranker) for reranker in value]
+    kinds = [getattr(reranker, "model", reranker) for reranker in value]  # ifqa.Reranker holds its kind
+    for i, kind in enumerate(kinds):
+        if not isinstance(kind, RerankerKind):
+            raise TypeError(f"{name}[{i}] must be a Reranker, not {type(value[i]).__name__}")
+    return kinds
 
 
 class Pipeline(RetrievalPipeline):

@@ -98,10 +98,9 @@ def from_options(cls: type[T], options: Mapping[str, Any], where: str | None = N
             value = kind(value)
             if kind is float and not math.isfinite(value):
                 raise IfqaError(f"{label} must be a finite number, got {value!r}", where)
-            low = field.metadata.get("min")
+            low, high = field.metadata.get("min"), field.metadata.get("max")
             if low is not None and value < low:
                 raise IfqaError(f"{label} must be at least {low}, got {value}", where)
-            high = field.metadata.get("max")
             if high is not None and value > high:
                 raise IfqaError(f"{label} must be at most {high}, got {value}", where)
         else:
@@ -143,7 +142,7 @@ def to_args(config: Any) -> list[str]:
     """The command-line arguments that rebuild ``config`` (fields at their default are left out)."""
     args: list[str] = []
     for field, value in changed(config):
-        if isinstance(value, bool):  # boolean fields default to False: a flag turns them on
+        if isinstance(value, bool):  # a boolean's flag turns its default over
             args.append(flag(field))
         elif isinstance(value, list):
             if field.metadata.get("multiple"):
@@ -173,8 +172,12 @@ def click_options(cls: type, defaults: Mapping[str, Any] | None = None, exclude:
             default = defaults.get(field.name, field_default(field))
             shown = "" if default is None or default is False or isinstance(default, list) else f" [default: {default}]"
             help_text = meta.get("help", "") + shown
-            if kind is bool:
-                function = click.option(flag(field), field.name, is_flag=True, default=False, help=help_text)(function)
+            if kind is bool:  # a flag that turns the default over (``--no-titles`` for a field True by default)
+                turned = not field_default(field)
+                help_text = meta.get("help", "")
+                function = click.option(flag(field), field.name, flag_value=turned, default=None, help=help_text)(
+                    function
+                )
                 continue
             if kind is list:
                 function = click.option(flag(field), field.name, multiple=bool(meta.get("multiple")), help=help_text)(

@@ -69,7 +69,9 @@ DATASETS = Registry(
 )
 #: Tasks (how a dataset's answers are scored and reported), by a dataset's ``task`` (default ``qa``).
 TASKS = Registry("task", {"qa": ".tasks:QA", "wiqa": ".tasks:WIQA", "causalqa": ".tasks:CAUSALQA"}, "ifqa.eval")
-#: Index engines, by the ``engine`` field of a manifest: a class with ``load(folder, manifest, corpus, device)``.
+#: Index engines, by the ``engine`` field of a manifest: a class with ``Settings``, ``build`` and
+#: ``load`` (``ifqa.retrieval.engines``); ``ifqa index``, experiments' ``index`` stages and every
+#: command that opens an index follow.
 ENGINES = Registry(
     "index engine",
     {"bm25s": ".bm25:BM25Retriever", "pyserini": ".lucene:LuceneRetriever", "faiss": ".dense_search:DenseRetriever"},
@@ -128,10 +130,6 @@ RERANKERS = Registry(
     "reranker kind",
     {"control": ".control:PassagePriorReranker", "cross-encoder": ".rerank:CrossEncoderReranker"},
     "ifqa.retrieval",
-)
-#: Index builders for experiments' ``index`` stages (``engine:``): ``build(corpus, folder, spec, progress)``.
-INDEX_BUILDERS = Registry(
-    "index engine", {"bm25": ".builders:build_bm25", "dense": ".builders:build_dense"}, "ifqa.retrieval"
 )
 
 

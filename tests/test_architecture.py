@@ -6,7 +6,6 @@ import ast
 import json
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from ifqa.api import Pipeline
@@ -26,23 +25,77 @@ def test_a_toy_dataset_is_one_module_and_one_registry_line(monkeypatch, cli, tmp
     assert QuestionSource("toy", "train").load().examples[0].answers == ["Lyon"]
 
 
-def test_a_toy_engine_is_one_module_and_one_registry_line(monkeypatch, tmp_path):
+TOY_PASSAGES = [
+    ("Paris", "Paris is the capital of France."),
+    ("Lyon", "Lyon is on the Rhone."),
+    ("Rhone", "The Rhone flows south."),
+]
+
+
+@pytest.fixture
+def toy_engine(monkeypatch, tmp_path):
+    """tests/toys/toy_engine.py registered by one line, and a collection of three passages."""
     monkeypatch.setattr(ENGINES, "_entries", {**ENGINES._entries, "toy": "tests.toys.toy_engine:ToyRetriever"})
+    monkeypatch.setattr(ENGINES, "_loaded", dict(ENGINES._loaded))
     corpus = tmp_path / "passages.jsonl"
     corpus.write_text(
-        "".join(
-            json.dumps({"id": f"p{i}", "title": t, "text": x}) + "\n"
-            for i, (t, x) in enumerate(
-                [("Paris", "Paris is the capital of France."), ("Lyon", "Lyon is on the Rhone.")]
-            )
-        )
+        "".join(json.dumps({"id": f"p{i}", "title": t, "text": x}) + "\n" for i, (t, x) in enumerate(TOY_PASSAGES))
     )
+    return corpus
+
+
+def test_a_toy_engine_is_built_and_searched_by_every_command_with_no_other_change(
+    toy_engine, cli, tmp_path, monkeypatch
+):
     folder = tmp_path / "toy-index"
-    folder.mkdir()
-    np.save(folder / "offsets.npy", np.asarray([0, len(corpus.read_text().splitlines()[0]) + 1]))
-    (folder / "manifest.json").write_text(
-        json.dumps({"engine": "toy", "corpus": {"path": str(corpus), "sha256": "x"}, "params": {}})
+    built = cli("index", "toy", "--corpus", toy_engine, "-o", folder, "--min-shared", "3", "--no-progress")
+    assert built.returncode == 0, built.stderr
+    manifest = json.loads((folder / "manifest.json").read_text())
+    assert manifest["engine"] == "toy" and manifest["params"] == {"lowercase": True, "min_shared": 3}
+    assert "toy" in cli("index", "--help").stdout
+    refused = cli("index", "toy", "--corpus", toy_engine, "-o", tmp_path / "bad", "--min-shared", "0")
+    assert refused.returncode != 0 and "--min-shared must be at least 1" in refused.stderr
+    assert not (tmp_path / "bad").exists()
+
+    questions = tmp_path / "q.json"
+    questions.write_text(json.dumps([{"idx": 1, "question": "Does the Rhone flow south?", "answers": ["south"]}]))
+    run = tmp_path / "run.jsonl"
+    retrieved = cli("retrieve", "--index", folder, "--questions", questions, "--k", "2", "-o", run)
+    assert retrieved.returncode == 0, retrieved.stderr
+    [record] = [json.loads(line) for line in run.read_text().splitlines()]
+    assert [c["id"] for c in record["ctxs"]] == ["p2"]  # settings read back: two shared words are not enough
+
+    (tmp_path / "exp.yaml").write_text(
+        "name: toy\nquestions: {file: q.json}\noutput: out\nk: 2\nstages:\n"
+        "  - {stage: collection, name: c, inputs: [passages.jsonl]}\n"
+        "  - {stage: index, name: i, collection: c, engine: toy, lowercase: false}\n"
+        "  - {stage: retrieve, name: r, indexes: [i]}\n"
     )
+    ran = cli("experiment", "run", tmp_path / "exp.yaml", "--no-progress")
+    assert ran.returncode == 0, ran.stderr
+    staged = json.loads((tmp_path / "out" / "indexes" / "i" / "manifest.json").read_text())
+    assert staged["engine"] == "toy" and staged["params"] == {"lowercase": False, "min_shared": 1}
+    wrong = tmp_path / "wrong.yaml"
+    wrong.write_text((tmp_path / "exp.yaml").read_text().replace("lowercase: false", "encoder: x"))
+    refused = cli("experiment", "run", wrong, "--no-progress")
+    assert refused.returncode != 0 and "unknown key(s) encoder" in refused.stderr
+
+    import ifqa.serve.app
+
+    services = []
+    monkeypatch.setattr(ifqa.serve.app, "create_app", lambda service: services.append(service))
+    monkeypatch.setattr("uvicorn.run", lambda app, **options: None)
+    served = cli("serve", "--index", folder)
+    assert served.returncode == 0, served.stderr
+    result = services[0].search("Does the Rhone flow south?", k=2)
+    assert [p["id"] for p in result["passages"]] == ["p2"] and services[0].health()["indexes"][0]["engine"] == "toy"
+
+
+def test_a_toy_engine_opens_through_the_api(toy_engine, tmp_path):
+    from tests.toys.toy_engine import ToyRetriever, ToySettings
+
+    folder = tmp_path / "toy-index"
+    ToyRetriever.build(toy_engine, folder, ToySettings(), progress=False)
     retriever = open_index(folder)
     questions = QuestionSet("toy", [Example("1", "Where is the Rhone?", ["Lyon"], ["Lyon is on the Rhone."])])
     pipeline = Pipeline(indexes=[str(folder)], k=1, searchers=[retriever])

@@ -308,7 +308,7 @@ CASES = [
     (
         "b out of range",
         ["index", "bm25", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/i2", "--b", "2"],
-        "--b must be between 0 and 1",
+        "--b must be at most 1, got 2.0",
         "i2",
     ),
     (
@@ -1340,7 +1340,7 @@ CASES = [
     (
         "a negative max length",
         ["experiment", "run", f"{B}/negative-length.yaml"],
-        "'max_length' must be a whole number of at least 1",
+        "index stage 'i': max_length must be at least 1, got -3",
         "results",
     ),
     (

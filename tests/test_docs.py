@@ -76,6 +76,13 @@ def test_the_readme_fits_on_a_few_screens():
     assert len((ROOT / "README.md").read_text(encoding="utf-8").splitlines()) <= 250
 
 
+def test_the_engine_table_is_the_registry():
+    """docs/retrieval.md lists every registered engine, the command that builds it and its settings."""
+    from ifqa.retrieval.engines import engine_table
+
+    assert engine_table() in (ROOT / "docs" / "retrieval.md").read_text(encoding="utf-8"), engine_table()
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_links_resolve(page):
     for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):

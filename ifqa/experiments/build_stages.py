@@ -11,9 +11,11 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from ifqa.configs import from_options, option_fields
 from ifqa.errors import IfqaError
 from ifqa.experiments.stages import Stage, earlier, typed
-from ifqa.registry import INDEX_BUILDERS
+from ifqa.registry import ENGINES
+from ifqa.retrieval.engines import INDEX_COMMANDS
 
 log = logging.getLogger(__name__)
 
@@ -82,22 +84,40 @@ class CollectionStage(Stage):
         context.artifacts[spec["name"]] = target
 
 
+def stage_engine(spec: dict) -> str:
+    """The registered engine an index stage names: an engine, or an ``ifqa index`` command's first
+    (``bm25``, the default: bm25s; ``dense``: faiss)."""
+    name = spec.get("engine", "bm25")
+    return INDEX_COMMANDS[name][0] if name in INDEX_COMMANDS and name not in ENGINES else name
+
+
+def stage_settings(spec: dict, path: Path | None, resolve=lambda value: value):
+    """The stage's engine and its ``Settings`` from the stage's other keys (checked by the same
+    ``from_options`` as ``ifqa index``'s options; ``resolve`` turns a relative model path into the
+    experiment's)."""
+    name = stage_engine(spec)
+    if name not in ENGINES:
+        choices = ", ".join([*INDEX_COMMANDS, *(n for n in ENGINES if n not in INDEX_COMMANDS)])
+        raise IfqaError(f"index stage {spec['name']!r}: engine must be one of {choices}", path)
+    engine = ENGINES.get(name)
+    options = {key: value for key, value in spec.items() if key not in IndexStage.KEYS}
+    if isinstance(options.get("encoder"), str):
+        options["encoder"] = resolve(options["encoder"])
+    return engine, from_options(engine.Settings, options, f"{path}: index stage {spec['name']!r}" if path else None)
+
+
 class IndexStage(Stage):
-    KEYS = Stage.KEYS | {"collection", "engine", "encoder", "max_length", "titles", "index_type"}
+    """An index of an earlier collection, built by any registered engine; its other keys are the
+    engine's settings (``encoder``, ``max_length`` ... for ``faiss``; ``k1``, ``b`` for BM25)."""
+
+    KEYS = Stage.KEYS | {"collection", "engine"}
 
     @classmethod
     def check(cls, spec: dict, names: dict[str, str], path: Path) -> None:
-        from ifqa.retrieval.dense_search import INDEX_TYPES
-
-        super().check(spec, names, path)
-        if spec.get("engine", "bm25") not in INDEX_BUILDERS:
-            raise IfqaError(f"index stage {spec['name']!r}: engine must be one of {', '.join(INDEX_BUILDERS)}", path)
+        settings_keys = {key for key in spec if key not in cls.KEYS}
+        super().check({key: value for key, value in spec.items() if key not in settings_keys}, names, path)
         earlier(spec, "collection", names, ("collection",), path)
-        typed(spec, "encoder", str, path)
-        typed(spec, "max_length", int, path, minimum=1)
-        typed(spec, "titles", bool, path)
-        if spec.get("index_type", "flat") not in INDEX_TYPES:
-            raise IfqaError(f"index stage {spec['name']!r}: 'index_type' must be one of {', '.join(INDEX_TYPES)}", path)
+        stage_settings(spec, path)
 
     def run(self, context, spec: dict) -> None:
         import shutil
@@ -107,21 +127,20 @@ class IndexStage(Stage):
 
         corpus = context.artifacts[spec["collection"]]
         folder = context.output / "indexes" / spec["name"]
+        engine, settings = stage_settings(spec, None, context.resolve)
+        name = stage_engine(spec)
+        names = {f.name for f in option_fields(engine.Settings)}
         params = {
-            "engine": spec.get("engine", "bm25"),
-            "encoder": spec.get("encoder"),
-            "max_length": spec.get("max_length"),
-            "titles": spec.get("titles", True),
-            "index_type": spec.get("index_type", "flat"),
+            "engine": name,
+            **{key: value for key, value in spec.items() if key in names},
             "collection": Path(f"{corpus}.stage.json").read_text(),
         }
         key = stage_key(params, [])
         if not context.up_to_date(folder / MANIFEST, key):
-            log.info("index: %s (%s)", spec["name"], params["engine"])
+            log.info("index: %s (%s)", spec["name"], name)
             if (folder / MANIFEST).exists():
                 shutil.rmtree(folder)
-            settings = {**spec, "encoder": context.resolve(spec.get("encoder"))}
-            INDEX_BUILDERS.get(params["engine"])(corpus, folder, settings, context.progress)
+            engine.build(corpus, folder, settings, progress=context.progress)
             context.mark(folder / MANIFEST, key, params)
         context.artifacts[spec["name"]] = folder
 

@@ -4,12 +4,11 @@
 opens an index from its spec through the engine registry, ``bm25`` the bm25s engine, ``lucene``
 the pyserini engine, ``dense`` + ``encoders`` bi-encoders with FAISS, ``fusion`` hybrid ranking,
 ``queries`` query formulation, ``pipeline`` the stages from questions to a run file, ``convert``
-TREC/DPR formats. This module stays light: the command line reads the BM25 defaults from it.
+TREC/DPR formats. ``engines`` what an engine class provides and the settings indexes are built with. This module
+stays light: the command line reads the defaults from it.
 """
 
 from __future__ import annotations
-
-from ifqa.errors import IfqaError
 
 #: pyserini's (Anserini's) BM25 defaults, used by every engine and the demonstration selector.
 BM25_K1 = 0.9
@@ -20,10 +19,3 @@ BM25_B = 0.4
 #: and training recipes read them.
 DEFAULT_ENCODER = "sentence-transformers/all-MiniLM-L6-v2"
 DENSE_MAX_LENGTH = 128
-
-
-def check_bm25(k1: float, b: float) -> None:
-    if not k1 >= 0:
-        raise IfqaError(f"--k1 must be 0 or more, got {k1}")
-    if not 0 <= b <= 1:
-        raise IfqaError(f"--b must be between 0 and 1, got {b}")

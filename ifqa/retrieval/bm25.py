@@ -20,8 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ifqa.retrieval import BM25_B, BM25_K1, check_bm25
+from ifqa.retrieval import BM25_B, BM25_K1
 from ifqa.retrieval.bm25_build import DEFAULT_CHUNK_DOCS, build_scores
+from ifqa.retrieval.engines import BM25Settings
 from ifqa.retrieval.index import OFFSETS, Hits, corpus_record, finish_manifest, passage_store, staging
 from ifqa.retrieval.store import PassageStore, UniqueIds, iter_corpus
 
@@ -70,8 +71,7 @@ def document_text(passage: dict) -> str:
 def build(
     corpus: str | Path,
     index_dir: str | Path,
-    k1: float = BM25_K1,
-    b: float = BM25_B,
+    settings: BM25Settings = BM25Settings(),
     force: bool = False,
     progress: bool = True,
     chunk_docs: int = DEFAULT_CHUNK_DOCS,
@@ -80,8 +80,8 @@ def build(
     (``bm25_build``: the same files bm25s's own indexer writes); returns the manifest."""
     from tqdm import tqdm
 
-    check_bm25(k1, b)
     started = time.time()
+    k1, b = settings.k1, settings.b
     params = {**DEFAULT_PARAMS, "k1": k1, "b": b}
     corpus = Path(corpus)
     record = corpus_record(corpus)
@@ -166,7 +166,22 @@ class QueryTerms:
 
 
 class BM25Retriever:
-    """A loaded bm25s index (memory-mapped) with its query analyzer and passage store."""
+    """The bm25s engine (``ENGINES["bm25s"]``): a loaded index (memory-mapped) with its query
+    analyzer and passage store."""
+
+    Settings = BM25Settings
+
+    @classmethod
+    def build(
+        cls,
+        corpus: str | Path,
+        folder: str | Path,
+        settings: BM25Settings,
+        *,
+        progress: bool = True,
+        force: bool = False,
+    ) -> dict:
+        return build(corpus, folder, settings, force=force, progress=progress)
 
     def __init__(self, model, terms: QueryTerms, manifest: dict, passages: PassageStore, name: str):
         self.model, self.terms, self.manifest, self.passages, self.name = model, terms, manifest, passages, name

@@ -40,7 +40,7 @@ class RetrievalConfig:
         multiple=True,
         stage_output=True,
     )
-    k: int = option(20, "Passages per question.", min=1)
+    k: int = option(20, "Passages per question.")
     query_mode: str = option(
         "question",
         "What is searched: the question, cleaned of counterfactual cue words, its premise, its main clause, "
@@ -49,13 +49,13 @@ class RetrievalConfig:
     )
     fusion: str = option("rrf", "How several indexes (or sub-queries) combine.", choices=tuple(FUSIONS))
     weights: list[float] | None = option(None, "Per-index fusion weights, e.g. 0.3,0.7.", parse=_weights)
-    depth: int = option(100, "Passages each list contributes when several are fused.", flag="--fusion-depth", min=1)
+    depth: int = option(100, "Passages each list contributes when several are fused.", flag="--fusion-depth")
     corpus: str | None = option(None, "The collection file, if it moved since indexing.")
     device: str | None = option(None, "Device for dense query encoding and reranking (cpu, cuda).")
     threads: int | None = option(
-        None, "Scoring threads (default: every core, or OMP_NUM_THREADS where set: a scheduler's share).", min=1
+        None, "Scoring threads (default: every core, or OMP_NUM_THREADS where set: a scheduler's share)."
     )
-    batch_size: int = option(64, "Questions searched together.", min=1)
+    batch_size: int = option(64, "Questions searched together.")
     rewrite_model: str | None = option(
         None,
         "LLM for --query-mode rewrite|hyde (OpenAI-compatible model name, or a local one with --rewrite-backend hf).",
@@ -83,7 +83,7 @@ class RetrievalConfig:
         "Rerank the first stage's top passages with this cross-encoder or control (folder or hub id).",
         stage_output=True,
     )
-    rerank_depth: int = option(100, "First-stage passages the reranker re-scores.", min=1)
+    rerank_depth: int = option(100, "First-stage passages the reranker re-scores.")
     rerank_runtime: str = option(
         "torch",
         "Reranking on PyTorch (any device), or exported once to a CPU runtime (cached; pip install "
@@ -101,7 +101,9 @@ class RetrievalConfig:
 
     def __post_init__(self) -> None:
         """Every value checked here, once, whether it came from the command line, Python or an
-        experiment's YAML: a wrong type or value is one line before any index is opened."""
+        experiment's YAML (``from_options`` only reads types; the counts' ranges are checked here
+        alone, and the layers below, rerankers and engines, take them as valid): a wrong type or
+        value is one line before any index is opened."""
         if not isinstance(self.indexes, list) or not all(isinstance(i, str) and i for i in self.indexes):
             raise IfqaError(f"{_named('indexes')} must be a list of index folders or specs, got {self.indexes!r}"[:200])
         for name in ("k", "depth", "threads", "batch_size", "rerank_depth"):

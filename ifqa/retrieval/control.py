@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ifqa.errors import IfqaError
-from ifqa.retrieval.reordering import Reorders
+from ifqa.retrieval.reordering import Item, Reranker
 
 SETTINGS = "passage_prior.json"
 WEIGHTS = "passage_prior.npy"
@@ -25,7 +25,7 @@ def vectorizer():
     return HashingVectorizer(n_features=N_FEATURES, ngram_range=(1, 2), alternate_sign=False, norm="l2")
 
 
-class PassagePriorReranker(Reorders):
+class PassagePriorReranker(Reranker):
     """First-stage score + weight x the classifier's logit for the same passage."""
 
     @classmethod
@@ -61,7 +61,13 @@ class PassagePriorReranker(Reorders):
     def prior(self, texts: Sequence[str]) -> np.ndarray:
         return vectorizer().transform(list(texts)) @ self.weights + self.info["intercept"]
 
-    def score(self, question: str, texts: Sequence[str], first_scores: Sequence[float]) -> list[float]:
-        """First-stage score plus the weighted passage prior; ``question`` is never read."""
-        prior = self.prior(texts)
-        return [float(s) + self.info["weight"] * float(p) for s, p in zip(first_scores, prior)]
+    def score_many(self, items: Sequence[Item]) -> list[list[float]]:
+        """First-stage score plus the weighted passage prior; the questions are never read."""
+        texts = [text for _, item_texts, _ in items for text in item_texts]
+        prior = self.prior(texts).tolist() if texts else []
+        out, start = [], 0
+        for _, item_texts, first_scores in items:
+            head = prior[start : start + len(item_texts)]
+            start += len(item_texts)
+            out.append([float(s) + self.info["weight"] * float(p) for s, p in zip(first_scores, head)])
+        return out

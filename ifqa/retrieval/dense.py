@@ -23,13 +23,14 @@ from ifqa.devices import cpu_threads
 from ifqa.errors import IfqaError, restoring
 from ifqa.io import atomic_write, write_json
 from ifqa.retrieval.chunks import ChunkEncoder, check_chunks, chunk_path, chunks_to_encode
-from ifqa.retrieval.dense_search import FAISS_FILE, INDEX_TYPES
-from ifqa.retrieval.encoders import DEFAULT_ENCODER, check_encoder_location, resolve
+from ifqa.retrieval.encoders import check_encoder_location, resolve
+from ifqa.retrieval.engines import DenseSettings
 from ifqa.retrieval.index import MANIFEST, OFFSETS, corpus_record, finish_manifest, replace_folder, replacement_folder
 from ifqa.retrieval.store import iter_corpus
 
 log = logging.getLogger(__name__)
 
+FAISS_FILE = "index.faiss"
 CHUNK = 4096
 HNSW_M = 32
 SAMPLE = 100_000  # vectors the merge samples to train IVF-PQ
@@ -97,15 +98,13 @@ def _has_chunks(folder: Path) -> bool:
 def encode(
     corpus: str | Path,
     index_dir: str | Path,
-    encoder_name: str = DEFAULT_ENCODER,
-    query_encoder: str | None = None,
+    settings: DenseSettings = DenseSettings(),
+    *,
     shard: tuple[int, int] | None = None,
     batch_size: int | None = None,
     device: str | None = None,
     progress: bool = True,
     chunk: int = CHUNK,
-    max_length: int | None = None,
-    titles: bool = True,
     threads: int | None = None,
     ray: str | None = None,
     ray_workers: int | None = None,
@@ -121,6 +120,12 @@ def encode(
     from tqdm import tqdm
 
     corpus, folder = Path(corpus), Path(index_dir)
+    encoder_name, query_encoder, max_length, titles = (
+        settings.encoder,
+        settings.query_encoder,
+        settings.max_length,
+        settings.titles,
+    )
     if (folder / MANIFEST).exists():
         raise IfqaError("index already built (use --force to rebuild)", folder)
     if titles:
@@ -191,11 +196,6 @@ def _make_index(index_type: str, dim: int, n: int, sample: np.ndarray):
     return index, {"nlist": nlist, "pq_m": pq_m, "pq_bits": bits}
 
 
-def _check_index_type(index_type: str) -> None:
-    if index_type not in INDEX_TYPES:
-        raise IfqaError(f"unknown index type {index_type!r}; choose from {', '.join(INDEX_TYPES)}")
-
-
 def _nlist(passages: int) -> int:
     return max(1, min(int(4 * math.sqrt(passages)), passages // 39))
 
@@ -207,7 +207,6 @@ def _pq_m(dim: int) -> int:
 def index_memory(index_type: str, passages: int, dim: int, chunk: int = CHUNK) -> int:
     """Bytes at the merge's peak: the FAISS index, built whole in memory (and loaded whole to search
     it), plus the training sample and the chunk of ``chunk`` passages being added."""
-    _check_index_type(index_type)
     vector = dim * 4
     per_passage = {"flat": vector, "hnsw": vector + 2 * HNSW_M * 4 + 16, "ivfpq": _pq_m(dim) + 8}[index_type]
     centroids = _nlist(passages) * vector if index_type == "ivfpq" else 0
@@ -336,17 +335,14 @@ def merge(
 def build(
     corpus: str | Path,
     index_dir: str | Path,
-    encoder_name: str = DEFAULT_ENCODER,
-    query_encoder: str | None = None,
-    index_type: str = "flat",
+    settings: DenseSettings = DenseSettings(),
+    *,
     shard: tuple[int, int] | None = None,
     batch_size: int | None = None,
     device: str | None = None,
     force: bool = False,
     progress: bool = True,
     chunk: int = CHUNK,
-    max_length: int | None = None,
-    titles: bool = True,
     threads: int | None = None,
     ray: str | None = None,
     ray_workers: int | None = None,
@@ -361,7 +357,7 @@ def build(
     encoded by the same backend."""
     from ifqa.retrieval.exported import Runtime
 
-    _check_index_type(index_type)  # before encoding, even where the memory pre-check cannot run
+    encoder_name, index_type = settings.encoder, settings.index_type
     Runtime.parse(backend).check(device)
     if precision != "auto" or device:  # a device or precision this machine lacks: one line before any work
         from ifqa.devices import pick_device, pick_precision
@@ -383,10 +379,21 @@ def build(
         raise IfqaError("--force with --shard: shards add chunks to one folder; remove it yourself first", target)
     started, created = time.time(), not folder.exists()
     try:
-        # fmt: off
-        encode(corpus, folder, encoder_name, query_encoder, shard, batch_size, device, progress, chunk, max_length,
-               titles, threads, ray, ray_workers, precision, backend)
-        # fmt: on
+        encode(
+            corpus,
+            folder,
+            settings,
+            shard=shard,
+            batch_size=batch_size,
+            device=device,
+            progress=progress,
+            chunk=chunk,
+            threads=threads,
+            ray=ray,
+            ray_workers=ray_workers,
+            precision=precision,
+            backend=backend,
+        )
     except IfqaError:  # refused before a chunk was written: leave nothing behind
         if created and not any((folder / "embeddings").glob("chunk-*.npy")):
             shutil.rmtree(folder, ignore_errors=True)

@@ -11,12 +11,12 @@ import numpy as np
 
 from ifqa import memory
 from ifqa.errors import IfqaError
+from ifqa.retrieval import dense
+from ifqa.retrieval.dense import FAISS_FILE
 from ifqa.retrieval.encoders import query_encoder
+from ifqa.retrieval.engines import INDEX_TYPES, DenseSettings
 from ifqa.retrieval.index import Hits, passage_store
 from ifqa.retrieval.store import PassageStore
-
-FAISS_FILE = "index.faiss"
-INDEX_TYPES = ("flat", "hnsw", "ivfpq")
 
 
 def check_params(params: dict, folder: Path) -> None:
@@ -68,7 +68,21 @@ def place_index(index, index_type: str, device: str | None) -> tuple:
 
 
 class DenseRetriever:
-    """A FAISS index with its query encoder and passage store."""
+    """The FAISS engine (``ENGINES["faiss"]``): an index with its query encoder and passage store."""
+
+    Settings = DenseSettings
+
+    @classmethod
+    def build(
+        cls,
+        corpus: str | Path,
+        folder: str | Path,
+        settings: DenseSettings,
+        *,
+        progress: bool = True,
+        force: bool = False,
+    ) -> dict | None:
+        return dense.build(corpus, folder, settings, force=force, progress=progress)
 
     def __init__(self, index, encoder, manifest: dict, passages: PassageStore, name: str):
         self.index, self.encoder, self.manifest, self.passages, self.name = index, encoder, manifest, passages, name

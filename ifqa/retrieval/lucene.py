@@ -20,8 +20,9 @@ from pathlib import Path
 import numpy as np
 
 from ifqa.errors import IfqaError, first_line
-from ifqa.retrieval import BM25_B, BM25_K1, check_bm25
+from ifqa.retrieval import BM25_B, BM25_K1
 from ifqa.retrieval.bm25 import document_text
+from ifqa.retrieval.engines import BM25Settings, settings_of
 from ifqa.retrieval.index import OFFSETS, Hits, corpus_record, finish_manifest, passage_store, staging
 from ifqa.retrieval.store import iter_corpus
 
@@ -87,13 +88,11 @@ def _importing_pyserini():
 def build(
     corpus: str | Path,
     index_dir: str | Path,
-    k1: float = BM25_K1,
-    b: float = BM25_B,
+    settings: BM25Settings = BM25Settings(),
     threads: int = 1,
     force: bool = False,
 ) -> dict:
     """Build a Lucene index (positions and raw documents stored, as pyserini's Wikipedia indexes)."""
-    check_bm25(k1, b)
     with _importing_pyserini():
         from pyserini.index.lucene import LuceneIndexer
 
@@ -113,7 +112,7 @@ def build(
             indexer.add_batch_dict(batch)
         indexer.close()
         np.save(folder / OFFSETS, np.asarray(offsets, dtype=np.int64))
-        params = {"k1": k1, "b": b, "analyzer": "lucene EnglishAnalyzer (pyserini default)"}
+        params = {"k1": settings.k1, "b": settings.b, "analyzer": "lucene EnglishAnalyzer (pyserini default)"}
         return finish_manifest(folder, "pyserini", params, record, len(offsets), started)
 
 
@@ -138,6 +137,22 @@ class _PrebuiltPassages:
 
 
 class LuceneRetriever:
+    """The pyserini engine (``ENGINES["pyserini"]``): Lucene's BM25 through pyserini."""
+
+    Settings = BM25Settings
+
+    @classmethod
+    def build(
+        cls,
+        corpus: str | Path,
+        folder: str | Path,
+        settings: BM25Settings,
+        *,
+        progress: bool = True,
+        force: bool = False,
+    ) -> dict:
+        return build(corpus, folder, settings, force=force)
+
     def __init__(self, searcher, manifest: dict, passages, name: str):
         self.searcher, self.manifest, self.passages, self.name = searcher, manifest, passages, name
 
@@ -149,7 +164,8 @@ class LuceneRetriever:
             from pyserini.search.lucene import LuceneSearcher
 
         searcher = LuceneSearcher(str(Path(index_dir) / LUCENE_DIR))
-        searcher.set_bm25(manifest["params"]["k1"], manifest["params"]["b"])
+        settings = settings_of(cls, manifest, Path(index_dir))  # what it was built with, checked
+        searcher.set_bm25(settings.k1, settings.b)
         return cls(
             searcher, manifest, passage_store(Path(index_dir), manifest, corpus), f"lucene:{Path(index_dir).name}"
         )

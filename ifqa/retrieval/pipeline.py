@@ -3,7 +3,7 @@ fusion -> reranking -> run records (DPR/FiD retrieval JSON, one question per lin
 
 ``ifqa retrieve`` and the experiment runner both build it from a ``RetrievalConfig``, so the two
 cannot drift apart. Each stage is a slot: query modes and engines come from the registries, and a
-reranker is any object with ``rerank_many(questions, hit lists) -> hit lists`` (``reordering``).
+reranker is a ``reordering.Reranker`` (every kind, through one interface).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import logging
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Protocol
 
 from ifqa.artifacts import Example, QuestionSet, RunRecord, write_manifest
 from ifqa.errors import IfqaError
@@ -25,18 +24,9 @@ from ifqa.retrieval.config import RetrievalConfig
 from ifqa.retrieval.fusion import FUSIONS
 from ifqa.retrieval.hits import Hit, hits_at
 from ifqa.retrieval.index import Retriever
+from ifqa.retrieval.reordering import Reranker
 
 log = logging.getLogger(__name__)
-
-
-class Reranker(Protocol):
-    """What the pipeline's reranking slot takes (``reordering.Reorders`` gives it to every kind)."""
-
-    depth: int
-
-    def rerank_many(self, questions: Sequence[str], hits_lists: Sequence[Sequence[Hit]]) -> list[list[Hit]]: ...
-
-    def describe(self) -> dict: ...
 
 
 def check_same_collection(retrievers: Sequence[Retriever]) -> None:

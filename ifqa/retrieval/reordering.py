@@ -2,31 +2,54 @@
 question-agnostic control of ``control``) and every caller (the pipeline, ``ifqa rerank``, the
 server, ``ifqa.Reranker``).
 
-A reranker kind is a class with ``depth``, ``describe()`` and ``score(question, texts,
-first_stage_scores)`` (optionally ``score_many`` to score several questions' pairs together);
-``Reorders`` gives it ``rerank`` and ``rerank_many`` over ``Hit`` lists. Kinds are registered in
-``ifqa.registry.RERANKERS`` and found by ``load_reranker``.
+A reranker kind subclasses ``Reranker``: it gives ``depth``, ``describe()``, ``claims(model)``,
+``load(model, depth, **settings)`` and one scoring method, ``score_many`` (several questions'
+(question, texts, first-stage scores) at once); ``score_groups`` (groups scored in turn, as
+``ifqa rerank`` feeds them), ``score``, ``rerank`` and ``rerank_many`` over ``Hit`` lists follow.
+Kinds are registered in ``ifqa.registry.RERANKERS`` and found by ``rerank.load_reranker``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Sequence
 
 from ifqa.retrieval.hits import Hit, reranked
 
-
-def score_many(reranker, items: Sequence[tuple[str, Sequence[str], Sequence[float]]]) -> list[list[float]]:
-    """Scores for several (question, texts, first-stage scores) at once where the reranker can batch
-    them, else one question at a time."""
-    if hasattr(reranker, "score_many"):
-        return reranker.score_many(items)
-    return [reranker.score(question, texts, first) for question, texts, first in items]
+#: What a reranker scores: (question, passage texts, their first-stage scores).
+Item = tuple[str, Sequence[str], Sequence[float]]
 
 
-class Reorders:
-    """``rerank`` and ``rerank_many`` for a class with ``depth`` and ``score``."""
+class Reranker(ABC):
+    """Reorders each question's top ``depth`` passages by its own scores."""
 
     depth: int
+
+    @classmethod
+    def claims(cls, model: str) -> bool:
+        """Whether ``model`` (a folder or hub id) is of this kind."""
+        return False
+
+    @classmethod
+    @abstractmethod
+    def load(cls, model: str, depth: int = 100, **settings) -> Reranker:
+        """The reranker in ``model``, re-scoring ``depth`` passages per question."""
+
+    @abstractmethod
+    def describe(self) -> dict:
+        """What makes the scores, as a run's manifest records it."""
+
+    @abstractmethod
+    def score_many(self, items: Sequence[Item]) -> list[list[float]]:
+        """One score per text of each item, all items scored together."""
+
+    def score_groups(self, groups: Sequence[Sequence[Item]]) -> Iterator[list[list[float]]]:
+        """``score_many`` for each group in turn, yielded as each finishes (a kind may overlap them)."""
+        for items in groups:
+            yield self.score_many(items)
+
+    def score(self, question: str, texts: Sequence[str], first_scores: Sequence[float] = ()) -> list[float]:
+        return self.score_many([(question, texts, first_scores or [0.0] * len(texts))])[0]
 
     def rerank(self, question: str, hits: Sequence[Hit]) -> list[Hit]:
         return self.rerank_many([question], [hits])[0]
@@ -35,13 +58,7 @@ class Reorders:
         """For each question: its top ``depth`` hits in the reranker's order (with its scores), then
         the rest in their first-stage order; all questions' pairs are scored together."""
         heads = [hits[: self.depth] for hits in hits_lists]
-        scores = score_many(
-            self,
-            [(question, [h.text for h in head], [h.score for h in head]) for question, head in zip(questions, heads)],
+        scores = self.score_many(
+            [(question, [h.text for h in head], [h.score for h in head]) for question, head in zip(questions, heads)]
         )
         return [reranked(hits, values) for hits, values in zip(hits_lists, scores)]
-
-    @classmethod
-    def claims(cls, model: str) -> bool:
-        """Whether ``model`` (a folder or hub id) is of this kind."""
-        return False

@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ifqa.errors import IfqaError
-from ifqa.retrieval.reordering import Reorders
+from ifqa.retrieval.reordering import Item, Reranker
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ def check_scoring_head(model: str) -> None:
         )
 
 
-class CrossEncoderReranker(Reorders):
+class CrossEncoderReranker(Reranker):
     """A cross-encoder scoring (question, passage) pairs. Pairs of many questions are scored together
     in length-planned batches (``batching.run_planned``: tokenized ahead by worker processes on
     CUDA), in ``precision`` (``devices.pick_precision``: reduced on a GPU, fp32 on a CPU by default)."""
@@ -89,8 +89,6 @@ class CrossEncoderReranker(Reorders):
         from ifqa.retrieval.batching import default_batch_size
         from ifqa.retrieval.exported import Runtime
 
-        if depth < 1:
-            raise IfqaError(f"rerank depth must be at least 1, got {depth}")
         self.backend = Runtime.parse(backend)
         self.backend.check(device)
         self.device = pick_device(device or ("cpu" if self.backend.exported else None))
@@ -164,13 +162,11 @@ class CrossEncoderReranker(Reorders):
         with torch.inference_mode():
             return self.encoder.model(**features).logits.float()[:, -1]
 
-    def score_many(self, items: Sequence[tuple[str, Sequence[str], Sequence[float]]]) -> list[list[float]]:
+    def score_many(self, items: Sequence[Item]) -> list[list[float]]:
         """Cross-encoder logits for each (question, texts, first-stage scores); the first stage's scores are not used."""
         return next(self.score_groups([items]))
 
-    def score_groups(
-        self, groups: Sequence[Sequence[tuple[str, Sequence[str], Sequence[float]]]]
-    ) -> Iterator[list[list[float]]]:
+    def score_groups(self, groups: Sequence[Sequence[Item]]) -> Iterator[list[list[float]]]:
         """``score_many`` for each group of items in turn, yielded as each finishes; one feed of
         tokenized batches serves them all (worker processes start once, on CUDA)."""
         from ifqa.retrieval.batching import run_planned_groups
@@ -186,9 +182,6 @@ class CrossEncoderReranker(Reorders):
                 out.append(flat[start : start + len(texts)])
                 start += len(texts)
             yield out
-
-    def score(self, question: str, texts: Sequence[str], first_scores: Sequence[float] = ()) -> list[float]:
-        return self.score_many([(question, texts, first_scores)])[0]
 
 
 def _probe_pairs() -> list[tuple[str, str]]:
@@ -226,8 +219,6 @@ def load_reranker(
     question-agnostic control for a folder holding one, else a cross-encoder)."""
     from ifqa.registry import RERANKERS
 
-    if depth < 1:
-        raise IfqaError(f"rerank depth must be at least 1, got {depth}")
     kind = next(kind for kind in map(RERANKERS.get, RERANKERS) if kind.claims(model))
     return kind.load(
         model, depth, batch_size=batch_size, device=device, max_length=max_length, backend=backend, precision=precision

@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 from ifqa.errors import IfqaError
-from ifqa.retrieval.reordering import score_many
 
 log = logging.getLogger(__name__)
 
@@ -138,12 +137,7 @@ def _rerank_groups(
             ]
             for group in groups
         ]
-        scored = (
-            reranker.score_groups(items)
-            if hasattr(reranker, "score_groups")
-            else (score_many(reranker, group_items) for group_items in items)
-        )
-        for group, scores in zip(groups, scored):
+        for group, scores in zip(groups, reranker.score_groups(items)):
             for record, values in zip(group, scores):
                 ranked = reorder(record["ctxs"], values, lambda ctx, score: {**ctx, "score": round(score, 6)})
                 line = run_record(examples[record["qid"]], ranked, record if flags_kept else None)

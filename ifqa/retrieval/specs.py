@@ -73,6 +73,7 @@ class DemoIndexes:
     (built, or copied from the one ifqa ships when that was built from this collection and recipe)."""
 
     names = ("bm25", "dense")
+    engines = {"bm25": "bm25s", "dense": "faiss"}
 
     def recipe(self, name: str) -> dict:
         """The parameters a demo index is built with; an index made with others is rebuilt."""
@@ -80,9 +81,9 @@ class DemoIndexes:
             from ifqa.retrieval.bm25 import DEFAULT_PARAMS
 
             return dict(DEFAULT_PARAMS)
-        from ifqa.retrieval import DEFAULT_ENCODER, DENSE_MAX_LENGTH
+        from ifqa.retrieval.engines import DenseSettings, settings_params
 
-        return {"encoder": DEFAULT_ENCODER, "max_length": DENSE_MAX_LENGTH}
+        return settings_params(DenseSettings())
 
     def folder(self, name: str) -> Path:
         """The cached index, made on first use (``_ready``)."""
@@ -140,13 +141,12 @@ class DemoIndexes:
             return folder, corpus
         import sys
 
-        from ifqa.registry import INDEX_BUILDERS
-
         took = "a second" if name == "bm25" else "about 3 minutes on 2 CPU cores, seconds on a GPU"
         log.info("building the demo %s index in %s (first use: %s)", name, folder, took)
         shutil.rmtree(folder, ignore_errors=True)
         progress = name != "bm25" and sys.stderr.isatty()  # a bar in a terminal; the line above elsewhere
-        INDEX_BUILDERS.get(name)(corpus, folder, self.recipe(name), progress)
+        engine = ENGINES.get(self.engines[name])
+        engine.build(corpus, folder, engine.Settings(), progress=progress)  # the recipe: the engine's defaults
         return folder, corpus
 
     def shipped_folder(self, name: str) -> Path:

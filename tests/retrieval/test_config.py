@@ -6,6 +6,7 @@ without a new row here."""
 from __future__ import annotations
 
 import dataclasses
+import typing
 
 import pytest
 
@@ -28,8 +29,8 @@ def _other_value(field: dataclasses.Field):
         return True
     if isinstance(default, int):
         return default + 1
-    if default is None and meta.get("min") is not None:  # a number whose default is decided at run time
-        return meta["min"] + 1
+    if default is None and int in typing.get_args(typing.get_type_hints(RetrievalConfig)[field.name]):
+        return 2  # a count whose default is decided at run time
     if isinstance(default, list):
         return [*default, "second-index"]
     return f"{field.name}-value"

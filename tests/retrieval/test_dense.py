@@ -1,11 +1,11 @@
 import os
-from pathlib import Path
 
 import numpy as np
 import pytest
 
 from ifqa.errors import IfqaError
 from ifqa.retrieval import dense
+from ifqa.retrieval.engines import DenseSettings
 from ifqa.retrieval.specs import open_index
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -52,13 +52,13 @@ def test_other_encoder_settings_are_refused_unless_forced(corpus, tmp_path):
 
 def test_a_failed_start_never_blocks_the_corrected_command(corpus, tmp_path):
     with pytest.raises(IfqaError):
-        dense.build(corpus, tmp_path / "idx", "no-such-encoder-folder/", progress=False)
+        dense.build(corpus, tmp_path / "idx", DenseSettings(encoder="no-such-encoder-folder/"), progress=False)
     assert not (tmp_path / "idx").exists()  # refused before any work: nothing left behind
     # a start that fails after its settings were written (the encoder cannot load) leaves no folder either
     (tmp_path / "not-a-model").mkdir()
     (tmp_path / "not-a-model" / "config.json").write_text("{}")
     with pytest.raises(IfqaError):
-        dense.build(corpus, tmp_path / "idx", str(tmp_path / "not-a-model"), progress=False)
+        dense.build(corpus, tmp_path / "idx", DenseSettings(encoder=str(tmp_path / "not-a-model")), progress=False)
     assert not (tmp_path / "idx").exists()
     unfinished = tmp_path / "unfinished"
     dense.build(corpus, unfinished, shard=(0, 2), chunk=3, progress=False)
@@ -69,7 +69,7 @@ def test_a_failed_start_never_blocks_the_corrected_command(corpus, tmp_path):
 
 @pytest.mark.parametrize("index_type", ["flat", "hnsw", "ivfpq"])
 def test_index_types_retrieve_the_obvious_passage(corpus, tmp_path, index_type):
-    dense.build(corpus, tmp_path / index_type, index_type=index_type, progress=False)
+    dense.build(corpus, tmp_path / index_type, DenseSettings(index_type=index_type), progress=False)
     retriever = open_index(tmp_path / index_type)
     hits = retriever.search(["Which bird of prey hunts fast?", "fruit trees like apples"], k=3)
     assert retriever.passages[hits[0][0][0]]["id"] == "p3"
@@ -114,7 +114,12 @@ def test_an_index_that_cannot_fit_stops_before_encoding(corpus, tmp_path):
     ):
         dense.build(corpus, tmp_path / "idx", max_memory=budget, progress=False)
     assert not (tmp_path / "idx").exists()  # nothing encoded, nothing left behind
-    assert dense.build(corpus, tmp_path / "idx", index_type="ivfpq", max_memory=budget, progress=False)["passages"] == 8
+    assert (
+        dense.build(corpus, tmp_path / "idx", DenseSettings(index_type="ivfpq"), max_memory=budget, progress=False)[
+            "passages"
+        ]
+        == 8
+    )
 
 
 def test_the_merge_checks_memory_with_the_real_dimension(corpus, tmp_path):
@@ -124,8 +129,6 @@ def test_the_merge_checks_memory_with_the_real_dimension(corpus, tmp_path):
     with pytest.raises(IfqaError, match="needs about .* over --max-memory"):
         dense.merge(corpus, tmp_path / "idx", max_memory="1K")
     assert not (tmp_path / "idx" / dense.FAISS_FILE).exists()
-    with pytest.raises(IfqaError, match="unknown index type 'bad'; choose from flat, hnsw, ivfpq"):
-        dense.merge(corpus, tmp_path / "idx", index_type="bad")
     assert dense.merge(corpus, tmp_path / "idx")["passages"] == 8  # the chunks stay: a bigger budget just merges
 
 
@@ -189,7 +192,9 @@ def _chunks(folder):
 @pytest.mark.numerics
 @pytest.mark.parametrize("titles", [True, False])
 def test_embeddings_equal_sentence_transformers_encode(corpus, tmp_path, titles):
-    dense.build(corpus, tmp_path / "idx", chunk=3, batch_size=2, progress=False, titles=titles, max_length=256)
+    dense.build(
+        corpus, tmp_path / "idx", DenseSettings(titles=titles, max_length=256), chunk=3, batch_size=2, progress=False
+    )
     ours, reference = _chunks(tmp_path / "idx"), _reference_vectors(corpus, titles)
     assert ours.shape == reference.shape and ours.dtype == np.float32
     assert np.min(np.sum(ours * reference, axis=1)) > 1 - 1e-3
@@ -410,16 +415,21 @@ def test_progress_counts_passages_as_batches_finish_and_a_resume_says_what_was_d
     assert "resuming; 4 of 8 passages were already encoded" in caplog.text
 
 
-def test_every_way_to_build_a_dense_index_encodes_at_one_default_length(monkeypatch):
+def test_every_way_to_build_a_dense_index_encodes_at_one_default_length(monkeypatch, tmp_path):
     """`ifqa index dense`, an experiment's index stage and the demo index read one default (an index
-    stage without max_length once encoded at the model's own limit, 256 for MiniLM)."""
-    from ifqa.cli.index import index_dense
-    from ifqa.retrieval import DENSE_MAX_LENGTH, builders, dense
+    stage without max_length once encoded at the model's own limit, 256 for MiniLM): the engine's
+    settings."""
+    from ifqa.experiments.build_stages import stage_settings
+    from ifqa.retrieval import DENSE_MAX_LENGTH
+    from ifqa.retrieval.engines import DenseSettings
     from ifqa.retrieval.specs import DEMO_INDEXES as DEMO
 
-    built = {}
-    monkeypatch.setattr(dense, "build", lambda *args, **kwargs: built.update(kwargs) or {})
-    builders.build_dense(Path("corpus.jsonl"), Path("index"), {}, progress=False)
-    assert built["max_length"] == DENSE_MAX_LENGTH
-    assert next(p for p in index_dense.params if p.name == "max_length").default == DENSE_MAX_LENGTH
+    assert DenseSettings().max_length == DENSE_MAX_LENGTH
+    _, staged = stage_settings({"stage": "index", "name": "i", "engine": "faiss"}, tmp_path / "exp.yaml")
+    assert staged == DenseSettings()
     assert DEMO.recipe("dense")["max_length"] == DENSE_MAX_LENGTH
+    built = {}
+    monkeypatch.setattr(dense, "encode", lambda corpus, folder, settings, **run: built.update(settings=settings))
+    monkeypatch.setattr(dense, "merge", lambda *args, **kwargs: {})
+    dense.build(tmp_path / "corpus.jsonl", tmp_path / "index", shard=(0, 2))
+    assert built["settings"].max_length == DENSE_MAX_LENGTH

@@ -152,7 +152,7 @@ def test_an_index_built_with_a_backend_encodes_queries_with_it(corpus, tmp_path,
     [hits] = index.search(["Which metal conducts heat well?"], 1)
     assert index.passages[hits[0][0]]["id"] == "p2"
     torch_build = tmp_path / "torch"
-    dense.build(corpus, torch_build, chunk=3, progress=False, max_length=128)
+    dense.build(corpus, torch_build, chunk=3, progress=False)  # at the default length, 128
     ours = np.concatenate([np.load(p) for p in sorted((tmp_path / "idx" / "embeddings").glob("chunk-*.npy"))])
     theirs = np.concatenate([np.load(p) for p in sorted((torch_build / "embeddings").glob("chunk-*.npy"))])
     assert np.min(np.sum(ours * theirs, axis=1)) > 0.999

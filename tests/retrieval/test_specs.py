@@ -9,7 +9,8 @@ import pytest
 
 import ifqa
 from ifqa.io import file_sha256
-from ifqa.registry import INDEX_BUILDERS
+from ifqa.retrieval.dense_search import DenseRetriever
+from ifqa.retrieval.engines import settings_params
 from ifqa.retrieval.index import MANIFEST, read_manifest
 from ifqa.retrieval.specs import DEMO_INDEXES, index_folder
 
@@ -28,17 +29,14 @@ def builds(monkeypatch):
     """The demo builds asked for, (name, recipe) each, instead of building."""
     asked = []
 
-    def builder(name):
-        def build(corpus, folder, recipe, progress):
-            asked.append((name, recipe))
-            folder.mkdir(parents=True)
-            manifest = {"engine": "faiss", "params": recipe, "corpus": {"path": str(corpus), "sha256": "x"}}
-            (folder / MANIFEST).write_text(json.dumps(manifest))
+    def build(cls, corpus, folder, settings, *, progress=True, force=False):
+        recipe = settings_params(settings)
+        asked.append(("dense", recipe))
+        folder.mkdir(parents=True)
+        manifest = {"engine": "faiss", "params": recipe, "corpus": {"path": str(corpus), "sha256": "x"}}
+        (folder / MANIFEST).write_text(json.dumps(manifest))
 
-        return build
-
-    real = INDEX_BUILDERS.get
-    monkeypatch.setattr(INDEX_BUILDERS, "get", lambda name: builder(name) if name == "dense" else real(name))
+    monkeypatch.setattr(DenseRetriever, "build", classmethod(build))
     return asked
 
 

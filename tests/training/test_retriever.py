@@ -40,9 +40,10 @@ def corpus_file(tmp_path_factory):
 
 def _dense(tmp_path, corpus, encoder, titles: bool):
     from ifqa.retrieval import dense
+    from ifqa.retrieval.engines import DenseSettings
 
     folder = tmp_path / ("dense-titles" if titles else "dense")
-    dense.build(corpus, folder, str(encoder), progress=False, max_length=64, titles=titles)
+    dense.build(corpus, folder, DenseSettings(encoder=str(encoder), max_length=64, titles=titles), progress=False)
     return folder
 
 
