@@ -425,8 +425,8 @@ def analyze_premise(
     progress: bool = False,
 ) -> dict:
     """``ifqa analyze premise``: each counterfactual prediction correct, memory (the model's own answer
-    to the question's factual twin) or other, with intervals and breakdowns; ``twins``: ``"rule"`` or a
-    ``{qid, question}`` file; ``twin_predictions``: the same reader's answers to them (default: the
+    to the question's factual twin) or other, with intervals and breakdowns; ``twins``: ``"rule"``, ``"llm"``
+    (written by the predictions' own model) or a ``{qid, question}`` file; ``twin_predictions``: the same reader's answers to them (default: the
     predictions' model answers them closed-book). Writes the folder ``output``; returns the report.
 
     >>> import json, tempfile
@@ -440,12 +440,11 @@ def analyze_premise(
     100.0
     """
     from ifqa.analysis import premise
-    from ifqa.analysis.twins import twins_by_rule, twins_from_file
     from ifqa.artifacts import check_questions
     from ifqa.outputs import check_output
 
     question_set = as_question_set(questions)
     check_questions(predictions, question_set)
     check_output(output, {"predictions": predictions, "twins": twins, "twin_predictions": twin_predictions}, "output")
-    twin_set = twins_by_rule(question_set) if str(twins) == "rule" else twins_from_file(question_set, twins)
-    return premise.analyze(predictions, question_set, twin_set, output, twin_predictions, api_key, progress)
+    twin_set, records = premise.make_twins(twins, question_set, predictions, api_key, progress)
+    return premise.analyze(predictions, question_set, twin_set, output, twin_predictions, api_key, progress, records)

@@ -60,6 +60,48 @@ def test_the_premise_report_for_a_reader(cli, env, tmp_path, mode):
     assert (out / "twin-predictions.jsonl.manifest.json").exists()
 
 
+def twin_writer(prompt: str, body: dict) -> str:
+    """Writes a twin when asked to (the question's main clause, labelled as the prompt's examples
+    are), otherwise answers as ``model`` does."""
+    if "Factual twin:" not in prompt.rstrip()[-len("Factual twin:") :]:
+        return model(prompt, body)
+    question = re.findall(r"Question: (.*)", prompt)[-1].strip()
+    return f"Factual twin: {rule_twin(question)}\n"
+
+
+def test_twins_written_by_the_model_are_kept_with_its_reply_and_not_asked_twice(cli, env, tmp_path):
+    with FakeOpenAI({}) as server:
+        server.script = twin_writer
+        preds = tmp_path / "preds.jsonl"
+        read = cli("read", "llm", "--model", "m", "--base-url", server.url, "--demos", "0", "-o", preds, env=env)
+        assert read.returncode == 0, read.stderr
+        args = ["analyze", "premise", "--predictions", preds, "--twins", "llm", "--json", "--no-progress"]
+        result = cli(*args, "-o", tmp_path / "a", env=env)
+        assert result.returncode == 0, result.stderr
+        asked = len(server.requests)
+        again = cli(*args, "-o", tmp_path / "b", env=env)
+        assert again.returncode == 0 and len(server.requests) == asked  # every twin and answer from the cache
+    records = [json.loads(line) for line in (tmp_path / "a" / "twins.jsonl").read_text().splitlines()]
+    assert [r["question"] for r in records] == [rule_twin(e.question) for e in DEV]
+    assert {r["how"] for r in records} == {"llm"} and all(r["raw"].startswith("Factual twin:") for r in records)
+    assert len({r["prompt_sha256"] for r in records}) == 1
+    assert json.loads(result.stdout)["all"]["memory"] == pytest.approx(100 * 8 / 24, abs=0.01)
+    assert (tmp_path / "b" / "twins.jsonl").read_bytes() == (tmp_path / "a" / "twins.jsonl").read_bytes()
+
+
+def test_a_twin_reply_without_a_question_is_one_line_and_writes_nothing(cli, env, tmp_path):
+    with FakeOpenAI({}) as server:
+        server.script = lambda prompt, body: "\n\n" if "Factual twin:" in prompt else model(prompt, body)
+        preds = tmp_path / "preds.jsonl"
+        assert cli("read", "llm", "--model", "m", "--base-url", server.url, "-o", preds, env=env).returncode == 0
+        out = tmp_path / "premise"
+        result = cli(
+            "analyze", "premise", "--predictions", preds, "--twins", "llm", "-o", out, "--no-progress", env=env
+        )
+    assert result.returncode == 1 and "holds no question" in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
+
+
 def test_twins_from_a_file_must_match_the_questions(cli, env, tmp_path):
     preds = tmp_path / "preds.jsonl"
     preds.write_text("".join(json.dumps({"qid": e.qid, "prediction": e.answers[0]}) + "\n" for e in DEV))

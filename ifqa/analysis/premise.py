@@ -22,6 +22,8 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
+from ifqa.analysis.llm_twins import twins_by_llm
+from ifqa.analysis.twins import twins_by_rule, twins_from_file
 from ifqa.artifacts import QuestionSet, read_manifest, read_predictions, read_run
 from ifqa.configs import from_options
 from ifqa.datasets import QuestionSource
@@ -51,6 +53,18 @@ def twin_reader_config(manifest: dict):
     shared = {f.name for f in fields(ModelAccess)} | {"seed", "prompts_dir"}
     given = {k: v for k, v in (manifest.get("config") or {}).items() if k in shared}
     return from_options(LLMReaderConfig, {**given, "mode": "qa", "demos": 0})
+
+
+def make_twins(
+    how: str | Path, questions: QuestionSet, predictions: str | Path, api_key: str | None = None, progress: bool = True
+) -> tuple[QuestionSet, list[dict] | None]:
+    """The twins by ``how``: ``rule``, ``llm`` (written by the predictions' own model, each kept with
+    the prompt's SHA-256 and the model's reply) or a ``{qid, question}`` file; with the records to keep."""
+    if str(how) == "rule":
+        return twins_by_rule(questions), None
+    if str(how) == "llm":
+        return twins_by_llm(questions, twin_reader_config(read_manifest(predictions) or {}), api_key, progress)
+    return twins_from_file(questions, how), None
 
 
 def evidence(record: dict, example, manifest: dict, contexts: dict[str, list[dict]]) -> str:
@@ -122,6 +136,7 @@ def analyze(
     twin_predictions: str | Path | None = None,
     api_key: str | None = None,
     progress: bool = True,
+    twin_records: list[dict] | None = None,
 ) -> dict[str, Any]:
     """Answer the twins (unless ``twin_predictions`` are given), classify, write the folder ``output``:
     ``twins.jsonl``, ``twin-predictions.jsonl`` (+ manifest), ``premise.jsonl`` (per question) and
@@ -138,7 +153,9 @@ def analyze(
     if twin_predictions is None:
         config = twin_reader_config(manifest)  # before anything is written
     output.mkdir(parents=True, exist_ok=True)
-    write_jsonl(output / "twins.jsonl", [{"qid": e.qid, "question": e.question} for e in twins.examples])
+    write_jsonl(
+        output / "twins.jsonl", twin_records or [{"qid": e.qid, "question": e.question} for e in twins.examples]
+    )
     if twin_predictions is None:
         twin_predictions = output / "twin-predictions.jsonl"
         job = ReadJob(

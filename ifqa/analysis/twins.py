@@ -4,7 +4,7 @@
 Angeles and Paris?" -> "What is the time difference between Los Angeles and Paris?". Made by a rule
 (the premise split off at its first comma, as the ``main-clause`` query mode does, then the
 conditional put back in the indicative: rough English where the premise holds a comma or the verb
-is irregular, which is why twins can also be read from a file), or read from a file of ``{"qid", "question"}`` lines (made by hand or by an LLM, with its
+is irregular, which is why twins can also be written by an LLM, ``llm_twins``, or read from a file), or read from a file of ``{"qid", "question"}`` lines (made by hand or by an LLM, with its
 prompt and output kept there)."""
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def rule_twin(question: str) -> str:
 
 
 def twins_by_rule(questions: QuestionSet) -> QuestionSet:
-    return _twin_set(questions, {e.qid: rule_twin(e.question) for e in questions.examples}, "rule")
+    return twin_set(questions, {e.qid: rule_twin(e.question) for e in questions.examples}, "rule")
 
 
 def twins_from_file(questions: QuestionSet, path: str | Path) -> QuestionSet:
@@ -68,9 +68,10 @@ def twins_from_file(questions: QuestionSet, path: str | Path) -> QuestionSet:
             f"{len(extra)} unknown)",
             path,
         )
-    return _twin_set(questions, found, "file")
+    return twin_set(questions, found, "file")
 
 
-def _twin_set(questions: QuestionSet, twins: dict[str, str], how: str) -> QuestionSet:
+def twin_set(questions: QuestionSet, twins: dict[str, str], how: str) -> QuestionSet:
+    """The questions with their twins in place (answers, contexts and metadata kept)."""
     examples = [Example(e.qid, twins[e.qid], e.answers, e.context, e.meta) for e in questions.examples]
     return QuestionSet(f"{questions.name}:twins-{how}", examples)

@@ -20,8 +20,9 @@ def analyze() -> None:
     "--twins",
     default="rule",
     show_default=True,
-    help="The factual twins: 'rule' (the premise dropped, the conditional made indicative) or a JSONL "
-    "file of {qid, question} (made by hand or by an LLM).",
+    help="The factual twins: 'rule' (the premise dropped, the conditional made indicative), 'llm' (written by "
+    "the predictions' own model with prompts/twin.txt; prompt hash and reply kept in twins.jsonl) or a JSONL "
+    "file of {qid, question}.",
 )
 @click.option(
     "--twin-predictions",
@@ -43,12 +44,13 @@ def premise(
     whether a gold answer stood in the passages the reader read.
     """
     from ifqa.analysis import premise as analysis
-    from ifqa.analysis.twins import twins_by_rule, twins_from_file
     from ifqa.datasets import questions_for
 
     question_set = questions_for(predictions, question_source(setting, split, questions, data_dir))
-    twin_set = twins_by_rule(question_set) if twins == "rule" else twins_from_file(question_set, twins)
-    report = analysis.analyze(predictions, question_set, twin_set, output, twin_predictions, api_key, not no_progress)
+    twin_set, records = analysis.make_twins(twins, question_set, predictions, api_key, not no_progress)
+    report = analysis.analyze(
+        predictions, question_set, twin_set, output, twin_predictions, api_key, not no_progress, records
+    )
     click.echo(json.dumps(report) if as_json else analysis.format_report(report))
 
 

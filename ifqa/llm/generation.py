@@ -126,7 +126,7 @@ class CachedGenerator:
                 self.counters.add(True, results[i])
         todo = [i for i, r in enumerate(results) if r is None]
 
-        def finish(i: int, completion: Completion) -> None:
+        def store(i: int, completion: Completion) -> Completion:
             if not completion.reasoning_tokens:  # inline thinking over HTTP: the server counted no reasoning apart
                 thinking = split(completion.text, completion.reasoning).thinking
                 if thinking:
@@ -134,12 +134,17 @@ class CachedGenerator:
                     completion.reasoning_tokens = min(counted, completion.completion_tokens or counted)
             if self.cache:
                 self.cache.put(keys[i], asdict(completion))
+            return completion
+
+        def finish(i: int, completion: Completion) -> None:
             results[i] = completion
             self.counters.add(False, completion)
 
         if description["backend"] == "openai":
+            # each reply is stored by the thread that received it, before that thread sends another
+            # request: a kill loses only the requests in flight, never a reply waiting for this thread
             calls = concurrently(
-                lambda i: self.backend.complete([prompts_[i]], params[i])[0],
+                lambda i: store(i, self.backend.complete([prompts_[i]], params[i])[0]),
                 todo,
                 self.concurrency,
                 getattr(self.backend, "stopping", None),
@@ -152,5 +157,5 @@ class CachedGenerator:
                 groups.setdefault(params[i], []).append(i)
             for group_params, indices in groups.items():
                 for i, completion in zip(indices, self.backend.complete([prompts_[i] for i in indices], group_params)):
-                    finish(i, completion)
+                    finish(i, store(i, completion))
         return results  # type: ignore[return-value]
