@@ -14,6 +14,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ifqa.artifacts import Example, QuestionSet, as_question_set
+from ifqa.datasets import QuestionSource
+from ifqa.devices import pick_device
+from ifqa.errors import IfqaError
+from ifqa.io import nfc
+
 Check = Callable[[str, Any], Any]
 
 
@@ -80,7 +86,6 @@ def text(name: str, value: Any) -> str:
         raise TypeError(f"{name} must be a str, not {_kind(value)}")
     if not value.strip():
         raise ValueError(f"{name} is empty")
-    from ifqa.io import nfc
 
     return nfc(_unicode(name, value))
 
@@ -140,21 +145,16 @@ def device(name: str, value: Any) -> str | None:
         return None
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str such as 'cpu' or 'cuda', not {_kind(value)}")
-    from ifqa.devices import pick_device
 
     return pick_device(value)
 
 
 def questions(name: str, value: Any):
     """A ``QuestionSet``, a list of ``Example``s, or a questions file's path (loaded here)."""
-    from ifqa.artifacts import Example, QuestionSet, as_question_set
 
     if isinstance(value, QuestionSet):
         return unique_qids(name, value)
     if isinstance(value, (str, os.PathLike)):
-        from ifqa.datasets import QuestionSource
-        from ifqa.errors import IfqaError
-
         if not Path(value).is_file():
             raise IfqaError(f"{name}: no such questions file (a dataset is load_questions('demo', 'dev'))", value)
         return QuestionSource(file=str(value)).load()

@@ -6,6 +6,8 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
+from ifqa.redact import redact
+
 
 class IfqaError(Exception):
     """A problem with the user's input or set-up, described in one line.
@@ -18,7 +20,6 @@ class IfqaError(Exception):
         location = ""
         if where is not None:
             location = f"{where}:{line}: " if line is not None else f"{where}: "
-        from ifqa.redact import redact
 
         super().__init__(redact(location + message))
 

@@ -25,6 +25,7 @@ from typing import Any
 from ifqa.artifacts import manifest_path
 from ifqa.errors import IfqaError
 from ifqa.io import check_writable_kind
+from ifqa.registry import INDEX_SCHEMES
 
 
 def _resolved(path: Path) -> Path:
@@ -94,7 +95,6 @@ def read_through(path: Path) -> list[Path]:
 
 def _refuse_spec(text: str, option: str) -> None:
     """An index spec (``demo:dense``, ``prebuilt:NAME``) names an index to read, never a path to write."""
-    from ifqa.registry import INDEX_SCHEMES
 
     scheme, sep, _ = text.partition(":")
     if sep and scheme in INDEX_SCHEMES:
@@ -104,7 +104,6 @@ def _refuse_spec(text: str, option: str) -> None:
 def spec_paths(text: str) -> list[Path]:
     """The files behind an index spec (``demo:bm25``): what its scheme says it reads (cache files),
     whether or not they exist yet. Nothing for a text that is no registered spec."""
-    from ifqa.registry import INDEX_SCHEMES
 
     scheme, sep, name = text.partition(":")
     if not sep or scheme not in INDEX_SCHEMES:

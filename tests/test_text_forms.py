@@ -3,6 +3,7 @@
 a file's first record, and a record that is not Unicode text is one line naming its line."""
 
 import json
+import os
 import unicodedata
 
 import pytest
@@ -115,3 +116,30 @@ def test_a_title_holding_a_tab_stays_one_dpr_field(cli, tmp_path):
     corpus.write_text(json.dumps({"id": "1", "title": "A\tB", "text": "some text"}) + "\n")
     assert cli("corpus", "build", corpus, "-o", tmp_path / "out.tsv", "--no-progress").returncode == 0
     assert (tmp_path / "out.tsv").read_text().splitlines()[1].split("\t") == ["1", "some text", "A B"]
+
+
+def test_a_question_typed_under_an_ascii_locale_is_read_as_the_utf8_the_terminal_sent(tmp_path):
+    """``LC_ALL=POSIX PYTHONUTF8=0``: Python hands non-ASCII argument bytes over as lone surrogates;
+    ``--query`` decodes them as UTF-8 (what terminals send), and bytes that are not UTF-8 are one line."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, "LC_ALL": "POSIX", "PYTHONUTF8": "0", "IFQA_CACHE_DIR": str(tmp_path / "cache")}
+    env.pop("PYTHONIOENCODING", None)
+    command = [sys.executable, "-m", "ifqa.cli", "retrieve", "--k", "3", "--query"]
+    typed = subprocess.run(
+        [*command, "Si la Méditerranée était fermée, où irait le Rhône?".encode()], capture_output=True, env=env
+    )
+    utf8 = subprocess.run(
+        [*command, "Si la Méditerranée était fermée, où irait le Rhône?"],
+        capture_output=True,
+        env={**env, "LC_ALL": "C.UTF-8", "PYTHONUTF8": "1"},
+    )
+    assert typed.returncode == 0, typed.stderr.decode(errors="replace")
+    assert (
+        typed.stdout.decode("ascii", errors="backslashreplace").split()
+        == utf8.stdout.decode().encode("ascii", errors="backslashreplace").decode().split()
+    )
+    broken = subprocess.run([*command, b"\xff\xfe?"], capture_output=True, env=env)
+    lines = broken.stderr.decode(errors="replace").strip().splitlines()
+    assert broken.returncode != 0 and len(lines) == 1 and "not UTF-8 text" in lines[0], lines

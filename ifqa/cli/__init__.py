@@ -11,7 +11,12 @@ import sys
 
 import click
 
-from ifqa.errors import IfqaError
+from ifqa.choices import announce_renames
+from ifqa.cli.help import use_rich_help
+from ifqa.cli.options import guard_outputs
+from ifqa.errors import IfqaError, system_error_line
+from ifqa.interrupts import Terminated, sigterm_as_interrupt
+from ifqa.redact import URL_ENV, RedactingFilter, add_secret, add_url_secrets, redact
 from ifqa.version import __version__
 
 log = logging.getLogger("ifqa")
@@ -62,7 +67,6 @@ def cli(verbose: int, quiet: bool) -> None:
     # root logger, NNCF, pyjnius ...) at WARNING unless -v asks for its INFO too
     logging.getLogger().setLevel(level if verbose else max(level, logging.WARNING))
     logging.getLogger("ifqa").setLevel(level)
-    from ifqa.redact import RedactingFilter
 
     for handler in logging.getLogger().handlers:
         handler.addFilter(RedactingFilter())
@@ -74,7 +78,6 @@ def cli(verbose: int, quiet: bool) -> None:
 
 
 def _register() -> None:
-    from ifqa.choices import announce_renames
     from ifqa.cli import (
         analyze,
         classify,
@@ -90,7 +93,6 @@ def _register() -> None:
         serve,
         train,
     )
-    from ifqa.cli.options import guard_outputs
 
     for module in (
         data,
@@ -165,8 +167,6 @@ def _say(message: str) -> None:
     under torchrun also the launcher's error file, so its summary names this cause, not its own trace."""
     import re
 
-    from ifqa.redact import redact
-
     line = redact(re.sub(r"\s*\n\s*", " ", str(message)).strip())  # click indents a choice list with tabs
     click.echo(line, err=True)
     _tell_launcher(line)
@@ -204,10 +204,10 @@ def main(argv: list[str] | None = None) -> None:
     """Console entry point: one-line errors, exit 1 for bad input, 130 after Ctrl-C, 143 after SIGTERM."""
     import os
 
-    from ifqa.interrupts import Terminated, sigterm_as_interrupt
-    from ifqa.redact import URL_ENV, add_secret, add_url_secrets
-
     argv = list(sys.argv[1:] if argv is None else argv)
+    for stream in (sys.stdout, sys.stderr):  # an ASCII locale: a passage's "é" printed as \xe9, never a crash
+        if "utf" not in (getattr(stream, "encoding", None) or "utf").lower() and hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="backslashreplace")
     for flag, value in zip(argv, argv[1:]):
         if flag == "--api-key":
             add_secret(value)
@@ -216,8 +216,6 @@ def main(argv: list[str] | None = None) -> None:
         if value and value.startswith("--api-key="):
             add_secret(value.split("=", 1)[1])
     if _asks_for_help(argv):  # a manual's page: options grouped by what they are for, an example
-        from ifqa.cli.help import use_rich_help
-
         use_rich_help(cli)
     try:
         with sigterm_as_interrupt():
@@ -247,8 +245,6 @@ def main(argv: list[str] | None = None) -> None:
         _say(f"ifqa: error: this needs {root}, which is not installed: pip install 'ifqa[{EXTRAS[root]}]'")
         sys.exit(1)
     except (OSError, MemoryError, RuntimeError) as exc:  # a full disk, too few file handles, too little memory ...
-        from ifqa.errors import system_error_line
-
         line = system_error_line(exc, _output_of(argv))
         if line is None and not isinstance(exc, OSError):
             raise  # a RuntimeError the machine did not cause: a bug, shown whole

@@ -7,6 +7,7 @@ import json
 import click
 
 from ifqa.cli.options import output_option, question_source, recorded_question_options
+from ifqa.datasets import questions_for
 
 
 @click.group()
@@ -44,7 +45,6 @@ def premise(
     whether a gold answer stood in the passages the reader read.
     """
     from ifqa.analysis import premise as analysis
-    from ifqa.datasets import questions_for
 
     question_set = questions_for(predictions, question_source(setting, split, questions, data_dir))
     twin_set, records = analysis.make_twins(twins, question_set, predictions, api_key, not no_progress)

@@ -6,9 +6,11 @@ import json
 
 import click
 
+from ifqa.artifacts import check_questions, recorded_questions
 from ifqa.cli.options import output_option, question_source, recorded_question_options
 from ifqa.datasets import questions_for
 from ifqa.errors import IfqaError
+from ifqa.io import write_json
 
 
 @click.command()
@@ -36,9 +38,7 @@ def evaluate(predictions, run_path, compare, judgments, setting, split, question
     question type and path length for WIQA, ROUGE-L with EM/F1 per source for CausalQA.
     """
     from ifqa import api
-    from ifqa.artifacts import check_questions, recorded_questions
     from ifqa.eval import report
-    from ifqa.io import write_json
 
     if bool(predictions) == bool(run_path):
         raise IfqaError("give exactly one of --predictions or --run")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import click
 
+from ifqa.artifacts import read_predictions
 from ifqa.cli.options import output_option, question_source, recorded_question_options
 from ifqa.configs import click_options, from_options
 from ifqa.datasets import questions_for
@@ -29,7 +30,6 @@ def judge(predictions, api_key, setting, split, questions, data_dir, output, as_
     import json
 
     from ifqa import api
-    from ifqa.artifacts import read_predictions
     from ifqa.eval.tasks import task_for
     from ifqa.judge.run import judge as run_judge
 

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import functools
+import os
 
 import click
 
 from ifqa.choices import AliasedOption, RegistryChoice
+from ifqa.configs import click_options, from_options, option_fields
 from ifqa.datasets import QuestionSource
 from ifqa.errors import IfqaError
 from ifqa.registry import DATASETS, RuntimeNames
+from ifqa.retrieval.config import RetrievalConfig
 
 SPLIT_CHOICES = click.Choice(["train", "dev", "test"])
 
@@ -144,8 +147,6 @@ def runtime_options(what: str, prefix: str = ""):
 def retrieval_options(defaults: dict | None = None, exclude: tuple[str, ...] = ()):
     """Every ``RetrievalConfig`` field as an option (generated from its declaration), and
     ``--rerank-quantize`` (``--rerank-runtime onnx --rerank-quantize int8`` reads ``onnx-int8``)."""
-    from ifqa.configs import click_options
-    from ifqa.retrieval.config import RetrievalConfig
 
     def decorate(function):
         function = click.option(
@@ -161,8 +162,6 @@ def retrieval_options(defaults: dict | None = None, exclude: tuple[str, ...] = (
 def retrieval_config(options: dict, defaults: dict | None = None, **fixed):
     """The ``RetrievalConfig`` of a command's options (``retrieval_options``); its own ``defaults``
     for what was not given, and ``fixed`` values for the fields it sets another way."""
-    from ifqa.configs import from_options, option_fields
-    from ifqa.retrieval.config import RetrievalConfig
 
     defaults = defaults or {}
     names = {f.name for f in option_fields(RetrievalConfig)}
@@ -234,3 +233,26 @@ def guard_outputs(command: click.Command) -> None:
 
     guarded.guards_outputs = True  # type: ignore[attr-defined]
     command.callback = guarded
+
+
+class TypedText(click.ParamType):
+    """Text typed on the command line (a question): under an ASCII locale without UTF-8 mode
+    (``LC_ALL=POSIX PYTHONUTF8=0``) Python hands non-ASCII bytes over as lone surrogates ('\\udcc3');
+    they are the UTF-8 a terminal sends, and are decoded as such. Bytes that are not UTF-8 are one line.
+    Paths keep their surrogates: the file system is read with the same encoding that made them."""
+
+    name = "text"
+
+    def convert(self, value, param, ctx):
+        if not isinstance(value, str) or not any("\udc80" <= c <= "\udcff" for c in value):
+            return value
+        raw = os.fsencode(value)
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            self.fail(
+                f"holds bytes that are not UTF-8 text ({raw[:40]!r}); run with a UTF-8 locale (LC_ALL=C.UTF-8) "
+                "or PYTHONUTF8=1",
+                param,
+                ctx,
+            )

@@ -10,6 +10,7 @@ import click
 from ifqa.cli.options import output_option, question_options, question_source
 from ifqa.configs import click_options, from_options
 from ifqa.llm.config import ModelAccess
+from ifqa.readers import ReadJob
 from ifqa.registry import READERS
 
 
@@ -58,8 +59,6 @@ def _make_command(name: str) -> click.Command:
     @output_option("Predictions JSONL (default runs/<questions>-<reader>-<mode>-<model>.jsonl).", required=False)
     @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
     def command(api_key, setting, split, questions, data_dir, output, no_progress, **options) -> None:
-        from ifqa.readers import ReadJob
-
         run_path = options.pop("run_path", None)
         config = from_options(entry.config, options)
         source = question_source(setting, split, questions, data_dir)

@@ -15,6 +15,7 @@ from ifqa.cli.options import (
     runtime_label,
     runtime_options,
 )
+from ifqa.datasets import questions_for
 from ifqa.devices import PRECISIONS
 from ifqa.retrieval.config import FIELDS
 
@@ -68,7 +69,6 @@ def rerank(
 ) -> None:
     """Rerank a run file (resumable: rerun the same command after an interruption)."""
     from ifqa.api import Reranker
-    from ifqa.datasets import questions_for
     from ifqa.eval import report
     from ifqa.eval.summary import summarize_run
     from ifqa.retrieval.rerank_run import read_rerankable, rerank_run

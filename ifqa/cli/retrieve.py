@@ -7,7 +7,9 @@ from pathlib import Path
 
 import click
 
+from ifqa.artifacts import read_run
 from ifqa.cli.options import (
+    TypedText,
     given_run,
     output_option,
     question_options,
@@ -17,6 +19,7 @@ from ifqa.cli.options import (
     retrieval_options,
     run_input,
 )
+from ifqa.datasets import questions_for
 from ifqa.errors import IfqaError
 
 
@@ -39,7 +42,7 @@ RETRIEVE_DEFAULTS = {"threads": 2}
 @click.command()
 @retrieval_options(RETRIEVE_DEFAULTS)
 @question_options
-@click.option("--query", help="One ad-hoc question: print its top passages instead of writing a run.")
+@click.option("--query", type=TypedText(), help="One ad-hoc question: print its top passages instead of writing a run.")
 @output_option("Run file (default runs/<questions>[-<indexes>]-k<k>.jsonl).", required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the recall report as JSON.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
@@ -94,8 +97,6 @@ def retrieve(setting, split, questions, data_dir, query, output, as_json, no_pro
 def convert(run_option, run_argument, from_, to, output, setting, split, questions, data_dir, corpus, tag) -> None:
     """Convert runs between ifqa's JSONL, TREC run files and DPR's retrieval JSON."""
     source = given_run(run_option, run_argument)
-    from ifqa.artifacts import read_run
-    from ifqa.datasets import questions_for
     from ifqa.retrieval import convert as conv
 
     if from_ == to:

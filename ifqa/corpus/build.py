@@ -238,6 +238,8 @@ def _run_batches(
         total=sum(s.size for s in sources), unit="B", unit_scale=True, desc="corpus", disable=not show, smoothing=0.1
     )
     counts = collections.Counter()
+    if workers > 1:
+        check_file_limit(workers)
     executor = (
         concurrent.futures.ProcessPoolExecutor(workers, initializer=_worker_setup, initargs=(os.getpid(),))
         if workers > 1
@@ -281,8 +283,33 @@ def _run_batches(
         for _, future in pending:
             future.cancel()
         if executor is not None:
-            executor.shutdown(wait=True, cancel_futures=True)
+            failed = sys.exc_info()[0] is not None
+            if failed:  # a worker that never started would be waited for forever: stop them all
+                for process in list((getattr(executor, "_processes", None) or {}).values()):
+                    process.kill()
+            executor.shutdown(wait=not failed, cancel_futures=True)
         bar.close()
+
+
+#: Descriptors a pool worker holds in this process (its pipes; measured: 2 per worker), and those
+#: the build opens beside them (inputs, parts, the output).
+FILES_PER_WORKER, FILES_BESIDE = 2, 6
+
+
+def check_file_limit(workers: int) -> None:
+    """A pool that cannot open its pipes fails in a worker and hangs the build: refuse first, in one line."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    fds = Path("/proc/self/fd")
+    if soft == resource.RLIM_INFINITY or not fds.is_dir():
+        return
+    needed = len(list(fds.iterdir())) + FILES_PER_WORKER * workers + FILES_BESIDE
+    if needed > soft:
+        raise IfqaError(
+            f"--workers {workers} needs about {needed} open files, and this process may open {soft}; raise the "
+            "limit (ulimit -n 4096) or use fewer --workers"
+        )
 
 
 def process_batch(format: str, words: int, tsv: bool, batch: list[bytes] | Segment) -> tuple[str, dict, bytes]:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ifqa.artifacts import QuestionSet
-from ifqa.datasets.hub import is_hub
+from ifqa.artifacts import QuestionSet, check_questions, recorded_questions
+from ifqa.datasets.hub import is_hub, load_hub_questions
 from ifqa.registry import DATASETS
 
 DEFAULT_SETTING = "demo"
@@ -63,8 +63,6 @@ class QuestionSource:
         a CausalQA CSV), a file alone in IfQA's (``answers`` False: questions without answers are
         taken too, for what needs none)."""
         if is_hub(self.file):  # hf:OWNER/NAME or hf:PATH, read with datasets
-            from ifqa.datasets.hub import load_hub_questions
-
             return load_hub_questions(self.file)
         if self.file:
             entry = DATASETS.get(self.setting) if self.setting else None
@@ -110,7 +108,6 @@ def questions_for(path: str | Path, source: QuestionSource, records: list[dict] 
     """The questions a file (run or predictions) is scored against: the ones ``source`` names, else
     the set its manifest records (else ``source``'s default); a file made for another set is refused
     (``records``: the file's, where the caller has read them, so it is not read again)."""
-    from ifqa.artifacts import check_questions, recorded_questions
 
     if not source.given:
         recorded = recorded_questions(path)

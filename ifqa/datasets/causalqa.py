@@ -25,6 +25,8 @@ from importlib import resources
 from pathlib import Path
 
 from ifqa.artifacts import Example
+from ifqa.datasets.download import install
+from ifqa.datasets.ifqa import data_dir
 from ifqa.errors import IfqaError
 
 log = logging.getLogger(__name__)
@@ -50,8 +52,6 @@ _FILE = re.compile(r"(?P<source>[a-z0-9]+)_(?P<split>train|valid)_(?P<kind>origi
 
 
 def cache_folder(directory: str | Path | None = None) -> Path:
-    from ifqa.datasets.ifqa import data_dir
-
     return data_dir(directory) / "causalqa"
 
 
@@ -60,7 +60,6 @@ def download(
 ) -> list[Path]:
     """Fetch the release's CSV files into ``<data dir>/causalqa/{original,random}-splits/``
     (``$IFQA_CAUSALQA_URL`` overrides the location); each is validated before it is kept."""
-    from ifqa.datasets.download import install
 
     folder = cache_folder(directory)
     existing = sorted(folder.glob("*-splits/*.csv"))

@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from ifqa.artifacts import Example
+from ifqa.datasets.ifqa import load_examples
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write, file_sha256
 from ifqa.paths import cache_dir
@@ -71,8 +72,6 @@ class DemoSet:
     default_split: str = "dev"
 
     def load(self, split: str, directory: str | Path | None = None) -> list[Example]:
-        from ifqa.datasets.ifqa import load_examples
-
         if split not in self.splits:
             raise IfqaError(f"the demo set has train and dev splits only, not {split!r}")
         with resources.as_file(resources.files(PACKAGE) / f"questions_{split}.json") as path:

@@ -21,8 +21,11 @@ from pathlib import Path
 from typing import Any
 
 from ifqa.artifacts import Example
+from ifqa.datasets.download import install
+from ifqa.datasets.ifqa import data_dir
 from ifqa.errors import IfqaError
 from ifqa.eval.wiqa import LABELS
+from ifqa.io import read_jsonl
 
 DEFAULT_URL = (
     "https://public-aristo-processes.s3-us-west-2.amazonaws.com/wiqa_dataset_no_explanation_v2/"
@@ -32,8 +35,6 @@ SPLITS = ("train", "dev", "test")
 
 
 def cache_folder(directory: str | Path | None = None) -> Path:
-    from ifqa.datasets.ifqa import data_dir
-
     return data_dir(directory) / "wiqa"
 
 
@@ -42,7 +43,6 @@ def download(
 ) -> list[Path]:
     """Fetch the release into ``<data dir>/wiqa/`` (``$IFQA_WIQA_URL`` overrides the location);
     each split is validated before it is kept."""
-    from ifqa.datasets.download import install
 
     folder = cache_folder(directory)
     targets = [folder / f"{split}.jsonl" for split in SPLITS]
@@ -59,7 +59,6 @@ def download(
 
 def load_file(path: str | Path) -> list[Example]:
     """Read and validate a WIQA JSONL file; every problem is one line naming the file and line."""
-    from ifqa.io import read_jsonl
 
     examples, seen = [], {}
     for number, record in read_jsonl(path):

@@ -11,6 +11,7 @@ from typing import Any
 
 from ifqa.eval.answers import best_over_answers, exact_match, token_f1
 from ifqa.eval.significance import bootstrap_ci, paired_test
+from ifqa.tables import table
 
 METRICS = ("rouge_l_precision", "rouge_l_recall", "rouge_l_f1", "em", "f1")
 
@@ -78,8 +79,6 @@ def summarize_causalqa(
 
 
 def format_causalqa_report(report: dict[str, Any]) -> str:
-    from ifqa.tables import table
-
     def ci(pair) -> str:
         return f"[{pair[0]:.2f}, {pair[1]:.2f}]"
 

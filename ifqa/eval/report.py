@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ifqa.eval.steps import format_steps
 from ifqa.tables import table
 
 LABELS = (("em", "EM"), ("f1", "F1"), ("containment", "Containment"), ("judge_accuracy", "Judge accuracy"))
@@ -31,8 +32,6 @@ def format_prediction_report(report: dict[str, Any]) -> str:
     if "judge" in report:
         parts.append(format_judge(report["judge"]))
     if "iterative" in report:
-        from ifqa.eval.steps import format_steps
-
         parts.append(format_steps(report["iterative"]))
     grouped = [(key, label) for key, label in LABELS[:3] if key in report]
     for key, label in (("by_answer_type", "answer type"), ("by_question_word", "question word")):

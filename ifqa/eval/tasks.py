@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ifqa.registry import TASKS
+
 
 @dataclass(frozen=True)
 class Task:
@@ -66,6 +68,5 @@ CAUSALQA = Task(
 
 def task_for(questions) -> Task:
     """The task of a ``QuestionSet``."""
-    from ifqa.registry import TASKS
 
     return TASKS.get(getattr(questions, "task", "qa"))

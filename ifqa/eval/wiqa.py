@@ -13,7 +13,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ifqa.artifacts import read_predictions
 from ifqa.eval.significance import bootstrap_ci, paired_test
+from ifqa.tables import table
 
 LABELS = ("more", "less", "no_effect")
 #: WIQA's ques_type values -> the paper's names for them.
@@ -38,7 +40,6 @@ def to_label(prediction: str) -> str:
 
 def read_label_predictions(path: str | Path) -> dict[str, str]:
     """``qid -> label`` from a predictions JSONL whose predictions must be WIQA labels."""
-    from ifqa.artifacts import read_predictions
 
     return read_predictions(path, to_label)
 
@@ -100,8 +101,6 @@ def summarize_wiqa(
 
 
 def format_wiqa_report(report: dict[str, Any]) -> str:
-    from ifqa.tables import table
-
     def ci(pair) -> str:
         return f"[{pair[0]:.1f}, {pair[1]:.1f}]"
 

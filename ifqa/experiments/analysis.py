@@ -8,7 +8,8 @@ import random
 from pathlib import Path
 from typing import Any
 
-from ifqa.artifacts import read_predictions
+from ifqa.api import Pipeline
+from ifqa.artifacts import read_predictions, read_run
 from ifqa.eval.answers import best_over_answers, exact_match
 from ifqa.eval.passages import GoldMatcher
 from ifqa.eval.summary import paired_comparison
@@ -56,7 +57,6 @@ def premise_effect(retriever, examples: list, k: int = 5) -> dict[str, Any]:
     the whole question, the main clause alone and the premise alone (the ``question``,
     ``main-clause`` and ``premise`` query modes), with the questions where the premise turned a hit
     into a miss. ``retriever``: an ``ifqa.open_index`` searcher or an engine."""
-    from ifqa.api import Pipeline
 
     def hits(mode: str) -> tuple[list[bool], list]:
         pipeline = Pipeline(indexes=[], k=k, query_mode=mode, searchers=[retriever])
@@ -91,7 +91,6 @@ def premise_effect(retriever, examples: list, k: int = 5) -> dict[str, Any]:
 def rescued(baseline_run: str | Path, new_run: str | Path, limit: int = 5) -> dict[str, Any]:
     """Questions whose gold passage the baseline missed at rank 1 and the new run put first (and the
     reverse count): what each retrieved at the top, to read why."""
-    from ifqa.artifacts import read_run
 
     def top(record: dict) -> dict:
         ctx = record["ctxs"][0] if record["ctxs"] else {"title": "", "text": "", "gold": False}

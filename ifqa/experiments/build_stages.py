@@ -11,11 +11,17 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from ifqa.cards import CARD
 from ifqa.configs import from_options, option_fields
 from ifqa.errors import IfqaError
+from ifqa.experiments.runner import question_source, stage_key
 from ifqa.experiments.stages import Stage, earlier, typed
 from ifqa.registry import ENGINES
 from ifqa.retrieval.engines import INDEX_COMMANDS
+from ifqa.retrieval.index import MANIFEST
+from ifqa.training import recipes
+from ifqa.training.jobs import train_job
+from ifqa.training.loop import RESULT, STATE
 
 log = logging.getLogger(__name__)
 
@@ -62,7 +68,6 @@ class CollectionStage(Stage):
 
     def run(self, context, spec: dict) -> None:
         from ifqa.corpus.build import build
-        from ifqa.experiments.runner import stage_key
 
         if spec.get("preset"):
             folder = Path(context.resolve(spec.get("wiki_dir") or "."))
@@ -122,9 +127,6 @@ class IndexStage(Stage):
     def run(self, context, spec: dict) -> None:
         import shutil
 
-        from ifqa.experiments.runner import stage_key
-        from ifqa.retrieval.index import MANIFEST
-
         corpus = context.artifacts[spec["collection"]]
         folder = context.output / "indexes" / spec["name"]
         engine, settings = stage_settings(spec, None, context.resolve)
@@ -149,8 +151,6 @@ RECIPES = {"reranker": "RerankerRecipe", "retriever": "RetrieverRecipe", "contro
 
 
 def _recipe_class(kind: str):
-    from ifqa.training import recipes
-
     return getattr(recipes, RECIPES[kind])
 
 
@@ -161,8 +161,6 @@ class TrainStage(Stage):
 
     @classmethod
     def check(cls, spec: dict, names: dict[str, str], path: Path) -> None:
-        from ifqa.configs import from_options
-
         super().check(spec, names, path)
         if spec.get("kind") not in RECIPES:
             raise IfqaError(f"train stage {spec['name']!r}: 'kind' must be reranker, retriever or control", path)
@@ -175,19 +173,12 @@ class TrainStage(Stage):
     def run(self, context, spec: dict) -> None:
         import dataclasses
 
-        from ifqa.cards import CARD
-        from ifqa.configs import from_options
-        from ifqa.experiments.runner import stage_key
-        from ifqa.retrieval.index import MANIFEST
-        from ifqa.training.jobs import train_job
-
         recipe_class = _recipe_class(spec["kind"])
         index = context.artifacts[spec["index"]]
         options = {**(spec.get("recipe") or {}), "index": str(index)}
         if "model" in options:
             options["model"] = context.resolve(options["model"])
         recipe = from_options(recipe_class, options, f"train stage {spec['name']}")
-        from ifqa.experiments.runner import question_source
 
         train = context.config.get("train")  # the experiment's training questions, a setting or a file
         source = question_source(context.config, train) if train else context.source.train()
@@ -210,8 +201,6 @@ class TrainStage(Stage):
             log.info("train: %s (%s)", spec["name"], spec["kind"])
             if folder.exists():  # another recipe: its model, state and recorded result go (mined groups stay)
                 import shutil
-
-                from ifqa.training.loop import RESULT, STATE
 
                 shutil.rmtree(folder / "model", ignore_errors=True)
                 shutil.rmtree(folder / STATE, ignore_errors=True)

@@ -14,8 +14,10 @@ import re
 from pathlib import Path
 from typing import Any
 
+from ifqa.configs import from_options
 from ifqa.errors import IfqaError
-from ifqa.registry import STAGES
+from ifqa.judge.config import JudgeConfig
+from ifqa.registry import DATASETS, STAGES
 
 #: What ``enabled: "${IFQA_DENSE:-yes}"`` may say (from the environment): these switch a stage off ...
 OFF_WORDS = ("", "0", "no", "false", "off")
@@ -115,7 +117,6 @@ def stage_list(config: dict, path: Path) -> list[dict]:
 
 def _check_questions(value: Any, what: str, path: Path) -> None:
     """``questions:`` / ``train:``: a known setting and split, or a file."""
-    from ifqa.registry import DATASETS
 
     questions = _mapping(value, what, path)
     unknown = set(questions) - {"setting", "split", "file"}
@@ -236,9 +237,6 @@ def load_config(path: str | Path) -> dict:
     if config["k"] < 1:
         raise IfqaError(f"'k' must be at least 1, got {config['k']}", path)
     if "judge" in config:  # the LLM judge of every reader's predictions: ifqa judge's settings
-        from ifqa.configs import from_options
-        from ifqa.judge.config import JudgeConfig
-
         if not isinstance(config["judge"], dict):
             raise IfqaError(f"'judge' holds the judge's settings (model, base_url ...), got {config['judge']!r}", path)
         from_options(JudgeConfig, config["judge"], where=f"{path}: judge")

@@ -10,6 +10,7 @@ from ifqa.arguments import checked
 from ifqa.artifacts import QuestionSet
 from ifqa.errors import IfqaError
 from ifqa.experiments.config import load_config
+from ifqa.experiments.runner import question_source, run_experiment
 
 
 class Experiment:
@@ -37,14 +38,12 @@ class Experiment:
 
     def questions(self) -> QuestionSet:
         """The questions the experiment is scored on (its ``questions:`` entry, loaded)."""
-        from ifqa.experiments.runner import question_source
 
         return question_source(self._config, self._config["questions"]).load()
 
     @checked(force=arg.flag, progress=arg.flag)
     def run(self, force: bool = False, progress: bool = True) -> dict:
         """Every stage that is not up to date (``ifqa experiment run``); returns the results."""
-        from ifqa.experiments.runner import run_experiment
 
         return run_experiment(self.path, force, progress)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ifqa.io import atomic_write, write_json
+from ifqa.registry import TASKS
 
 
 def _ci(values: list | None) -> str:
@@ -79,8 +80,6 @@ def write_results(output: Path, results: dict) -> None:
                 lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
             lines.append("")
     if results["readers"]:
-        from ifqa.registry import TASKS
-
         headline = TASKS.get(results.get("task", "qa")).headline
         if any(r.get("judge_accuracy") is not None for r in results["readers"]):
             headline = (*headline, ("judge_accuracy", "Judge"))

@@ -20,7 +20,8 @@ from ifqa.artifacts import QuestionSet
 from ifqa.datasets import QuestionSource
 from ifqa.experiments.config import OFF_WORDS, load_config, output_dir
 from ifqa.experiments.results import write_results
-from ifqa.io import write_json
+from ifqa.io import file_sha256, write_json
+from ifqa.outputs import check_output
 from ifqa.registry import STAGES
 
 log = logging.getLogger(__name__)
@@ -66,8 +67,6 @@ class ExperimentContext:
 
 
 def stage_key(params: dict, inputs: list[Path]) -> str:
-    from ifqa.io import file_sha256
-
     payload = json.dumps({"params": params, "inputs": [file_sha256(p) for p in inputs]}, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()
 
@@ -97,7 +96,6 @@ def run_experiment(path: str | Path | dict, force: bool = False, progress: bool 
     """Run every stage that is not up to date; write and return the results (``path``: the config
     file, or the config ``load_config`` read from it, so it is read once)."""
     config = path if isinstance(path, dict) else load_config(path)
-    from ifqa.outputs import check_output
 
     # the results folder never holds (or is) the experiment's own YAML or the files its questions come from
     questions_file = (config["questions"] or {}).get("file") if isinstance(config["questions"], dict) else None

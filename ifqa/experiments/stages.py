@@ -14,8 +14,23 @@ import os
 from pathlib import Path
 from typing import Any
 
+from ifqa.api import Pipeline
+from ifqa.artifacts import read_predictions
+from ifqa.cards import add_dev_scores, read_card
+from ifqa.configs import field_default, from_options, option_fields
+from ifqa.datasets import QuestionSource
 from ifqa.errors import IfqaError
+from ifqa.eval.judged import read_judgments, summarize_judgments
+from ifqa.eval.significance import bootstrap_ci, paired_test
+from ifqa.eval.summary import gold_hits_at, summarize_run
+from ifqa.eval.tasks import task_for
 from ifqa.experiments.config import SWITCH_WORDS
+from ifqa.judge.config import JudgeConfig
+from ifqa.judge.run import judge, load_prompt
+from ifqa.readers import ReadJob, reader_command
+from ifqa.registry import READERS
+from ifqa.retrieval.config import RetrievalConfig
+from ifqa.retrieval.specs import index_manifest
 
 log = logging.getLogger(__name__)
 
@@ -82,9 +97,6 @@ class Stage:
 
 
 def _retrieval_fields() -> list:
-    from ifqa.configs import option_fields
-    from ifqa.retrieval.config import RetrievalConfig
-
     return option_fields(RetrievalConfig)
 
 
@@ -117,12 +129,8 @@ class RetrieveStage(Stage):
         return retrieval_config(spec, context.resolve, context.config["k"])
 
     def run(self, context, spec: dict) -> None:
-        from ifqa.api import Pipeline
         from ifqa.artifacts import read_run
-        from ifqa.configs import field_default
-        from ifqa.eval.summary import summarize_run
         from ifqa.experiments.runner import stage_key
-        from ifqa.retrieval.specs import index_manifest
 
         config = self.config(context, spec)
         target = context.output / "runs" / f"{spec['name']}-k{config.k}.jsonl"
@@ -175,8 +183,6 @@ class RetrieveStage(Stage):
         }
         context.results["retrievers"].append(row)
         if config.rerank and context.questions.name.endswith(":dev"):
-            from ifqa.cards import add_dev_scores
-
             add_dev_scores(config.rerank, spec["name"], context.questions.describe(), report["recall"]["gold"])
 
 
@@ -184,8 +190,6 @@ def retrieval_config(spec: dict, resolve, k: int, where: str | None = None):
     """A retrieve stage's ``RetrievalConfig``, checked as ``ifqa retrieve`` checks its options
     (``resolve``: stage names to their outputs; ``k``: the experiment's default; ``where``: the
     stage, for errors)."""
-    from ifqa.configs import from_options
-    from ifqa.retrieval.config import RetrievalConfig
 
     values = {}
     for field in _retrieval_fields():
@@ -205,8 +209,6 @@ TESTED_DEPTHS = (1, 5, 20)
 def gold_uncertainty(context, spec: dict, records: list, k: int) -> dict:
     """95% bootstrap intervals of gold recall@K and, with ``compare_to``, the paired permutation test
     against that earlier retrieve stage on the same questions."""
-    from ifqa.eval.significance import bootstrap_ci, paired_test
-    from ifqa.eval.summary import gold_hits_at
 
     if not any(r.get("ctxs") and all("gold" in c for c in r["ctxs"]) for r in records):
         context.gold_hits[spec["name"]] = {}  # still a stage a later one may compare_to
@@ -229,7 +231,6 @@ def gold_uncertainty(context, spec: dict, records: list, k: int) -> dict:
 
 def _model_identity(model: str) -> str:
     """What makes a trained model's results stale: its card (written once per training) or its name."""
-    from ifqa.cards import read_card
 
     card = {k: v for k, v in read_card(model).items() if k != "dev"} if Path(model).is_dir() else {}
     return json.dumps(card, sort_keys=True) if card else model
@@ -246,8 +247,6 @@ def _reader_row(context, spec: dict, report: dict, status: str, command: str) ->
         "status": status,
     }
     if report:
-        from ifqa.eval.tasks import task_for
-
         task = task_for(context.questions)
         keys = [key for metric, _ in task.headline for key in (metric, f"{metric}_ci95")] + list(task.breakdowns)
         keys += [k for k in ("judge_accuracy", "judge_accuracy_ci95", "judge") if k in report]  # a judged reader
@@ -257,7 +256,6 @@ def _reader_row(context, spec: dict, report: dict, status: str, command: str) ->
 
 def score_predictions_file(context, path) -> dict:
     """The report of a predictions file, by the questions' task (EM/F1, WIQA accuracy, ROUGE-L)."""
-    from ifqa.eval.tasks import task_for
 
     task = task_for(context.questions)
     return task.summarize(context.questions.examples, task.read(path), None)
@@ -269,12 +267,7 @@ def judge_predictions(context, path: Path, named: Path | None = None) -> dict:
     settings = context.config.get("judge")
     if not settings or not settings.get("model") or getattr(context.questions, "task", "qa") != "qa":
         return {}
-    from ifqa.artifacts import read_predictions
-    from ifqa.configs import from_options
-    from ifqa.eval.judged import read_judgments, summarize_judgments
     from ifqa.experiments.runner import stage_key
-    from ifqa.judge.config import JudgeConfig
-    from ifqa.judge.run import judge, load_prompt
 
     config = from_options(JudgeConfig, settings, where=f"{context.config['_path']}: judge")
     target = (named or path).with_suffix(".judgments.jsonl")
@@ -296,9 +289,6 @@ class ReadStage(Stage):
 
     @classmethod
     def check(cls, spec: dict, names: dict[str, str], path: Path) -> None:
-        from ifqa.configs import from_options
-        from ifqa.registry import READERS
-
         entry = READERS.get(typed(spec, "reader", str, path) or "llm")
         options = {k: v for k, v in spec.items() if k not in cls.NON_CONFIG}
         from_options(entry.config, options, where=f"{path}: reader {spec['name']!r}")
@@ -306,11 +296,7 @@ class ReadStage(Stage):
             earlier(spec, "retriever", names, ("retrieve",), path)
 
     def run(self, context, spec: dict) -> None:
-        from ifqa.configs import from_options
-        from ifqa.datasets import QuestionSource
         from ifqa.experiments.runner import question_source, stage_key
-        from ifqa.readers import ReadJob, reader_command
-        from ifqa.registry import READERS
 
         name = spec.get("reader", "llm")
         entry = READERS.get(name)
@@ -365,7 +351,6 @@ class EvaluateStage(Stage):
 
     def run(self, context, spec: dict) -> None:
         from ifqa.artifacts import check_questions, read_run
-        from ifqa.eval.summary import summarize_run
 
         path = Path(context.resolve(spec.get("predictions") or spec["run"]))
         check_questions(path, context.questions)

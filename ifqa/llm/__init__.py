@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ifqa.registry import LLM_BACKENDS
+
 
 @dataclass(frozen=True)
 class BackendOptions:
@@ -33,7 +35,6 @@ def make_backend(
 ):
     """A backend by its name in ``LLM_BACKENDS``: ``openai`` (any OpenAI-compatible endpoint), ``hf``
     (local transformers), ``vllm`` (vLLM's offline engine on the local GPUs), or one registered there."""
-    from ifqa.registry import LLM_BACKENDS
 
     options = BackendOptions(base_url, api_key, completions, device, batch_size, timeout, retries)
     return LLM_BACKENDS.get(backend).from_options(model, options)

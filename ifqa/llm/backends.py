@@ -12,11 +12,12 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ifqa.devices import pick_device
 from ifqa.errors import IfqaError
 from ifqa.io import unpaired_surrogate
 from ifqa.llm.local_thinking import ThinkingBudget, chat_prompt, template_thinks
 from ifqa.llm.thinking import openai_reasoning_model, opened_tag
-from ifqa.redact import redact, redact_url  # noqa: F401 (redact_url: imported from here elsewhere)
+from ifqa.redact import add_secret, add_url_secrets, redact, redact_url  # noqa: F401 (redact_url: imported from here elsewhere)
 
 log = logging.getLogger(__name__)
 
@@ -108,8 +109,6 @@ class OpenAIBackend:
         self._url = base_url or "https://api.openai.com/v1"
         self.base_url = redact_url(self._url)  # what logs, errors and manifests show
         from urllib.parse import parse_qsl, urlsplit, urlunsplit
-
-        from ifqa.redact import add_secret, add_url_secrets
 
         add_secret(key if key != "EMPTY" else None)
         bad = next((c for c in key if not c.isprintable() or c.isspace()), None)
@@ -284,7 +283,6 @@ class HFBackend:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-        from ifqa.devices import pick_device
         from ifqa.models import check_model_location, loading
 
         self.device = pick_device(device)

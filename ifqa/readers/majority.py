@@ -9,6 +9,7 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass, field
 
+from ifqa.artifacts import write_manifest, write_predictions
 from ifqa.errors import IfqaError
 
 
@@ -42,8 +43,6 @@ class MajorityReaderEntry:
     model_key = None  # needs no model
 
     def read(self, config: MajorityConfig, job) -> dict:
-        from ifqa.artifacts import write_manifest, write_predictions
-
         pool = job.source.training_source(config.train)
         if pool is None:
             raise IfqaError("with --questions FILE, name the training questions: --train FILE or --setting NAME")

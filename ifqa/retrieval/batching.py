@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ifqa.devices import entered
 from ifqa.errors import IfqaError
 
 
@@ -171,7 +172,6 @@ def run_planned_groups(
     outputs: list = []
     pending = iter(enumerate(plans))
     g, batches = next(pending, (None, None))
-    from ifqa.devices import entered
 
     with entered(device), out_of_memory_hint(f"a batch of {batch_size}"):  # pinning and caches follow device
         fed = feed(work, prepare, device)

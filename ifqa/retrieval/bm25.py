@@ -25,6 +25,7 @@ from ifqa.retrieval.bm25_build import DEFAULT_CHUNK_DOCS, build_scores
 from ifqa.retrieval.engines import BM25Settings
 from ifqa.retrieval.index import OFFSETS, Hits, corpus_record, finish_manifest, passage_store, staging
 from ifqa.retrieval.store import PassageStore, UniqueIds, iter_corpus
+from ifqa.retrieval.vocabulary import SortedVocabulary, has_sorted
 
 log = logging.getLogger(__name__)
 
@@ -191,8 +192,6 @@ class BM25Retriever:
         cls, index_dir: str | Path, manifest: dict, corpus: str | Path | None = None, device: str | None = None
     ) -> BM25Retriever:
         import bm25s
-
-        from ifqa.retrieval.vocabulary import SortedVocabulary, has_sorted
 
         lean = has_sorted(Path(index_dir))  # indexes built before it keep bm25s's dict
         model = bm25s.BM25.load(str(index_dir), mmap=True, load_vocab=not lean, show_progress=False, verbosity=0)

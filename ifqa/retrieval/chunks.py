@@ -10,8 +10,10 @@ from typing import Any
 
 import numpy as np
 
+from ifqa.devices import entered
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write
+from ifqa.retrieval.batching import default_batch_size
 from ifqa.retrieval.encoders import load_encoder
 from ifqa.retrieval.index import OFFSETS
 from ifqa.retrieval.store import PassageStore
@@ -97,7 +99,6 @@ class ChunkEncoder:
             import torch
 
             torch.set_num_threads(threads)
-        from ifqa.retrieval.batching import default_batch_size
 
         self.folder, self.titles, self.chunk = Path(folder), titles, chunk
         offsets = np.load(self.folder / OFFSETS, mmap_mode="r")
@@ -130,7 +131,6 @@ class ChunkEncoder:
             for batch in plan(self.store.byte_lengths(start, min(start + self.chunk, self.total)), self.batch_size):
                 work.append([start + i for i in batch])
                 owner.append(j)
-        from ifqa.devices import entered
 
         outputs, first, pending = [], 0, None
         device = self.encoder.device

@@ -19,12 +19,16 @@ from pathlib import Path
 import numpy as np
 
 from ifqa import memory
-from ifqa.devices import cpu_threads
+from ifqa.cards import read_card
+from ifqa.devices import cpu_threads, pick_device, pick_precision
 from ifqa.errors import IfqaError, restoring
-from ifqa.io import atomic_write, write_json
+from ifqa.io import atomic_write, staging_prefix, umask_modes, write_json
+from ifqa.retrieval.bm25_build import count_passages
 from ifqa.retrieval.chunks import ChunkEncoder, check_chunks, chunk_path, chunks_to_encode
+from ifqa.retrieval.dense_ray import encode_on_ray
 from ifqa.retrieval.encoders import check_encoder_location, resolve
 from ifqa.retrieval.engines import DenseSettings
+from ifqa.retrieval.exported import Runtime
 from ifqa.retrieval.index import MANIFEST, OFFSETS, corpus_record, finish_manifest, replace_folder, replacement_folder
 from ifqa.retrieval.store import iter_corpus
 
@@ -129,15 +133,11 @@ def encode(
     if (folder / MANIFEST).exists():
         raise IfqaError("index already built (use --force to rebuild)", folder)
     if titles:
-        from ifqa.cards import read_card
-
         if read_card(encoder_name).get("kind") == "retriever":
             raise IfqaError(f"{encoder_name} was trained on passages without titles; encode with --no-titles")
     (folder / "embeddings").mkdir(parents=True, exist_ok=True)
     record = corpus_record(corpus)
     if not ray:  # the precision the chunks are encoded in, recorded so that questions are encoded alike
-        from ifqa.devices import pick_device, pick_precision
-
         precision = pick_precision(precision, pick_device(device))
     settings = {
         "encoder": encoder_name,
@@ -169,8 +169,6 @@ def encode(
     # only per chunk looked frozen)
     bar = tqdm(total=done + sum(map(size, todo)), initial=done, unit="psg", desc="encode", disable=not progress)
     if ray:
-        from ifqa.retrieval.dense_ray import encode_on_ray
-
         encode_on_ray(ray, ChunkEncoder, args, todo, bar.update, ray_workers, threads, kwargs)
     else:
         for _ in ChunkEncoder(*args, threads=threads, **kwargs).encode_many(todo, on_batch=bar.update):
@@ -290,7 +288,6 @@ def merge(
     index, extra = _make_index(index_type, dim, total, sample)
     for array in arrays:
         index.add(np.ascontiguousarray(array, dtype=np.float32))
-    from ifqa.io import staging_prefix, umask_modes
 
     tmp = folder / f"{staging_prefix(folder / FAISS_FILE)}faiss.tmp"  # a killed merge's leftover goes next time
     try:
@@ -355,18 +352,13 @@ def build(
     ``batch_size`` None: ``batching.default_batch_size`` (512 on a GPU, 64 on a CPU). ``backend``:
     ``exported.Runtime``'s label (torch, onnx, openvino, onnx-int8, openvino-int8); queries are
     encoded by the same backend."""
-    from ifqa.retrieval.exported import Runtime
 
     encoder_name, index_type = settings.encoder, settings.index_type
     Runtime.parse(backend).check(device)
     if precision != "auto" or device:  # a device or precision this machine lacks: one line before any work
-        from ifqa.devices import pick_device, pick_precision
-
         pick_precision(precision, pick_device(device))
     budget = memory.limit(max_memory)  # a bad --max-memory is an error even for a --shard run
     if shard is None and (dim := embedding_size(encoder_name)):
-        from ifqa.retrieval.bm25_build import count_passages
-
         check_memory(index_type, count_passages(Path(corpus)), dim, budget, about=True, chunk=chunk)
     check_encoder_location(encoder_name)
     target = Path(index_dir)

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ifqa import memory
+from ifqa.devices import gpu_index
 from ifqa.errors import IfqaError
 from ifqa.retrieval import dense
 from ifqa.retrieval.dense import FAISS_FILE
@@ -59,7 +60,6 @@ def place_index(index, index_type: str, device: str | None) -> tuple:
     if index_type not in GPU_INDEX_TYPES:
         say("faiss-gpu cannot hold a %s index: it is searched on the CPU, questions encoded on %s", index_type, device)
         return index, None
-    from ifqa.devices import gpu_index
 
     options = faiss.GpuClonerOptions()
     options.useFloat16LookupTables = index_type == "ivfpq"

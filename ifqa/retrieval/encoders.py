@@ -13,8 +13,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ifqa.cards import read_card
+from ifqa.devices import torch_dtype
 from ifqa.errors import IfqaError
+from ifqa.models import check_max_length, check_model, loading
 from ifqa.retrieval import DEFAULT_ENCODER
+from ifqa.retrieval.batching import default_batch_size, run_planned
+from ifqa.retrieval.exported import Runtime, embedding_module, load_exported
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +39,6 @@ def resolve(name: str) -> str:
 
 def check_encoder_location(name: str) -> None:
     """A local encoder that is not there, or a folder that holds no model, is refused before any work."""
-    from ifqa.models import check_model
 
     check_model(resolve(name), "; --encoder takes a sentence-transformers or DPR model")
 
@@ -60,8 +64,6 @@ class _BatchedEncoder:
     dim: int
 
     def _run(self, items: Sequence, lengths: Sequence[int], prepare, model, batch_size: int | None) -> np.ndarray:
-        from ifqa.retrieval.batching import default_batch_size, run_planned
-
         vectors = run_planned(
             items, lengths, batch_size or default_batch_size(self.device), prepare, model, self.device
         )
@@ -79,7 +81,6 @@ class _BatchedEncoder:
 
 def _inference(model, precision: str):
     """The model in eval mode, in ``precision`` (weights cast: faster than autocast for inference)."""
-    from ifqa.devices import torch_dtype
 
     model.eval()
     return model.to(torch_dtype(precision)) if precision != "fp32" else model
@@ -111,19 +112,15 @@ class SentenceEncoder(_BatchedEncoder):
         from sentence_transformers import SentenceTransformer
 
         from ifqa.devices import pick_device, pick_precision
-        from ifqa.retrieval.exported import Runtime
 
         self.backend = backend if isinstance(backend, Runtime) else Runtime.parse(backend)
         self.backend.check(device)  # a missing package or a GPU: one line before the model loads
         self.device = pick_device(device or ("cpu" if self.backend.exported else None))
         self.precision = pick_precision(precision, self.device)
-        from ifqa.models import loading
 
         with loading(name, "encoder"):  # missing files, a config without a model type, pickled code ...
             self.model = _inference(SentenceTransformer(resolve(name), device=self.device), self.precision)
         if max_length:
-            from ifqa.models import check_max_length
-
             check_max_length(max_length, getattr(getattr(self.model[0], "auto_model", None), "config", None), name)
             self.model.max_seq_length = max_length
         self.name = name
@@ -136,8 +133,6 @@ class SentenceEncoder(_BatchedEncoder):
         self._prompt = prompts.get(default) if default else None
         self._exported = None
         if self.backend.exported:
-            from ifqa.retrieval.exported import embedding_module, load_exported
-
             texts = demo_texts()
             self._exported = load_exported(
                 embedding_module(self.model),
@@ -183,7 +178,6 @@ class DPREncoder(_BatchedEncoder):
         from transformers import AutoTokenizer, DPRContextEncoder, DPRQuestionEncoder
 
         from ifqa.devices import pick_device, pick_precision
-        from ifqa.models import loading
 
         question_name = question_name or context_name.replace("ctx_encoder", "question_encoder")
         self.device = pick_device(device)
@@ -270,7 +264,6 @@ def use_query_encoder(retriever, name: str, device: str | None = None) -> None:
     Refused unless the encoder's model card says it was trained question-side only against this
     index's passage encoder, reading passages without titles as this index encodes them.
     """
-    from ifqa.cards import read_card
 
     if retriever.manifest.get("engine") != "faiss":
         raise IfqaError(

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ifqa.errors import IfqaError
 from ifqa.io import file_sha256 as sha256
+from ifqa.io import staging_prefix, umask_modes
 
 MANIFEST = "manifest.json"
 
@@ -43,8 +44,6 @@ def staging_folder(folder: Path) -> Path:
     killed export left beside it is removed first."""
     import tempfile
 
-    from ifqa.io import staging_prefix
-
     try:
         folder.parent.mkdir(parents=True, exist_ok=True)
         # .NAME.PID.*.tmp: a staging folder whose process died (SIGKILL) is removed by the next export
@@ -60,7 +59,6 @@ def staging_folder(folder: Path) -> Path:
 def publish(staging: Path, folder: Path, manifest: dict) -> None:
     """Rename ``staging`` into place atomically. A damaged export there is moved aside first; a sound
     one another process published meanwhile wins, and this process's copy is dropped."""
-    from ifqa.io import umask_modes
 
     umask_modes(staging)
     for _ in range(3):

@@ -34,8 +34,10 @@ from pathlib import Path
 import numpy as np
 
 from ifqa.errors import IfqaError
+from ifqa.paths import cache_dir
 from ifqa.registry import RUNTIMES, RuntimeNames
 from ifqa.retrieval.export_cache import MANIFEST, cached_problem, publish, sha256, staging_folder
+from ifqa.version import __version__
 
 log = logging.getLogger(__name__)
 
@@ -179,8 +181,6 @@ def load_exported(
 ) -> Exported:
     """The export of ``module`` (a ``features -> tensor`` PyTorch module) for ``backend``: from the
     cache when its manifest matches, else exported, checked on ``probe`` and cached."""
-    from ifqa.paths import cache_dir
-    from ifqa.version import __version__
 
     backend.check("cpu")
     source = checksum(module)

@@ -21,8 +21,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from ifqa.errors import IfqaError
-from ifqa.io import file_sha256, read_manifest_object, write_json
-from ifqa.retrieval.store import PassageStore
+from ifqa.io import exclusive, file_sha256, read_manifest_object, staging_prefix, umask_modes, write_json
+from ifqa.retrieval.store import PassageStore, iter_corpus
 from ifqa.version import __version__
 
 MANIFEST = "manifest.json"
@@ -45,7 +45,6 @@ class Retriever(Protocol):
 def corpus_record(corpus: Path) -> dict[str, Any]:
     """Identify a collection: its manifest's checksum when the builder left one, else computed. A
     collection without a single passage is refused (every builder comes here first)."""
-    from ifqa.retrieval.store import iter_corpus
 
     if next(iter_corpus(corpus), None) is None:
         raise IfqaError("holds no passages; an index needs at least one", corpus)
@@ -69,7 +68,6 @@ def staging(index_dir: str | Path, force: bool = False) -> Iterator[Path]:
     if index_dir.exists() and not force:
         raise IfqaError("index folder already exists (use --force to replace it)", index_dir)
     index_dir.parent.mkdir(parents=True, exist_ok=True)
-    from ifqa.io import exclusive, staging_prefix, umask_modes
 
     with exclusive(index_dir, "another build into this folder is running"):
         temporary = Path(tempfile.mkdtemp(prefix=staging_prefix(index_dir), suffix=".tmp", dir=index_dir.parent))

@@ -20,6 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from ifqa.errors import IfqaError, first_line
+from ifqa.paths import cache_dir
 from ifqa.retrieval import BM25_B, BM25_K1
 from ifqa.retrieval.bm25 import document_text
 from ifqa.retrieval.engines import BM25Settings, settings_of
@@ -70,8 +71,6 @@ def _importing_pyserini():
     placeholder for the import only (it never calls the API for BM25) and remove it afterwards."""
     start_java()
     if os.environ.get("IFQA_CACHE_DIR"):  # prebuilt indexes go where ifqa's cache is (unless told otherwise)
-        from ifqa.paths import cache_dir
-
         os.environ.setdefault("PYSERINI_CACHE", str(cache_dir() / "pyserini"))
     placeholder = "OPENAI_API_KEY" not in os.environ
     if placeholder:

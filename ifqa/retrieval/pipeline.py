@@ -16,6 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ifqa.artifacts import Example, QuestionSet, RunRecord, write_manifest
+from ifqa.devices import check_device, cpu_threads
 from ifqa.errors import IfqaError
 from ifqa.eval.passages import run_record
 from ifqa.io import atomic_write
@@ -23,8 +24,9 @@ from ifqa.registry import QUERY_MODES
 from ifqa.retrieval.config import RetrievalConfig
 from ifqa.retrieval.fusion import FUSIONS
 from ifqa.retrieval.hits import Hit, hits_at
-from ifqa.retrieval.index import Retriever
+from ifqa.retrieval.index import Retriever, verify_collection
 from ifqa.retrieval.reordering import Reranker
+from ifqa.retrieval.specs import open_index
 
 log = logging.getLogger(__name__)
 
@@ -40,11 +42,8 @@ class RetrievalPipeline:
     def __init__(
         self, config: RetrievalConfig, retrievers: Sequence[Retriever] | None = None, rerankers: Sequence[Reranker] = ()
     ):
-        from ifqa.devices import check_device
-        from ifqa.retrieval.specs import open_index
-
         if config.rerank:  # an exported backend on a GPU: its own line, before the device's
-            from ifqa.retrieval.exported import Runtime
+            from ifqa.retrieval.exported import Runtime  # optional stages' modules load when used
 
             Runtime.parse(config.rerank_runtime).check(config.device)
         check_device(config.device)  # before an index is opened (or the demo's is built on first use)
@@ -57,8 +56,6 @@ class RetrievalPipeline:
         if not self.retrievers:
             raise IfqaError("no index to search: name one or more indexes")
         if config.verify_corpus:
-            from ifqa.retrieval.index import verify_collection
-
             for retriever in self.retrievers:
                 verify_collection(retriever)
         if len(self.retrievers) > 1:
@@ -109,7 +106,6 @@ class RetrievalPipeline:
         several = len(self.retrievers) > 1 or any(len(queries) > 1 for queries in subqueries)
         wanted = max([k] + [r.depth for r in self.rerankers])  # what fusion must return: the rerankers' heads
         depth = max(wanted, config.depth) if several else wanted
-        from ifqa.devices import cpu_threads
 
         threads = config.threads or cpu_threads()  # scoring is most of a large collection's time: every core
         per_index = [r.search(flat, depth, threads) for r in self.retrievers]

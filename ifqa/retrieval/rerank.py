@@ -15,7 +15,14 @@ import logging
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+from ifqa.datasets.demo import load_demo
+from ifqa.devices import torch_dtype
 from ifqa.errors import IfqaError
+from ifqa.models import check_max_length, check_model, loading, pair_inputs
+from ifqa.registry import RERANKERS
+from ifqa.retrieval.batching import default_batch_size, run_planned_groups
+from ifqa.retrieval.encoders import demo_texts, resolve
+from ifqa.retrieval.exported import Runtime, load_exported, score_module
 from ifqa.retrieval.reordering import Item, Reranker
 
 log = logging.getLogger(__name__)
@@ -37,8 +44,6 @@ def load_cross_encoder(
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
-    from ifqa.models import check_model, loading
-    from ifqa.retrieval.encoders import resolve
 
     path = check_model(resolve(name), "; train one with `ifqa train reranker` or give a hub id", ("config.json",))
     device = pick_device(device)
@@ -86,14 +91,11 @@ class CrossEncoderReranker(Reranker):
         backend: str = "torch",
     ):
         from ifqa.devices import pick_device, pick_precision
-        from ifqa.retrieval.batching import default_batch_size
-        from ifqa.retrieval.exported import Runtime
 
         self.backend = Runtime.parse(backend)
         self.backend.check(device)
         self.device = pick_device(device or ("cpu" if self.backend.exported else None))
         check_scoring_head(model)
-        from ifqa.models import check_max_length
 
         self.encoder = load_cross_encoder(model, self.device, max_length)
         check_max_length(max_length, self.encoder.model.config, model)
@@ -106,13 +108,9 @@ class CrossEncoderReranker(Reranker):
             raise IfqaError(f"--precision {precision}: an exported backend runs fp32 or int8 (--quantize int8)")
         self.precision = "fp32" if self.backend.exported else pick_precision(precision, self.device, "rerank")
         if self.precision != "fp32":
-            from ifqa.devices import torch_dtype
-
             self.encoder.model.to(torch_dtype(self.precision))
         self._exported = None
         if self.backend.exported:
-            from ifqa.retrieval.exported import load_exported, score_module
-
             pairs = _probe_pairs()
             self._exported = load_exported(
                 score_module(self.encoder.model),
@@ -141,7 +139,6 @@ class CrossEncoderReranker(Reranker):
 
     def _inputs(self, pairs: list[tuple[str, str]]) -> dict:
         questions, texts = zip(*pairs)
-        from ifqa.models import pair_inputs
 
         return dict(
             pair_inputs(
@@ -169,7 +166,6 @@ class CrossEncoderReranker(Reranker):
     def score_groups(self, groups: Sequence[Sequence[Item]]) -> Iterator[list[list[float]]]:
         """``score_many`` for each group of items in turn, yielded as each finishes; one feed of
         tokenized batches serves them all (worker processes start once, on CUDA)."""
-        from ifqa.retrieval.batching import run_planned_groups
 
         pairs = [[(question, text) for question, texts, _ in items for text in texts] for items in groups]
         lengths = [[len(q) + len(t) for q, t in group] for group in pairs]
@@ -187,8 +183,6 @@ class CrossEncoderReranker(Reranker):
 def _probe_pairs() -> list[tuple[str, str]]:
     """(question, passage) pairs from the packaged demo set: each question with its gold passages and
     others, so the probe and int8 calibration see relevant and irrelevant pairs."""
-    from ifqa.datasets.demo import load_demo
-    from ifqa.retrieval.encoders import demo_texts
 
     texts = demo_texts()
     examples = load_demo("dev") + load_demo("train")
@@ -217,7 +211,6 @@ def load_reranker(
 ):
     """The reranker ``model`` is, by the first kind in ``RERANKERS`` that claims it (the
     question-agnostic control for a folder holding one, else a cross-encoder)."""
-    from ifqa.registry import RERANKERS
 
     kind = next(kind for kind in map(RERANKERS.get, RERANKERS) if kind.claims(model))
     return kind.load(

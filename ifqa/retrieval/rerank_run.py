@@ -10,7 +10,11 @@ import os
 import time
 from pathlib import Path
 
-from ifqa.errors import IfqaError
+from ifqa.artifacts import read_manifest, read_run, recorded_questions, write_manifest
+from ifqa.errors import IfqaError, restoring
+from ifqa.eval.passages import run_record
+from ifqa.io import exclusive, write_jsonl
+from ifqa.retrieval.hits import reorder
 
 log = logging.getLogger(__name__)
 
@@ -22,7 +26,6 @@ def questions_per_group(reranker) -> int:
 
 def read_rerankable(run_path: str | Path, depth: int) -> list:
     """The run's records, refused with the line of the first passage (within ``depth``) without text."""
-    from ifqa.artifacts import read_run
 
     records = read_run(run_path)
     for number, record in enumerate(records, start=1):
@@ -48,16 +51,12 @@ def rerank_run(
     it was made for them, else recomputed; the output and its manifest appear only when every
     question is done.
     """
-    from ifqa.io import exclusive
 
     with exclusive(output, "another ifqa rerank is writing this output; wait for it, or name another --output"):
         return _rerank_run(run_path, reranker, output, questions, progress, records)
 
 
 def _rerank_run(run_path, reranker, output, questions, progress: bool, records: list | None) -> list[dict]:
-    from ifqa.artifacts import read_manifest, write_manifest
-    from ifqa.io import write_jsonl
-
     records = records if records is not None else read_rerankable(run_path, reranker.depth)
     examples = {e.qid: e for e in questions.examples}
     output = Path(output)
@@ -72,7 +71,6 @@ def _rerank_run(run_path, reranker, output, questions, progress: bool, records: 
     started = time.time()
     todo = [record for record in records if record["qid"] not in done]
     per_group = questions_per_group(reranker)
-    from ifqa.artifacts import recorded_questions
 
     recorded = recorded_questions(run_path)  # a run made for these very questions: its flags are theirs
     flags_kept = bool(recorded) and recorded.get("id") == questions.identity
@@ -118,9 +116,6 @@ def _rerank_groups(
     (``run_record``) instead of computed between the device's batches."""
     from tqdm import tqdm
 
-    from ifqa.eval.passages import run_record
-    from ifqa.retrieval.hits import reorder
-
     with (
         open(partial, "a", encoding="utf-8") as handle,
         tqdm(total=total, initial=len(done), desc="rerank", unit="q", disable=not progress) as bar,
@@ -151,7 +146,6 @@ def _read_partial(path: Path, header: dict, qids: set[str]) -> dict[str, dict]:
     """Questions finished by an interrupted rerank of the same run with the same reranker (else
     none: the file is started afresh); a torn last line is dropped and redone, a line that is no
     reranked question of this run (a hand edit) is one line naming it."""
-    from ifqa.errors import restoring
 
     done: dict[str, dict] = {}
     if path.exists():

@@ -14,6 +14,10 @@ import os
 from collections.abc import Sequence
 
 from ifqa.errors import IfqaError
+from ifqa.llm import make_backend
+from ifqa.llm.backends import GenerationParams
+from ifqa.llm.cache import ResponseCache
+from ifqa.llm.generation import CachedGenerator, Counters
 from ifqa.retrieval.queries import clean_cues
 
 PROMPTS = {
@@ -37,11 +41,6 @@ class LLMFormulation:
         self.mode = mode
 
     def for_config(self, config):
-        from ifqa.llm import make_backend
-        from ifqa.llm.backends import GenerationParams
-        from ifqa.llm.cache import ResponseCache
-        from ifqa.llm.generation import CachedGenerator, Counters
-
         if not config.rewrite_model:
             raise IfqaError(
                 f"query mode {self.mode!r} needs a model: --rewrite-model NAME (and --rewrite-base-url "

@@ -20,6 +20,8 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr, field_v
 from starlette.exceptions import HTTPException
 
 from ifqa.errors import IfqaError
+from ifqa.io import SURROGATE_PROBLEM, unpaired_surrogate
+from ifqa.redact import redact
 from ifqa.serve.service import QAService, ReaderMissing, UpstreamError
 
 log = logging.getLogger(__name__)
@@ -42,7 +44,6 @@ class Ask(BaseModel):
     @classmethod
     def unicode_text(cls, question: str) -> str:
         """JSON can carry half of a UTF-16 pair (``"\\ud800"``): not text anything downstream can read."""
-        from ifqa.io import SURROGATE_PROBLEM, unpaired_surrogate
 
         if unpaired_surrogate(question):
             raise ValueError(SURROGATE_PROBLEM)
@@ -51,7 +52,6 @@ class Ask(BaseModel):
 
 def _error(status: int, message: str) -> JSONResponse:
     """``{"error": one line}``, secrets redacted (an endpoint's refusal may quote the key it was sent)."""
-    from ifqa.redact import redact
 
     return JSONResponse({"error": redact(" ".join(message.split()))}, status_code=status)
 

@@ -21,10 +21,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from ifqa.api import Pipeline, Reranker
 from ifqa.artifacts import Example
+from ifqa.datasets import QuestionSource
 from ifqa.errors import IfqaError
+from ifqa.eval.answers import best_over_answers, exact_match
 from ifqa.eval.passages import run_record
+from ifqa.readers.llm import demonstration_pool
+from ifqa.readers.llm.reader import LLMReader
 from ifqa.retrieval.config import DEPENDS_ON, RetrievalConfig
+from ifqa.retrieval.queries import clean_cues
 
 
 @dataclass(frozen=True)
@@ -43,8 +49,6 @@ def normalize(question: str) -> str:
 def highlight_terms(question: str) -> list[str]:
     """The question's content words (no counterfactual cue words or stop words), for highlighting."""
     from bm25s.stopwords import STOPWORDS_EN_PLUS
-
-    from ifqa.retrieval.queries import clean_cues
 
     stop = set(STOPWORDS_EN_PLUS)
     words = re.findall(r"\w+", clean_cues(question).lower())
@@ -71,7 +75,6 @@ class QAService:
     ):
         """``reader_config`` is an ``LLMReaderConfig`` (None: search only); ``known`` are
         ``QuestionSource``s whose questions get answer and gold flags when asked verbatim."""
-        from ifqa.api import Pipeline, Reranker
 
         self.config, self.limits = retrieval, limits
         first_stage = {name: getattr(RetrievalConfig, name) for name in DEPENDS_ON}  # the reranker's settings stay here
@@ -107,10 +110,6 @@ class QAService:
 
     @staticmethod
     def _reader(config, known: Sequence, api_key: str | None, task: str):
-        from ifqa.datasets import QuestionSource
-        from ifqa.readers.llm import demonstration_pool
-        from ifqa.readers.llm.reader import LLMReader
-
         source = known[0] if known else QuestionSource()
         engine = config.backend_instance(api_key)
         train, setting = demonstration_pool(config, source)
@@ -219,8 +218,6 @@ class QAService:
             "seconds": round(time.perf_counter() - started, 4),
         }
         if known:
-            from ifqa.eval.answers import best_over_answers, exact_match
-
             result["answer"]["correct"] = bool(best_over_answers(exact_match, record["prediction"], known[1].answers))
         return result
 

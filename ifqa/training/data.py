@@ -19,6 +19,7 @@ from pathlib import Path
 from ifqa.artifacts import Example
 from ifqa.errors import IfqaError
 from ifqa.eval.passages import GoldMatcher
+from ifqa.retrieval.bm25 import MemoryBM25
 
 log = logging.getLogger(__name__)
 
@@ -68,8 +69,6 @@ def mine_groups(
     pool = sorted({text for e in examples for text in e.context if text.strip()})
     nearest = None
     if closest:
-        from ifqa.retrieval.bm25 import MemoryBM25
-
         nearest = MemoryBM25(pool)
     groups: list[TrainingGroup] = []
     size = 64

@@ -8,9 +8,22 @@ import logging
 import time
 from pathlib import Path
 
-from ifqa.cards import add_dev_scores, write_card
+from ifqa import distributed
+from ifqa.api import Pipeline, Reranker
+from ifqa.artifacts import read_run, recorded_questions
+from ifqa.cards import add_dev_scores, read_card, write_card
+from ifqa.datasets import QuestionSource
+from ifqa.devices import pick_precision
+from ifqa.distributed import launched
 from ifqa.errors import IfqaError
+from ifqa.eval.summary import summarize_run
+from ifqa.io import read_json, write_json
+from ifqa.models import check_model
+from ifqa.retrieval.encoders import resolve
+from ifqa.retrieval.specs import index_manifest
+from ifqa.training.control import train_control
 from ifqa.training.data import check_has_gold, mine_groups, read_groups, write_groups
+from ifqa.training.loop import check_saved_state
 from ifqa.version import __version__
 
 log = logging.getLogger(__name__)
@@ -29,7 +42,6 @@ def check_training_split(source) -> None:
 def check_before_mining(kind: str, recipe, questions: int, device: str | None) -> None:
     """What would stop training after minutes of mining, checked first: the device, the starting
     model, and recipe values that cannot make a step."""
-    from ifqa import distributed
 
     world = distributed.launched()
     picked = distributed.pick_device(device, world)  # a device this machine, or this launch, cannot give: one line now
@@ -37,11 +49,8 @@ def check_before_mining(kind: str, recipe, questions: int, device: str | None) -
         if world.active:
             raise IfqaError("the question-agnostic control trains in one process; start it without a launcher")
         return
-    from ifqa.models import check_model
-    from ifqa.retrieval.encoders import resolve
 
     check_model(resolve(recipe.model), "; --model takes an encoder or cross-encoder")
-    from ifqa.devices import pick_precision
 
     pick_precision(recipe.precision, picked, "train")
     if kind == "reranker" and recipe.group_size < recipe.other_gold + 1:
@@ -64,9 +73,6 @@ def check_before_mining(kind: str, recipe, questions: int, device: str | None) -
 
 def _groups(recipe, questions, output: Path, corpus: str | None, progress: bool):
     """Mined groups, reused when the questions and mining settings are those already mined."""
-    from ifqa.api import Pipeline
-    from ifqa.io import read_json, write_json
-    from ifqa.retrieval.specs import index_manifest
 
     if not recipe.index:
         raise IfqaError("--index is needed: the collection's index that hard negatives are mined from")
@@ -84,7 +90,6 @@ def _groups(recipe, questions, output: Path, corpus: str | None, progress: bool)
     if path.exists() and meta.exists() and read_json(meta) == identity:
         return read_groups(path), identity
     pipeline = Pipeline(indexes=[recipe.index], k=recipe.hard_depth, query_mode=recipe.query_mode, corpus=corpus)
-    from ifqa.distributed import launched
 
     main = launched().main  # every rank mines the same groups (seeded); rank 0 alone writes them
     groups = mine_groups(
@@ -119,19 +124,14 @@ def train_job(
     questions = source.load()
     check_has_gold(questions.examples, questions.name)
     check_before_mining(kind, recipe, len(questions), device)
-    from ifqa.distributed import launched
 
     if kind != "control":  # a damaged resume state is refused before mining writes its groups
-        from ifqa.training.loop import check_saved_state
-
         check_saved_state(output)
     if launched().main:
         output.mkdir(parents=True, exist_ok=True)
     groups, mined = _groups(recipe, questions, output, corpus, progress)
     started = time.time()
     if kind == "control":
-        from ifqa.training.control import train_control
-
         info = train_control(groups, output / "model", recipe.seed, recipe.weight)
         card = {
             "ifqa": __version__,
@@ -179,7 +179,6 @@ def train_job(
     write_card(model_dir, {**card, "complete": False})
     if dev_run:
         score_dev_run(kind, model_dir, dev_run, source.data_dir, device, progress)
-    from ifqa.cards import read_card
 
     complete = {**read_card(model_dir), "complete": True}
     write_card(model_dir, complete)  # the run's last record: a rerun of a complete run is refused
@@ -190,7 +189,6 @@ def check_not_complete(output: Path) -> None:
     """A training folder whose run is complete (its card's last write says so) is refused; anything less,
     a run killed while it trained, saved its model, wrote its card or scored dev, is resumed by the same
     command. Cards written before completion was recorded have no such field and count as complete."""
-    from ifqa.cards import read_card
 
     card = read_card(output / "model") if (output / "model").is_dir() else {}
     if card and card.get("complete", True):
@@ -201,9 +199,6 @@ def score_dev_run(
     kind: str, model_dir: Path, dev_run: str, data_dir: str | None, device: str | None, progress: bool
 ) -> None:
     """Rerank a dev run with the new reranker and record gold recall before and after in the card."""
-    from ifqa.artifacts import read_run, recorded_questions
-    from ifqa.datasets import QuestionSource
-    from ifqa.eval.summary import summarize_run
 
     recorded = recorded_questions(dev_run)
     if not recorded:
@@ -215,7 +210,6 @@ def score_dev_run(
     add_dev_scores(model_dir, "first stage", questions.describe(), before)
     if kind != "reranker":
         return
-    from ifqa.api import Reranker
 
     target = model_dir.parent / "dev-reranked.jsonl"
     Reranker(model_dir, device=device).rerank_run(dev_run, target, questions, progress)

@@ -22,6 +22,7 @@ from ifqa.devices import numerics, pick_precision
 from ifqa.distributed import World
 from ifqa.errors import check_step, restoring
 from ifqa.interrupts import held_interrupts
+from ifqa.io import umask_modes
 from ifqa.models import load_weights
 
 log = logging.getLogger(__name__)
@@ -140,7 +141,6 @@ def run_loop(
             },
             tmp / "trainer.pt",
         )
-        from ifqa.io import umask_modes
 
         umask_modes(tmp)
         shutil.rmtree(state_dir, ignore_errors=True)

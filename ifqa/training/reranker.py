@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from ifqa import distributed
 from ifqa.errors import IfqaError
 from ifqa.models import pair_inputs
 from ifqa.retrieval.rerank import load_cross_encoder
@@ -33,8 +34,6 @@ def train_reranker(
 ) -> dict:
     """Train (or resume) into ``output``; the finished model is ``output/model`` (a CrossEncoder folder)."""
     import torch
-
-    from ifqa import distributed
 
     output = Path(output)
     groups = [g for g in groups if g.positives and len(g.negatives) + len(g.other_gold) >= 1]

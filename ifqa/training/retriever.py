@@ -15,7 +15,9 @@ import logging
 from collections.abc import Sequence
 from pathlib import Path
 
+from ifqa import distributed
 from ifqa.errors import IfqaError
+from ifqa.models import check_model, loading
 from ifqa.retrieval.encoders import resolve
 from ifqa.training.data import TrainingGroup, plan_steps
 from ifqa.training.loop import LoopSettings, run_loop
@@ -26,8 +28,6 @@ log = logging.getLogger(__name__)
 
 def load_bi_encoder(name: str, max_length: int):
     from sentence_transformers import SentenceTransformer
-
-    from ifqa.models import check_model, loading
 
     path = check_model(resolve(name))
     with loading(name, "sentence-transformers model"):
@@ -46,8 +46,6 @@ def train_retriever(
 ) -> dict:
     import torch
     import torch.nn.functional as F
-
-    from ifqa import distributed
 
     output = Path(output)
     torch.manual_seed(recipe.seed)

@@ -219,3 +219,36 @@ def test_table_heavy_pages_leave_no_markup(shared, tmp_path):
     text = out.read_text()
     for debris in ("{|", "|}", "||", "{{", "}}", "<ref", "[[", "]]", "colspan", "rowspan", "style="):
         assert debris not in text, debris
+
+
+@pytest.mark.parametrize("limit, refused", [(14, True), (64, False)])
+def test_too_few_file_handles_for_the_workers_is_one_line_not_a_hang(small_dump, tmp_path, limit, refused):
+    """A pool whose pipes do not fit ``ulimit -n`` once printed a line and then hung until killed."""
+    import resource
+
+    out = tmp_path / "out.jsonl"
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "ifqa.cli",
+            "corpus",
+            "build",
+            str(small_dump),
+            "-o",
+            str(out),
+            "--workers",
+            "2",
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit)),
+    )
+    if refused:
+        lines = result.stderr.strip().splitlines()
+        assert result.returncode == 1 and len(lines) == 1 and "ulimit -n" in lines[0], result.stderr
+        assert not out.exists()
+    else:
+        assert result.returncode == 0, result.stderr

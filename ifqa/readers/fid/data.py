@@ -7,6 +7,8 @@ from dataclasses import dataclass
 
 import torch
 
+from ifqa.models import say_once
+
 FID_CONFIG = "fid.json"
 
 
@@ -45,7 +47,6 @@ class Collator:
 
     def _check_room(self, records: Sequence[dict]) -> None:
         """A question that fills ``text_maxlength`` alone leaves its passages out of every input: said once."""
-        from ifqa.models import say_once
 
         limit = self.settings.text_maxlength
         prefixes = self.tokenizer([f"question: {r['question']} title:" for r in records])["input_ids"]

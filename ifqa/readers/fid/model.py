@@ -18,6 +18,7 @@ from transformers import T5ForConditionalGeneration
 from transformers.modeling_outputs import BaseModelOutput
 
 from ifqa.errors import IfqaError
+from ifqa.models import check_model_location, loading, model_type
 
 log = logging.getLogger(__name__)
 
@@ -92,7 +93,6 @@ def rename_original_fid_keys(state_dict: dict[str, torch.Tensor]) -> dict[str, t
 
 def load_model(path: str | Path, device: str | None = None) -> FiDT5:
     """A FiD model from our checkpoint, a T5 hub id or folder, or an original FiD checkpoint."""
-    from ifqa.models import check_model_location, loading, model_type
 
     check_model_location(path)
     kind = model_type(path)

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
+from ifqa import distributed
 from ifqa.artifacts import QuestionSet, as_question_set, check_questions, read_run, write_manifest, write_predictions
 from ifqa.errors import IfqaError
 from ifqa.readers.fid.data import FID_CONFIG, Collator, FiDSettings
@@ -72,8 +73,6 @@ def read_to_file(
     progress: bool = True,
 ) -> list[dict]:
     from transformers import AutoTokenizer
-
-    from ifqa import distributed
 
     folder = resolve_checkpoint(checkpoint)
     settings = (

@@ -17,9 +17,12 @@ import torch
 from transformers import AutoTokenizer
 
 from ifqa import distributed
+from ifqa.artifacts import read_run
 from ifqa.distributed import World
 from ifqa.errors import IfqaError, check_step, restoring
 from ifqa.eval.answers import best_over_answers, exact_match
+from ifqa.interrupts import held_interrupts
+from ifqa.io import umask_modes
 from ifqa.models import load_weights
 from ifqa.readers.fid import FiDTrainConfig
 from ifqa.readers.fid.data import FID_CONFIG, Collator, FiDSettings
@@ -38,7 +41,6 @@ def _save_model(model, tokenizer, settings: FiDSettings, target: Path, extra: di
     (tmp / FID_CONFIG).write_text(json.dumps(asdict(settings), indent=2))
     if extra is not None:
         torch.save(extra, tmp / "trainer_state.pt")
-    from ifqa.io import umask_modes
 
     umask_modes(tmp)
     old = target.with_name(f".{target.name}.old")
@@ -161,8 +163,6 @@ def train(
     from tqdm import tqdm
     from transformers import get_linear_schedule_with_warmup
 
-    from ifqa.artifacts import read_run
-    from ifqa.interrupts import held_interrupts
     from ifqa.retrieval.batching import feed, out_of_memory_hint, to_device
 
     output = Path(output)

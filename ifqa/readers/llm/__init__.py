@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 
+from ifqa.artifacts import QuestionSet
 from ifqa.errors import IfqaError
 from ifqa.readers.llm.config import LLMReaderConfig
 
@@ -20,7 +21,6 @@ def demonstration_pool(config: LLMReaderConfig, source):
     Questions given as a file have no setting to take a train split from, so the pool must be named
     (never silently the embedded demo set).
     """
-    from ifqa.artifacts import QuestionSet
 
     pool = source.training_source(config.train)
     if pool is None:
