@@ -68,7 +68,7 @@ def publish(staging: Path, folder: Path, manifest: dict) -> None:
         except OSError:  # the folder exists (another process's export, or a damaged one)
             if cached_problem(folder, manifest) is None:
                 return
-            aside = Path(f"{staging}.old")
+            aside = staging.with_name(f"{staging.name[: -len('.tmp')]}.old.tmp")  # a killed run's: staging_prefix's
             try:
                 folder.rename(aside)
             except OSError:

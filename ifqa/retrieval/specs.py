@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import logging
+import os
 import shutil
 from pathlib import Path
 from typing import Any
@@ -117,15 +118,25 @@ class DemoIndexes:
 
     def _ready(self, name: str) -> tuple[Path, Path]:
         """The cached index and the cached collection it was made from, made on first use. Processes
-        using it for the first time at once wait for one of them to make it (a lock beside it),
-        instead of failing on each other's build."""
+        using it for the first time at once wait for one of them to make it (a lock on the cache
+        folder), instead of failing on each other's build."""
         if name not in self.names:
             raise IfqaError(f"unknown demo index 'demo:{name}'; use demo:bm25 or demo:dense")
+        from ifqa.datasets.demo import checked_corpus
+
         folder = self._cached(name)
+        if (folder / MANIFEST).exists():  # a complete cache is only read: no lock, nothing written (a
+            corpus, digest = checked_corpus()  # shared install whose cache is read-only)
+            if self._fits(read_manifest(folder), name, digest):
+                return folder, corpus
         folder.parent.mkdir(parents=True, exist_ok=True)
-        with open(folder.parent / f".demo-{name}.use.lock", "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)  # released by the OS if this process dies
+        # the lock is the cache folder's own (flock on its descriptor): no lock file to leave behind
+        descriptor = os.open(folder.parent, os.O_RDONLY)
+        try:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)  # released by the OS if this process dies
             return self._made(name, folder)
+        finally:
+            os.close(descriptor)
 
     def _made(self, name: str, folder: Path) -> tuple[Path, Path]:
         from ifqa.datasets.demo import checked_corpus

@@ -266,3 +266,24 @@ def test_a_cache_that_cannot_be_written_is_one_line(tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "mkdtemp", read_only)
     with pytest.raises(IfqaError, match="export cache cannot be written \\(Permission denied\\); set IFQA_CACHE_DIR"):
         export_cache.staging_folder(tmp_path / "exported" / "x-embedding-onnx")
+
+
+def test_a_damaged_export_moved_aside_by_a_killed_run_is_removed_by_the_next(tmp_path, monkeypatch):
+    """Trust round 6: a repaired export left ``*.tmp.old`` in the cache. The folder a damaged export is
+    moved to is named as staging is, so a run killed before removing it has it removed next time."""
+    import os
+
+    folder = tmp_path / "exported" / "model-embedding-onnx"
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text("[]")  # damaged
+    staging = export_cache.staging_folder(folder)
+    (staging / "manifest.json").write_text("{}")
+    monkeypatch.setattr(export_cache.shutil, "rmtree", lambda *args, **kwargs: None)  # killed before removing
+    export_cache.publish(staging, folder, {})
+    monkeypatch.undo()
+    [left] = [p for p in folder.parent.iterdir() if p != folder]
+    assert left.name.startswith(f".{folder.name}.{os.getpid()}.") and left.name.endswith(".tmp")
+    left.rename(left.with_name(left.name.replace(f".{os.getpid()}.", ".999999999.", 1)))  # its process gone
+    export_cache.staging_folder(folder)
+    assert sorted(p.name for p in folder.parent.iterdir() if not p.name.endswith(".tmp")) == [folder.name]
+    assert len(list(folder.parent.glob("*.old*"))) == 0

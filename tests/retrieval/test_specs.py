@@ -152,3 +152,21 @@ def test_a_damaged_cached_demo_index_is_made_again_not_left_to_the_user(cache, c
     with caplog.at_level("WARNING"):
         assert ifqa.open_index("demo:bm25").search("If the river dried up?", k=3) == expected
     assert "is damaged" in caplog.text and "making it again" in caplog.text
+
+
+def test_a_complete_cache_is_read_without_a_lock_or_a_write(cache, monkeypatch):
+    """A shared install's cache may be read-only: once demo:bm25 is there, opening it takes no lock
+    and writes nothing; first uses lock the cache folder itself, so no lock file is left behind."""
+    import fcntl
+
+    index_folder("demo:bm25")
+    root = cache / "indexes"
+    before = sorted((p.name, p.stat().st_mtime_ns) for p in root.iterdir())
+    assert not [p for p in root.iterdir() if p.name.endswith(".lock")]
+
+    def refused(*args):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(fcntl, "flock", refused)
+    assert index_folder("demo:bm25") == root / "demo-bm25"
+    assert sorted((p.name, p.stat().st_mtime_ns) for p in root.iterdir()) == before
