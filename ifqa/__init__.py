@@ -26,6 +26,7 @@ _API = (
     "open_index",
     "read",
     "analyze_premise",
+    "to_dataset",
     "evaluate_run",
     "evaluate_predictions",
     "exact_match",

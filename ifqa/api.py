@@ -448,3 +448,18 @@ def analyze_premise(
     check_output(output, {"predictions": predictions, "twins": twins, "twin_predictions": twin_predictions}, "output")
     twin_set, records = premise.make_twins(twins, question_set, predictions, api_key, progress)
     return premise.analyze(predictions, question_set, twin_set, output, twin_predictions, api_key, progress, records)
+
+
+@checked(data=arg.shareable)
+def to_dataset(data: QuestionSet | Sequence[Example] | Sequence[dict] | str | Path):
+    """A question set (``qid``, ``question``, ``answers``, ``context``), run records or predictions
+    (a list, or their JSONL file) as a 🤗 ``datasets.Dataset``, to share with ``.push_to_hub`` or
+    ``.to_parquet``; ``--questions hf:FOLDER`` reads a question set saved so back.
+
+    >>> dataset = to_dataset(load_questions("demo", "dev"))
+    >>> dataset.num_rows, dataset.column_names
+    (24, ['qid', 'question', 'answers', 'context'])
+    """
+    from ifqa.datasets.export import to_dataset as convert
+
+    return convert(data)

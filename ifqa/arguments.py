@@ -195,6 +195,18 @@ def records(name: str, value: Any) -> str | os.PathLike | list:
     return items
 
 
+def shareable(name: str, value: Any):
+    """Questions (a ``QuestionSet`` or a list of ``Example``) or what ``records`` takes (a run or
+    predictions file's path, or records)."""
+    if isinstance(value, QuestionSet) or (
+        isinstance(value, Sequence) and value and all(isinstance(item, Example) for item in value)
+    ):
+        return questions(name, value)
+    if isinstance(value, (str, os.PathLike)) and not Path(value).is_file():
+        raise IfqaError(f"{name}: no such file (a run or predictions JSONL)", value)
+    return records(name, value)
+
+
 def one_of(*allowed: type) -> Check:
     """An instance of one of ``allowed`` (wrap in ``optional`` to allow None)."""
 

@@ -56,6 +56,8 @@ def test_a_toy_engine_is_built_and_searched_by_every_command_with_no_other_chang
     refused = cli("index", "toy", "--corpus", toy_engine, "-o", tmp_path / "bad", "--min-shared", "0")
     assert refused.returncode != 0 and "--min-shared must be at least 1" in refused.stderr
     assert not (tmp_path / "bad").exists()
+    clobber = cli("index", "toy", "--corpus", toy_engine, "-o", tmp_path, "--force")  # the output guard covers it
+    assert clobber.returncode == 1 and "--corpus" in clobber.stderr and toy_engine.read_text().count("\n") == 3
 
     questions = tmp_path / "q.json"
     questions.write_text(json.dumps([{"idx": 1, "question": "Does the Rhone flow south?", "answers": ["south"]}]))

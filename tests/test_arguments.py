@@ -37,6 +37,7 @@ WRONG = {
     arg.prediction: [None, 3, ["list"], "\udcff"],
     arg.position: ["3", 2.5, True, None],
     arg.flag: ["no", 1, None],
+    arg.shareable: [3, {"qid": "1"}, [1, 2], b"x", [{"qid": "1"}, {"qid": "1"}], "no-such-run.jsonl"],
 }
 #: Public names that are data, not functions: their fields are typed.
 DATA = {"Hit", "Example", "QuestionSet", "RunRecord", "RetrievalConfig", "IfqaError", "__version__"}
@@ -96,6 +97,7 @@ def _valid_calls(w):
         ("evaluate_run", ifqa.evaluate_run, {"run": w["run"], "questions": w["dev"], "compare": w["run"]}),
         ("evaluate_predictions", ifqa.evaluate_predictions, {"predictions": {e.qid: "x" for e in w["dev"]}, "questions": w["dev"], "compare": None}),
         ("analyze_premise", ifqa.analyze_premise, {"predictions": w["folder"] / "majority.jsonl", "questions": w["dev"], "output": w["folder"] / "premise", "twins": "rule", "twin_predictions": w["folder"] / "twin.jsonl", "api_key": None, "progress": False}),
+        ("to_dataset", ifqa.to_dataset, {"data": w["run_file"]}),
         ("exact_match", ifqa.exact_match, {"prediction": "x", "answers": ["x"]}),
         ("f1", ifqa.f1, {"prediction": "x", "answers": ["x"]}),
         ("Experiment.stages", w["experiment"].stages, {"kind": "retrieve"}),

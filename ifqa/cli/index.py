@@ -9,9 +9,10 @@ from pathlib import Path
 
 import click
 
-from ifqa.choices import AliasedOption
-from ifqa.cli.options import output_option, runtime_label, runtime_options
+from ifqa.choices import AliasedOption, announce_renames
+from ifqa.cli.options import guard_outputs, output_option, runtime_label, runtime_options
 from ifqa.configs import click_options, from_options
+from ifqa.datasets.hub import is_hub
 from ifqa.devices import PRECISIONS
 from ifqa.errors import IfqaError
 from ifqa.registry import ENGINES
@@ -30,7 +31,28 @@ class EngineCommands(click.Group):
         command = super().get_command(ctx, name)
         if command is None and name in self.list_commands(ctx):
             command = engine_command(name)
+            guard_outputs(command)  # what every command gets when the command line is put together
+            announce_renames(command)
         return command
+
+
+def corpus_path(corpus: str, progress: bool) -> Path:
+    """The passages file to index: ``--corpus`` itself, or an ``hf:`` dataset's passages (made once,
+    streamed from its Arrow cache: ``ifqa.datasets.hub_corpus``)."""
+    if not is_hub(corpus):
+        return Path(corpus)
+    import concurrent.futures
+    import multiprocessing
+
+    from ifqa.datasets.hub_corpus import corpus_file
+
+    # in a child process: datasets and pyarrow (150 MB) never sit in the process that then builds the
+    # index, whose peak memory stays that of the same passages given as a file (benchmarks/hub_corpus.py)
+    with concurrent.futures.ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        return pool.submit(corpus_file, corpus, progress).result()
+
+
+CORPUS_HELP = "passages.jsonl, DPR .tsv, or hf:OWNER/NAME | hf:FOLDER (a Hub dataset; ?split=, fields=id:COL,text:COL)"
 
 
 def _summary(index_dir, manifest: dict) -> str:
@@ -45,14 +67,15 @@ def engine_command(name: str) -> click.Command:
     engine = ENGINES.get(name)
 
     @click.command(name, help=(engine.__doc__ or f"An index built by the {name} engine.").strip().split("\n")[0])
-    @click.option("--corpus", required=True, type=click.Path(dir_okay=False), help="passages.jsonl or DPR .tsv")
+    @click.option("--corpus", required=True, help=CORPUS_HELP)
     @output_option("Index folder to create.", "index_dir", folder=True, aliases=("--index",))
     @click_options(engine.Settings)
     @click.option("--force", is_flag=True, help="Replace an existing index folder.")
     @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
     def build(corpus, index_dir, force, no_progress, **options) -> None:
         settings = from_options(engine.Settings, options)
-        manifest = engine.build(Path(corpus), Path(index_dir), settings, progress=not no_progress, force=force)
+        corpus = corpus_path(corpus, not no_progress)
+        manifest = engine.build(corpus, Path(index_dir), settings, progress=not no_progress, force=force)
         click.echo(_summary(index_dir, manifest))
 
     return build
@@ -64,7 +87,7 @@ def index() -> None:
 
 
 @index.command("bm25")
-@click.option("--corpus", required=True, type=click.Path(dir_okay=False), help="passages.jsonl or DPR .tsv")
+@click.option("--corpus", required=True, help=CORPUS_HELP)
 @output_option("Index folder to create.", "index_dir", folder=True, aliases=("--index",))
 @click.option(
     "--engine",
@@ -100,6 +123,7 @@ def index_bm25(corpus, index_dir, engine, threads, chunk_docs, max_memory, force
     from ifqa.retrieval.bm25_build import DEFAULT_CHUNK_DOCS, choose_engine, count_passages, plan_chunks
 
     settings = from_options(BM25Settings, options)
+    corpus = corpus_path(corpus, not no_progress)
     if engine == "auto":
         engine = choose_engine(corpus)
     if engine == "pyserini":
@@ -112,7 +136,7 @@ def index_bm25(corpus, index_dir, engine, threads, chunk_docs, max_memory, force
 
 
 @index.command("dense")
-@click.option("--corpus", required=True, type=click.Path(dir_okay=False), help="passages.jsonl or DPR .tsv")
+@click.option("--corpus", required=True, help=CORPUS_HELP)
 @output_option("Index folder to create (or to resume).", "index_dir", folder=True, aliases=("--index",))
 @click_options(DenseSettings)
 @click.option("--shard", help="Encode only shard i of N (i/N, from 0); run once more without it to build the index.")
@@ -177,6 +201,7 @@ def index_dense(
     settings = from_options(DenseSettings, options)
     if ray_address and shard:
         raise IfqaError("--ray spreads the chunks itself; leave out --shard")
+    corpus = corpus_path(corpus, not no_progress)
     manifest = dense.build(
         corpus,
         index_dir,

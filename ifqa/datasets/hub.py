@@ -10,6 +10,7 @@ records the dataset's id, config, split, revision and ``datasets``' fingerprint 
 
 from __future__ import annotations
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from urllib.parse import parse_qsl
 
 from ifqa.artifacts import Example, QuestionSet
 from ifqa.errors import IfqaError
+from ifqa.paths import cache_dir
 
 PREFIX = "hf:"
 #: Where ifqa looks for each field when the spec names none (IfQA's own names, FlashRAG's, others').
@@ -39,7 +41,9 @@ class HubSpec:
     fields: dict[str, str] = field(default_factory=dict)
 
     @classmethod
-    def parse(cls, spec: str) -> HubSpec:
+    def parse(cls, spec: str, candidates: dict[str, tuple[str, ...]] = CANDIDATES) -> HubSpec:
+        """``candidates``: the fields ``fields=`` may map (a question set's by default; a corpus's in
+        ``hub_corpus``)."""
         body = spec[len(PREFIX) :]
         name, _, query = body.partition("?")
         if not name:
@@ -51,8 +55,9 @@ class HubSpec:
         mapping = {}
         for pair in filter(None, (options.get("fields") or "").split(",")):
             ours, _, theirs = pair.partition(":")
-            if ours not in CANDIDATES or not theirs:
-                raise IfqaError(f"{spec!r}: fields maps {', '.join(CANDIDATES)} to columns, as question:query")
+            if ours not in candidates or not theirs:
+                example = "question:query" if "question" in candidates else f"{next(iter(candidates))}:COLUMN"
+                raise IfqaError(f"{spec!r}: fields maps {', '.join(candidates)} to columns, as {example}")
             mapping[ours] = theirs
         return cls(name, options.get("split"), options.get("config"), options.get("revision"), mapping)
 
@@ -61,20 +66,17 @@ def is_hub(name: str | os.PathLike | None) -> bool:
     return isinstance(name, str) and name.startswith(PREFIX)
 
 
-def _load(spec: HubSpec, source: str):
-    """The ``datasets.DatasetDict`` (all splits) of a spec, with one line for each way it can fail."""
-    import datasets
-    from datasets.utils.logging import disable_progress_bar, set_verbosity_error
-
-    disable_progress_bar()
-    set_verbosity_error()
+def load_splits(spec: HubSpec, source: str, streaming: bool = False):
+    """The ``datasets.DatasetDict`` (all splits) of a spec, with one line for each way it can fail
+    (``streaming``: an ``IterableDatasetDict``, read as it is iterated)."""
+    datasets = quiet_datasets()
     local = Path(spec.name).expanduser()
-    if _offline():  # honoured when asked, even where datasets was imported before it was set
-        import huggingface_hub.constants
-
-        datasets.config.HF_HUB_OFFLINE = huggingface_hub.constants.HF_HUB_OFFLINE = True
     try:
-        return datasets.load_dataset(str(local) if local.exists() else spec.name, spec.config, revision=spec.revision)
+        if local.exists():
+            return datasets.load_dataset(
+                str(local), spec.config, cache_dir=str(_local_cache(local)), streaming=streaming
+            )
+        return datasets.load_dataset(spec.name, spec.config, revision=spec.revision, streaming=streaming)
     except ValueError as exc:  # a config the dataset does not have, among others
         raise IfqaError(f"{source}: {' '.join(str(exc).split())[:240]}") from None
     except (FileNotFoundError, ConnectionError, OSError) as exc:
@@ -87,6 +89,32 @@ def _load(spec: HubSpec, source: str):
         raise IfqaError(f"{source}: {spec.name!r} cannot be read ({type(exc).__name__}: {str(exc)[:160]})") from None
 
 
+def quiet_datasets():
+    """``datasets``, its progress bars and notes off, and offline when asked (``HF_HUB_OFFLINE``),
+    even where it was imported before the variable was set."""
+    import datasets
+    from datasets.utils.logging import disable_progress_bar, set_verbosity_error
+
+    disable_progress_bar()
+    set_verbosity_error()
+    if _offline():
+        import huggingface_hub.constants
+
+        datasets.config.HF_HUB_OFFLINE = huggingface_hub.constants.HF_HUB_OFFLINE = True
+    return datasets
+
+
+def _local_cache(folder: Path) -> Path:
+    """Where ``datasets`` keeps a local folder's Arrow tables: one place per content (its files' paths,
+    sizes and times). ``datasets`` keys its own cache by the folder's name and its card, so two folders
+    named alike with the same card, or a folder whose files were replaced, read the first one's rows."""
+    digest = hashlib.sha256(str(folder.resolve()).encode("utf-8"))
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(folder)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return cache_dir() / "hf-datasets" / digest.hexdigest()[:16]
+
+
 def _offline() -> bool:
     return any(
         os.environ.get(name, "").upper() in ("1", "ON", "YES", "TRUE")
@@ -94,7 +122,25 @@ def _offline() -> bool:
     )
 
 
-def _column(spec: HubSpec, ours: str, columns: list[str], source: str) -> str | None:
+def choose_split(spec: HubSpec, splits, source: str, preferred: tuple[str, ...] = ("dev", "validation")) -> str:
+    """The split asked for, else the first of ``preferred`` the dataset has, else its only one."""
+    chosen = spec.split or next((s for s in preferred if s in splits), None)
+    if chosen is None and len(splits) == 1:
+        chosen = next(iter(splits))
+    if chosen not in splits:
+        raise IfqaError(f"{source}: no split {chosen!r}; its splits: {', '.join(splits)} (choose with ?split=NAME)")
+    return chosen
+
+
+def find_column(
+    spec: HubSpec,
+    ours: str,
+    columns: list[str],
+    source: str,
+    candidates: dict[str, tuple[str, ...]] = CANDIDATES,
+    required: tuple[str, ...] = REQUIRED,
+) -> str | None:
+    """The column holding ``ours``: the one ``fields=`` names, else the first candidate the dataset has."""
     if ours in spec.fields:
         if spec.fields[ours] not in columns:
             raise IfqaError(
@@ -102,10 +148,10 @@ def _column(spec: HubSpec, ours: str, columns: list[str], source: str) -> str | 
                 f"{', '.join(columns)}"
             )
         return spec.fields[ours]
-    found = next((c for c in CANDIDATES[ours] if c in columns), None)
-    if found is None and ours in REQUIRED:
+    found = next((c for c in candidates[ours] if c in columns), None)
+    if found is None and ours in required:
         raise IfqaError(
-            f"{source}: no column for {ours} (looked for {', '.join(CANDIDATES[ours])}); its columns: "
+            f"{source}: no column for {ours} (looked for {', '.join(candidates[ours])}); its columns: "
             f"{', '.join(columns)}; name it with ?fields={ours}:COLUMN"
         )
     return found
@@ -124,15 +170,11 @@ def _texts(value: Any) -> list[str]:
 def load_hub_questions(name: str) -> QuestionSet:
     """The questions of an ``hf:`` spec, each row mapped to ifqa's fields."""
     spec = HubSpec.parse(name)
-    splits = _load(spec, name)
-    chosen = spec.split or next((s for s in ("dev", "validation") if s in splits), None)
-    if chosen is None and len(splits) == 1:
-        chosen = next(iter(splits))
-    if chosen not in splits:
-        raise IfqaError(f"{name}: no split {chosen!r}; its splits: {', '.join(splits)} (choose with ?split=NAME)")
+    splits = load_splits(spec, name)
+    chosen = choose_split(spec, splits, name)
     data = splits[chosen]
     columns = list(data.column_names)
-    mapped = {ours: _column(spec, ours, columns, name) for ours in CANDIDATES}
+    mapped = {ours: find_column(spec, ours, columns, name) for ours in CANDIDATES}
     examples = []
     for number, row in enumerate(data):
         answers = _texts(row[mapped["answers"]])

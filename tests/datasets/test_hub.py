@@ -89,3 +89,41 @@ def test_a_hub_id_that_cannot_be_reached_offline_says_how_to_point_at_a_copy(tmp
     with pytest.raises(IfqaError, match=r"not in the Hugging Face cache while offline.*hf:/path/to/folder"):
         QuestionSource(file="hf:someone/counterfactual-set").load()
     assert os.environ["HF_HUB_OFFLINE"] == "1"
+
+
+def test_two_folders_named_alike_with_the_same_card_are_two_question_sets(tmp_path):
+    """`datasets` keys its cache by a folder's name and card: the second folder read the first's rows."""
+    first = _hub_folder(tmp_path / "a" / "ds")
+    second = tmp_path / "b" / "ds"
+    from datasets import Dataset
+
+    (second / "data").mkdir(parents=True)
+    rows = [{"idx": "x1", "question": "If rivers ran uphill, where would the sea be?", "answers": ["up"]}]
+    Dataset.from_list(rows).to_parquet(str(second / "data" / "dev-00000-of-00001.parquet"))
+    Dataset.from_list(rows).to_parquet(str(second / "data" / "train-00000-of-00001.parquet"))
+    (second / "README.md").write_text(CARD)
+    assert len(QuestionSource(file=f"hf:{first}").load()) == len(DEV)
+    assert [e.qid for e in QuestionSource(file=f"hf:{second}").load()] == ["x1"]
+
+
+def test_questions_runs_and_predictions_go_out_as_datasets_and_come_back(tmp_path):
+    import ifqa
+
+    dataset = ifqa.to_dataset(DEV)
+    assert dataset.num_rows == len(DEV) and dataset[0]["answers"] == DEV[0].answers
+    folder = tmp_path / "shared"
+    (folder / "data").mkdir(parents=True)
+    dataset.to_parquet(str(folder / "data" / "dev-00000-of-00001.parquet"))
+    (folder / "README.md").write_text(CARD.replace("  - split: train\n    path: data/train-*\n", ""))
+    back = QuestionSource(file=f"hf:{folder}").load()
+    assert [(e.qid, e.question, e.answers, e.context) for e in back] == [
+        (e.qid, e.question, e.answers, e.context) for e in DEV
+    ]
+    run = tmp_path / "run.jsonl"
+    ifqa.Pipeline(indexes=["demo:bm25"], k=3).run_to_file(DEV, run)
+    shared_run = ifqa.to_dataset(run)
+    assert shared_run.num_rows == len(DEV) and len(shared_run[0]["ctxs"]) == 3
+    predictions = tmp_path / "preds.jsonl"
+    predictions.write_text('{"qid": "1", "prediction": "x"}\n[1, 2]\n')
+    with pytest.raises(IfqaError, match=r"preds.jsonl:2: each line must be a JSON object"):
+        ifqa.to_dataset(predictions)
