@@ -112,25 +112,15 @@ class Passage(TypedDict):
     text: str
 
 
-class Context(TypedDict, total=False):
-    """A retrieved passage in a run: ``has_answer`` and ``gold`` are filled by the scorer's rules."""
-
-    id: str
-    title: str
-    text: str
-    score: float
-    has_answer: bool
-    gold: bool
-
-
 class RunRecord(TypedDict):
     """One question's line of a run file: its id, text and answers, and the ranked passages
-    (``ctxs``, each with its score and ``has_answer``/``gold`` flags), in DPR/FiD's retrieval schema."""
+    (``ctxs``: each a ``retrieval.hits.Hit`` in its run-file form, ``Hit.as_context()``, with the
+    scorer's ``has_answer`` and ``gold`` flags), in DPR/FiD's retrieval schema."""
 
     qid: str
     question: str
     answers: list[str]
-    ctxs: list[Context]
+    ctxs: list[dict]
 
 
 class Prediction(TypedDict, total=False):

@@ -20,16 +20,19 @@ ONEDNN = {"default": "SSE41", "avx2": "AVX2", "avx512": "AVX512_CORE"}
 
 
 def cpu_levels() -> list[str]:
-    """torch's kernel levels this CPU runs, lowest first (its own, the default run's, last)."""
+    """torch's kernel levels this CPU runs that ifqa supports, lowest first (its own, the default
+    run's, last): AVX2 and AVX-512 (AMX CPUs run AVX-512 kernels with AMX beside them). CPUs
+    without AVX2 (x86-64 before 2013) are not among the machines ifqa promises to hold on, so the
+    SSE-only level is run only where it is the CPU's own."""
     try:
         flags = set(Path("/proc/cpuinfo").read_text().split())
     except OSError:
         return ["default"]
-    levels = ["default"]
-    if {"avx2", "fma"} <= flags:
-        levels.append("avx2")
-        if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
-            levels.append("avx512")
+    if not {"avx2", "fma"} <= flags:
+        return ["default"]
+    levels = ["avx2"]
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        levels.append("avx512")
     return levels
 
 

@@ -23,7 +23,7 @@ import numpy as np
 from ifqa.retrieval import BM25_B, BM25_K1
 from ifqa.retrieval.bm25_build import DEFAULT_CHUNK_DOCS, build_scores
 from ifqa.retrieval.engines import BM25Settings
-from ifqa.retrieval.index import OFFSETS, Hits, corpus_record, finish_manifest, passage_store, staging
+from ifqa.retrieval.index import OFFSETS, Positions, corpus_record, finish_manifest, passage_store, staging
 from ifqa.retrieval.store import PassageStore, UniqueIds, iter_corpus
 from ifqa.retrieval.vocabulary import SortedVocabulary, has_sorted
 
@@ -203,10 +203,10 @@ class BM25Retriever:
             model, terms, manifest, passage_store(Path(index_dir), manifest, corpus), f"bm25:{Path(index_dir).name}"
         )
 
-    def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Hits]:
+    def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Positions]:
         k = min(k, len(self.passages))
         tokens = [self.terms(query) for query in queries]
-        results: list[Hits] = [[] for _ in queries]
+        results: list[Positions] = [[] for _ in queries]
         answerable = [i for i, words in enumerate(tokens) if words]  # all-stopword queries match nothing
         if answerable:
             documents, scores = self.model.retrieve(

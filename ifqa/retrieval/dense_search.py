@@ -16,7 +16,7 @@ from ifqa.retrieval import dense
 from ifqa.retrieval.dense import FAISS_FILE
 from ifqa.retrieval.encoders import query_encoder
 from ifqa.retrieval.engines import INDEX_TYPES, DenseSettings
-from ifqa.retrieval.index import Hits, passage_store
+from ifqa.retrieval.index import Positions, passage_store
 from ifqa.retrieval.store import PassageStore
 
 
@@ -121,7 +121,7 @@ class DenseRetriever:
         retriever._gpu_resources = resources  # freed with the index, never before it
         return retriever
 
-    def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Hits]:
+    def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Positions]:
         import faiss
 
         faiss.omp_set_num_threads(max(1, threads))

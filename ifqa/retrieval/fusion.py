@@ -10,12 +10,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ifqa.retrieval.index import Hits
+    from ifqa.retrieval.index import Positions
 
 RRF_K = 60
 
 
-def reciprocal_rank(lists: Sequence[Hits], k: int, weights: Sequence[float] | None = None, rrf_k: int = RRF_K) -> Hits:
+def reciprocal_rank(
+    lists: Sequence[Positions], k: int, weights: Sequence[float] | None = None, rrf_k: int = RRF_K
+) -> Positions:
     weights = weights or [1.0] * len(lists)
     scores: dict[int, float] = {}
     for weight, hits in zip(weights, lists):
@@ -24,7 +26,7 @@ def reciprocal_rank(lists: Sequence[Hits], k: int, weights: Sequence[float] | No
     return _top(scores, k)
 
 
-def linear(lists: Sequence[Hits], k: int, weights: Sequence[float] | None = None) -> Hits:
+def linear(lists: Sequence[Positions], k: int, weights: Sequence[float] | None = None) -> Positions:
     weights = weights or [1.0] * len(lists)
     scores: dict[int, float] = {}
     for weight, hits in zip(weights, lists):
@@ -38,7 +40,7 @@ def linear(lists: Sequence[Hits], k: int, weights: Sequence[float] | None = None
     return _top(scores, k)
 
 
-def _top(scores: dict[int, float], k: int) -> Hits:
+def _top(scores: dict[int, float], k: int) -> Positions:
     ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))  # ties broken by position: deterministic
     return [(doc, float(score)) for doc, score in ranked[:k]]
 

@@ -1,6 +1,6 @@
 """The ranked passage: what searchers, the pipeline, rerankers, the server and run records share.
 
-Inside an engine and during fusion a result is a passage position and a score (``index.Hits``,
+Inside an engine and during fusion a result is a passage position and a score (``index.Positions``,
 cheap to merge); once a list is final it becomes ``Hit`` objects, read from the collection once.
 """
 

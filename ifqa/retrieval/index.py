@@ -28,7 +28,9 @@ from ifqa.version import __version__
 MANIFEST = "manifest.json"
 OFFSETS = "offsets.npy"
 
-Hits = list[tuple[int, float]]  # (passage position, score), best first
+#: An engine's ranking: (passage position, score) pairs, best first (cheap to fuse); a final list
+#: becomes ``hits.Hit`` objects, the one ranked-passage type from the pipeline to the run file.
+Positions = list[tuple[int, float]]
 
 
 class Retriever(Protocol):
@@ -38,7 +40,7 @@ class Retriever(Protocol):
     manifest: dict
     passages: PassageStore
 
-    def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Hits]:
+    def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Positions]:
         """Top-``k`` passages for each query."""
 
 

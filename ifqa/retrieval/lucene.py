@@ -24,7 +24,7 @@ from ifqa.paths import cache_dir
 from ifqa.retrieval import BM25_B, BM25_K1
 from ifqa.retrieval.bm25 import document_text
 from ifqa.retrieval.engines import BM25Settings, settings_of
-from ifqa.retrieval.index import OFFSETS, Hits, corpus_record, finish_manifest, passage_store, staging
+from ifqa.retrieval.index import OFFSETS, Positions, corpus_record, finish_manifest, passage_store, staging
 from ifqa.retrieval.store import iter_corpus
 
 log = logging.getLogger(__name__)
@@ -196,7 +196,7 @@ class LuceneRetriever:
         }
         return cls(searcher, manifest, _PrebuiltPassages(searcher), f"prebuilt:{name}")
 
-    def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Hits]:
+    def search(self, queries: Sequence[str], k: int, threads: int = 1) -> list[Positions]:
         qids = [str(i) for i in range(len(queries))]
         results = self.searcher.batch_search(list(queries), qids, k=k, threads=max(1, threads))
         return [[(int(hit.docid), float(hit.score)) for hit in results.get(qid, [])] for qid in qids]
