@@ -6,7 +6,6 @@ reused as a file (``--twins FILE``)."""
 
 from __future__ import annotations
 
-import hashlib
 import re
 from pathlib import Path
 
@@ -16,22 +15,11 @@ from ifqa.errors import IfqaError
 from ifqa.llm import thinking
 from ifqa.llm.config import ModelAccess
 from ifqa.llm.generation import CachedGenerator, Counters
-from ifqa.readers.llm.prompts import prompts_dir
+from ifqa.readers.llm.prompts import load_whole_prompt
 
 #: Tokens for one rewritten question (a thinking model gets its thinking budget on top).
 TWIN_MAX_TOKENS = 96
 _LABEL = re.compile(r"^\s*(?:\*\*)?(?:factual twin|question|twin)\s*:?(?:\*\*)?\s*", re.I)
-
-
-def load_prompt(directory: str | Path | None = None) -> tuple[str, str]:
-    """The twin prompt's text and SHA-256 (recorded with each twin)."""
-    path = prompts_dir(directory) / "twin.txt"
-    if not path.is_file():
-        raise IfqaError("no twin prompt (twin.txt) in the prompts folder", path)
-    text = path.read_text(encoding="utf-8")
-    if "{question}" not in text:
-        raise IfqaError("the twin prompt lacks the field {question}", path)
-    return text, hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def parse_twin(reply: str) -> str:
@@ -56,7 +44,7 @@ def twins_by_llm(
     from tqdm import tqdm
 
     access.require_model()
-    template, digest = load_prompt(prompts)
+    template, digest = load_whole_prompt("twin", ("question",), prompts)
     backend = access.backend_instance(api_key)
     thinks = access.thinks(backend)
     params = access.params(access.thinking_max_tokens() if thinks else TWIN_MAX_TOKENS, 0.0, (), 0)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import re
 import time
@@ -16,7 +15,7 @@ from ifqa.judge.config import PLAIN_MAX_TOKENS, JudgeConfig
 from ifqa.llm import thinking
 from ifqa.llm.backends import GenerationParams
 from ifqa.llm.generation import CachedGenerator, Counters
-from ifqa.readers.llm.prompts import prompts_dir
+from ifqa.readers.llm.prompts import load_whole_prompt
 
 log = logging.getLogger(__name__)
 
@@ -26,14 +25,7 @@ _BARE = re.compile(r"^\W*(yes|no)\b", re.I)
 
 def load_prompt(directory: str | Path | None = None) -> tuple[str, str]:
     """The judge's template text and its SHA-256 (recorded, so a changed prompt is a different judge)."""
-    path = prompts_dir(directory) / "judge.txt"
-    if not path.is_file():
-        raise IfqaError("no judge prompt (judge.txt) in the prompts folder", path)
-    text = path.read_text(encoding="utf-8")
-    for field in ("{question}", "{answers}", "{prediction}"):
-        if field not in text:
-            raise IfqaError(f"the judge prompt lacks the field {field}", path)
-    return text, hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return load_whole_prompt("judge", ("question", "answers", "prediction"), directory)
 
 
 def parse_verdict(text: str) -> bool | None:

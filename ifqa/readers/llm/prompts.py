@@ -42,6 +42,19 @@ def prompts_dir(override: str | Path | None = None) -> Path:
     return Path(str(resources.files("ifqa.prompts")))
 
 
+def load_whole_prompt(name: str, fields: tuple[str, ...], directory: str | Path | None = None) -> tuple[str, str]:
+    """A prompt file read whole (``judge.txt``, ``twin.txt``), its ``fields`` required, and its
+    SHA-256 (recorded beside what it made, so a changed prompt is a different judge or twin)."""
+    path = prompts_dir(directory) / f"{name}.txt"
+    if not path.is_file():
+        raise IfqaError(f"no {name} prompt ({name}.txt) in the prompts folder", path)
+    text = path.read_text(encoding="utf-8")
+    for wanted in fields:
+        if "{" + wanted + "}" not in text:
+            raise IfqaError(f"the {name} prompt lacks the field {{{wanted}}}", path)
+    return text, hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 def load_template(name: str, directory: str | Path | None = None) -> Template:
     path = prompts_dir(directory) / f"{name}.txt"
     if not path.exists():
