@@ -39,12 +39,11 @@ def corpus_file(name: str, progress: bool = True) -> Path:
     from tqdm import tqdm
 
     spec = HubSpec.parse(name, CANDIDATES)
-    files, splits = data_files(spec, name)
-    chosen = choose_split(spec, splits, name, ("train",))
+    files = data_files(spec, name)
+    chosen = choose_split(spec, files, name, ("train",))
     parquet = [Path(f) for f in files[chosen] if str(f).endswith(".parquet") and Path(f).is_file()]
     local = len(parquet) == len(files[chosen])
     columns = parquet_columns(parquet) if local else None
-    batches = None
     if not local:
         data = load_splits(spec, name, streaming=True)[chosen]
         columns = list(data.column_names or [])
@@ -98,7 +97,7 @@ def corpus_file(name: str, progress: bool = True) -> Path:
     return target
 
 
-def data_files(spec: HubSpec, source: str) -> tuple[dict[str, list], dict[str, list]]:
+def data_files(spec: HubSpec, source: str) -> dict[str, list]:
     """The dataset's files by split, as ``datasets`` resolves its card (nothing is read yet)."""
     datasets = quiet_datasets()
     local = Path(spec.name).expanduser()
@@ -110,7 +109,7 @@ def data_files(spec: HubSpec, source: str) -> tuple[dict[str, list], dict[str, l
         load_splits(spec, source, streaming=True)
         raise
     files = {split: list(paths) for split, paths in (builder.config.data_files or {}).items()}
-    return files, files
+    return files
 
 
 def parquet_columns(files: list[Path]) -> list[str]:

@@ -172,17 +172,7 @@ class BM25Retriever:
 
     Settings = BM25Settings
 
-    @classmethod
-    def build(
-        cls,
-        corpus: str | Path,
-        folder: str | Path,
-        settings: BM25Settings,
-        *,
-        progress: bool = True,
-        force: bool = False,
-    ) -> dict:
-        return build(corpus, folder, settings, force=force, progress=progress)
+    build = staticmethod(build)  # the module's build is the engine's
 
     def __init__(self, model, terms: QueryTerms, manifest: dict, passages: PassageStore, name: str):
         self.model, self.terms, self.manifest, self.passages, self.name = model, terms, manifest, passages, name

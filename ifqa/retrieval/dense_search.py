@@ -72,17 +72,7 @@ class DenseRetriever:
 
     Settings = DenseSettings
 
-    @classmethod
-    def build(
-        cls,
-        corpus: str | Path,
-        folder: str | Path,
-        settings: DenseSettings,
-        *,
-        progress: bool = True,
-        force: bool = False,
-    ) -> dict | None:
-        return dense.build(corpus, folder, settings, force=force, progress=progress)
+    build = staticmethod(dense.build)
 
     def __init__(self, index, encoder, manifest: dict, passages: PassageStore, name: str):
         self.index, self.encoder, self.manifest, self.passages, self.name = index, encoder, manifest, passages, name

@@ -74,8 +74,8 @@ class Engine(Protocol):
 
     Settings: type
 
-    @classmethod
-    def build(cls, corpus: Path, folder: Path, settings: Any, *, progress: bool = True, force: bool = False) -> dict:
+    @staticmethod
+    def build(corpus: Path, folder: Path, settings: Any, *, progress: bool = True, force: bool = False) -> dict:
         """Build the index folder atomically; return its manifest."""
 
     @classmethod

@@ -90,8 +90,10 @@ def build(
     settings: BM25Settings = BM25Settings(),
     threads: int = 1,
     force: bool = False,
+    progress: bool = True,
 ) -> dict:
-    """Build a Lucene index (positions and raw documents stored, as pyserini's Wikipedia indexes)."""
+    """Build a Lucene index (positions and raw documents stored, as pyserini's Wikipedia indexes).
+    ``progress`` is taken as every engine's build takes it; pyserini's indexer shows no bar."""
     with _importing_pyserini():
         from pyserini.index.lucene import LuceneIndexer
 
@@ -140,17 +142,7 @@ class LuceneRetriever:
 
     Settings = BM25Settings
 
-    @classmethod
-    def build(
-        cls,
-        corpus: str | Path,
-        folder: str | Path,
-        settings: BM25Settings,
-        *,
-        progress: bool = True,
-        force: bool = False,
-    ) -> dict:
-        return build(corpus, folder, settings, force=force)
+    build = staticmethod(build)
 
     def __init__(self, searcher, manifest: dict, passages, name: str):
         self.searcher, self.manifest, self.passages, self.name = searcher, manifest, passages, name
