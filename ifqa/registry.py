@@ -64,11 +64,16 @@ DATASETS = Registry(
         "causalqa": ".causalqa:CAUSALQA",
         "causalqa-random": ".causalqa:CAUSALQA_RANDOM",
         "causalqa-demo": ".causalqa:CAUSALQA_DEMO",
+        "faitheval": ".hub_sets:FAITHEVAL",
     },
     "ifqa.datasets",
 )
 #: Tasks (how a dataset's answers are scored and reported), by a dataset's ``task`` (default ``qa``).
-TASKS = Registry("task", {"qa": ".tasks:QA", "wiqa": ".tasks:WIQA", "causalqa": ".tasks:CAUSALQA"}, "ifqa.eval")
+TASKS = Registry(
+    "task",
+    {"qa": ".tasks:QA", "wiqa": ".tasks:WIQA", "causalqa": ".tasks:CAUSALQA", "mc": ".tasks:MULTIPLE_CHOICE"},
+    "ifqa.eval",
+)
 #: Index engines, by the ``engine`` field of a manifest: a class with ``Settings``, ``build`` and
 #: ``load`` (``ifqa.retrieval.engines``); ``ifqa index``, experiments' ``index`` stages and every
 #: command that opens an index follow.

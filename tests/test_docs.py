@@ -174,6 +174,15 @@ STAND_INS = {
             "ifqa analyze premise --predictions runs/demo-qa.jsonl -o runs/premise-qa",
         )
     },
+    **{
+        ("data.md", line): {"MODEL": "m", "URL": "{url}"}
+        for line in (
+            "ifqa read llm --setting faitheval --mode context --demos 0 --model MODEL --base-url URL -o "
+            "runs/faitheval.jsonl",
+            "ifqa evaluate --predictions runs/faitheval.jsonl",
+            "ifqa analyze premise --predictions runs/faitheval.jsonl -o runs/premise-faitheval",
+        )
+    },
     (
         "api.md",
         'reranker = ifqa.Reranker("models/reranker/model", depth=100, runtime="openvino")  # a trained reranker',
@@ -231,9 +240,11 @@ def test_marked_examples_run_in_order(tmp_path, reranker):
     """The examples that run here, in the pages' order, then the needs-marked ones with their
     stand-ins (they read what the earlier ones wrote: runs/demo-clean.jsonl)."""
     from ifqa.datasets.demo import corpus_path, load_demo
+    from tests.datasets.test_hub_sets import faitheval_folder
     from tests.readers.fake_openai import FakeOpenAI
 
-    env = _env(tmp_path, OPENAI_API_KEY="k")
+    faitheval = faitheval_folder(tmp_path / "FaithEval-counterfactual-v1.0")  # a local copy in its layout
+    env = _env(tmp_path, OPENAI_API_KEY="k", IFQA_FAITHEVAL=str(faitheval))
     for page, command in marked_commands():
         args = shlex.split(command)
         assert args[0] == "ifqa", f"{page}: {command}"
@@ -252,6 +263,7 @@ def test_marked_examples_run_in_order(tmp_path, reranker):
                 result = run_cli(*shlex.split(command)[1:], cwd=tmp_path, env=env)
                 assert result.returncode == 0, f"{page}: {command}\n{result.stderr[-2000:]}"
     assert (tmp_path / "indexes" / "dense" / "manifest.json").exists()
+    assert json.loads((tmp_path / "runs" / "premise-faitheval" / "premise.json").read_text())["all"]["n"] == 4
     assert len(server.requests) >= len(load_demo("dev"))  # the LLM line asked the stand-in endpoint
     judged = [json.loads(line) for line in (tmp_path / "runs" / "demo-majority-judged.jsonl").read_text().splitlines()]
     assert len(judged) == len(load_demo("dev")) and all(isinstance(r["verdict"], bool) for r in judged)

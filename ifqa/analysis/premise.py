@@ -18,18 +18,20 @@ classes are written beside the report, so its numbers recompute from the files.
 from __future__ import annotations
 
 import collections
+import logging
 from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
 from ifqa.analysis.llm_twins import twins_by_llm
-from ifqa.analysis.twins import twins_by_rule, twins_from_file
+from ifqa.analysis.twins import twin_set, twins_by_rule, twins_from_file
 from ifqa.artifacts import QuestionSet, read_manifest, read_predictions, read_run
 from ifqa.configs import from_options
-from ifqa.datasets import QuestionSource
+from ifqa.datasets import QuestionSource, premise_in_context
 from ifqa.errors import IfqaError
 from ifqa.eval.answers import best_over_answers, contains_answer, exact_match
 from ifqa.eval.categories import ANSWER_TYPES, QUESTION_WORDS, answer_type, question_word
+from ifqa.eval.multiple_choice import chosen, options
 from ifqa.eval.passages import has_answer, percent
 from ifqa.eval.significance import bootstrap_ci
 from ifqa.io import read_jsonl, write_json, write_jsonl
@@ -38,6 +40,8 @@ from ifqa.readers import ReadJob
 from ifqa.readers.llm.config import LLMReaderConfig
 from ifqa.registry import READERS
 from ifqa.tables import table
+
+log = logging.getLogger(__name__)
 
 CLASSES = ("correct", "memory", "other")
 EVIDENCE = ("in passages", "derived", "no passages")
@@ -59,7 +63,14 @@ def make_twins(
     how: str | Path, questions: QuestionSet, predictions: str | Path, api_key: str | None = None, progress: bool = True
 ) -> tuple[QuestionSet, list[dict] | None]:
     """The twins by ``how``: ``rule``, ``llm`` (written by the predictions' own model, each kept with
-    the prompt's SHA-256 and the model's reply) or a ``{qid, question}`` file; with the records to keep."""
+    the prompt's SHA-256 and the model's reply) or a ``{qid, question}`` file; with the records to keep.
+    A set whose premise is in its context (FaithEval) has no premise to take out of a question: each
+    question is its own twin, asked without the context."""
+    if str(how) in ("rule", "llm") and premise_in_context(questions):
+        log.info(
+            "%s states its premise in the context: each question is its own twin, asked closed-book", questions.name
+        )
+        return twin_set(questions, {e.qid: e.question for e in questions.examples}, "context"), None
     if str(how) == "rule":
         return twins_by_rule(questions), None
     if str(how) == "llm":
@@ -167,6 +178,8 @@ def analyze(
     rows = []
     for example in questions.examples:
         prediction, twin = predictions.get(example.qid, ""), twin_answers.get(example.qid, "")
+        if questions.task == "mc":  # an option named by its label ("B") is that option's text
+            prediction, twin = (chosen(p, options(example)) or p for p in (prediction, twin))
         rows.append(
             {
                 "qid": example.qid,

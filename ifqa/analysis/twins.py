@@ -74,4 +74,4 @@ def twins_from_file(questions: QuestionSet, path: str | Path) -> QuestionSet:
 def twin_set(questions: QuestionSet, twins: dict[str, str], how: str) -> QuestionSet:
     """The questions with their twins in place (answers, contexts and metadata kept)."""
     examples = [Example(e.qid, twins[e.qid], e.answers, e.context, e.meta) for e in questions.examples]
-    return QuestionSet(f"{questions.name}:twins-{how}", examples)
+    return QuestionSet(f"{questions.name}:twins-{how}", examples, questions.task)

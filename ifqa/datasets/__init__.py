@@ -16,6 +16,13 @@ from ifqa.registry import DATASETS
 DEFAULT_SETTING = "demo"
 
 
+def premise_in_context(questions: QuestionSet) -> bool:
+    """Whether a set states its counterfactual in each question's context (FaithEval), not in the
+    question (IfQA's "If ..."): its questions are then their own factual twins."""
+    named = questions.dataset or questions.name.partition(":")[0]
+    return named in DATASETS and getattr(DATASETS.get(named), "premise", "question") == "context"
+
+
 def task_of(entry) -> str:
     """How a dataset's answers are prompted and scored (IfQA's short answers unless it says)."""
     return getattr(entry, "task", "qa") if entry is not None else "qa"
@@ -62,10 +69,10 @@ class QuestionSource:
         """The questions; a file given with a setting is read in that dataset's format (a WIQA JSONL,
         a CausalQA CSV), a file alone in IfQA's (``answers`` False: questions without answers are
         taken too, for what needs none)."""
-        if is_hub(self.file):  # hf:OWNER/NAME or hf:PATH, read with datasets
-            return load_hub_questions(self.file)
+        entry = DATASETS.get(self.setting) if self.setting else None
+        if is_hub(self.file):  # hf:OWNER/NAME or hf:PATH, read with datasets (as the setting, for a Hub one)
+            return load_hub_questions(self.file, self.setting if hasattr(entry, "hub_id") else None)
         if self.file:
-            entry = DATASETS.get(self.setting) if self.setting else None
             if entry is not None and hasattr(entry, "load_file"):
                 return QuestionSet(str(self.file), entry.load_file(self.file), task_of(entry), self.setting)
             from ifqa.datasets.ifqa import load_examples
@@ -73,6 +80,9 @@ class QuestionSource:
             return QuestionSet(str(self.file), load_examples(self.file, answers), task_of(entry))
         setting, split = self.resolved()
         entry = DATASETS.get(setting)
+        if hasattr(entry, "questions"):  # a Hub set: its id, revision and fingerprint go in manifests
+            found = entry.questions(split)
+            return QuestionSet(self.name, found.examples, found.task, hub=found.hub)
         return QuestionSet(self.name, entry.load(split, self.data_dir), task_of(entry))
 
     def train(self) -> QuestionSource:

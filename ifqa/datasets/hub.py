@@ -3,7 +3,9 @@
 Named as ``hf:OWNER/NAME`` or ``hf:PATH`` (a folder of Parquet or JSONL files with a dataset card),
 with options after ``?``: ``split`` (default ``dev``, else ``validation``, else the only one),
 ``config``, ``revision`` and ``fields`` (``fields=question:query,answers:golden_answers``: which
-column holds each of ifqa's fields, where the defaults below do not find it). The whole spec is the
+column holds each of ifqa's fields, where the defaults below do not find it). A dataset with options
+and an answer key (ARC's layout: ``choices: {label, text}``, ``answerKey``; FaithEval's) is a
+multiple-choice set (task ``mc``): its gold answer is the right option's text. The whole spec is the
 question set's name, so a manifest that records it reopens the same questions; the manifest also
 records the dataset's id, config, split, revision and ``datasets``' fingerprint of its content.
 """
@@ -20,6 +22,7 @@ from urllib.parse import parse_qsl
 from ifqa.artifacts import Example, QuestionSet
 from ifqa.errors import IfqaError
 from ifqa.paths import cache_dir
+from ifqa.registry import DATASETS
 
 PREFIX = "hf:"
 #: Where ifqa looks for each field when the spec names none (IfQA's own names, FlashRAG's, others').
@@ -28,6 +31,8 @@ CANDIDATES = {
     "question": ("question", "query", "input"),
     "answers": ("answers", "golden_answers", "answer", "output", "label"),
     "context": ("context", "contexts", "passages", "ctxs"),
+    "choices": ("choices", "options"),
+    "answer_key": ("answerKey", "answer_key"),
 }
 REQUIRED = ("question", "answers")
 
@@ -167,30 +172,72 @@ def _texts(value: Any) -> list[str]:
     return [str(v.get("text", "")) if isinstance(v, dict) else str(v) for v in value]
 
 
-def load_hub_questions(name: str) -> QuestionSet:
-    """The questions of an ``hf:`` spec, each row mapped to ifqa's fields."""
+def load_hub_questions(name: str, dataset: str | None = None) -> QuestionSet:
+    """The questions of an ``hf:`` spec, each row mapped to ifqa's fields; ``dataset``: the registered
+    setting they are (found from the Hub id when not given: ``hf:Salesforce/FaithEval-counterfactual-v1.0``)."""
     spec = HubSpec.parse(name)
     splits = load_splits(spec, name)
     chosen = choose_split(spec, splits, name)
     data = splits[chosen]
     columns = list(data.column_names)
-    mapped = {ours: find_column(spec, ours, columns, name) for ours in CANDIDATES}
+    multiple = all(find_column(spec, ours, columns, name, required=()) for ours in ("choices", "answer_key"))
+    required = ("question",) if multiple else REQUIRED
+    mapped = {ours: find_column(spec, ours, columns, name, required=required) for ours in CANDIDATES}
+    used = (
+        ("qid", "question", "context", "choices", "answer_key")
+        if multiple
+        else ("qid", "question", "answers", "context")
+    )
     examples = []
     for number, row in enumerate(data):
-        answers = _texts(row[mapped["answers"]])
         question = row[mapped["question"]]
+        if multiple:
+            answers, meta = _chosen_option(row[mapped["choices"]], row[mapped["answer_key"]], f"{name}: row {number}")
+        else:
+            answers, meta = _texts(row[mapped["answers"]]), {}
         if not isinstance(question, str) or not question.strip() or not answers:
-            raise IfqaError(
-                f"{name}: row {number} has no question or no answer in {mapped['question']}, {mapped['answers']}"
-            )
+            held = ", ".join(mapped[k] for k in ("question", "answers") if mapped[k])
+            raise IfqaError(f"{name}: row {number} has no question or no answer in {held}")
         qid = str(row[mapped["qid"]]) if mapped["qid"] else str(number)
-        examples.append(Example(qid, question, answers, _texts(row[mapped["context"]]) if mapped["context"] else []))
+        context = _texts(row[mapped["context"]]) if mapped["context"] else []
+        examples.append(Example(qid, question, answers, context, meta))
     hub = {
         "id": spec.name,
         "config": spec.config,
         "split": chosen,
         "revision": spec.revision,
         "fingerprint": getattr(data, "_fingerprint", None),
-        "fields": {k: v for k, v in mapped.items() if v},
+        "fields": {k: mapped[k] for k in used if mapped[k]},
     }
-    return QuestionSet(name, examples, hub=hub)
+    return QuestionSet(name, examples, "mc" if multiple else "qa", dataset or _registered(spec.name), hub)
+
+
+def _chosen_option(choices: Any, key: Any, where: str) -> tuple[list[str], dict[str, Any]]:
+    """``([right option's text], {"choices": [[label, text], ...]})`` from ARC's ``{label, text}``
+    columns, a list of ``{label, text}`` objects or a list of texts (labelled A, B, ...); the key is a
+    label, or a 0-based position where the labels are not numbers."""
+    if isinstance(choices, dict):
+        pairs = list(zip(choices.get("label") or [], choices.get("text") or []))
+    elif isinstance(choices, list) and all(isinstance(c, dict) for c in choices):
+        pairs = [(c.get("label"), c.get("text")) for c in choices]
+    elif isinstance(choices, list):
+        pairs = [(chr(ord("A") + i), text) for i, text in enumerate(choices)]
+    else:
+        raise IfqaError(
+            f"{where}: options must be {{label, text}} lists or a list of texts, not {type(choices).__name__}"
+        )
+    options = [[str(label), str(text)] for label, text in pairs if label is not None and text is not None]
+    if len(options) < 2:
+        raise IfqaError(f"{where}: fewer than two options")
+    labels = [label for label, _ in options]
+    key = str(key).strip() if key is not None else ""
+    if key not in labels and key.isdigit() and not any(label.isdigit() for label in labels) and int(key) < len(labels):
+        key = labels[int(key)]
+    if key not in labels:
+        raise IfqaError(f"{where}: the answer key {key!r} names none of the options ({', '.join(labels)})")
+    return [options[labels.index(key)][1]], {"choices": options}
+
+
+def _registered(hub_id: str) -> str | None:
+    """The registered setting published under this Hub id, if any."""
+    return next((n for n in DATASETS.names() if getattr(DATASETS.get(n), "hub_id", None) == hub_id), None)

@@ -1,7 +1,8 @@
 """Tasks: how a dataset's predictions are read, scored and reported (``ifqa.registry.TASKS``).
 
 A dataset names its task (IfQA's short answers are ``qa``); ``ifqa evaluate`` and the experiment
-runner pick the scorer from it, so the same commands score IfQA, WIQA and CausalQA.
+runner pick the scorer from it, so the same commands score IfQA, WIQA, CausalQA and multiple-choice
+sets (FaithEval).
 """
 
 from __future__ import annotations
@@ -63,6 +64,14 @@ CAUSALQA = Task(
     _lazy("ifqa.eval.causalqa:format_causalqa_report"),
     ("by_source", "macro"),
     ("by_source", "rouge_l_f1"),
+)
+MULTIPLE_CHOICE = Task(
+    "mc",
+    (("accuracy", "Accuracy"),),
+    _lazy("ifqa.artifacts:read_predictions"),
+    _lazy("ifqa.eval.multiple_choice:summarize_choices"),
+    _lazy("ifqa.eval.multiple_choice:format_choices_report"),
+    ("by_options",),
 )
 
 

@@ -22,10 +22,10 @@ def demonstration_pool(config: LLMReaderConfig, source):
     (never silently the embedded demo set).
     """
 
+    if config.demos == 0:  # no demonstrations: no pool is read (a set may have no train split: FaithEval)
+        return QuestionSet("none", []), "none"
     pool = source.training_source(config.train)
     if pool is None:
-        if config.demos == 0:
-            return QuestionSet("none", []), "none"
         raise IfqaError(
             "with --questions FILE, name the demonstration pool: --train FILE or --setting NAME (or --demos 0)"
         )

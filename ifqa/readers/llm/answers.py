@@ -6,6 +6,7 @@ import collections
 import re
 from collections.abc import Sequence
 
+from ifqa.eval import multiple_choice
 from ifqa.eval.answers import normalize_answer
 
 _SO_THE_ANSWER = re.compile(
@@ -64,8 +65,11 @@ def majority(answers: Sequence[str]) -> str:
 _WIQA_LABEL = re.compile(r"\b(more|less|no[\s_-]+effect)\b", re.I)
 
 
-def for_task(answer: str, rationale: str, task: str) -> tuple[str, str]:
-    """The answer in the task's form: for WIQA one of its labels (the first one named), or "" (abstain)."""
+def for_task(answer: str, rationale: str, task: str, example=None) -> tuple[str, str]:
+    """The answer in the task's form: for WIQA one of its labels (the first one named), for a
+    multiple-choice question the chosen option's text; "" (abstain) where it names none."""
+    if task == "mc":
+        return multiple_choice.chosen(answer, multiple_choice.options(example)) or "", rationale
     if task != "wiqa":
         return answer, rationale
     from ifqa.eval.wiqa import normalize_label
@@ -74,6 +78,15 @@ def for_task(answer: str, rationale: str, task: str) -> tuple[str, str]:
     return (normalize_label(found.group(1)) if found else ""), rationale
 
 
-def shown_answer(answer: str, task: str) -> str:
-    """How a demonstration's answer is written in a prompt (WIQA's ``no_effect`` as "no effect")."""
+def shown_question(example, task: str) -> str:
+    """How a question is written in a prompt: a multiple-choice one with its options below it."""
+    return f"{example.question}\n{multiple_choice.shown_options(example)}" if task == "mc" else example.question
+
+
+def shown_answer(example, task: str) -> str:
+    """How a demonstration's answer is written in a prompt (WIQA's ``no_effect`` as "no effect"; a
+    multiple-choice answer as its option's label)."""
+    answer = example.answers[0]
+    if task == "mc":
+        return next((label for label, text in multiple_choice.options(example) if text == answer), answer)
     return answer.replace("_", " ") if task == "wiqa" else answer

@@ -138,9 +138,15 @@ class Prompt:
     tokens: int = 0
 
 
-def pool(train: Sequence, rationales: dict[str, str] | None, exclude: set[str]) -> list[Demo]:
+def pool(
+    train: Sequence,
+    rationales: dict[str, str] | None,
+    exclude: set[str],
+    show: Callable[[object], tuple[str, str]] = lambda e: (e.question, e.answers[0]),
+) -> list[Demo]:
     """Candidate demonstrations: training examples (minus test questions), with rationales if asked
-    (found by the SHA-1 of the question's text; examples without one are left out)."""
+    (found by the SHA-1 of the question's text; examples without one are left out); ``show``: the
+    question and answer as the prompt writes them."""
     demos = []
     for example in train:
         if example.question.strip() in exclude:
@@ -150,7 +156,7 @@ def pool(train: Sequence, rationales: dict[str, str] | None, exclude: set[str]) 
             rationale = rationales.get(question_sha1(example.question), "")
             if not rationale:
                 continue
-        demos.append(Demo(example.question, example.answers[0], list(example.context), rationale))
+        demos.append(Demo(*show(example), list(example.context), rationale))
     return demos
 
 

@@ -48,9 +48,7 @@ class LLMReader:
         )
         reasoning = prompts.needs_rationale(self.template.name)
         rationales = prompts.load_rationales(rationale_setting, config.prompts_dir) if reasoning else None
-        demo_pool = prompts.pool(train, rationales, exclude_questions or set())
-        for demo in demo_pool:
-            demo.answer = answers.shown_answer(demo.answer, task)
+        demo_pool = prompts.pool(train, rationales, exclude_questions or set(), self._shown)
         if reasoning and config.demos and not demo_pool:
             raise IfqaError(
                 f"no chain-of-thought rationales for the {rationale_setting} training questions "
@@ -71,6 +69,10 @@ class LLMReader:
             window = prompt_budget(context, self._max_tokens(), self.thinks)
         self.budget = window
         self.prompt_lengths: list[int] = []
+
+    def _shown(self, example) -> tuple[str, str]:
+        """A demonstration's question and answer as the task writes them in a prompt."""
+        return answers.shown_question(example, self.task), answers.shown_answer(example, self.task)
 
     def _max_tokens(self, background: bool = False) -> int:
         if self.config.max_tokens:
@@ -100,7 +102,8 @@ class LLMReader:
 
     def _prompt(self, template, selector, example, passages) -> prompts.Prompt:
         demos = selector.select(example.qid, example.question)
-        prompt = prompts.fit(template, example.question, demos, passages, self.count_tokens, self.budget)
+        question = answers.shown_question(example, self.task)
+        prompt = prompts.fit(template, question, demos, passages, self.count_tokens, self.budget)
         for note in prompt.notes:
             log.info("question %s: %s", example.qid, note)
         self.prompt_lengths.append(prompt.tokens)
@@ -135,7 +138,9 @@ class LLMReader:
             outputs = completions[n * samples : (n + 1) * samples]
             replies = [self._reply(c) for c in outputs]
             parsed = [
-                ("", "") if r.truncated else answers.for_task(*answers.extract(r.answer, self.reasoning), self.task)
+                ("", "")
+                if r.truncated
+                else answers.for_task(*answers.extract(r.answer, self.reasoning), self.task, example)
                 for r in replies
             ]
             answered = [i for i, r in enumerate(replies) if not r.truncated]

@@ -1,0 +1,59 @@
+"""Question sets published only on the Hugging Face Hub, registered as settings and read with ``datasets``.
+
+FaithEval's counterfactual set (Ming et al., 2024; ``Salesforce/FaithEval-counterfactual-v1.0``,
+1,000 questions, one ``test`` split): ARC-Challenge questions whose ``context`` was rewritten to
+support a counterfactual answer ("the moon is made of marshmallows"), each with options
+(``choices: {label, text}``) and the option the context supports (``answerKey``). It is a
+multiple-choice set (task ``mc``) whose premise is in its context, not its question: read in
+``context`` mode it asks whether a reader follows the context; closed-book, each question is its own
+factual twin for ``ifqa analyze premise``.
+
+CofCA (Wu et al., ICLR 2025) is not here: its data is published outside the Hub (an anonymous
+4open.science repository) without a documented schema; a converted copy reads as ``hf:FOLDER``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from ifqa.artifacts import Example, QuestionSet
+from ifqa.datasets.hub import PREFIX, is_hub, load_hub_questions
+from ifqa.errors import IfqaError
+
+
+@dataclass(frozen=True)
+class HubSet:
+    """A setting read from ``hub_id`` (``$<env>`` names another id or a local copy in Hub layout)."""
+
+    name: str
+    hub_id: str
+    env: str
+    splits: tuple[str, ...]
+    default_split: str
+    task: str
+    premise: str = "question"  # where the counterfactual is stated: "question" (IfQA's) or "context"
+
+    def location(self) -> str:
+        return os.environ.get(self.env) or self.hub_id
+
+    def questions(self, split: str) -> QuestionSet:
+        """The split, with the Hub record (id, split, revision, fingerprint) manifests keep."""
+        if split not in self.splits:
+            raise IfqaError(f"{self.name} has {', '.join(self.splits)} splits, not {split!r}")
+        return load_hub_questions(f"{PREFIX}{self.location()}?split={split}", self.name)
+
+    def load(self, split: str, directory: str | Path | None = None) -> list[Example]:
+        """``directory`` (ifqa's data folder) is unused: ``datasets`` keeps its own cache."""
+        return self.questions(split).examples
+
+    def load_file(self, path: str | Path) -> list[Example]:
+        """A copy named by ``--questions hf:FOLDER`` (or a bare folder) with ``--setting`` this set."""
+        spec = str(path) if is_hub(str(path)) else f"{PREFIX}{path}"
+        return load_hub_questions(spec, self.name).examples
+
+
+FAITHEVAL = HubSet(
+    "faitheval", "Salesforce/FaithEval-counterfactual-v1.0", "IFQA_FAITHEVAL", ("test",), "test", "mc", "context"
+)
