@@ -7,6 +7,7 @@ import gzip
 import io
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -206,37 +207,81 @@ def umask_modes(path: str | Path) -> None:
 
 @contextlib.contextmanager
 def atomic_dir(path: str | Path) -> Iterator[Path]:
-    """A temporary folder beside ``path``, renamed to ``path`` only when the block succeeds (a folder
-    already there, as a rerun that redoes the last save finds, is moved aside first, then removed)."""
+    """A temporary folder beside ``path``, put in its place (``publish_dir``) only when the block succeeds."""
     import shutil
 
-    path = Path(path)
+    path = settled(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=staging_prefix(path), suffix=".tmp", dir=path.parent))
     try:
         yield tmp
-        umask_modes(tmp)
-        aside = path.with_name(f".{path.name}.replaced")
-        if path.is_dir():
-            shutil.rmtree(aside, ignore_errors=True)
-            path.rename(aside)
-        os.replace(tmp, path)
-        shutil.rmtree(aside, ignore_errors=True)
+        publish_dir(tmp, path)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+def publish_dir(staged: str | Path, path: str | Path) -> None:
+    """Put the complete folder ``staged`` at ``path``, with the user's umask modes. A folder already
+    there is moved aside first and removed last, so at every instant one whole version is in place or,
+    for a process killed between the two renames, aside, where ``settled`` puts it back: a kill never
+    costs the version that was there (a rerun that redoes the last save finds one)."""
+    import shutil
+
+    staged, path = Path(staged), Path(path)
+    umask_modes(staged)
+    old = aside(path)
+    if path.is_dir():
+        shutil.rmtree(old, ignore_errors=True)
+        path.rename(old)
+    os.replace(staged, path)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def settled(path: str | Path) -> Path:
+    """``path`` once a swap a kill cut short (``publish_dir``) is settled: the folder moved aside comes
+    back where none is in place; one left beside a folder in place goes. Called by the writers of such a
+    folder (a build, a training run) before they look at it; readers only say where it is (a reader that
+    moved it could meet a writer between its two renames)."""
+    import shutil
+
+    path = Path(path)
+    old = aside(path)
+    if old.is_dir():
+        if path.exists():
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            old.rename(path)
+    return path
+
+
+def aside(path: str | Path) -> Path:
+    """Where ``publish_dir`` keeps the folder it replaces until the new one is in place."""
+    path = Path(path)
+    return path.with_name(f".{path.name}.replaced")
 
 
 def staging_prefix(path: str | Path) -> str:
     """``.<name>.<pid>.``: the prefix of a staging file or folder beside ``path``. Staging left by a
     process that no longer runs (killed with SIGKILL, a machine that went down) is removed first, so
     the next run of the same command leaves nothing a user could mistake for output."""
-    import re
-    import shutil
-
     path = Path(path)
     pattern = re.compile(re.escape(f".{path.name}.") + r"(\d+)\..*\.tmp$")
-    for leftover in path.parent.glob(f".{glob_escape(path.name)}.*.tmp"):
+    _remove_stale(path.parent.glob(f".{glob_escape(path.name)}.*.tmp"), pattern)
+    return f".{path.name}.{os.getpid()}."
+
+
+def sweep_staging(folder: str | Path) -> None:
+    """Remove every staging file or folder (``staging_prefix``'s: ``.<name>.<pid>.<random>.tmp``, or
+    ``...<random>.old.tmp`` moved aside) that a process no longer running left in ``folder``: for a
+    command that finds its work done and so stages nothing itself."""
+    _remove_stale(Path(folder).glob(".*.tmp"), re.compile(r"^\..+\.(\d+)\.[^.]+(?:\.old)?\.tmp$"))
+
+
+def _remove_stale(candidates: Iterable[Path], pattern: re.Pattern) -> None:
+    import shutil
+
+    for leftover in candidates:
         match = pattern.match(leftover.name)
         if match and not _alive(int(match.group(1))):
             if leftover.is_dir():
@@ -244,7 +289,6 @@ def staging_prefix(path: str | Path) -> str:
             else:
                 with contextlib.suppress(OSError):
                     leftover.unlink()
-    return f".{path.name}.{os.getpid()}."
 
 
 def glob_escape(name: str) -> str:

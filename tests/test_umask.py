@@ -74,9 +74,9 @@ def test_every_place_that_publishes_staged_output_gives_the_umask_modes():
     assert not missing, missing
 
 
-#: Renames of what is already published (its modes the user's): --force swapping in a folder that
-#: index.staging built (and gave the modes), and moving a folder aside.
-ALLOWED = {"replace_folder"}
+#: Renames of what is already published (its modes the user's): none now (io.publish_dir swaps every
+#: folder in, modes given, and io.settled moves back what it had moved aside).
+ALLOWED: set[str] = set()
 
 
 def test_index_and_training_outputs_are_readable_by_others(cli, umask, tmp_path, tiny_model):

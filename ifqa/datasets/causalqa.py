@@ -25,7 +25,7 @@ from importlib import resources
 from pathlib import Path
 
 from ifqa.artifacts import Example
-from ifqa.datasets.download import install
+from ifqa.datasets.download import install, installed
 from ifqa.datasets.ifqa import data_dir
 from ifqa.errors import IfqaError
 
@@ -62,9 +62,9 @@ def download(
     (``$IFQA_CAUSALQA_URL`` overrides the location); each is validated before it is kept."""
 
     folder = cache_folder(directory)
-    existing = sorted(folder.glob("*-splits/*.csv"))
+    existing = installed(folder)  # the whole release, as its record says (not the files a killed run left)
     if existing and not force:
-        return existing
+        return sorted(existing)
     url = url or os.environ.get("IFQA_CAUSALQA_URL") or DEFAULT_URL
 
     def place(member: str) -> str | None:

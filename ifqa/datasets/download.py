@@ -19,7 +19,8 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ifqa.errors import IfqaError
-from ifqa.io import atomic_write
+from ifqa.io import atomic_write, read_json, staging_prefix, sweep_staging, write_json
+from ifqa.redact import redact_url
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +49,10 @@ def fetch_archive(url: str, folder: Path, progress: bool = True) -> Path:
     from tqdm import tqdm
 
     folder.mkdir(parents=True, exist_ok=True)
-    handle = tempfile.NamedTemporaryFile(dir=folder, prefix=".download-", suffix=".zip", delete=False)
+    # named as staging is (io.staging_prefix): what a killed download left is removed by the next one
+    handle = tempfile.NamedTemporaryFile(
+        dir=folder, prefix=staging_prefix(folder / "download"), suffix=".tmp", delete=False
+    )
     path = Path(handle.name)
     log.info("downloading %s", url)
     try:
@@ -86,6 +90,24 @@ def extract(archive: Path, url: str, wanted: Callable[[str], Path | None]) -> li
     return written
 
 
+#: Written last by ``install``: which files a whole release put in its folder.
+RECORD = "release.json"
+
+
+def installed(folder: Path) -> list[Path] | None:
+    """The files a completed install put in ``folder`` (its record, written last, names them), or None
+    for a release not installed whole (a run killed between its files: the next one installs it again);
+    staging a killed run left is removed either way."""
+    if not folder.is_dir():
+        return None
+    sweep_staging(folder)
+    record = folder / RECORD
+    if not record.is_file():
+        return None
+    files = [folder / name for name in read_json(record).get("files", [])]
+    return files if files and all(p.is_file() for p in files) else None
+
+
 def install(
     url: str, folder: Path, place: Callable[[str], str | None], check: Callable[[Path], object], progress: bool = True
 ) -> list[Path]:
@@ -100,7 +122,9 @@ def install(
             shutil.rmtree(folder, ignore_errors=True)
         raise
     try:
-        with tempfile.TemporaryDirectory(dir=folder, prefix=".staging-") as scratch:
+        with tempfile.TemporaryDirectory(
+            dir=folder, prefix=staging_prefix(folder / "unpacked"), suffix=".tmp"
+        ) as scratch:
             staging = Path(scratch)
             written = extract(archive, url, lambda member: staging / where if (where := place(member)) else None)
             for path in written:
@@ -111,6 +135,9 @@ def install(
                 target.parent.mkdir(parents=True, exist_ok=True)
                 path.replace(target)
                 installed.append(target)
+            write_json(
+                folder / RECORD, {"url": redact_url(url), "files": [str(p.relative_to(folder)) for p in installed]}
+            )
             return installed
     except BaseException:
         if created:

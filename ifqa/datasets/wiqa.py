@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ifqa.artifacts import Example
-from ifqa.datasets.download import install
+from ifqa.datasets.download import install, installed
 from ifqa.datasets.ifqa import data_dir
 from ifqa.errors import IfqaError
 from ifqa.eval.wiqa import LABELS
@@ -46,7 +46,7 @@ def download(
 
     folder = cache_folder(directory)
     targets = [folder / f"{split}.jsonl" for split in SPLITS]
-    if all(t.exists() for t in targets) and not force:
+    if installed(folder) and not force:  # the whole release, as its record says
         return targets
     url = url or os.environ.get("IFQA_WIQA_URL") or DEFAULT_URL
     names = {f"{split}.jsonl" for split in SPLITS}

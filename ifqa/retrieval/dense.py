@@ -22,14 +22,14 @@ from ifqa import memory
 from ifqa.cards import read_card
 from ifqa.devices import cpu_threads, pick_device, pick_precision
 from ifqa.errors import IfqaError, restoring
-from ifqa.io import atomic_write, staging_prefix, umask_modes, write_json
+from ifqa.io import atomic_write, publish_dir, settled, staging_prefix, umask_modes, write_json
 from ifqa.retrieval.bm25_build import count_passages
 from ifqa.retrieval.chunks import ChunkEncoder, check_chunks, chunk_path, chunks_to_encode
 from ifqa.retrieval.dense_ray import encode_on_ray
 from ifqa.retrieval.encoders import check_encoder_location, resolve
 from ifqa.retrieval.engines import DenseSettings
 from ifqa.retrieval.exported import Runtime
-from ifqa.retrieval.index import MANIFEST, OFFSETS, corpus_record, finish_manifest, replace_folder, replacement_folder
+from ifqa.retrieval.index import MANIFEST, OFFSETS, corpus_record, finish_manifest, replacement_folder
 from ifqa.retrieval.store import iter_corpus
 
 log = logging.getLogger(__name__)
@@ -361,7 +361,7 @@ def build(
     if shard is None and (dim := embedding_size(encoder_name)):
         check_memory(index_type, count_passages(Path(corpus)), dim, budget, about=True, chunk=chunk)
     check_encoder_location(encoder_name)
-    target = Path(index_dir)
+    target = settled(index_dir)
     import shutil
 
     # --force over an existing folder builds beside it and replaces it only once the new index is
@@ -369,6 +369,8 @@ def build(
     folder = replacement_folder(target) if force and target.exists() else target
     if force and shard is not None and folder != target:
         raise IfqaError("--force with --shard: shards add chunks to one folder; remove it yourself first", target)
+    if folder != target and (folder / MANIFEST).exists():  # built, then killed before the swap: merged again
+        (folder / MANIFEST).unlink()
     started, created = time.time(), not folder.exists()
     try:
         encode(
@@ -394,5 +396,5 @@ def build(
         return None
     manifest = merge(corpus, folder, index_type, started=started, max_memory=max_memory)
     if folder != target:
-        replace_folder(target, folder)
+        publish_dir(folder, target)
     return manifest

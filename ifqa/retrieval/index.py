@@ -21,7 +21,16 @@ from typing import Any, Protocol
 import numpy as np
 
 from ifqa.errors import IfqaError
-from ifqa.io import exclusive, file_sha256, read_manifest_object, staging_prefix, umask_modes, write_json
+from ifqa.io import (
+    aside,
+    exclusive,
+    file_sha256,
+    publish_dir,
+    read_manifest_object,
+    settled,
+    staging_prefix,
+    write_json,
+)
 from ifqa.retrieval.store import PassageStore, iter_corpus
 from ifqa.version import __version__
 
@@ -67,20 +76,16 @@ def staging(index_dir: str | Path, force: bool = False) -> Iterator[Path]:
     same folder fails clearly (a lock) instead of replacing the other one's result.
     """
     index_dir = Path(index_dir)
-    if index_dir.exists() and not force:
-        raise IfqaError("index folder already exists (use --force to replace it)", index_dir)
-    index_dir.parent.mkdir(parents=True, exist_ok=True)
-
-    with exclusive(index_dir, "another build into this folder is running"):
+    with exclusive(index_dir, "another build into this folder is running"):  # first: a refusal leaves no lock
+        if settled(index_dir).exists() and not force:
+            raise IfqaError("index folder already exists (use --force to replace it)", index_dir)
         temporary = Path(tempfile.mkdtemp(prefix=staging_prefix(index_dir), suffix=".tmp", dir=index_dir.parent))
         try:
             yield temporary
             if index_dir.exists():
                 if not force:  # appeared while we worked: never replace it silently
                     raise IfqaError("index folder appeared during the build (use --force to replace it)", index_dir)
-                shutil.rmtree(index_dir)
-            umask_modes(temporary)
-            temporary.rename(index_dir)
+            publish_dir(temporary, index_dir)
         finally:
             if temporary.exists():
                 shutil.rmtree(temporary, ignore_errors=True)
@@ -123,6 +128,12 @@ def fingerprint(store: PassageStore) -> dict:
 def read_manifest(index_dir: str | Path) -> dict:
     """An index's manifest, its shape checked: a damaged or hand-edited one is one line naming it."""
     path = Path(index_dir) / MANIFEST
+    if not Path(index_dir).exists() and aside(index_dir).is_dir():  # readers never move folders: builds do
+        raise IfqaError(
+            f"a --force rebuild was killed while swapping it in; the previous index is at {aside(index_dir)}: "
+            "rerun that build to finish it",
+            index_dir,
+        )
     if not Path(index_dir).exists():
         raise IfqaError("no such index folder (build one with `ifqa index bm25|dense`, or use demo:bm25)", index_dir)
     if not path.exists():
@@ -211,14 +222,3 @@ def verify_collection(retriever) -> None:
 def replacement_folder(target: Path) -> Path:
     """Where ``--force`` rebuilds ``target``: a fixed name beside it, so an interrupted rebuild resumes."""
     return target.parent / f".{target.name}.replacement"
-
-
-def replace_folder(target: Path, complete: Path) -> None:
-    """``complete`` takes ``target``'s place: the old one is moved aside first, then removed."""
-    import shutil
-
-    aside = target.parent / f".{target.name}.replaced"
-    shutil.rmtree(aside, ignore_errors=True)
-    target.rename(aside)
-    complete.rename(target)
-    shutil.rmtree(aside, ignore_errors=True)

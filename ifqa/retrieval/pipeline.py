@@ -145,14 +145,17 @@ class RetrievalPipeline:
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
                 records.append(record)
                 bar.update(1)
+        write_manifest(output, questions, n=len(records), **self.describe(), seconds=round(time.time() - started, 2))
+        return records
+
+    def describe(self) -> dict:
+        """What this pipeline is, as manifests record it: k, the query mode, each index (its engine,
+        settings and collection), the fusion and the rerankers."""
         config = self.config
-        write_manifest(
-            output,
-            questions,
-            n=len(records),
-            k=config.k,
-            query_mode=config.query_mode,
-            indexes=[
+        return {
+            "k": config.k,
+            "query_mode": config.query_mode,
+            "indexes": [
                 {
                     "name": r.name,
                     "engine": r.manifest["engine"],
@@ -161,9 +164,7 @@ class RetrievalPipeline:
                 }
                 for r in self.retrievers
             ],
-            fusion=config.fusion if len(self.retrievers) > 1 else None,
-            weights=list(config.weights) if config.weights else None,
-            rerankers=[r.describe() for r in self.rerankers],
-            seconds=round(time.time() - started, 2),
-        )
-        return records
+            "fusion": config.fusion if len(self.retrievers) > 1 else None,
+            "weights": list(config.weights) if config.weights else None,
+            "rerankers": [r.describe() for r in self.rerankers],
+        }

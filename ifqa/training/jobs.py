@@ -17,7 +17,7 @@ from ifqa.devices import pick_precision
 from ifqa.distributed import launched
 from ifqa.errors import IfqaError
 from ifqa.eval.summary import summarize_run
-from ifqa.io import read_json, write_json
+from ifqa.io import read_json, settled, write_json
 from ifqa.models import check_model
 from ifqa.retrieval.encoders import resolve
 from ifqa.retrieval.specs import index_manifest
@@ -190,7 +190,8 @@ def check_not_complete(output: Path) -> None:
     a run killed while it trained, saved its model, wrote its card or scored dev, is resumed by the same
     command. Cards written before completion was recorded have no such field and count as complete."""
 
-    card = read_card(output / "model") if (output / "model").is_dir() else {}
+    model = settled(output / "model")
+    card = read_card(model) if model.is_dir() else {}
     if card and card.get("complete", True):
         raise IfqaError("already holds a trained model; choose another --output or delete it", output)
 

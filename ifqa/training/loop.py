@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -22,7 +21,7 @@ from ifqa.devices import numerics, pick_precision
 from ifqa.distributed import World
 from ifqa.errors import check_step, restoring
 from ifqa.interrupts import held_interrupts
-from ifqa.io import umask_modes
+from ifqa.io import atomic_dir, atomic_write, settled, write_json
 from ifqa.models import load_weights
 
 log = logging.getLogger(__name__)
@@ -48,7 +47,7 @@ def check_saved_state(output: Path) -> None:
     """What of a saved state can be checked before any work (mining takes minutes and writes its
     groups): its files load as weights and the trainer's holds every key at a whole step. The rest
     (the model's shapes, the step against the run's length) is checked when the state is restored."""
-    state_dir = Path(output) / STATE
+    state_dir = settled(Path(output) / STATE)
     if not (state_dir / "trainer.pt").exists() and not (state_dir / "model.pt").exists():
         return
     start_over = f"delete {state_dir} to train from the start"
@@ -88,7 +87,7 @@ def run_loop(
     scheduler = torch.optim.lr_scheduler.LambdaLR(
         optimizer, lambda s: min((s + 1) / warmup, max(0.0, (settings.steps - s) / max(1, settings.steps - warmup)))
     )
-    state_dir = output / STATE
+    state_dir = settled(output / STATE)
     if (output / RESULT).exists() and save_model is not None:  # trained already: the rest of the run resumes
         with restoring(output / RESULT, f"delete {output / RESULT} to train again"):
             recorded = json.loads((output / RESULT).read_text(encoding="utf-8"))
@@ -125,26 +124,20 @@ def run_loop(
     def save() -> None:
         if not world.main:  # one writer
             return
-        tmp = output / (STATE + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        torch.save(model.state_dict(), tmp / "model.pt")
-        torch.save(
-            {
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "step": step,
-                "history": json.dumps(history),
-                "running_loss": running,
-                "rng": torch.get_rng_state(),
-                "losses": json.dumps(losses),
-            },
-            tmp / "trainer.pt",
-        )
-
-        umask_modes(tmp)
-        shutil.rmtree(state_dir, ignore_errors=True)
-        os.replace(tmp, state_dir)
+        with atomic_dir(state_dir) as tmp:  # a kill never leaves no state: the last one is kept aside
+            torch.save(model.state_dict(), tmp / "model.pt")
+            torch.save(
+                {
+                    "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(),
+                    "step": step,
+                    "history": json.dumps(history),
+                    "running_loss": running,
+                    "rng": torch.get_rng_state(),
+                    "losses": json.dumps(losses),
+                },
+                tmp / "trainer.pt",
+            )
 
     started = time.time()
     with (
@@ -201,7 +194,6 @@ def run_loop(
     }
     if save_model is not None and world.main:
         save_model(output)  # replaces a model an earlier, killed run saved from the same final state
-        from ifqa.io import atomic_write, write_json
 
         with atomic_write(output / "train_log.jsonl") as handle:
             handle.write("".join(json.dumps({"step": n, "loss": loss}) + "\n" for n, loss in enumerate(losses, 1)))

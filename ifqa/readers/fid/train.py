@@ -7,7 +7,6 @@ import contextlib
 import json
 import logging
 import random
-import shutil
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
@@ -22,7 +21,7 @@ from ifqa.distributed import World
 from ifqa.errors import IfqaError, check_step, restoring
 from ifqa.eval.answers import best_over_answers, exact_match
 from ifqa.interrupts import held_interrupts
-from ifqa.io import umask_modes
+from ifqa.io import atomic_dir, settled
 from ifqa.models import load_weights
 from ifqa.readers.fid import FiDTrainConfig
 from ifqa.readers.fid.data import FID_CONFIG, Collator, FiDSettings
@@ -33,22 +32,14 @@ log = logging.getLogger(__name__)
 
 
 def _save_model(model, tokenizer, settings: FiDSettings, target: Path, extra: dict | None = None) -> None:
-    """Write a checkpoint folder aside and swap it in, so a crash never leaves half a checkpoint."""
-    tmp = target.with_name(f".{target.name}.tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    model.save_pretrained(tmp)
-    tokenizer.save_pretrained(tmp)
-    (tmp / FID_CONFIG).write_text(json.dumps(asdict(settings), indent=2))
-    if extra is not None:
-        torch.save(extra, tmp / "trainer_state.pt")
-
-    umask_modes(tmp)
-    old = target.with_name(f".{target.name}.old")
-    shutil.rmtree(old, ignore_errors=True)
-    if target.exists():
-        target.rename(old)
-    tmp.rename(target)
-    shutil.rmtree(old, ignore_errors=True)
+    """Write a checkpoint folder aside and swap it in (``io.atomic_dir``): a kill never leaves half a
+    checkpoint, nor none (the one it replaces is kept aside until the new one is in place)."""
+    with atomic_dir(target) as tmp:
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / FID_CONFIG).write_text(json.dumps(asdict(settings), indent=2))
+        if extra is not None:
+            torch.save(extra, tmp / "trainer_state.pt")
 
 
 def _batch_order(n: int, batch_size: int, seed: int, step: int) -> list[int]:
@@ -176,7 +167,7 @@ def train(
     dev_records = read_run(dev_run) if dev_run else []
     if not train_records:
         raise IfqaError("no training questions", train_run)
-    last = output / "last"
+    last, _ = settled(output / "last"), settled(output / "best")  # a checkpoint swap a kill cut short
     resuming = (last / "trainer_state.pt").exists()
     what = {k: v for k, v in asdict(config).items() if k not in FiDTrainConfig.HOW_NOT_WHAT}
     if resuming:

@@ -124,7 +124,7 @@ def read_to_file(reader: IterativeReader, questions, output: str | Path, progres
         config=asdict(reader.config.public()),
         backend=reader.backend.describe(),
         thinks=reader.thinks,
-        retrieval=repr(reader.pipeline),
+        retrieval=reader.pipeline.describe(),
         counters=reader.counters.public(),
         steps={"mean": round(statistics.fmean(len(r["steps"]) for r in records), 2)} if records else {},
         host_ms_per_step=round(1000 * statistics.fmean(reader.host_seconds), 2) if reader.host_seconds else None,
