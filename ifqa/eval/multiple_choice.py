@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ifqa.eval.answers import normalize_answer
-from ifqa.eval.significance import bootstrap_ci, paired_test
+from ifqa.eval.significance import accuracy, interval, paired_test
 from ifqa.tables import table
 
 #: A label at the start ("B", "(B)", "B)", "B.", "**B**", "Answer: B"): its letter, and the mark after it.
@@ -64,6 +64,7 @@ def summarize_choices(
         return [float(chosen(preds.get(e.qid, ""), options(e)) == e.answers[0]) for e in examples]
 
     scores = correct(predictions)
+    overall = accuracy(scores)
     by_options: dict[str, list[float]] = collections.defaultdict(list)
     for example, score in zip(examples, scores):
         by_options[str(len(options(example)))].append(score)
@@ -71,35 +72,25 @@ def summarize_choices(
         "task": "mc",
         "n": len(examples),
         "answered": sum(1 for e in examples if chosen(predictions.get(e.qid, ""), options(e)) is not None),
-        "accuracy": _percent(scores),
-        "accuracy_ci95": list(bootstrap_ci(scores)),
-        "by_options": {
-            name: {"n": len(group), "accuracy": _percent(group), "ci95": list(bootstrap_ci(group))}
-            for name, group in sorted(by_options.items(), key=lambda item: int(item[0]))
-        },
+        "accuracy": overall["accuracy"],
+        "accuracy_ci95": overall["ci95"],
+        "by_options": {name: accuracy(group) for name, group in sorted(by_options.items(), key=lambda i: int(i[0]))},
         "unknown_qids": len(set(predictions) - {e.qid for e in examples}),
     }
     if compare is not None:
         other = correct(compare)
-        report["compare"] = {"accuracy": _percent(other), "accuracy_difference": paired_test(scores, other)}
+        report["compare"] = {"accuracy": accuracy(other)["accuracy"], "accuracy_difference": paired_test(scores, other)}
     return report
 
 
-def _percent(values: Sequence[float]) -> float:
-    return round(100 * sum(values) / len(values), 2) if values else 0.0
-
-
 def format_choices_report(report: dict[str, Any]) -> str:
-    def ci(pair) -> str:
-        return f"[{pair[0]:.1f}, {pair[1]:.1f}]"
-
     lines = [
-        f"multiple-choice accuracy {report['accuracy']:.2f} {ci(report['accuracy_ci95'])} over {report['n']} "
+        f"multiple-choice accuracy {report['accuracy']:.2f} {interval(report['accuracy_ci95'])} over {report['n']} "
         f"questions ({report['answered']} chose an option)",
         "",
         table(
             ["options", "n", "accuracy", "95% CI"],
-            [[name, g["n"], f"{g['accuracy']:.2f}", ci(g["ci95"])] for name, g in report["by_options"].items()],
+            [[name, g["n"], f"{g['accuracy']:.2f}", interval(g["ci95"])] for name, g in report["by_options"].items()],
         ),
     ]
     if "compare" in report:
@@ -107,7 +98,7 @@ def format_choices_report(report: dict[str, Any]) -> str:
         d = c["accuracy_difference"]
         lines += [
             "",
-            f"vs the compared predictions ({c['accuracy']:.2f}): {d['difference']:+.2f} {ci(d['ci95'])}, "
+            f"vs the compared predictions ({c['accuracy']:.2f}): {d['difference']:+.2f} {interval(d['ci95'])}, "
             f"paired permutation p={d['p_value']:.4f}",
         ]
     if report["unknown_qids"]:

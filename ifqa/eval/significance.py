@@ -53,3 +53,17 @@ def cohen_kappa(a: Sequence[bool], b: Sequence[bool]) -> float:
     if expected == 1.0:
         return 1.0 if observed == 1.0 else 0.0
     return round((observed - expected) / (1 - expected), 4)
+
+
+def accuracy(correct: Sequence[float]) -> dict:
+    """``{"n", "accuracy", "ci95"}`` of per-question scores (1 right, 0 wrong), in percent."""
+    return {
+        "n": len(correct),
+        "accuracy": round(100 * sum(correct) / len(correct), 2) if correct else 0.0,
+        "ci95": list(bootstrap_ci(correct)),
+    }
+
+
+def interval(pair: Sequence[float]) -> str:
+    """An interval as reports print it: ``[low, high]``, one decimal."""
+    return f"[{pair[0]:.1f}, {pair[1]:.1f}]"

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ifqa.artifacts import read_predictions
-from ifqa.eval.significance import bootstrap_ci, paired_test
+from ifqa.eval.significance import accuracy, interval, paired_test
 from ifqa.tables import table
 
 LABELS = ("more", "less", "no_effect")
@@ -44,21 +44,13 @@ def read_label_predictions(path: str | Path) -> dict[str, str]:
     return read_predictions(path, to_label)
 
 
-def _accuracy(correct: Sequence[float]) -> dict[str, Any]:
-    return {
-        "n": len(correct),
-        "accuracy": round(100 * sum(correct) / len(correct), 2) if correct else 0.0,
-        "ci95": list(bootstrap_ci(correct)),
-    }
-
-
 def _groups(examples: Sequence[Any], correct: Sequence[float], key) -> dict[str, dict[str, Any]]:
     groups: dict[str, list[float]] = collections.defaultdict(list)
     for example, value in zip(examples, correct):
         groups[key(example)].append(value)
     order = list(QUESTION_TYPES.values())  # the paper's column order, then anything else
     ranked = sorted(groups, key=lambda name: (order.index(name) if name in order else len(order), name))
-    return {name: _accuracy(groups[name]) for name in ranked}
+    return {name: accuracy(groups[name]) for name in ranked}
 
 
 def question_type(example) -> str:
@@ -71,7 +63,7 @@ def summarize_wiqa(
 ) -> dict[str, Any]:
     """Accuracy with 95% bootstrap intervals, by question type and path length; paired test vs ``compare``."""
     correct = [float(predictions.get(e.qid, "") == e.answers[0]) for e in examples]
-    overall = _accuracy(correct)
+    overall = accuracy(correct)
     report: dict[str, Any] = {
         "task": "wiqa",
         "n": len(examples),
@@ -90,7 +82,7 @@ def summarize_wiqa(
         for i, example in enumerate(examples):
             by_type[question_type(example)].append(i)
         report["compare"] = {
-            "accuracy": round(100 * sum(other) / len(other), 2) if other else 0.0,
+            "accuracy": accuracy(other)["accuracy"],
             "accuracy_difference": paired_test(correct, other),
             "by_question_type": {
                 name: paired_test([correct[i] for i in idx], [other[i] for i in idx])
@@ -101,25 +93,28 @@ def summarize_wiqa(
 
 
 def format_wiqa_report(report: dict[str, Any]) -> str:
-    def ci(pair) -> str:
-        return f"[{pair[0]:.1f}, {pair[1]:.1f}]"
-
     lines = [
-        f"WIQA accuracy {report['accuracy']:.2f} {ci(report['accuracy_ci95'])} over {report['n']} questions "
+        f"WIQA accuracy {report['accuracy']:.2f} {interval(report['accuracy_ci95'])} over {report['n']} questions "
         f"({report['answered']} answered)",
         "",
     ]
     lines.append(
         table(
             ["question type", "n", "accuracy", "95% CI"],
-            [[name, g["n"], f"{g['accuracy']:.2f}", ci(g["ci95"])] for name, g in report["by_question_type"].items()],
+            [
+                [name, g["n"], f"{g['accuracy']:.2f}", interval(g["ci95"])]
+                for name, g in report["by_question_type"].items()
+            ],
         )
     )
     lines.append("")
     lines.append(
         table(
             ["path length", "n", "accuracy", "95% CI"],
-            [[name, g["n"], f"{g['accuracy']:.2f}", ci(g["ci95"])] for name, g in report["by_path_length"].items()],
+            [
+                [name, g["n"], f"{g['accuracy']:.2f}", interval(g["ci95"])]
+                for name, g in report["by_path_length"].items()
+            ],
         )
     )
     lines.append("")
@@ -135,10 +130,10 @@ def format_wiqa_report(report: dict[str, Any]) -> str:
         lines += [
             "",
             f"vs the compared predictions ({c['accuracy']:.2f}): {d['difference']:+.2f} "
-            f"{ci(d['ci95'])}, paired permutation p={d['p_value']:.4f}",
+            f"{interval(d['ci95'])}, paired permutation p={d['p_value']:.4f}",
         ]
         for name, t in c["by_question_type"].items():
-            lines.append(f"  {name}: {t['difference']:+.2f} {ci(t['ci95'])}, p={t['p_value']:.4f}")
+            lines.append(f"  {name}: {t['difference']:+.2f} {interval(t['ci95'])}, p={t['p_value']:.4f}")
     if report["unknown_qids"]:
         lines.append(f"\n{report['unknown_qids']} predictions name questions not in the set (ignored)")
     return "\n".join(lines)
