@@ -6,8 +6,8 @@ A CLI subprocess pays the imports again (torch and sentence-transformers: 5 to 3
 each call: its own file descriptors 1 and 2 (so native libraries' output, Java's or ONNX Runtime's,
 is captured as a subprocess's would be), ``sys.argv``, the environment and working folder it was
 given, an empty stdin, Python's default warning filters printing to stderr, logging not yet
-configured, no secrets known to the redactor and no once-per-process warning said yet; torch's
-thread count is put back afterwards.
+configured, no secrets known to the redactor, no once-per-process warning said yet and the ``datasets``
+cache the environment names; torch's thread count is put back afterwards.
 Tests whose point is the process itself (signals, start-up time, what an import pulls in, two
 processes at once) start one instead (``tests.conftest.run_cli_process``).
 """
@@ -119,6 +119,21 @@ def _nothing_said_yet():
         say_once.cache_clear()
 
 
+@contextlib.contextmanager
+def _datasets_cache_from_the_environment():
+    """``datasets`` reads where its cache is (``HF_DATASETS_CACHE``) once, at import: a fresh interpreter
+    reads the environment this call was given."""
+    config = sys.modules.get("datasets.config")
+    saved = getattr(config, "HF_DATASETS_CACHE", None)
+    try:
+        if config is not None and os.environ.get("HF_DATASETS_CACHE"):
+            config.HF_DATASETS_CACHE = Path(os.environ["HF_DATASETS_CACHE"])
+        yield
+    finally:
+        if config is not None:
+            config.HF_DATASETS_CACHE = saved
+
+
 def _exit_status(exc: SystemExit) -> int:
     if exc.code is None:
         return 0
@@ -156,7 +171,8 @@ def run_in_process(*args: str | Path, cwd: Path | None = None, env: dict | None 
                 os.chdir(cwd)
             _fresh_warnings()
             try:
-                main(argv)
+                with _datasets_cache_from_the_environment():
+                    main(argv)
                 status = 0
             except SystemExit as exc:
                 status = _exit_status(exc)

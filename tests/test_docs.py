@@ -174,6 +174,19 @@ STAND_INS = {
             "ifqa analyze premise --predictions runs/demo-qa.jsonl -o runs/premise-qa",
         )
     },
+    ("data.md", 'ifqa retrieve --questions "hf:OWNER/NAME?split=test" --k 20'): {"OWNER/NAME": "someone/cf-set"},
+    (
+        "data.md",
+        'ifqa evaluate --predictions preds.jsonl --questions "hf:/data/my-set?split=dev&fields=question:query,'
+        'answers:golden_answers"',
+    ): {"/data/my-set": "{flashrag}"},
+    (
+        "data.md",
+        'ifqa index bm25 --corpus "hf:/data/wiki-passages?fields=id:docid,text:contents" -o indexes/wiki-bm25',
+    ): {"/data/wiki-passages": "{passages}"},
+    ("data.md", 'ifqa index dense --corpus "hf:OWNER/NAME?split=train" -o indexes/wiki-dense'): {
+        "OWNER/NAME": "someone/wiki-passages"
+    },
     **{
         ("data.md", line): {"MODEL": "m", "URL": "{url}"}
         for line in (
@@ -235,6 +248,31 @@ def reranker(tmp_path_factory, tiny_model):
     return out / "model"
 
 
+def _hub_stand_ins(tmp_path) -> dict:
+    """What docs/data.md's Hub lines read: two Hub ids in a ``datasets`` cache (as a download leaves
+    them, read with HF_HUB_OFFLINE=1), a FlashRAG-style folder, a passages folder, and preds.jsonl."""
+    from ifqa.datasets.demo import corpus_path, load_demo
+    from tests.datasets.test_hub import cached_hub_dataset, hub_folder
+
+    dev = load_demo("dev")
+    with open(corpus_path(), encoding="utf-8") as whole:
+        passages = [json.loads(line) for _, line in zip(range(20), whole)]
+    cache = tmp_path / "hf-datasets"
+    questions = [{"id": e.qid, "question": e.question, "answers": e.answers} for e in dev]
+    cached_hub_dataset(cache, "someone/cf-set", hub_folder(tmp_path / "hub" / "cf-set", {"test": questions}))
+    cached_hub_dataset(cache, "someone/wiki-passages", hub_folder(tmp_path / "hub" / "wiki", {"train": passages}))
+    flashrag = [{"id": e.qid, "query": e.question, "golden_answers": e.answers} for e in dev]
+    renamed = [{"docid": p["id"], "contents": p["text"]} for p in passages]
+    (tmp_path / "preds.jsonl").write_text(
+        "".join(json.dumps({"qid": e.qid, "prediction": e.answers[0]}) + "\n" for e in dev)
+    )
+    return {
+        "cache": cache,
+        "flashrag": hub_folder(tmp_path / "hub" / "my-set", {"dev": flashrag}),
+        "passages": hub_folder(tmp_path / "hub" / "wiki-passages", {"train": renamed}),
+    }
+
+
 @pytest.mark.slow
 def test_marked_examples_run_in_order(tmp_path, reranker):
     """The examples that run here, in the pages' order, then the needs-marked ones with their
@@ -244,7 +282,8 @@ def test_marked_examples_run_in_order(tmp_path, reranker):
     from tests.readers.fake_openai import FakeOpenAI
 
     faitheval = faitheval_folder(tmp_path / "FaithEval-counterfactual-v1.0")  # a local copy in its layout
-    env = _env(tmp_path, OPENAI_API_KEY="k", IFQA_FAITHEVAL=str(faitheval))
+    hub = _hub_stand_ins(tmp_path)
+    env = _env(tmp_path, OPENAI_API_KEY="k", IFQA_FAITHEVAL=str(faitheval), HF_DATASETS_CACHE=str(hub["cache"]))
     for page, command in marked_commands():
         args = shlex.split(command)
         assert args[0] == "ifqa", f"{page}: {command}"
@@ -256,6 +295,7 @@ def test_marked_examples_run_in_order(tmp_path, reranker):
     with FakeOpenAI(answers) as server:
         for page, lang, body in stand_in_blocks():
             body = body.replace("{url}", server.url).replace("{reranker}", str(reranker))
+            body = body.replace("{flashrag}", str(hub["flashrag"])).replace("{passages}", str(hub["passages"]))
             if lang == "python":
                 _run_python(page, body, tmp_path, env)
                 continue

@@ -40,12 +40,16 @@ def corpus_file(name: str, progress: bool = True) -> Path:
 
     spec = HubSpec.parse(name, CANDIDATES)
     files = data_files(spec, name)
-    chosen = choose_split(spec, files, name, ("train",))
+    # no files to resolve: a Hub dataset read offline from datasets' cache, its Arrow tables memory-mapped
+    cached = load_splits(spec, name) if not files else None
+    chosen = choose_split(spec, cached if cached is not None else files, name, ("train",))
+    if cached is not None:
+        files = {chosen: [table["filename"] for table in cached[chosen].cache_files]}
     parquet = [Path(f) for f in files[chosen] if str(f).endswith(".parquet") and Path(f).is_file()]
     local = len(parquet) == len(files[chosen])
     columns = parquet_columns(parquet) if local else None
     if not local:
-        data = load_splits(spec, name, streaming=True)[chosen]
+        data = cached[chosen] if cached is not None else load_splits(spec, name, streaming=True)[chosen]
         columns = list(data.column_names or [])
     mapped = {ours: find_column(spec, ours, columns, name, CANDIDATES, REQUIRED) for ours in CANDIDATES}
     wanted = [c for c in (mapped["id"], mapped["title"], mapped["text"]) if c]

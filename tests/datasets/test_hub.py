@@ -24,6 +24,39 @@ configs:
 """
 
 
+def hub_folder(folder, splits: dict[str, list[dict]]):
+    """Rows per split as a dataset folder in Hub layout (Parquet files and a card naming them)."""
+    from datasets import Dataset
+
+    (folder / "data").mkdir(parents=True)
+    card = ["---", "configs:", "- config_name: default", "  data_files:"]
+    for split, rows in splits.items():
+        Dataset.from_list(rows).to_parquet(str(folder / "data" / f"{split}-00000-of-00001.parquet"))
+        card += [f"  - split: {split}", f"    path: data/{split}-*"]
+    (folder / "README.md").write_text("\n".join([*card, "---", "# written by the tests", ""]))
+    return folder
+
+
+def cached_hub_dataset(cache, repo_id: str, folder) -> None:
+    """``folder`` placed in the ``datasets`` cache ``cache`` (``HF_DATASETS_CACHE``) as a download of
+    ``repo_id`` leaves it, so that ``HF_HUB_OFFLINE=1`` reads the Hub id from the cache, as on a
+    machine that downloaded it once. (The layout is ``datasets``': NAMESPACE___NAME/CONFIG/VERSION/HASH.)"""
+    import shutil
+
+    from datasets import load_dataset
+
+    work = cache.parent / f"{cache.name}-preparing"
+    load_dataset(str(folder), cache_dir=str(work))
+    prepared = next(work.rglob("dataset_info.json")).parent
+    owner, name = repo_id.split("/")
+    target = cache / f"{owner}___{name}" / "default" / "0.0.0" / prepared.name
+    target.mkdir(parents=True)
+    for path in prepared.iterdir():  # the tables are named after the builder: NAME-SPLIT.arrow
+        split = path.stem.rsplit("-", 1)[-1]
+        shutil.copy(path, target / (f"{name}-{split}.arrow" if path.suffix == ".arrow" else path.name))
+    shutil.rmtree(work)
+
+
 def _hub_folder(folder, fmt="parquet", names=("idx", "question", "answers")):
     """The demo questions as a dataset folder in Hub layout (FlashRAG-like columns when asked)."""
     from datasets import Dataset
@@ -89,6 +122,19 @@ def test_a_hub_id_that_cannot_be_reached_offline_says_how_to_point_at_a_copy(tmp
     with pytest.raises(IfqaError, match=r"not in the Hugging Face cache while offline.*hf:/path/to/folder"):
         QuestionSource(file="hf:someone/counterfactual-set").load()
     assert os.environ["HF_HUB_OFFLINE"] == "1"
+
+
+def test_a_hub_id_is_read_offline_from_the_cache_a_download_left(cli, tmp_path):
+    rows = [{"id": e.qid, "question": e.question, "answers": e.answers} for e in DEV]
+    cache = tmp_path / "hf-datasets"
+    cached_hub_dataset(cache, "someone/counterfactual-set", hub_folder(tmp_path / "ds", {"test": rows}))
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_CACHE": str(cache), "IFQA_CACHE_DIR": str(tmp_path / "c")}
+    preds = tmp_path / "preds.jsonl"
+    preds.write_text("".join(json.dumps({"qid": e.qid, "prediction": e.answers[0]}) + "\n" for e in DEV))
+    spec = "hf:someone/counterfactual-set?split=test"
+    result = cli("evaluate", "--predictions", preds, "--questions", spec, "--json", env=env)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["em"] == 100.0
 
 
 def test_two_folders_named_alike_with_the_same_card_are_two_question_sets(tmp_path):
