@@ -235,7 +235,9 @@ def publish_dir(staged: str | Path, path: str | Path) -> None:
         shutil.rmtree(old, ignore_errors=True)
         path.rename(old)
     os.replace(staged, path)
-    shutil.rmtree(old, ignore_errors=True)
+    if old.is_dir():  # renamed to staging first: a removal a kill cuts short is never put back
+        trash = old.rename(path.with_name(f"{staging_prefix(path)}replaced.tmp"))
+        shutil.rmtree(trash, ignore_errors=True)
 
 
 def settled(path: str | Path) -> Path:
@@ -247,11 +249,12 @@ def settled(path: str | Path) -> Path:
 
     path = Path(path)
     old = aside(path)
-    if old.is_dir():
-        if path.exists():
-            shutil.rmtree(old, ignore_errors=True)
-        else:
-            old.rename(path)
+    with contextlib.suppress(FileNotFoundError):  # another rank or process settled it first
+        if old.is_dir():
+            if path.exists():
+                shutil.rmtree(old, ignore_errors=True)
+            else:
+                old.rename(path)
     return path
 
 

@@ -120,18 +120,21 @@ def _nothing_said_yet():
 
 
 @contextlib.contextmanager
-def _datasets_cache_from_the_environment():
+def _datasets_cache(env: dict | None):
     """``datasets`` reads where its cache is (``HF_DATASETS_CACHE``) once, at import: a fresh interpreter
-    reads the environment this call was given."""
-    config = sys.modules.get("datasets.config")
-    saved = getattr(config, "HF_DATASETS_CACHE", None)
+    reads the environment this call was given (imported here first, under the test process's own)."""
     try:
-        if config is not None and os.environ.get("HF_DATASETS_CACHE"):
-            config.HF_DATASETS_CACHE = Path(os.environ["HF_DATASETS_CACHE"])
+        import datasets.config as config
+    except ImportError:
+        yield
+        return
+    saved = config.HF_DATASETS_CACHE
+    wanted = (os.environ if env is None else env).get("HF_DATASETS_CACHE")
+    config.HF_DATASETS_CACHE = Path(wanted) if wanted else saved
+    try:
         yield
     finally:
-        if config is not None:
-            config.HF_DATASETS_CACHE = saved
+        config.HF_DATASETS_CACHE = saved
 
 
 def _exit_status(exc: SystemExit) -> int:
@@ -160,6 +163,7 @@ def run_in_process(*args: str | Path, cwd: Path | None = None, env: dict | None 
         no_known_secrets(),
         _torch_threads_kept(),
         _nothing_said_yet(),
+        _datasets_cache(env),
     ):
         sys.stdout, sys.stderr = _text_stream(1), _text_stream(2)
         sys.stdin, sys.argv = io.StringIO(""), [str(Path(main.__code__.co_filename).with_name("__main__.py")), *argv]
@@ -171,8 +175,7 @@ def run_in_process(*args: str | Path, cwd: Path | None = None, env: dict | None 
                 os.chdir(cwd)
             _fresh_warnings()
             try:
-                with _datasets_cache_from_the_environment():
-                    main(argv)
+                main(argv)
                 status = 0
             except SystemExit as exc:
                 status = _exit_status(exc)

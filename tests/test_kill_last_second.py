@@ -33,8 +33,10 @@ from tests.test_outputs import _commands
 
 pytestmark = pytest.mark.slow  # each kill point is a process of its own
 
-#: The last commits each command is killed after (its last second: the final outputs and their records).
+#: The last commits each command is killed after (its last second: the final outputs and their records);
+#: a replacement's last four: old aside, new in, old to staging, staging removed.
 LAST = 3
+LAST_OF = {"index bm25 --force": 4, "index dense --force": 4}
 
 #: Run as ``python -c HOOK ARGS``: ifqa's command line, killing itself right after commit number
 #: ``$KILL_AFTER_COMMIT`` into ``$KILL_WORK`` (each rename into place there counts once; caches elsewhere
@@ -116,7 +118,7 @@ def _snapshot(folder: Path) -> dict[str, object]:
     return found
 
 
-def _walk(args: list, work: Path, env: dict, monkeypatch) -> None:
+def _walk(args: list, work: Path, env: dict, monkeypatch, last: int = LAST) -> None:
     """Kill after each of the last commits of ``args`` (whose outputs go in ``work``, from what it holds
     now), then rerun it."""
     initial = work.with_name("initial")  # what the output's folder held before (an index --force replaces)
@@ -124,7 +126,7 @@ def _walk(args: list, work: Path, env: dict, monkeypatch) -> None:
     commits = _commits(args, work, env, monkeypatch)
     reference = _snapshot(work)
     assert commits and reference
-    for point in range(max(1, len(commits) - LAST + 1), len(commits) + 1):
+    for point in range(max(1, len(commits) - last + 1), len(commits) + 1):
         shutil.rmtree(work)
         shutil.copytree(initial, work)
         killed = subprocess.run(
@@ -376,7 +378,7 @@ def test_killed_in_its_last_second_then_the_same_command_finishes(
         before, args = made if isinstance(made, tuple) else (None, made)
         if before:
             assert run_cli(*before, env=env).returncode == 0
-        _walk(args, work, env, monkeypatch)
+        _walk(args, work, env, monkeypatch, LAST_OF.get(name, LAST))
 
 
 def test_a_reader_meeting_a_swap_cut_short_says_where_the_index_is_and_moves_nothing(tmp_path, work, env):

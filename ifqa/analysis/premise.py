@@ -31,7 +31,7 @@ from ifqa.datasets import QuestionSource, premise_in_context
 from ifqa.errors import IfqaError
 from ifqa.eval.answers import best_over_answers, contains_answer, exact_match
 from ifqa.eval.categories import ANSWER_TYPES, QUESTION_WORDS, answer_type, question_word
-from ifqa.eval.multiple_choice import chosen, options
+from ifqa.eval.multiple_choice import chosen, gold, options
 from ifqa.eval.passages import has_answer, percent
 from ifqa.eval.significance import bootstrap_ci
 from ifqa.io import read_jsonl, write_json, write_jsonl
@@ -178,16 +178,19 @@ def analyze(
     rows = []
     for example in questions.examples:
         prediction, twin = predictions.get(example.qid, ""), twin_answers.get(example.qid, "")
-        if questions.task == "mc":  # an option named by its label ("B") is that option's text
-            prediction, twin = (chosen(p, options(example)) or p for p in (prediction, twin))
+        if questions.task == "mc":  # options compared by label: the chosen one's, or none
+            prediction, twin = (chosen(p, options(example)) or "" for p in (prediction, twin))
+            answers = [gold(example) or ""]
+        else:
+            answers = example.answers
         rows.append(
             {
                 "qid": example.qid,
-                "class": classify(prediction, twin, example.answers),
+                "class": classify(prediction, twin, answers),
                 "prediction": prediction,
                 "twin_question": twin_questions[example.qid],
                 "twin_prediction": twin,
-                "premise_changes_answer": not classify(twin, "", example.answers) == "correct",
+                "premise_changes_answer": not classify(twin, "", answers) == "correct",
                 "evidence": evidence(records.get(example.qid, {}), example, manifest, contexts),
                 "answer_type": answer_type(example.answers[0]),
                 "question_word": question_word(example.question),

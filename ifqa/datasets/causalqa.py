@@ -190,7 +190,7 @@ class CausalQASet:
             with resources.as_file(resources.files("ifqa.demo") / "causalqa") as folder:
                 return load_folder(Path(folder), split, self.kind)
         folder = cache_folder(directory)
-        if not split_files(folder, split, self.kind):
+        if installed(folder) is None:  # not installed whole (a download killed between its files): again
             download(directory)
         examples = load_folder(folder, split, self.kind)
         if not examples:

@@ -129,6 +129,7 @@ def install(
             written = extract(archive, url, lambda member: staging / where if (where := place(member)) else None)
             for path in written:
                 check(path)  # a broken release never reaches the cache
+            (folder / RECORD).unlink(missing_ok=True)  # files are replaced from here: no record vouches for a mix
             installed = []
             for path in written:
                 target = folder / path.relative_to(staging)

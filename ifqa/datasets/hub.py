@@ -5,7 +5,7 @@ with options after ``?``: ``split`` (default ``dev``, else ``validation``, else 
 ``config``, ``revision`` and ``fields`` (``fields=question:query,answers:golden_answers``: which
 column holds each of ifqa's fields, where the defaults below do not find it). A dataset with options
 and an answer key (ARC's layout: ``choices: {label, text}``, ``answerKey``; FaithEval's) is a
-multiple-choice set (task ``mc``): its gold answer is the right option's text. The whole spec is the
+multiple-choice set (task ``mc``): its answer is the right option's text, its label in ``meta``. The whole spec is the
 question set's name, so a manifest that records it reopens the same questions; the manifest also
 records the dataset's id, config, split, revision and ``datasets``' fingerprint of its content.
 """
@@ -32,7 +32,7 @@ CANDIDATES = {
     "answers": ("answers", "golden_answers", "answer", "output", "label"),
     "context": ("context", "contexts", "passages", "ctxs"),
     "choices": ("choices", "options"),
-    "answer_key": ("answerKey", "answer_key"),
+    "answer_key": ("answerKey", "answer_key", "answer_idx", "answer"),  # "answer" beside options: MMLU's
 }
 REQUIRED = ("question", "answers")
 
@@ -85,7 +85,7 @@ def load_splits(spec: HubSpec, source: str, streaming: bool = False):
     except ValueError as exc:  # a config the dataset does not have, among others
         raise IfqaError(f"{source}: {' '.join(str(exc).split())[:240]}") from None
     except (FileNotFoundError, ConnectionError, OSError) as exc:
-        if _offline() or not local.is_absolute():
+        if offline() or not local.is_absolute():
             raise IfqaError(
                 f"{source}: {spec.name!r} cannot be read ({type(exc).__name__}): not a local folder, and not in the "
                 "Hugging Face cache while offline; download it where the Hub is reachable (datasets.load_dataset("
@@ -102,7 +102,7 @@ def quiet_datasets():
 
     disable_progress_bar()
     set_verbosity_error()
-    if _offline():
+    if offline():
         import huggingface_hub.constants
 
         datasets.config.HF_HUB_OFFLINE = huggingface_hub.constants.HF_HUB_OFFLINE = True
@@ -120,7 +120,8 @@ def _local_cache(folder: Path) -> Path:
     return cache_dir() / "hf-datasets" / digest.hexdigest()[:16]
 
 
-def _offline() -> bool:
+def offline() -> bool:
+    """Whether the Hub is off (``HF_HUB_OFFLINE`` or ``HF_DATASETS_OFFLINE``), read when asked."""
     return any(
         os.environ.get(name, "").upper() in ("1", "ON", "YES", "TRUE")
         for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
@@ -165,8 +166,8 @@ def find_column(
 def _texts(value: Any) -> list[str]:
     if value is None:
         return []
-    if isinstance(value, str):
-        return [value]
+    if isinstance(value, (str, int, float)):  # a number as the answer ("1969", an index) is its text
+        return [str(value)]
     if isinstance(value, dict):  # FlashRAG-style {"text": [...]} or SQuAD-style {"text": [...], ...}
         return _texts(value.get("text"))
     return [str(v.get("text", "")) if isinstance(v, dict) else str(v) for v in value]
@@ -196,7 +197,7 @@ def load_hub_questions(name: str, dataset: str | None = None) -> QuestionSet:
         else:
             answers, meta = _texts(row[mapped["answers"]]), {}
         if not isinstance(question, str) or not question.strip() or not answers:
-            held = ", ".join(mapped[k] for k in ("question", "answers") if mapped[k])
+            held = ", ".join(mapped[k] for k in ("question",) + (() if multiple else ("answers",)) if mapped[k])
             raise IfqaError(f"{name}: row {number} has no question or no answer in {held}")
         qid = str(row[mapped["qid"]]) if mapped["qid"] else str(number)
         context = _texts(row[mapped["context"]]) if mapped["context"] else []
@@ -213,9 +214,9 @@ def load_hub_questions(name: str, dataset: str | None = None) -> QuestionSet:
 
 
 def _chosen_option(choices: Any, key: Any, where: str) -> tuple[list[str], dict[str, Any]]:
-    """``([right option's text], {"choices": [[label, text], ...]})`` from ARC's ``{label, text}``
-    columns, a list of ``{label, text}`` objects or a list of texts (labelled A, B, ...); the key is a
-    label, or a 0-based position where the labels are not numbers."""
+    """``([right option's text], {"choices": [[label, text], ...], "answer_key": label})`` from ARC's
+    ``{label, text}`` columns, a list of ``{label, text}`` objects or a list of texts (labelled A, B,
+    ...); the key is a label, a 0-based position where the labels are not numbers, or an option's text."""
     if isinstance(choices, dict):
         pairs = list(zip(choices.get("label") or [], choices.get("text") or []))
     elif isinstance(choices, list) and all(isinstance(c, dict) for c in choices):
@@ -230,12 +231,17 @@ def _chosen_option(choices: Any, key: Any, where: str) -> tuple[list[str], dict[
     if len(options) < 2:
         raise IfqaError(f"{where}: fewer than two options")
     labels = [label for label, _ in options]
+    if len(set(labels)) < len(labels):
+        raise IfqaError(f"{where}: two options share a label ({', '.join(labels)})")
     key = str(key).strip() if key is not None else ""
     if key not in labels and key.isdigit() and not any(label.isdigit() for label in labels) and int(key) < len(labels):
         key = labels[int(key)]
+    texts = [text for _, text in options]
+    if key not in labels and texts.count(key) == 1:  # the answer given as its option's text
+        key = labels[texts.index(key)]
     if key not in labels:
         raise IfqaError(f"{where}: the answer key {key!r} names none of the options ({', '.join(labels)})")
-    return [options[labels.index(key)][1]], {"choices": options}
+    return [options[labels.index(key)][1]], {"choices": options, "answer_key": key}
 
 
 def _registered(hub_id: str) -> str | None:

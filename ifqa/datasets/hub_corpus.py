@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from ifqa.datasets.hub import HubSpec, choose_split, find_column, load_splits, quiet_datasets
+from ifqa.datasets.hub import HubSpec, choose_split, find_column, load_splits, offline, quiet_datasets
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write, file_sha256, nfc, unpaired_surrogate, write_json
 from ifqa.paths import cache_dir
@@ -41,7 +41,7 @@ def corpus_file(name: str, progress: bool = True) -> Path:
     spec = HubSpec.parse(name, CANDIDATES)
     files = data_files(spec, name)
     # no files to resolve: a Hub dataset read offline from datasets' cache, its Arrow tables memory-mapped
-    cached = load_splits(spec, name) if not files else None
+    cached = load_splits(spec, name) if not files and offline() else None
     chosen = choose_split(spec, cached if cached is not None else files, name, ("train",))
     if cached is not None:
         files = {chosen: [table["filename"] for table in cached[chosen].cache_files]}

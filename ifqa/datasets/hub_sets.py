@@ -42,7 +42,8 @@ class HubSet:
         """The split, with the Hub record (id, split, revision, fingerprint) manifests keep."""
         if split not in self.splits:
             raise IfqaError(f"{self.name} has {', '.join(self.splits)} splits, not {split!r}")
-        return load_hub_questions(f"{PREFIX}{self.location()}?split={split}", self.name)
+        location = self.location()  # may carry options of its own: ID?revision=SHA
+        return load_hub_questions(f"{PREFIX}{location}{'&' if '?' in location else '?'}split={split}", self.name)
 
     def load(self, split: str, directory: str | Path | None = None) -> list[Example]:
         """``directory`` (ifqa's data folder) is unused: ``datasets`` keeps its own cache."""

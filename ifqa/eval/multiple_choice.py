@@ -1,11 +1,12 @@
 """Multiple-choice accuracy (task ``mc``): FaithEval's counterfactual set, and any Hub set in the ARC
 layout (``choices: {label, text}`` with an ``answerKey``).
 
-A question's options are in ``meta["choices"]`` as ``[label, text]`` pairs and its gold answer is
-the text of the right option. A prediction chooses an option by its label ("B", "(B)", "B. granite",
-"Answer: B") or by its text (the option's whole text, or the one option's text it contains); a
-prediction that names none is unanswered, scored wrong and counted. Readers write the chosen option's
-text, so an answer reads as an answer and the premise analysis compares texts.
+A question's options are in ``meta["choices"]`` as ``[label, text]`` pairs, the right one's label in
+``meta["answer_key"]`` and its text as the answer. A prediction chooses an option by its label ("B",
+"(B)", "B. granite", "Answer: B", "Option B") or by its text (the option's whole text, or the one
+option's text it contains); a prediction that names none is unanswered, scored wrong and counted.
+Options are compared by label, so two options with the same text stay two. Readers write the chosen
+option as ``B. granite``: it reads as an answer and parses back to the same label.
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ from ifqa.eval.answers import normalize_answer
 from ifqa.eval.significance import accuracy, interval, paired_test
 from ifqa.tables import table
 
-#: A label at the start ("B", "(B)", "B)", "B.", "**B**", "Answer: B"): its letter, and the mark after it.
+#: A label at the start ("B", "(B)", "B)", "B.", "B,", "**B**", "Answer: B", "The correct answer is
+#: B", "Option B"): its letter or number, and the mark after it.
 _LABEL = re.compile(
-    r"^\s*(?:(?:the\s+)?(?:final\s+)?answer\s*(?:is|:)\s*)?[(\[*]*([A-Za-z0-9])([)\].:*]*)(?=\s|$)", re.I
+    r"^\s*(?:(?:the\s+)?(?:correct\s+|right\s+|final\s+)?(?:answer|option|choice)\s*(?:is|:)?\s*)?"
+    r"[(\[*]*([A-Za-z0-9])([)\].:,*]*)(?=\s|$)",
+    re.I,
 )
 
 
@@ -35,24 +39,41 @@ def shown_options(example) -> str:
     return "\n".join(f"{label}. {text}" for label, text in options(example))
 
 
+def shown_choice(label: str, choices: Sequence[tuple[str, str]]) -> str:
+    """An option as readers write it: ``B. text``."""
+    return f"{label}. {dict(choices)[label]}"
+
+
 def chosen(prediction: str, choices: Sequence[tuple[str, str]]) -> str | None:
-    """The text of the option a prediction chooses, or None when it chooses none (or several)."""
+    """The label of the option a prediction chooses, or None when it chooses none (or several)."""
     if not prediction.strip() or not choices:
         return None
     found = _LABEL.match(prediction)
     if found:
-        by_label = {label.upper(): text for label, text in choices}
+        by_label = {label.upper(): label for label, _ in choices}
         rest = prediction[found.end() :].strip()
-        text = by_label.get(found.group(1).upper())
+        label = by_label.get(found.group(1).upper())
         # "B", "B) granite", "B granite" (its own text); not "a dog", an article before an option's text
-        if text is not None and (not rest or found.group(2) or normalize_answer(rest) == normalize_answer(text)):
-            return text
-    said = normalize_answer(prediction)
-    whole = [text for _, text in choices if normalize_answer(text) == said]
+        if label is not None and (not rest or found.group(2) or _same(rest, dict(choices)[label])):
+            return label
+    whole = [label for label, text in choices if _same(prediction, text)]
     if whole:
-        return whole[0]
-    within = {text for _, text in choices if normalize_answer(text) and f" {normalize_answer(text)} " in f" {said} "}
-    return within.pop() if len(within) == 1 else None
+        return whole[0] if len(whole) == 1 else None
+    said = f" {normalize_answer(prediction)} "
+    within = [label for label, text in choices if normalize_answer(text) and f" {normalize_answer(text)} " in said]
+    return within[0] if len(within) == 1 else None
+
+
+def _same(first: str, second: str) -> bool:
+    return normalize_answer(first) == normalize_answer(second)
+
+
+def gold(example) -> str | None:
+    """The right option's label (older records without one: the first option whose text is the answer)."""
+    key = example.meta.get("answer_key")
+    if key is not None:
+        return str(key)
+    return next((label for label, text in options(example) if text == example.answers[0]), None)
 
 
 def summarize_choices(
@@ -61,7 +82,7 @@ def summarize_choices(
     """Accuracy with a 95% bootstrap interval, by number of options; paired test vs ``compare``."""
 
     def correct(preds: Mapping[str, str]) -> list[float]:
-        return [float(chosen(preds.get(e.qid, ""), options(e)) == e.answers[0]) for e in examples]
+        return [float(chosen(preds.get(e.qid, ""), options(e)) == gold(e)) for e in examples]
 
     scores = correct(predictions)
     overall = accuracy(scores)

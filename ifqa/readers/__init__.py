@@ -13,6 +13,7 @@ from typing import Any
 from ifqa.artifacts import QuestionSet
 from ifqa.configs import to_args
 from ifqa.datasets import QuestionSource
+from ifqa.errors import IfqaError
 
 
 @dataclass
@@ -25,6 +26,15 @@ class ReadJob:
     run: Path | None = None
     progress: bool = True
     api_key: str | None = None
+
+
+def without_options(job: ReadJob, reader: str) -> None:
+    """Refuse a multiple-choice set to a reader that cannot show its options (one line, before any work)."""
+    if job.questions.task == "mc":
+        raise IfqaError(
+            f"{job.questions.name} is multiple choice and ifqa read {reader} does not show the options; "
+            "read it with ifqa read llm"
+        )
 
 
 def reader_command(name: str, config: Any, source: QuestionSource, run: str | Path | None = None) -> str:

@@ -84,6 +84,7 @@ def test_faitheval_is_a_setting_a_folder_and_a_multiple_choice_set(tmp_path, mon
     first = by_setting[0]
     assert first.answers == ["marshmallows"] and first.context == [ROWS[0][1]]
     assert first.meta["choices"] == [["A", "rock"], ["B", "marshmallows"], ["C", "cheese"], ["D", "ice"]]
+    assert first.meta["answer_key"] == "B"
     assert by_setting.describe()["hub"]["fields"] == {
         "qid": "id",
         "question": "question",
@@ -107,17 +108,17 @@ def test_a_reader_in_context_mode_scored_and_analysed(cli, tmp_path, env):
         args = ["--setting", "faitheval", "--mode", "context", "--demos", "0", "--model", "m", "--base-url", server.url]
         result = cli("read", "llm", *args, "-o", preds, "--no-progress", env=env)
         assert result.returncode == 0, result.stderr
-        prompt = server.requests[0]["messages"][-1]["content"]
+        prompt = next(r["messages"][-1]["content"] for r in server.requests if "moon" in r["messages"][-1]["content"])
         assert "Context:\nThe moon is made of marshmallows" in prompt and "\nA. rock\nB. marshmallows\n" in prompt
         analysis = cli("analyze", "premise", "--predictions", preds, "-o", out, "--json", "--no-progress", env=env)
         assert analysis.returncode == 0, analysis.stderr
     records = {r["qid"]: r for r in map(json.loads, preds.read_text().splitlines())}
     assert [records[q]["prediction"] for q in ("cf-1", "cf-2", "cf-3", "cf-4")] == [
-        "marshmallows",
-        "100 degrees Celsius",
-        "carbon dioxide",
+        "B. marshmallows",
+        "A. 100 degrees Celsius",
+        "B. carbon dioxide",
         "",
-    ]  # the chosen option's text; "copper" names none
+    ]  # the chosen option; "copper" names none
     scored = cli("evaluate", "--predictions", preds, "--json", env=env)
     assert scored.returncode == 0, scored.stderr
     report = json.loads(scored.stdout)
@@ -146,3 +147,35 @@ def test_a_broken_row_is_one_line(cli, tmp_path, rows, expected):
     result = cli("retrieve", "--setting", "faitheval", "--k", "3", "-o", tmp_path / "run.jsonl", env=env)
     assert result.returncode == 1 and expected in result.stderr and "Traceback" not in result.stderr
     assert not (tmp_path / "run.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    "rows, answers",
+    [
+        ([{"question": "2+2?", "choices": ["3", "4"], "answer": 1}], ["4"]),  # MMLU's: texts, a 0-based index
+        ([{"question": "Sky?", "choices": ["red", "blue"], "answer": "blue"}], ["blue"]),  # the option's text
+        ([{"question": "Sky?", "options": [{"label": "x", "text": "red"}, {"label": "y", "text": "blue"}],
+           "answer_key": "y"}], ["blue"]),
+    ],
+)  # fmt: skip
+def test_other_multiple_choice_layouts_read_as_one(tmp_path, rows, answers):
+    from tests.datasets.test_hub import hub_folder
+
+    loaded = QuestionSource(file=f"hf:{hub_folder(tmp_path / 'mc', {'test': rows})}").load()
+    assert loaded.task == "mc" and loaded[0].answers == answers
+
+
+def test_two_options_with_one_label_are_refused(tmp_path):
+    from tests.datasets.test_hub import hub_folder
+
+    rows = [{"question": "q?", "choices": {"label": ["A", "A"], "text": ["x", "y"]}, "answerKey": "A"}]
+    with pytest.raises(IfqaError, match=r"row 0: two options share a label \(A, A\)"):
+        QuestionSource(file=f"hf:{hub_folder(tmp_path / 'dup', {'test': rows})}").load()
+
+
+def test_a_reader_that_cannot_show_the_options_refuses_the_set(cli, tmp_path, env):
+    args = ["--setting", "faitheval", "--model", "m", "--base-url", "http://127.0.0.1:9/v1", "-o", tmp_path / "p.jsonl"]
+    result = cli("read", "iterative", *args, env=env)
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1, result.stderr
+    assert "multiple choice and ifqa read iterative does not show the options" in result.stderr
+    assert not (tmp_path / "p.jsonl").exists()

@@ -3,29 +3,33 @@
 import pytest
 
 from ifqa.artifacts import Example
-from ifqa.eval.multiple_choice import chosen, summarize_choices
+from ifqa.eval.multiple_choice import chosen, shown_choice, summarize_choices
 
 OPTIONS = [("A", "granite"), ("B", "basalt"), ("C", "a dog"), ("D", "Mount Everest")]
 
 
 @pytest.mark.parametrize(
-    "prediction, option",
+    "prediction, label",
     [
-        ("B", "basalt"),
-        ("b", "basalt"),
-        ("(B)", "basalt"),
-        ("B)", "basalt"),
-        ("B.", "basalt"),
-        ("**B**", "basalt"),
-        ("Answer: B", "basalt"),
-        ("The answer is B", "basalt"),
-        ("B) basalt", "basalt"),
-        ("B basalt", "basalt"),
-        ("basalt", "basalt"),
-        ("Basalt.", "basalt"),
-        ("It is Mount Everest.", "Mount Everest"),
-        ("a dog", "a dog"),  # an article, not option A
-        ("C", "a dog"),
+        ("B", "B"),
+        ("b", "B"),
+        ("(B)", "B"),
+        ("B)", "B"),
+        ("B.", "B"),
+        ("B,", "B"),
+        ("**B**", "B"),
+        ("Answer: B", "B"),
+        ("The answer is B", "B"),
+        ("The correct answer is B", "B"),
+        ("Option B", "B"),
+        ("B) basalt", "B"),
+        ("B basalt", "B"),
+        ("B, basalt", "B"),
+        ("basalt", "B"),
+        ("Basalt.", "B"),
+        ("It is Mount Everest.", "D"),
+        ("a dog", "C"),  # an article, not option A
+        ("C", "C"),
         ("I think B", None),
         ("Apple", None),
         ("granite or basalt", None),  # two options: none chosen
@@ -33,8 +37,17 @@ OPTIONS = [("A", "granite"), ("B", "basalt"), ("C", "a dog"), ("D", "Mount Evere
         ("E", None),
     ],
 )
-def test_the_option_a_prediction_chooses(prediction, option):
-    assert chosen(prediction, OPTIONS) == option
+def test_the_option_a_prediction_chooses(prediction, label):
+    assert chosen(prediction, OPTIONS) == label
+
+
+def test_options_are_told_apart_by_label_even_when_their_texts_look_like_labels_or_repeat():
+    numbers = [("1", "8"), ("2", "6"), ("3", "4"), ("4", "2")]
+    assert chosen("3", numbers) == "3" and chosen(shown_choice("3", numbers), numbers) == "3"  # "3. 4"
+    twins = [("A", "yes"), ("B", "yes"), ("C", "no")]
+    assert chosen("B", twins) == "B" and chosen("yes", twins) is None  # the text names two options
+    example = Example("1", "q", ["yes"], meta={"choices": [list(o) for o in twins], "answer_key": "B"})
+    assert summarize_choices([example], {"1": "A"})["accuracy"] == 0.0
 
 
 def test_accuracy_counts_unanswered_as_wrong_and_groups_by_options():

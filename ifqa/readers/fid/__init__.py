@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ifqa.configs import option
 from ifqa.errors import IfqaError
+from ifqa.readers import without_options
 
 
 @dataclass(frozen=True)
@@ -84,6 +85,7 @@ class FiDReaderEntry:
     def read(self, config: FiDReaderConfig, job) -> dict:
         from ifqa.readers.fid.predict import read_to_file
 
+        without_options(job, "fid")
         if not config.checkpoint or not job.run:
             raise IfqaError("FiD reading needs --checkpoint and --run")
         read_to_file(

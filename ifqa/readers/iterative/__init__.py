@@ -20,6 +20,7 @@ from ifqa.errors import IfqaError
 from ifqa.eval.passages import GoldMatcher
 from ifqa.llm.backends import GenerationParams
 from ifqa.llm.generation import CachedGenerator, Counters, estimate_tokens
+from ifqa.readers import without_options
 from ifqa.readers.iterative.config import IterativeConfig
 from ifqa.readers.iterative.loop import Trace, add_passages, passage_lines, read_step
 from ifqa.readers.llm.prompts import prompts_dir
@@ -144,6 +145,7 @@ class IterativeReaderEntry:
     def read(self, config: IterativeConfig, job) -> dict:
         from ifqa.retrieval.pipeline import RetrievalPipeline  # the API's Pipeline, which stands on this
 
+        without_options(job, "iterative")
         config.require_model()
         pipeline = RetrievalPipeline(
             config.retrieval()

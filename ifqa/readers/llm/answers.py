@@ -67,9 +67,12 @@ _WIQA_LABEL = re.compile(r"\b(more|less|no[\s_-]+effect)\b", re.I)
 
 def for_task(answer: str, rationale: str, task: str, example=None) -> tuple[str, str]:
     """The answer in the task's form: for WIQA one of its labels (the first one named), for a
-    multiple-choice question the chosen option's text; "" (abstain) where it names none."""
-    if task == "mc":
-        return multiple_choice.chosen(answer, multiple_choice.options(example)) or "", rationale
+    multiple-choice question the chosen option as ``B. text``; "" (abstain) where it names none. A
+    question without options (one typed into ``ifqa serve``) keeps the model's answer."""
+    choices = multiple_choice.options(example) if example is not None else []
+    if task == "mc" and choices:
+        label = multiple_choice.chosen(answer, choices)
+        return (multiple_choice.shown_choice(label, choices) if label else ""), rationale
     if task != "wiqa":
         return answer, rationale
     from ifqa.eval.wiqa import normalize_label
@@ -80,7 +83,8 @@ def for_task(answer: str, rationale: str, task: str, example=None) -> tuple[str,
 
 def shown_question(example, task: str) -> str:
     """How a question is written in a prompt: a multiple-choice one with its options below it."""
-    return f"{example.question}\n{multiple_choice.shown_options(example)}" if task == "mc" else example.question
+    shown = multiple_choice.shown_options(example) if task == "mc" else ""
+    return f"{example.question}\n{shown}" if shown else example.question
 
 
 def shown_answer(example, task: str) -> str:
@@ -88,5 +92,5 @@ def shown_answer(example, task: str) -> str:
     multiple-choice answer as its option's label)."""
     answer = example.answers[0]
     if task == "mc":
-        return next((label for label, text in multiple_choice.options(example) if text == answer), answer)
+        return multiple_choice.gold(example) or answer
     return answer.replace("_", " ") if task == "wiqa" else answer
