@@ -8,6 +8,7 @@ import io
 import json
 import os
 import re
+import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -208,8 +209,6 @@ def umask_modes(path: str | Path) -> None:
 @contextlib.contextmanager
 def atomic_dir(path: str | Path) -> Iterator[Path]:
     """A temporary folder beside ``path``, put in its place (``publish_dir``) only when the block succeeds."""
-    import shutil
-
     path = settled(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=staging_prefix(path), suffix=".tmp", dir=path.parent))
@@ -226,8 +225,6 @@ def publish_dir(staged: str | Path, path: str | Path) -> None:
     there is moved aside first and removed last, so at every instant one whole version is in place or,
     for a process killed between the two renames, aside, where ``settled`` puts it back: a kill never
     costs the version that was there (a rerun that redoes the last save finds one)."""
-    import shutil
-
     staged, path = Path(staged), Path(path)
     umask_modes(staged)
     old = aside(path)
@@ -245,8 +242,6 @@ def settled(path: str | Path) -> Path:
     back where none is in place; one left beside a folder in place goes. Called by the writers of such a
     folder (a build, a training run) before they look at it; readers only say where it is (a reader that
     moved it could meet a writer between its two renames)."""
-    import shutil
-
     path = Path(path)
     old = aside(path)
     with contextlib.suppress(FileNotFoundError):  # another rank or process settled it first
@@ -282,8 +277,6 @@ def sweep_staging(folder: str | Path) -> None:
 
 
 def _remove_stale(candidates: Iterable[Path], pattern: re.Pattern) -> None:
-    import shutil
-
     for leftover in candidates:
         match = pattern.match(leftover.name)
         if match and not _alive(int(match.group(1))):

@@ -26,6 +26,7 @@ from types import SimpleNamespace
 import pytest
 
 from ifqa.cli import cli as ifqa_cli
+from tests.commits import watched
 from tests.conftest import run_cli
 from tests.readers.fake_openai import FakeOpenAI
 from tests.readers.test_iterative import searcher
@@ -38,26 +39,23 @@ pytestmark = pytest.mark.slow  # each kill point is a process of its own
 LAST = 3
 LAST_OF = {"index bm25 --force": 4, "index dense --force": 4}
 
-#: Run as ``python -c HOOK ARGS``: ifqa's command line, killing itself right after commit number
-#: ``$KILL_AFTER_COMMIT`` into ``$KILL_WORK`` (each rename into place there counts once; caches elsewhere
-#: are filled by the first run).
+#: Run as ``python -c HOOK ARGS`` (the checkout on ``PYTHONPATH``): ifqa's command line, killing itself
+#: right after commit number ``$KILL_AFTER_COMMIT`` in ``$KILL_WORK`` (caches elsewhere are filled by the
+#: first run).
 HOOK = """
 import os, signal, sys
-import shutil
-limit, work, done = int(os.environ["KILL_AFTER_COMMIT"]), os.environ["KILL_WORK"], [0]
-def counted(change, place):
-    def commit(*args, **kwargs):
-        there = os.path.lexists(args[0])
-        change(*args, **kwargs)
-        done[0] += there and os.path.abspath(args[place]).startswith(work + os.sep)
-        if done[0] == limit:
-            os.kill(os.getpid(), signal.SIGKILL)
-    return commit
-os.replace, os.rename, shutil.rmtree = counted(os.replace, 1), counted(os.rename, 1), counted(shutil.rmtree, 0)
-from ifqa.cli import main
-sys.argv[0] = "ifqa"
-main()
+from tests.commits import watched
+limit, done = int(os.environ["KILL_AFTER_COMMIT"]), []
+def after_commit(path):
+    done.append(path)
+    if len(done) == limit:
+        os.kill(os.getpid(), signal.SIGKILL)
+with watched(os.environ["KILL_WORK"], after_commit):
+    from ifqa.cli import main
+    sys.argv[0] = "ifqa"
+    main()
 """
+ROOT = Path(__file__).resolve().parents[1]
 
 #: Fields of a record that say how a run went rather than what it wrote (a rerun answers from the
 #: response cache what the first run asked; times differ).
@@ -78,23 +76,10 @@ ELSEWHERE = {
 }
 
 
-def _commits(args: list, work: Path, env: dict, monkeypatch) -> list[str]:
+def _commits(args: list, work: Path, env: dict) -> list[str]:
     """The renames and removals in ``work`` of an uninterrupted run (in this process), in order."""
     seen: list[str] = []
-
-    def counted(change, place):
-        def commit(*args, **kwargs):
-            there = os.path.lexists(args[0])  # a removal of nothing changes nothing
-            change(*args, **kwargs)
-            if there and os.path.abspath(args[place]).startswith(f"{work}{os.sep}"):
-                seen.append(os.fspath(args[place]))
-
-        return commit
-
-    with monkeypatch.context() as patch:
-        patch.setattr(os, "replace", counted(os.replace, 1))
-        patch.setattr(os, "rename", counted(os.rename, 1))
-        patch.setattr(shutil, "rmtree", counted(shutil.rmtree, 0))
+    with watched(str(work), seen.append):
         result = run_cli(*args, env=env)
     assert result.returncode == 0, result.stderr
     return seen
@@ -118,12 +103,12 @@ def _snapshot(folder: Path) -> dict[str, object]:
     return found
 
 
-def _walk(args: list, work: Path, env: dict, monkeypatch, last: int = LAST) -> None:
+def _walk(args: list, work: Path, env: dict, last: int = LAST) -> None:
     """Kill after each of the last commits of ``args`` (whose outputs go in ``work``, from what it holds
     now), then rerun it."""
     initial = work.with_name("initial")  # what the output's folder held before (an index --force replaces)
     shutil.copytree(work, initial)
-    commits = _commits(args, work, env, monkeypatch)
+    commits = _commits(args, work, env)
     reference = _snapshot(work)
     assert commits and reference
     for point in range(max(1, len(commits) - last + 1), len(commits) + 1):
@@ -131,7 +116,7 @@ def _walk(args: list, work: Path, env: dict, monkeypatch, last: int = LAST) -> N
         shutil.copytree(initial, work)
         killed = subprocess.run(
             [sys.executable, "-c", HOOK, *map(str, args)],
-            env={**env, "KILL_AFTER_COMMIT": str(point), "KILL_WORK": str(work)},
+            env={**env, "KILL_AFTER_COMMIT": str(point), "KILL_WORK": str(work), "PYTHONPATH": _with_checkout(env)},
             capture_output=True,
             text=True,
             timeout=300,
@@ -147,6 +132,11 @@ def _walk(args: list, work: Path, env: dict, monkeypatch, last: int = LAST) -> N
         assert now.keys() == reference.keys(), f"{after}: {sorted(now.keys() ^ reference.keys())}"
         changed = {name: _difference(reference[name], now[name]) for name in reference if now[name] != reference[name]}
         assert not changed, f"{after}: {changed}"
+
+
+def _with_checkout(env: dict) -> str:
+    """``PYTHONPATH`` with the checkout first (the child imports tests.commits)."""
+    return os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH", "")) if p)
 
 
 def _difference(first, second) -> object:
@@ -369,16 +359,14 @@ NOT_WALKED = {
 
 
 @pytest.mark.parametrize("name", sorted(WALKS))
-def test_killed_in_its_last_second_then_the_same_command_finishes(
-    name, tmp_path, work, env, tiny_model, http_server, monkeypatch
-):
+def test_killed_in_its_last_second_then_the_same_command_finishes(name, tmp_path, work, env, tiny_model, http_server):
     with FakeOpenAI(_answers()) as server:
         server.script = searcher if name == "read iterative" else None
         made = WALKS[name](tmp_path, work, SimpleNamespace(model=tiny_model, url=server.url, served=http_server))
         before, args = made if isinstance(made, tuple) else (None, made)
         if before:
             assert run_cli(*before, env=env).returncode == 0
-        _walk(args, work, env, monkeypatch, LAST_OF.get(name, LAST))
+        _walk(args, work, env, LAST_OF.get(name, LAST))
 
 
 def test_a_reader_meeting_a_swap_cut_short_says_where_the_index_is_and_moves_nothing(tmp_path, work, env):

@@ -11,27 +11,20 @@ from ifqa.datasets.demo import load_demo
 from ifqa.errors import IfqaError
 
 DEV = load_demo("dev")
-CARD = """---
-configs:
-- config_name: default
-  data_files:
-  - split: train
-    path: data/train-*
-  - split: dev
-    path: data/dev-*
----
-# A counterfactual QA set in Hub layout (written by the tests)
-"""
 
 
-def hub_folder(folder, splits: dict[str, list[dict]]):
-    """Rows per split as a dataset folder in Hub layout (Parquet files and a card naming them)."""
+def hub_folder(folder, splits: dict, fmt: str = "parquet"):
+    """Rows per split (a list of dicts, or a ``datasets.Dataset``) as a dataset folder in Hub layout:
+    Parquet or JSONL files and a card naming them, as the Hub serves a dataset. The one writer of such
+    folders for the tests (the same splits give the same card)."""
     from datasets import Dataset
 
     (folder / "data").mkdir(parents=True)
     card = ["---", "configs:", "- config_name: default", "  data_files:"]
     for split, rows in splits.items():
-        Dataset.from_list(rows).to_parquet(str(folder / "data" / f"{split}-00000-of-00001.parquet"))
+        data = rows if isinstance(rows, Dataset) else Dataset.from_list(rows)
+        path = str(folder / "data" / f"{split}-00000-of-00001.{fmt}")
+        data.to_parquet(path) if fmt == "parquet" else data.to_json(path)
         card += [f"  - split: {split}", f"    path: data/{split}-*"]
     (folder / "README.md").write_text("\n".join([*card, "---", "# written by the tests", ""]))
     return folder
@@ -59,16 +52,8 @@ def cached_hub_dataset(cache, repo_id: str, folder) -> None:
 
 def _hub_folder(folder, fmt="parquet", names=("idx", "question", "answers")):
     """The demo questions as a dataset folder in Hub layout (FlashRAG-like columns when asked)."""
-    from datasets import Dataset
-
     rows = [{names[0]: e.qid, names[1]: e.question, names[2]: e.answers, "context": e.context} for e in DEV]
-    (folder / "data").mkdir(parents=True)
-    for split, part in (("dev", rows), ("train", rows[:4])):
-        data = Dataset.from_list(part)
-        path = folder / "data" / f"{split}-00000-of-00001.{fmt}"
-        data.to_parquet(str(path)) if fmt == "parquet" else data.to_json(str(path))
-    (folder / "README.md").write_text(CARD)
-    return folder
+    return hub_folder(folder, {"dev": rows, "train": rows[:4]}, fmt)
 
 
 @pytest.mark.parametrize("fmt", ["parquet", "jsonl"])
@@ -140,14 +125,9 @@ def test_a_hub_id_is_read_offline_from_the_cache_a_download_left(cli, tmp_path):
 def test_two_folders_named_alike_with_the_same_card_are_two_question_sets(tmp_path):
     """`datasets` keys its cache by a folder's name and card: the second folder read the first's rows."""
     first = _hub_folder(tmp_path / "a" / "ds")
-    second = tmp_path / "b" / "ds"
-    from datasets import Dataset
-
-    (second / "data").mkdir(parents=True)
     rows = [{"idx": "x1", "question": "If rivers ran uphill, where would the sea be?", "answers": ["up"]}]
-    Dataset.from_list(rows).to_parquet(str(second / "data" / "dev-00000-of-00001.parquet"))
-    Dataset.from_list(rows).to_parquet(str(second / "data" / "train-00000-of-00001.parquet"))
-    (second / "README.md").write_text(CARD)
+    second = hub_folder(tmp_path / "b" / "ds", {"dev": rows, "train": rows})
+    assert (second / "README.md").read_text() == (first / "README.md").read_text()
     assert len(QuestionSource(file=f"hf:{first}").load()) == len(DEV)
     assert [e.qid for e in QuestionSource(file=f"hf:{second}").load()] == ["x1"]
 
@@ -157,10 +137,7 @@ def test_questions_runs_and_predictions_go_out_as_datasets_and_come_back(tmp_pat
 
     dataset = ifqa.to_dataset(DEV)
     assert dataset.num_rows == len(DEV) and dataset[0]["answers"] == DEV[0].answers
-    folder = tmp_path / "shared"
-    (folder / "data").mkdir(parents=True)
-    dataset.to_parquet(str(folder / "data" / "dev-00000-of-00001.parquet"))
-    (folder / "README.md").write_text(CARD.replace("  - split: train\n    path: data/train-*\n", ""))
+    folder = hub_folder(tmp_path / "shared", {"dev": dataset})
     back = QuestionSource(file=f"hf:{folder}").load()
     assert [(e.qid, e.question, e.answers, e.context) for e in back] == [
         (e.qid, e.question, e.answers, e.context) for e in DEV

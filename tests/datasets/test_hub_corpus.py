@@ -7,16 +7,7 @@ import json
 import pytest
 
 from ifqa.datasets.demo import packaged_passages
-
-CARD = """---
-configs:
-- config_name: default
-  data_files:
-  - split: train
-    path: data/train-*
----
-# Passages in Hub layout (written by the tests)
-"""
+from tests.datasets.test_hub import hub_folder
 
 
 def _passages(n=300):
@@ -25,14 +16,8 @@ def _passages(n=300):
 
 
 def _corpus_folder(folder, rows, columns=("id", "title", "text"), fmt="parquet"):
-    from datasets import Dataset
-
-    (folder / "data").mkdir(parents=True)
     renamed = [{columns[0]: r["id"], columns[1]: r["title"], columns[2]: r["text"]} for r in rows]
-    path = str(folder / "data" / f"train-00000-of-00001.{fmt}")
-    Dataset.from_list(renamed).to_parquet(path) if fmt == "parquet" else Dataset.from_list(renamed).to_json(path)
-    (folder / "README.md").write_text(CARD)
-    return folder
+    return hub_folder(folder, {"train": renamed}, fmt)
 
 
 @pytest.fixture

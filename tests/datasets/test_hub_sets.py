@@ -10,17 +10,9 @@ import pytest
 
 from ifqa.datasets import QuestionSource
 from ifqa.errors import IfqaError
+from tests.datasets.test_hub import hub_folder
 from tests.readers.fake_openai import FakeOpenAI
 
-CARD = """---
-configs:
-- config_name: default
-  data_files:
-  - split: test
-    path: data/test-*
----
-# FaithEval-counterfactual layout (rows written by the tests)
-"""
 #: (id, context, question, options, answer key): the context supports a counterfactual option.
 ROWS = [
     ("cf-1", "The moon is made of marshmallows, soft and sweet.", "What is the moon made of?",
@@ -38,8 +30,6 @@ CLOSED_BOOK = {"cf-1": "A", "cf-2": "A", "cf-3": "A", "cf-4": "A"}
 
 
 def faitheval_folder(folder, rows=ROWS):
-    from datasets import Dataset
-
     labels = "ABCDEFGH"
     records = [
         {
@@ -53,10 +43,7 @@ def faitheval_folder(folder, rows=ROWS):
         }
         for qid, context, question, options, key in rows
     ]
-    (folder / "data").mkdir(parents=True)
-    Dataset.from_list(records).to_parquet(str(folder / "data" / "test-00000-of-00001.parquet"))
-    (folder / "README.md").write_text(CARD)
-    return folder
+    return hub_folder(folder, {"test": records})
 
 
 def stand_in(prompt: str, body: dict) -> str:
@@ -159,15 +146,11 @@ def test_a_broken_row_is_one_line(cli, tmp_path, rows, expected):
     ],
 )  # fmt: skip
 def test_other_multiple_choice_layouts_read_as_one(tmp_path, rows, answers):
-    from tests.datasets.test_hub import hub_folder
-
     loaded = QuestionSource(file=f"hf:{hub_folder(tmp_path / 'mc', {'test': rows})}").load()
     assert loaded.task == "mc" and loaded[0].answers == answers
 
 
 def test_two_options_with_one_label_are_refused(tmp_path):
-    from tests.datasets.test_hub import hub_folder
-
     rows = [{"question": "q?", "choices": {"label": ["A", "A"], "text": ["x", "y"]}, "answerKey": "A"}]
     with pytest.raises(IfqaError, match=r"row 0: two options share a label \(A, A\)"):
         QuestionSource(file=f"hf:{hub_folder(tmp_path / 'dup', {'test': rows})}").load()
