@@ -11,7 +11,7 @@ import pytest
 from ifqa.datasets import QuestionSource
 from ifqa.errors import IfqaError
 from tests.datasets.test_hub import hub_folder
-from tests.readers.fake_openai import FakeOpenAI
+from tests.readers.fake_openai import SHAPES, FakeOpenAI
 
 #: (id, context, question, options, answer key): the context supports a counterfactual option.
 ROWS = [
@@ -162,3 +162,23 @@ def test_a_reader_that_cannot_show_the_options_refuses_the_set(cli, tmp_path, en
     assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1, result.stderr
     assert "multiple choice and ifqa read iterative does not show the options" in result.stderr
     assert not (tmp_path / "p.jsonl").exists()
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_a_thinking_model_chooses_the_option_after_its_thinking_in_every_shape(cli, tmp_path, env, shape):
+    """The option is read from the answer after the thinking (whose draft line, "unknown", names none),
+    in every shape a server sends; a thinking cut off at the token limit chooses nothing."""
+    out = tmp_path / "p.jsonl"
+    args = ["--setting", "faitheval", "--mode", "context", "--demos", "0", "--thinking", "on", "--no-progress"]
+    with FakeOpenAI({}) as server:
+        server.script, server.thinking = stand_in, shape
+        result = cli("read", "llm", *args, "--model", "m", "--base-url", server.url, "-o", out, env=env)
+        assert result.returncode == 0, result.stderr
+        cut = cli("read", "llm", *args, "--model", "m", "--base-url", server.url, "--max-tokens", "20", "-o",
+                  tmp_path / "cut.jsonl", env=env)  # fmt: skip
+        assert cut.returncode == 0, cut.stderr
+    records = {r["qid"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert records["cf-1"]["prediction"] == "B. marshmallows" and "Wait, reconsider" in records["cf-1"]["reasoning"]
+    assert records["cf-4"]["prediction"] == ""  # "copper" names no option
+    cut_records = [json.loads(line) for line in (tmp_path / "cut.jsonl").read_text().splitlines()]
+    assert all(r["prediction"] == "" and r["truncated"] for r in cut_records)
