@@ -23,6 +23,7 @@ from ifqa.datasets.demo import load_demo  # noqa: E402
 from ifqa.datasets.ifqa import load_examples  # noqa: E402
 from ifqa.llm import backends  # noqa: E402
 from ifqa.llm.cache import ResponseCache  # noqa: E402
+from ifqa.llm.session import ModelSession  # noqa: E402
 from ifqa.readers.llm import reader as llm  # noqa: E402
 from ifqa.readers.llm.config import LLMReaderConfig  # noqa: E402
 from tests.readers.fake_openai import FakeOpenAI  # noqa: E402
@@ -38,14 +39,9 @@ def questions(n: int) -> tuple[list[Example], list[Example], str]:
 
 def run(examples, train, server, cache_path, concurrency, mode="qa", demos=4, run_path=None, setting="supervised"):
     backend = backends.OpenAIBackend("bench", server.url, "k", backoff=0.05, timeout=5.0)
-    reader = llm.LLMReader(
-        backend,
-        LLMReaderConfig(mode=mode, demos=demos, concurrency=concurrency),
-        train,
-        ResponseCache(cache_path),
-        {e.question for e in examples},
-        rationale_setting=setting,
-    )
+    config = LLMReaderConfig(model="bench", mode=mode, demos=demos, concurrency=concurrency)
+    session = ModelSession(backend, config, ResponseCache(cache_path))
+    reader = llm.LLMReader(session, config, train, {e.question for e in examples}, rationale_setting=setting)
     started = time.time()
     with tempfile.TemporaryDirectory() as tmp:
         llm.read_to_file(reader, examples, Path(tmp) / "p.jsonl", run_path=run_path, progress=False)
@@ -71,7 +67,7 @@ def main() -> None:
             cache = Path(tmp) / "cache.sqlite"
             for name in ("first", "rerun"):
                 seconds, reader = run(examples, train, server, cache, concurrency)
-                c = reader.counters
+                c = reader.session.counters
                 total = c.requests + c.cache_hits
                 print(
                     f"| {concurrency} | {name} | {seconds:.2f} | {c.requests / seconds:.1f} | {c.requests} | "

@@ -34,7 +34,7 @@ from ifqa.evaluation import evaluate_predictions, evaluate_run, exact_match, f1
 from ifqa.retrieval.config import RetrievalConfig
 from ifqa.retrieval.hits import Hit, hits_at
 from ifqa.retrieval.pipeline import RetrievalPipeline
-from ifqa.retrieval.reordering import Reranker as RerankerKind
+from ifqa.retrieval.reordering import RerankerKind
 
 __all__ = [
     "Hit",
@@ -440,14 +440,11 @@ def analyze_premise(
     100.0
     """
     from ifqa.analysis import premise
-    from ifqa.artifacts import check_questions
     from ifqa.outputs import check_output
 
     question_set = as_question_set(questions)
-    check_questions(predictions, question_set)
     check_output(output, {"predictions": predictions, "twins": twins, "twin_predictions": twin_predictions}, "output")
-    twin_set, records = premise.make_twins(twins, question_set, predictions, api_key, progress)
-    return premise.analyze(predictions, question_set, twin_set, output, twin_predictions, api_key, progress, records)
+    return premise.analyze(predictions, question_set, output, twins, twin_predictions, api_key, progress)
 
 
 @checked(data=arg.shareable)

@@ -112,6 +112,12 @@ class Passage(TypedDict):
     text: str
 
 
+#: The first line of a DPR TSV collection (``id\ttext\ttitle``), the other passage file layout.
+TSV_HEADER = "id\ttext\ttitle"
+#: what a DPR TSV row that does not split into its 3 fields is told
+TSV_FIELDS_HINT = "a row needs exactly 3 tab-separated fields, id, text and title: a tab inside a title?"
+
+
 class RunRecord(TypedDict):
     """One question's line of a run file: its id, text and answers, and the ranked passages
     (``ctxs``: each a ``retrieval.hits.Hit`` in its run-file form, ``Hit.as_context()``, with the

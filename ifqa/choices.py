@@ -1,10 +1,12 @@
 """click pieces shared by the command line and the configs it is generated from: a choice read from
-a registry when an option is parsed (so entries registered later count), and an option whose earlier
-spellings still parse (a renamed one says its new name once when used)."""
+a registry when an option is parsed (so entries registered later count), an option whose earlier
+spellings still parse (a renamed one says its new name once when used), and a group whose commands
+are imported only when one is looked up (so ``ifqa retrieve`` loads retrieval and nothing else)."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Iterable
 
 import click
 
@@ -52,12 +54,111 @@ class AliasedOption(click.Option):
         return self._shown(super().get_error_hint, ctx)
 
 
+class LazyCommands(dict):
+    """A group's ``commands``: a name is known without importing anything (``names``), and its command
+    is made (``load(name)`` -> the commands of the module that holds it) the first time it is looked
+    up. Listing or iterating every command loads them all (``--help``, the tests' walks).
+
+    What must hold for every command (the output guard, the rename notice) is given once as a
+    ``prepare`` function (``each``): applied to the commands loaded so far and to each one loaded later."""
+
+    def __init__(
+        self,
+        names: Callable[[], Iterable[str]],
+        load: Callable[[str], list[click.Command]],
+        summaries: dict[str, str] | None = None,
+    ):
+        super().__init__()
+        self._names, self._load, self._prepare = names, load, []
+        self.summaries = summaries or {}
+        self.listing = False  # while a group's help lists its commands: summaries stand in for unloaded ones
+
+    def each(self, prepare: Callable[[click.Command], None]) -> None:
+        self._prepare.append(prepare)
+        for command in dict.values(self):
+            prepare(command)
+
+    def _ensure(self, name: object) -> None:
+        if isinstance(name, str) and not dict.__contains__(self, name) and name in self._names():
+            for command in self._load(name):
+                if not dict.__contains__(self, command.name):
+                    for prepare in self._prepare:
+                        prepare(command)
+                    dict.__setitem__(self, command.name, command)
+
+    def _ensure_all(self) -> None:
+        for name in list(self._names()):
+            self._ensure(name)
+
+    def __contains__(self, name: object) -> bool:
+        return dict.__contains__(self, name) or (isinstance(name, str) and name in self._names())
+
+    def _listed(self) -> dict[str, click.Command] | None:
+        """While listing: every command, an unloaded one as a stand-in holding its line (None otherwise)."""
+        if not (self.listing and self.summaries):
+            return None
+        return {
+            name: dict.get(self, name) or click.Command(name, help=self.summaries.get(name, ""))
+            for name in self._names()
+        }
+
+    def __getitem__(self, name):
+        self._ensure(name)
+        return dict.__getitem__(self, name)
+
+    def get(self, name, default=None):
+        listed = self._listed()
+        if listed is not None and name in listed:
+            return listed[name]
+        self._ensure(name)
+        return dict.get(self, name, default)
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self) -> int:
+        return len(self.keys())
+
+    def keys(self):
+        listed = self._listed()
+        if listed is not None:
+            return listed.keys()
+        self._ensure_all()
+        return dict.keys(self)
+
+    def values(self):
+        listed = self._listed()
+        if listed is not None:
+            return listed.values()
+        self._ensure_all()
+        return dict.values(self)
+
+    def items(self):
+        listed = self._listed()
+        if listed is not None:
+            return listed.items()
+        self._ensure_all()
+        return dict.items(self)
+
+
+def each_command(command: click.Command, prepare: Callable[[click.Command], None]) -> bool:
+    """Apply ``prepare`` to every subcommand of a group whose commands load lazily, now and as they
+    load (True), or say it is not such a group (False): the walks of ``announce_renames`` and the
+    output guard, which would otherwise import every command to reach it."""
+    commands = getattr(command, "commands", None)
+    if isinstance(commands, LazyCommands):
+        commands.each(prepare)
+        return True
+    return False
+
+
 def announce_renames(command: click.Command) -> None:
     """Make ``command`` (and every subcommand) say, once, the new name of a renamed option it is given
     by its former name: one mechanism, so an option renamed later is covered by declaring it."""
     if isinstance(command, click.Group):
-        for sub in command.commands.values():
-            announce_renames(sub)
+        if not each_command(command, announce_renames):
+            for sub in command.commands.values():
+                announce_renames(sub)
         return
     renames = {
         alias: next(o for o in param.opts if o not in param.hidden_aliases)

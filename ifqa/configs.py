@@ -117,6 +117,14 @@ def from_options(cls: type[T], options: Mapping[str, Any], where: str | None = N
         raise IfqaError(str(exc), where) from None
 
 
+def accepted_keys(cls: type) -> set[str]:
+    """The keys a config is read from: its fields' names and their former names (read with a note
+    for a release, as renamed flags are), so a YAML row that still says ``rerank_backend`` is not
+    refused as unknown by a check that only knows the new name."""
+    fields = option_fields(cls)
+    return {f.name for f in fields} | {f.metadata["renamed_from"] for f in fields if f.metadata.get("renamed_from")}
+
+
 def _renamed_keys(fields: dict[str, dataclasses.Field], options: Mapping[str, Any], where: str | None) -> dict:
     """``options`` with a field's former name (``rerank_backend``) read as its name, saying the new one."""
     import logging

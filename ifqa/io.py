@@ -140,6 +140,20 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
+def content_digest(paths: Iterable[str | Path], salt: str = "") -> str:
+    """SHA-256 over ``salt`` and each path with its file's bytes (paths that are not local files, a Hub
+    URL, by name alone): a cache keyed by it follows what the files hold, never their names or times,
+    so a folder rewritten in place is read again."""
+    import hashlib
+
+    digest = hashlib.sha256(salt.encode("utf-8"))
+    for path in sorted(map(str, paths)):
+        digest.update(path.encode("utf-8", "surrogateescape") + b"\0")
+        if os.path.isfile(path):
+            digest.update(bytes.fromhex(file_sha256(path)))
+    return digest.hexdigest()
+
+
 def check_writable_kind(output: str | os.PathLike, option: str = "--output") -> None:
     """An output is a regular file or folder (or nothing yet): ``-`` and devices, FIFOs and sockets
     are refused, one rule for every command."""
@@ -218,6 +232,25 @@ def atomic_dir(path: str | Path) -> Iterator[Path]:
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+
+
+@contextlib.contextmanager
+def files_into(folder: str | Path) -> Iterator[Path]:
+    """A staging folder beside ``folder`` whose files are moved into ``folder`` (made if need be), with
+    the user's umask modes, only when the block succeeds: a failure leaves ``folder`` as it was and no
+    staging behind. The folder's other files are never touched (unlike ``atomic_dir``, which replaces
+    the whole folder: for an output folder a user may have named with other files in it)."""
+    folder = Path(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    stage = Path(tempfile.mkdtemp(prefix=staging_prefix(folder), suffix=".tmp", dir=folder.parent))
+    try:
+        yield stage
+        umask_modes(stage)
+        folder.mkdir(exist_ok=True)
+        for path in sorted(stage.iterdir()):
+            os.replace(path, folder / path.name)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
 
 
 def publish_dir(staged: str | Path, path: str | Path) -> None:

@@ -126,7 +126,12 @@ RUNTIMES = Registry(
 #: LLM backends (``--backend``, ``--rewrite-backend``): a class with ``from_options(model, BackendOptions)``.
 LLM_BACKENDS = Registry(
     "LLM backend",
-    {"openai": ".backends:OpenAIBackend", "hf": ".backends:HFBackend", "vllm": ".vllm_backend:VLLMBackend"},
+    {
+        "openai": ".backends:OpenAIBackend",
+        "llamacpp": ".llamacpp_backend:LlamaCppBackend",
+        "hf": ".backends:HFBackend",
+        "vllm": ".vllm_backend:VLLMBackend",
+    },
     "ifqa.llm",
 )
 #: Reranker kinds, tried in order: a class with ``claims(model)`` (whether a folder or id is of this

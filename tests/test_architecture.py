@@ -234,3 +234,61 @@ def test_the_gpu_extra_installs_faiss_gpu_in_place_of_faiss_cpu():
     assert {"faiss-gpu", "vllm"} <= names and "faiss-cpu" not in names
     assert all("dense" not in r.extras and "all" not in r.extras for r in gpu)  # [dense] would bring faiss-cpu
     assert all(r.marker is not None for r in gpu if r.name in ("faiss-gpu", "vllm"))
+
+
+def test_the_registry_tables_name_every_entry():
+    """docs/ARCHITECTURE.md's registry table lists every entry of every registry, by name (a new
+    dataset, task, engine, reader or backend is documented where the design is read)."""
+    from ifqa import registry
+
+    page = (PACKAGE.parent / "docs" / "ARCHITECTURE.md").read_text()
+    rows = {line.split("|")[1].strip().strip("`"): line for line in page.splitlines() if line.startswith("| `")}
+    for name in dir(registry):
+        entries = getattr(registry, name)
+        if not isinstance(entries, registry.Registry):
+            continue
+        assert name in rows, f"no row for {name}"
+        listed = rows[name].split("|")[2]
+        missing = [entry for entry in entries.names() if f"`{entry}`" not in listed]
+        assert not missing, f"{name}: {missing} not in its row"
+
+
+def test_every_engine_keeps_the_contract_literally():
+    """``build(corpus, folder, settings, *, progress, force, ...)``: three positional arguments, every
+    other keyword-only with a default; ``load`` reads its settings back through ``settings_of``."""
+    import inspect
+    import textwrap
+
+    from ifqa.retrieval.engines import Engine
+
+    contract = inspect.signature(Engine.build)
+    for name in ENGINES.names():
+        engine = ENGINES.get(name)
+        parameters = list(inspect.signature(engine.build).parameters.values())
+        positional = [p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD]
+        assert positional == ["corpus", "folder", "settings"], name
+        rest = [p for p in parameters if p.kind is not p.POSITIONAL_OR_KEYWORD]
+        assert all(p.kind is p.KEYWORD_ONLY and p.default is not p.empty for p in rest), name
+        assert {p.name: p.default for p in rest if p.name in ("progress", "force")} == {
+            "progress": contract.parameters["progress"].default,
+            "force": contract.parameters["force"].default,
+        }, name
+        source = textwrap.dedent(inspect.getsource(engine.load))
+        calls = [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Call)]
+        assert any(getattr(c.func, "id", None) == "settings_of" for c in calls), f"{name}.load skips settings_of"
+
+
+def test_an_engine_refuses_settings_its_manifest_cannot_hold(tmp_path):
+    """What ``settings_of`` checks, every engine's load meets: a manifest whose BM25 k1 is negative."""
+    from ifqa.errors import IfqaError
+    from ifqa.retrieval import bm25
+
+    corpus = tmp_path / "passages.jsonl"
+    corpus.write_text(
+        "".join(json.dumps({"id": f"p{i}", "title": t, "text": x}) + "\n" for i, (t, x) in enumerate(TOY_PASSAGES))
+    )
+    bm25.build(corpus, tmp_path / "idx", progress=False)
+    manifest = json.loads((tmp_path / "idx" / "manifest.json").read_text())
+    manifest["params"]["k1"] = -1
+    with pytest.raises(IfqaError, match="k1"):
+        ENGINES.get("bm25s").load(tmp_path / "idx", manifest, corpus)

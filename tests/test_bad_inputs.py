@@ -331,9 +331,9 @@ CASES = [
         "i5",
     ),
     (
-        "existing index folder",
-        ["index", "bm25", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/idx"],
-        "already exists",
+        "existing index folder of other settings",
+        ["index", "bm25", "--corpus", f"{B}/passages.jsonl", "-o", f"{B}/idx", "--k1", "2.0"],
+        "already exists, built from other inputs or settings",
         None,
     ),
     (
@@ -1189,7 +1189,7 @@ CASES = [
     (
         "a dense manifest with a negative length",
         ["retrieve", "--index", f"{B}/dense-bad-length", "-o", f"{B}/v5.jsonl"],
-        "'max_length' must be a positive integer",
+        "manifest.json: max_length must be at least 1, got -1",
         "v5.jsonl",
     ),
     # third round: run and prediction files

@@ -279,3 +279,52 @@ def test_a_former_option_name_works_and_says_the_new_one_once(cli, path, old, ne
     result = cli(*path, old, "no-such-choice", old, "no-such-choice")
     assert result.stderr.count(f"{old} is now {new}") == 1, result.stderr
     assert result.returncode == 1 and f"Invalid value for '{new}'" in result.stderr
+
+
+def _ifqa_modules_after(args: list[str]) -> list[str]:
+    """The ifqa modules a fresh interpreter has loaded after running ``ifqa ARGS``."""
+    code = (
+        "import sys, atexit\n"
+        "atexit.register(lambda: print('MODULES', sorted(m for m in sys.modules if m.split('.')[0] == 'ifqa')))\n"
+        f"from ifqa.cli import main\nmain({args!r})\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).stdout
+    return json.loads(out.split("MODULES ", 1)[1].replace("'", '"'))
+
+
+def test_a_command_loads_only_itself(tmp_path):
+    """`ifqa retrieve` imports retrieval, and nothing of the readers, the judge, the analyses, the LLM
+    layer or training; `ifqa --help` lists every command without importing one."""
+    args = ["retrieve", "--k", "3", "-o", str(tmp_path / "r.jsonl"), "--no-progress", "-q"]
+    _ifqa_modules_after(args)  # the demo index built on first use: its build is not a search's cost
+    loaded = _ifqa_modules_after(args)
+    assert len(loaded) <= 45, loaded
+    banned = ("ifqa.judge", "ifqa.llm", "ifqa.analysis", "ifqa.readers", "ifqa.training")
+    assert not [m for m in loaded if m.startswith(banned)]
+    listed = _ifqa_modules_after(["--help"])
+    assert not [m for m in listed if m.startswith("ifqa.cli.") and m not in ("ifqa.cli.help", "ifqa.cli.options")]
+
+
+def test_the_command_table_is_the_commands():
+    """Each command in ``COMMAND_TABLE`` is its module's, listed by its own first help line, and every
+    command module's commands are in the table."""
+    import importlib
+    from pathlib import Path
+
+    import click
+
+    from ifqa.cli import COMMAND_TABLE
+
+    found = {}
+    for path in sorted((Path(__file__).resolve().parents[1] / "ifqa" / "cli").glob("[a-z]*.py")):
+        module = importlib.import_module(f"ifqa.cli.{path.stem}")
+        for command in getattr(module, "COMMANDS", []):
+            found[command.name] = (path.stem, command)
+    assert set(found) == set(COMMAND_TABLE)
+    for name, (module, line) in COMMAND_TABLE.items():
+        assert found[name][0] == module
+        real = found[name][1].help
+        for limit in (45, 80, 200):
+            assert click.Command(name, help=line).get_short_help_str(limit) == click.Command(
+                name, help=real
+            ).get_short_help_str(limit)

@@ -442,5 +442,6 @@ def test_training_killed_in_its_last_moments_is_completed_by_the_same_command(
     assert steps[0] == steps[1], steps
     if losses is not None:
         assert (out / "train_log.jsonl").read_bytes() == losses  # trained once: not again
-    again = run_cli(*command[len(_ifqa()) :], "-o", out, env=env)
-    assert again.returncode == 1 and "already holds a trained model" in again.stderr
+    again = run_cli(*command[len(_ifqa()) :], "-o", out, env=env)  # done: said so, nothing trained again
+    assert again.returncode == 0 and "nothing to do" in again.stdout, again.stderr
+    assert json.loads((out / "model" / "ifqa_card.json").read_text()) == card

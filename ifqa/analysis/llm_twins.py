@@ -12,9 +12,8 @@ from pathlib import Path
 from ifqa.analysis.twins import twin_set
 from ifqa.artifacts import QuestionSet
 from ifqa.errors import IfqaError
-from ifqa.llm import thinking
 from ifqa.llm.config import ModelAccess
-from ifqa.llm.generation import CachedGenerator, Counters
+from ifqa.llm.session import Ask, ModelSession
 from ifqa.readers.llm.prompts import load_whole_prompt
 
 #: Tokens for one rewritten question (a thinking model gets its thinking budget on top).
@@ -22,13 +21,26 @@ TWIN_MAX_TOKENS = 96
 _LABEL = re.compile(r"^\s*(?:\*\*)?(?:factual twin|question|twin)\s*:?(?:\*\*)?\s*", re.I)
 
 
+#: How a question starts, where a model left out its question mark.
+_ASKS = re.compile(
+    r"^(?:what|which|who|whom|whose|when|where|why|how|is|are|was|were|do|does|did|can|could|will|would|has|have|"
+    r"had|should|in\s+(?:what|which)|on\s+(?:what|which)|at\s+(?:what|which)|for\s+(?:what|which))\b",
+    re.I,
+)
+
+
+def is_question(text: str) -> bool:
+    """A question: it ends with a question mark, or starts as one ("What is ...")."""
+    return text.rstrip().endswith("?") or bool(_ASKS.match(text.strip()))
+
+
 def parse_twin(reply: str) -> str:
     """The rewritten question: the reply's first non-empty line, a label such as "Factual twin:" and
-    quotes removed; empty when the reply holds no text."""
+    quotes removed; empty when the reply holds no text, or no question ("I cannot rewrite this.")."""
     for line in reply.splitlines():
-        line = _LABEL.sub("", line).strip().strip("\"'`").strip()
+        line = _LABEL.sub("", line).strip().strip("\"'`*").strip()
         if line:
-            return line
+            return line if is_question(line) else ""
     return ""
 
 
@@ -41,27 +53,20 @@ def twins_by_llm(
 ) -> tuple[QuestionSet, list[dict]]:
     """The twins and their records (``qid``, ``question``, ``how``, ``model``, ``prompt_sha256``, ``raw``).
     A reply with no question in it, or one cut off while thinking, is one line naming the question."""
-    from tqdm import tqdm
-
-    access.require_model()
     template, digest = load_whole_prompt("twin", ("question",), prompts)
-    backend = access.backend_instance(api_key)
-    thinks = access.thinks(backend)
-    params = access.params(access.thinking_max_tokens() if thinks else TWIN_MAX_TOKENS, 0.0, (), 0)
-    generate = CachedGenerator(backend, access.response_cache(), access.concurrency, Counters())
+    session = ModelSession.open(access, api_key)
     examples = questions.examples
-    completions = []
-    with tqdm(total=len(examples), desc="twins", unit="q", disable=not progress) as bar:
-        for start in range(0, len(examples), generate.wave):
-            wave = examples[start : start + generate.wave]
-            completions += generate([template.format(question=e.question) for e in wave], [params] * len(wave))
-            bar.update(len(wave))
+    replies = session.ask_all(
+        [template.format(question=e.question) for e in examples],
+        Ask(session.max_tokens(TWIN_MAX_TOKENS)),
+        "twins",
+        progress,
+    )
     records = []
-    for example, completion in zip(examples, completions):
-        reply = thinking.split(completion.text, completion.reasoning, completion.finish_reason, thinks)
+    for example, reply in zip(examples, replies):
         twin = "" if reply.truncated else parse_twin(reply.answer)
         if not twin:
-            why = "was cut off while thinking" if reply.truncated else f"holds no question ({completion.text[:60]!r})"
+            why = "was cut off while thinking" if reply.truncated else f"holds no question ({reply.raw[:60]!r})"
             raise IfqaError(
                 f"the twin model's reply for qid {example.qid!r} {why}; check the model and prompts/twin.txt "
                 "(every reply received is cached)"
@@ -73,7 +78,7 @@ def twins_by_llm(
                 "how": "llm",
                 "model": access.model,
                 "prompt_sha256": digest,
-                "raw": completion.text,
+                "raw": reply.raw,
             }
         )
     return twin_set(questions, {r["qid"]: r["question"] for r in records}, "llm"), records

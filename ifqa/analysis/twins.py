@@ -58,6 +58,8 @@ def twins_from_file(questions: QuestionSet, path: str | Path) -> QuestionSet:
             raise IfqaError("each line needs 'qid' and a string 'question' (the factual twin)", path, number)
         if not record["question"].strip():
             raise IfqaError(f"the twin of qid {record['qid']!r} is empty", path, number)
+        if str(record["qid"]) in found:
+            raise IfqaError(f"qid {record['qid']!r} has a twin twice (each question has one)", path, number)
         found[str(record["qid"])] = record["question"]
     qids = {e.qid for e in questions.examples}
     missing, extra = sorted(qids - set(found)), sorted(set(found) - qids)

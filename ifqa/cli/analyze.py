@@ -6,6 +6,7 @@ import json
 
 import click
 
+from ifqa.analysis import premise as analysis
 from ifqa.cli.options import output_option, question_source, recorded_question_options
 from ifqa.datasets import questions_for
 
@@ -44,13 +45,8 @@ def premise(
     report gives the classes with 95% intervals, by IfQA's answer types and question words, and by
     whether a gold answer stood in the passages the reader read.
     """
-    from ifqa.analysis import premise as analysis
-
     question_set = questions_for(predictions, question_source(setting, split, questions, data_dir))
-    twin_set, records = analysis.make_twins(twins, question_set, predictions, api_key, not no_progress)
-    report = analysis.analyze(
-        predictions, question_set, twin_set, output, twin_predictions, api_key, not no_progress, records
-    )
+    report = analysis.analyze(predictions, question_set, output, twins, twin_predictions, api_key, not no_progress)
     click.echo(json.dumps(report) if as_json else analysis.format_report(report))
 
 

@@ -7,7 +7,9 @@ import json
 import click
 
 from ifqa.cli.options import output_option, question_options, question_source
+from ifqa.datasets.causal_rules import RULES, causal_rule, matching_rules, summarize
 from ifqa.io import write_jsonl
+from ifqa.tables import table
 
 
 @click.group()
@@ -23,9 +25,6 @@ def classify_causal(setting, split, questions, data_dir, output, as_json) -> Non
     """Count questions per causal rule (R1 why, R2 cause, R3 how come/how did, R4 effect/affect,
     R5 lead to, R6 what happens if/when, R7 what to do if/when); a question gets the first rule
     that fires."""
-    from ifqa.datasets.causal_rules import RULES, causal_rule, matching_rules, summarize
-    from ifqa.tables import table
-
     question_set = question_source(setting, split, questions, data_dir).load(answers=False)  # rules read questions only
     texts = [example.question for example in question_set]
     result = {"questions": question_set.name, **summarize(texts)}

@@ -5,6 +5,8 @@ from __future__ import annotations
 import click
 
 from ifqa.cli.options import output_option
+from ifqa.corpus.build import build
+from ifqa.tables import table
 
 
 @click.group()
@@ -36,9 +38,6 @@ def corpus_build(inputs, output, format_, words, workers, batch_size, no_progres
 
     Interrupted builds resume when the same command is run again.
     """
-    from ifqa.corpus.build import build
-    from ifqa.tables import table
-
     summary = build(list(inputs), output, words, workers, format_, batch_size, progress=not no_progress)
     rows = [["records read", summary.records], ["articles kept", summary.kept]]
     rows += [[f"skipped: {reason}", count] for reason, count in sorted(summary.skipped.items())]

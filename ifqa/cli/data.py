@@ -7,6 +7,8 @@ import json
 import click
 
 from ifqa.cli.options import SPLIT_CHOICES, question_options, question_source
+from ifqa.datasets import causalqa, ifqa, wiqa
+from ifqa.datasets.stats import format_stats, split_stats
 from ifqa.errors import IfqaError
 
 
@@ -39,8 +41,6 @@ def data() -> None:
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def data_download(settings, splits, data_dir, base_url, url, force, no_progress) -> None:
     """Fetch official releases into the cache, validating every file before it is kept."""
-    from ifqa.datasets import causalqa, ifqa, wiqa
-
     settings = list(settings) or ["supervised", "few-shot"]
     ifqa_settings = [s for s in settings if s in ifqa.SETTINGS]
     if splits and not ifqa_settings:
@@ -61,8 +61,6 @@ def data_download(settings, splits, data_dir, base_url, url, force, no_progress)
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
 def data_stats(setting, split, questions, data_dir, as_json) -> None:
     """Counts, lengths, multi-answer share, answer types and question words of a split."""
-    from ifqa.datasets.stats import format_stats, split_stats
-
     stats = split_stats(question_source(setting, split, questions, data_dir).load().examples)
     click.echo(json.dumps(stats, indent=2) if as_json else format_stats(stats))
 

@@ -6,10 +6,13 @@ import json
 
 import click
 
+from ifqa import api
 from ifqa.artifacts import check_questions, recorded_questions
 from ifqa.cli.options import output_option, question_source, recorded_question_options
 from ifqa.datasets import questions_for
 from ifqa.errors import IfqaError
+from ifqa.eval import report
+from ifqa.eval.tasks import task_for
 from ifqa.io import write_json
 
 
@@ -37,17 +40,12 @@ def evaluate(predictions, run_path, compare, judgments, setting, split, question
     The metric comes from the questions' dataset: EM/F1 (SQuAD v1.1 rules) for IfQA, accuracy by
     question type and path length for WIQA, ROUGE-L with EM/F1 per source for CausalQA.
     """
-    from ifqa import api
-    from ifqa.eval import report
-
     if bool(predictions) == bool(run_path):
         raise IfqaError("give exactly one of --predictions or --run")
     if judgments and not predictions:
         raise IfqaError("--judgments scores predictions: give --predictions with it")
     source = question_source(setting, split, questions, data_dir)
     if predictions:
-        from ifqa.eval.tasks import task_for
-
         question_set = questions_for(predictions, source)
         if compare:
             check_questions(compare, question_set)

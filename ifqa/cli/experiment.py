@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import click
 
+from ifqa.experiments import load_config, output_dir, run_experiment
+
 
 @click.group()
 def experiment() -> None:
@@ -16,8 +18,6 @@ def experiment() -> None:
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def experiment_run(config, force, no_progress) -> None:
     """Retrieve -> read -> evaluate; stages whose outputs are up to date are skipped."""
-    from ifqa.experiments import load_config, output_dir, run_experiment
-
     loaded = load_config(config)  # once: validated whole before any stage runs
     run_experiment(loaded, force, progress=not no_progress)
     output = output_dir(loaded)

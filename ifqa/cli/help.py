@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import click
 
+from ifqa.choices import AliasedOption
+
 #: Group titles in the order a page shows them; an option none of the rules claims goes to "Options".
 GROUPS = ("Server", "Input", "Retrieval", "Model", "Training", "Output", "Runtime")
 _RULES = {
@@ -53,7 +55,7 @@ EXAMPLES = {
     "ifqa experiment run": "ifqa experiment run experiments/demo.yaml",
     "ifqa judge": "ifqa judge --predictions runs/dev-llm.jsonl --model MODEL --base-url URL -o runs/dev-judged.jsonl",
     "ifqa index bm25": "ifqa index bm25 --corpus passages.jsonl -o indexes/bm25",
-    "ifqa index dense": "ifqa index dense --corpus passages.jsonl -o indexes/dense --backend auto --quantize int8",
+    "ifqa index dense": "ifqa index dense --corpus passages.jsonl -o indexes/dense --runtime auto --quantize int8",
     "ifqa read fid": "ifqa read fid --checkpoint fid/best --run runs/dev.jsonl -o runs/fid.jsonl",
     "ifqa read iterative": "ifqa read iterative --model MODEL --base-url URL --index demo:bm25 --k 3 --max-steps 5",
     "ifqa read llm": "ifqa read llm --mode cot --demos 4 --model MODEL --base-url URL --run runs/dev.jsonl",
@@ -96,8 +98,10 @@ def option_groups(command: click.Command) -> list[dict]:
     return [{"name": group, "options": grouped[group]} for group in (*GROUPS, "Options") if group in grouped]
 
 
-def use_rich_help(root: click.Group) -> None:
-    """Render every command's help with rich-click from here on (called when help was asked for)."""
+def use_rich_help(root: click.Group, asked: list[str] | None = None) -> None:
+    """Render help with rich-click from here on (called when help was asked for): the command named by
+    ``asked`` (its names under ``root``; None: every command) and the groups above it, so a page
+    imports only the commands it shows."""
     import rich_click
     from rich_click import RichCommand, RichGroup
 
@@ -105,7 +109,18 @@ def use_rich_help(root: click.Group) -> None:
     config.SHOW_ARGUMENTS = True
     config.STYLE_OPTIONS_TABLE_BOX = "SIMPLE"
     config.MAX_WIDTH = 110
-    for path, command in leaf_commands(root):
+    groups, target, path = [root], root, "ifqa"
+    for name in asked or []:
+        target, path = target.commands[name], f"{path} {name}"
+        if isinstance(target, click.Group):
+            groups.append(target)
+    if asked is None:
+        shown = list(leaf_commands(root))
+    elif isinstance(target, click.Group):
+        shown = list(leaf_commands(target, path)) if asked else []
+    else:
+        shown = [(path, target)]
+    for path, command in shown:
         config.OPTION_GROUPS[path] = option_groups(command)
         example = EXAMPLES.get(path)
         if example and "Example:" not in (command.epilog or ""):
@@ -114,14 +129,37 @@ def use_rich_help(root: click.Group) -> None:
             if isinstance(param, click.Option) and not param.is_flag and param.default not in (None, (), []):
                 param.show_default = True
         _adopt(command, RichCommand)
-    _make_rich(root, RichGroup)
+        _hide_aliases(command)
+    for group in groups if asked is not None else [root, *_groups_under(root)]:
+        _adopt(group, RichGroup)
 
 
-def _make_rich(group: click.Group, rich_group: type) -> None:
-    _adopt(group, rich_group)
+def _hide_aliases(command: click.Command) -> None:
+    """rich-click lists an option by every name in ``opts``: while the page is drawn, an option's
+    hidden aliases (a renamed option's former name) are left out, as click's own help leaves them."""
+    aliased = [p for p in command.params if isinstance(p, AliasedOption) and p.hidden_aliases]
+    if not aliased or "format_help" in command.__dict__:
+        return
+    draw = command.format_help
+
+    def format_help(ctx, formatter):
+        every = [p.opts for p in aliased]
+        for param in aliased:
+            param.opts = [name for name in param.opts if name not in param.hidden_aliases]
+        try:
+            return draw(ctx, formatter)
+        finally:
+            for param, opts in zip(aliased, every):
+                param.opts = opts
+
+    command.format_help = format_help  # type: ignore[method-assign]
+
+
+def _groups_under(group: click.Group):
     for command in group.commands.values():
         if isinstance(command, click.Group):
-            _make_rich(command, rich_group)
+            yield command
+            yield from _groups_under(command)
 
 
 def _adopt(command: click.Command, rich: type) -> None:

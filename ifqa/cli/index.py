@@ -13,9 +13,13 @@ from ifqa.choices import AliasedOption, announce_renames
 from ifqa.cli.options import guard_outputs, output_option, runtime_label, runtime_options
 from ifqa.configs import click_options, from_options
 from ifqa.datasets.hub import is_hub
+from ifqa.datasets.hub_corpus import corpus_file
 from ifqa.devices import PRECISIONS
 from ifqa.errors import IfqaError
+from ifqa.memory import limit
 from ifqa.registry import ENGINES
+from ifqa.retrieval import bm25, dense, lucene
+from ifqa.retrieval.bm25_build import DEFAULT_CHUNK_DOCS, choose_engine, count_passages, plan_chunks
 from ifqa.retrieval.engines import INDEX_COMMANDS, BM25Settings, DenseSettings
 
 
@@ -43,8 +47,6 @@ def corpus_path(corpus: str, progress: bool) -> Path:
         return Path(corpus)
     import concurrent.futures
     import multiprocessing
-
-    from ifqa.datasets.hub_corpus import corpus_file
 
     # in a child process: datasets and pyarrow (150 MB) never sit in the process that then builds the
     # index, whose peak memory stays that of the same passages given as a file (benchmarks/hub_corpus.py)
@@ -118,10 +120,6 @@ def index() -> None:
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def index_bm25(corpus, index_dir, engine, threads, chunk_docs, max_memory, force, no_progress, **options) -> None:
     """BM25 over title + text (bm25s by default, streamed in bounded memory; Lucene through pyserini on request)."""
-    from ifqa.memory import limit
-    from ifqa.retrieval import bm25, lucene
-    from ifqa.retrieval.bm25_build import DEFAULT_CHUNK_DOCS, choose_engine, count_passages, plan_chunks
-
     settings = from_options(BM25Settings, options)
     corpus = corpus_path(corpus, not no_progress)
     if engine == "auto":
@@ -196,8 +194,6 @@ def index_dense(
     **options,
 ) -> None:
     """Dense index: bi-encoder embeddings (resumable, shardable, or on Ray) + FAISS."""
-    from ifqa.retrieval import dense
-
     settings = from_options(DenseSettings, options)
     if ray_address and shard:
         raise IfqaError("--ray spreads the chunks itself; leave out --shard")

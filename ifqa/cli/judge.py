@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import click
 
+from ifqa import api
 from ifqa.artifacts import read_predictions
 from ifqa.cli.options import output_option, question_source, recorded_question_options
 from ifqa.configs import click_options, from_options
 from ifqa.datasets import questions_for
+from ifqa.eval.tasks import task_for
 from ifqa.judge.config import JudgeConfig
+from ifqa.judge.run import judge as run_judge
 
 
 @click.command()
@@ -29,12 +32,7 @@ def judge(predictions, api_key, setting, split, questions, data_dir, output, as_
     """
     import json
 
-    from ifqa import api
-    from ifqa.eval.tasks import task_for
-    from ifqa.judge.run import judge as run_judge
-
     config = from_options(JudgeConfig, options)
-    config.require_model()
     question_set = questions_for(predictions, question_source(setting, split, questions, data_dir))
     api.evaluate_predictions(predictions, question_set)  # predictions the questions can score, before any request
     counters = run_judge(
@@ -42,7 +40,10 @@ def judge(predictions, api_key, setting, split, questions, data_dir, output, as_
     )
     report = api.evaluate_predictions(predictions, question_set, judgments=output)
     click.echo(json.dumps(report) if as_json else task_for(question_set).format(report))
-    click.echo(f"judgments: {output}  requests: {counters['requests']}  cache hits: {counters['cache_hits']}")
+    click.echo(
+        f"judgments: {output}  requests: {counters['requests']}  cache hits: {counters['cache_hits']}"
+        f"  unclear: {counters['unclear']}"
+    )
 
 
 COMMANDS = [judge]

@@ -7,10 +7,11 @@ import os
 
 import click
 
-from ifqa.choices import AliasedOption, RegistryChoice
+from ifqa.choices import AliasedOption, RegistryChoice, each_command
 from ifqa.configs import click_options, from_options, option_fields
 from ifqa.datasets import QuestionSource
 from ifqa.errors import IfqaError
+from ifqa.outputs import check_output
 from ifqa.registry import DATASETS, RuntimeNames
 from ifqa.retrieval.config import RetrievalConfig
 
@@ -162,7 +163,6 @@ def retrieval_options(defaults: dict | None = None, exclude: tuple[str, ...] = (
 def retrieval_config(options: dict, defaults: dict | None = None, **fixed):
     """The ``RetrievalConfig`` of a command's options (``retrieval_options``); its own ``defaults``
     for what was not given, and ``fixed`` values for the fields it sets another way."""
-
     defaults = defaults or {}
     names = {f.name for f in option_fields(RetrievalConfig)}
     values = {
@@ -208,8 +208,9 @@ def guard_outputs(command: click.Command) -> None:
     other options names as an input (``ifqa.outputs.check_output``): one guard, so a command added
     later is covered by declaring its output with ``output_option``."""
     if isinstance(command, click.Group):
-        for sub in command.commands.values():
-            guard_outputs(sub)
+        if not each_command(command, guard_outputs):
+            for sub in command.commands.values():
+                guard_outputs(sub)
         return
     outputs = [param for param in command.params if getattr(param, "writes", False)]
     if not outputs or command.callback is None or getattr(command.callback, "guards_outputs", False):
@@ -223,8 +224,6 @@ def guard_outputs(command: click.Command) -> None:
 
     @functools.wraps(callback)
     def guarded(*args, **params):
-        from ifqa.outputs import check_output
-
         inputs = {shown.get(name, name): value for name, value in params.items() if name not in written}
         for param in outputs:
             check_output(params.get(param.name), inputs, shown[param.name])

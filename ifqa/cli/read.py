@@ -1,5 +1,6 @@
-"""`ifqa read llm|fid`: one subcommand per registered reader, its options made from the reader's
-configuration dataclass (``ifqa.configs``); `ifqa read --reader NAME ...` is kept as an alias."""
+"""`ifqa read llm|fid|...`: one subcommand per registered reader, its options made from the reader's
+configuration dataclass (``ifqa.configs``), made when it is named (so `ifqa read llm` imports the LLM
+reader and no other); `ifqa read --reader NAME ...` is kept as an alias."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from ifqa.choices import LazyCommands
 from ifqa.cli.options import output_option, question_options, question_source
 from ifqa.configs import click_options, from_options
 from ifqa.llm.config import ModelAccess
@@ -84,7 +86,6 @@ def _make_command(name: str) -> click.Command:
     return command
 
 
-for _name in READERS.names():
-    read.add_command(_make_command(_name))
+read.commands = LazyCommands(READERS.names, lambda name: [_make_command(name)])
 
 COMMANDS = [read]

@@ -6,6 +6,7 @@ import json
 
 import click
 
+from ifqa.api import Reranker
 from ifqa.cli.options import (
     given_run,
     output_option,
@@ -17,7 +18,10 @@ from ifqa.cli.options import (
 )
 from ifqa.datasets import questions_for
 from ifqa.devices import PRECISIONS
+from ifqa.eval import report
+from ifqa.eval.summary import summarize_run
 from ifqa.retrieval.config import FIELDS
+from ifqa.retrieval.rerank_run import read_rerankable, rerank_run
 
 
 @click.command()
@@ -68,11 +72,6 @@ def rerank(
     no_progress,
 ) -> None:
     """Rerank a run file (resumable: rerun the same command after an interruption)."""
-    from ifqa.api import Reranker
-    from ifqa.eval import report
-    from ifqa.eval.summary import summarize_run
-    from ifqa.retrieval.rerank_run import read_rerankable, rerank_run
-
     run = given_run(run_option, run_argument)
     records = read_rerankable(run, depth)  # parsed once; a run that cannot be reranked fails before the model loads
     question_set = questions_for(run, question_source(setting, split, questions, data_dir), records)

@@ -9,6 +9,7 @@ import click
 from ifqa.cli.options import question_options, question_source, retrieval_config, retrieval_options
 from ifqa.configs import click_options, from_options, option_fields
 from ifqa.readers.llm.config import LLMReaderConfig
+from ifqa.serve.service import Limits, QAService
 
 log = logging.getLogger(__name__)
 
@@ -46,7 +47,6 @@ def serve(api_key, setting, split, questions, data_dir, host, port, max_k, **opt
     import uvicorn
 
     from ifqa.serve.app import create_app
-    from ifqa.serve.service import Limits, QAService
 
     reader_options = {k: v for k, v in options.items() if k in READER_FIELDS}
     reader = from_options(

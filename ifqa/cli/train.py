@@ -8,7 +8,9 @@ import click
 
 from ifqa.cli.options import output_option, question_options_for, question_source
 from ifqa.configs import click_options, from_options
+from ifqa.distributed import launched
 from ifqa.readers.fid import FiDTrainConfig
+from ifqa.training.jobs import train_job
 from ifqa.training.recipes import ControlRecipe, RerankerRecipe, RetrieverRecipe
 
 ALIASES = {"--reranker": "reranker", "--retriever": "retriever", "--control": "control"}
@@ -63,7 +65,6 @@ def train_fid(run_path, dev_run, output, stop_after, device, no_progress, **opti
     from ifqa.readers.fid import train as fid
 
     state = fid.train(run_path, dev_run, output, config, device, progress=not no_progress, stop_after=stop_after)
-    from ifqa.distributed import launched
 
     if not launched().main:  # under a launcher, rank 0 alone reports
         return
@@ -99,13 +100,15 @@ def _learning_command(kind: str, recipe_class: type, help: str, summary) -> None
     def command(
         setting, split, questions, data_dir, output, corpus, dev_run, device, stop_after, no_progress, **options
     ) -> None:
-        from ifqa.training.jobs import train_job
 
         recipe = from_options(recipe_class, options)
         source = question_source(setting or "supervised", split or "train", questions, data_dir)
         card = train_job(kind, recipe, source, Path(output), corpus, dev_run, device, not no_progress, stop_after)
         if "rank" not in card:  # under a launcher, rank 0 alone reports
-            click.echo(summary(output, card))
+            done = (
+                "already trained by this command (same recipe and data): nothing to do; " if card.get("already") else ""
+            )
+            click.echo(done + summary(output, card))
 
 
 def _card_line(output, card: dict) -> str:

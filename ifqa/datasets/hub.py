@@ -12,7 +12,6 @@ records the dataset's id, config, split, revision and ``datasets``' fingerprint 
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,6 +20,7 @@ from urllib.parse import parse_qsl
 
 from ifqa.artifacts import Example, QuestionSet
 from ifqa.errors import IfqaError
+from ifqa.io import content_digest
 from ifqa.paths import cache_dir
 from ifqa.registry import DATASETS
 
@@ -110,14 +110,11 @@ def quiet_datasets():
 
 
 def _local_cache(folder: Path) -> Path:
-    """Where ``datasets`` keeps a local folder's Arrow tables: one place per content (its files' paths,
-    sizes and times). ``datasets`` keys its own cache by the folder's name and its card, so two folders
+    """Where ``datasets`` keeps a local folder's Arrow tables: one place per content (``io.content_digest``
+    of its files). ``datasets`` keys its own cache by the folder's name and its card, so two folders
     named alike with the same card, or a folder whose files were replaced, read the first one's rows."""
-    digest = hashlib.sha256(str(folder.resolve()).encode("utf-8"))
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        stat = path.stat()
-        digest.update(f"{path.relative_to(folder)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-    return cache_dir() / "hf-datasets" / digest.hexdigest()[:16]
+    digest = content_digest((p for p in folder.rglob("*") if p.is_file()), str(folder.resolve()))
+    return cache_dir() / "hf-datasets" / digest[:16]
 
 
 def offline() -> bool:
@@ -216,13 +213,15 @@ def load_hub_questions(name: str, dataset: str | None = None) -> QuestionSet:
 def _chosen_option(choices: Any, key: Any, where: str) -> tuple[list[str], dict[str, Any]]:
     """``([right option's text], {"choices": [[label, text], ...], "answer_key": label})`` from ARC's
     ``{label, text}`` columns, a list of ``{label, text}`` objects or a list of texts (labelled A, B,
-    ...); the key is a label, a 0-based position where the labels are not numbers, or an option's text."""
+    ..., Z, AA ...: ``multiple_choice.option_labels``); the key is read by ``multiple_choice.answer_label``."""
+    from ifqa.eval.multiple_choice import answer_label, option_labels  # the scorer's rules, for these sets alone
+
     if isinstance(choices, dict):
         pairs = list(zip(choices.get("label") or [], choices.get("text") or []))
     elif isinstance(choices, list) and all(isinstance(c, dict) for c in choices):
         pairs = [(c.get("label"), c.get("text")) for c in choices]
     elif isinstance(choices, list):
-        pairs = [(chr(ord("A") + i), text) for i, text in enumerate(choices)]
+        pairs = list(zip(option_labels(len(choices)), choices))
     else:
         raise IfqaError(
             f"{where}: options must be {{label, text}} lists or a list of texts, not {type(choices).__name__}"
@@ -231,17 +230,12 @@ def _chosen_option(choices: Any, key: Any, where: str) -> tuple[list[str], dict[
     if len(options) < 2:
         raise IfqaError(f"{where}: fewer than two options")
     labels = [label for label, _ in options]
-    if len(set(labels)) < len(labels):
+    if len({label.upper() for label in labels}) < len(labels):  # "a" and "A" are one label to a reader
         raise IfqaError(f"{where}: two options share a label ({', '.join(labels)})")
-    key = str(key).strip() if key is not None else ""
-    if key not in labels and key.isdigit() and not any(label.isdigit() for label in labels) and int(key) < len(labels):
-        key = labels[int(key)]
-    texts = [text for _, text in options]
-    if key not in labels and texts.count(key) == 1:  # the answer given as its option's text
-        key = labels[texts.index(key)]
-    if key not in labels:
+    label = answer_label(key, [tuple(option) for option in options])
+    if label is None:
         raise IfqaError(f"{where}: the answer key {key!r} names none of the options ({', '.join(labels)})")
-    return [options[labels.index(key)][1]], {"choices": options, "answer_key": key}
+    return [options[labels.index(label)][1]], {"choices": options, "answer_key": label}
 
 
 def _registered(hub_id: str) -> str | None:

@@ -12,7 +12,6 @@ which the index's manifest then carries.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from pathlib import Path
 
 from ifqa.datasets.hub import HubSpec, choose_split, find_column, load_splits, offline, quiet_datasets
 from ifqa.errors import IfqaError
-from ifqa.io import atomic_write, file_sha256, nfc, unpaired_surrogate, write_json
+from ifqa.io import atomic_write, content_digest, file_sha256, nfc, unpaired_surrogate, write_json
 from ifqa.paths import cache_dir
 
 #: Where a passage's fields are looked for (DPR's, BEIR's and FlashRAG's corpora among them).
@@ -53,11 +52,7 @@ def corpus_file(name: str, progress: bool = True) -> Path:
         columns = list(data.column_names or [])
     mapped = {ours: find_column(spec, ours, columns, name, CANDIDATES, REQUIRED) for ours in CANDIDATES}
     wanted = [c for c in (mapped["id"], mapped["title"], mapped["text"]) if c]
-    digest = hashlib.sha256(json.dumps([name, chosen, sorted(map(str, files[chosen]))]).encode("utf-8"))
-    for path in parquet:
-        stat = path.stat()
-        digest.update(f"{stat.st_size}\0{stat.st_mtime_ns}".encode())
-    fingerprint = digest.hexdigest()
+    fingerprint = content_digest(files[chosen], json.dumps([name, chosen]))  # a rewritten file is a new corpus
     slug = re.sub(r"[^A-Za-z0-9._-]+", "-", spec.name.strip("/"))[-80:]
     target = cache_dir() / "corpora" / f"{slug}-{chosen}-{fingerprint[:16]}.jsonl"
     manifest = Path(f"{target}.manifest.json")

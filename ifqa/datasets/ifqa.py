@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from ifqa.artifacts import Example
-from ifqa.datasets.download import join_url, open_url
 from ifqa.errors import IfqaError
 from ifqa.io import SURROGATE_PROBLEM, atomic_write, read_json, read_jsonl, unpaired_surrogate
 from ifqa.paths import cache_dir
@@ -58,6 +57,7 @@ def download(
     force: bool = False,
 ) -> list[Path]:
     """Fetch official splits into the cache; each file is validated before it is moved into place."""
+    from ifqa.datasets.download import join_url, open_url  # the network's code, for this command alone
 
     base = base_url or os.environ.get("IFQA_BASE_URL") or DEFAULT_BASE_URL
     fetched = []

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ifqa.eval.answers import best_over_answers, exact_match, token_f1
-from ifqa.eval.significance import bootstrap_ci, paired_test
+from ifqa.eval.significance import bootstrap_ci, interval, paired_test
 from ifqa.tables import table
 
 METRICS = ("rouge_l_precision", "rouge_l_recall", "rouge_l_f1", "em", "f1")
@@ -79,16 +79,13 @@ def summarize_causalqa(
 
 
 def format_causalqa_report(report: dict[str, Any]) -> str:
-    def ci(pair) -> str:
-        return f"[{pair[0]:.2f}, {pair[1]:.2f}]"
-
     header = ["source", "n", "ROUGE-L P", "ROUGE-L R", "ROUGE-L F1", "EM", "F1"]
     rows = [[name, g["n"], *[f"{g[m]:.2f}" for m in METRICS]] for name, g in report["by_source"].items()]
     rows.append(["macro average", len(report["by_source"]), *[f"{report['macro'][m]:.2f}" for m in METRICS]])
     rows.append(["micro average", report["n"], *[f"{report[m]:.2f}" for m in METRICS]])
     parts = [
-        f"CausalQA: ROUGE-L F1 {report['rouge_l_f1']:.2f} {ci(report['rouge_l_f1_ci95'])}, EM {report['em']:.2f} "
-        f"{ci(report['em_ci95'])}, F1 {report['f1']:.2f} {ci(report['f1_ci95'])} over {report['n']} questions "
+        f"CausalQA: ROUGE-L F1 {report['rouge_l_f1']:.2f} {interval(report['rouge_l_f1_ci95'], 2)}, EM {report['em']:.2f} "
+        f"{interval(report['em_ci95'], 2)}, F1 {report['f1']:.2f} {interval(report['f1_ci95'], 2)} over {report['n']} questions "
         f"({report['answered']} answered)",
         table(header, rows),
     ]
@@ -103,7 +100,7 @@ def format_causalqa_report(report: dict[str, Any]) -> str:
                         f"{report[m]:.2f}",
                         f"{c[m]:.2f}",
                         f"{c[m + '_difference']['difference']:+.2f}",
-                        ci(c[m + "_difference"]["ci95"]),
+                        interval(c[m + "_difference"]["ci95"], 2),
                         c[m + "_difference"]["p_value"],
                     ]
                     for m in ("rouge_l_f1", "em", "f1")

@@ -15,13 +15,21 @@ from ifqa.eval.significance import bootstrap_ci, cohen_kappa
 from ifqa.io import file_sha256, read_jsonl, read_manifest_object
 
 
-def read_judgments(path: str | Path, predictions_path: str | Path | None = None) -> tuple[dict[str, bool], dict]:
-    """``qid -> verdict`` and the judge's description, from ``ifqa judge``'s output; refused when made
-    for another version of ``predictions_path`` (its manifest records the file's SHA-256)."""
-    verdicts: dict[str, bool] = {}
+def read_judgments(path: str | Path, predictions_path: str | Path | None = None) -> tuple[dict[str, bool | None], dict]:
+    """``qid -> verdict`` (None: the judge's reply gave none, recorded as unclear) and the judge's
+    description, from ``ifqa judge``'s output; refused when made for another version of
+    ``predictions_path`` (its manifest records the file's SHA-256)."""
+    verdicts: dict[str, bool | None] = {}
     for number, record in read_jsonl(path):
-        if not isinstance(record, dict) or "qid" not in record or not isinstance(record.get("verdict"), bool):
-            raise IfqaError("each line needs 'qid' and a true/false 'verdict' (ifqa judge writes them)", path, number)
+        valid = isinstance(record, dict) and "qid" in record
+        if valid and not isinstance(record.get("verdict"), bool):
+            valid = record.get("verdict") is None and record.get("unclear") is True
+        if not valid:
+            raise IfqaError(
+                "each line needs 'qid' and a true/false 'verdict', or null with 'unclear': true (ifqa judge writes them)",
+                path,
+                number,
+            )
         qid = str(record["qid"])
         if qid in verdicts:
             raise IfqaError(f"duplicate qid {qid!r}", path, number)
@@ -40,9 +48,10 @@ def read_judgments(path: str | Path, predictions_path: str | Path | None = None)
 
 
 def summarize_judgments(
-    examples: Sequence[Any], predictions: Mapping[str, str], verdicts: Mapping[str, bool], judge: dict
+    examples: Sequence[Any], predictions: Mapping[str, str], verdicts: Mapping[str, bool | None], judge: dict
 ) -> dict[str, Any]:
-    """Judge accuracy (a question without a verdict counts as no) and its agreement with EM."""
+    """Judge accuracy (a question without a verdict, or with an unclear one, counts as no) and its
+    agreement with EM; the unclear verdicts are counted and named."""
     missing = [e.qid for e in examples if e.qid in predictions and e.qid not in verdicts]
     if missing:
         raise IfqaError(
@@ -56,6 +65,7 @@ def summarize_judgments(
         "judge_accuracy_ci95": list(bootstrap_ci([float(v) for v in said])),
         "judge": {
             **judge,
+            "unclear": [e.qid for e in examples if e.qid in verdicts and verdicts[e.qid] is None],
             "kappa_em": cohen_kappa(said, em),
             "disagreements": {
                 "judge_yes_em_no": [e.qid for e, j, m in zip(examples, said, em) if j and not m],

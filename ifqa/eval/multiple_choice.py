@@ -4,9 +4,11 @@ layout (``choices: {label, text}`` with an ``answerKey``).
 A question's options are in ``meta["choices"]`` as ``[label, text]`` pairs, the right one's label in
 ``meta["answer_key"]`` and its text as the answer. A prediction chooses an option by its label ("B",
 "(B)", "B. granite", "Answer: B", "Option B") or by its text (the option's whole text, or the one
-option's text it contains); a prediction that names none is unanswered, scored wrong and counted.
-Options are compared by label, so two options with the same text stay two. Readers write the chosen
-option as ``B. granite``: it reads as an answer and parses back to the same label.
+option's text it contains); a prediction that names none, or names several ("B, C", "B and C", "B or
+C", "B/C"), is unanswered, scored wrong and counted. Options are compared by label, so two options
+with the same text stay two. Readers write the chosen option as ``B. granite``: it reads as an answer
+and parses back to the same label. Options given as plain texts are labelled A to Z, then AA, AB, ...
+(``option_labels``), so labels stay unique whatever the number of options.
 """
 
 from __future__ import annotations
@@ -20,13 +22,45 @@ from ifqa.eval.answers import normalize_answer
 from ifqa.eval.significance import accuracy, interval, paired_test
 from ifqa.tables import table
 
+_PREFIX = r"^\s*(?:(?:the\s+)?(?:correct\s+|right\s+|final\s+)?(?:answer|option|choice)s?\s*(?:is|are|:)?\s*)?"
+_ONE = r"[(\[*]*([A-Za-z]{1,2}|[0-9]{1,3})"  # a label: one or two letters (past Z: AA, AB ...) or a number
 #: A label at the start ("B", "(B)", "B)", "B.", "B,", "**B**", "Answer: B", "The correct answer is
-#: B", "Option B"): its letter or number, and the mark after it.
-_LABEL = re.compile(
-    r"^\s*(?:(?:the\s+)?(?:correct\s+|right\s+|final\s+)?(?:answer|option|choice)\s*(?:is|:)?\s*)?"
-    r"[(\[*]*([A-Za-z0-9])([)\].:,*]*)(?=\s|$)",
+#: B", "Option B"): its letters or number, and the mark after it.
+_LABEL = re.compile(_PREFIX + _ONE + r"([)\].:,*]*)(?=\s|$)", re.I)
+#: Two labels named as a list ("B, C", "B and C", "B or C", "B/C", "(B) & (C)"): no single choice.
+_SEVERAL = re.compile(
+    _PREFIX
+    + _ONE
+    + r"[)\].*]*\s*(?:,|/|&|\band\b|\bor\b)\s*(?:(?:and|or)\s+)?"
+    + _ONE
+    + r"[)\].*]*\s*(?:$|[,/&.]|\band\b|\bor\b)",
     re.I,
 )
+
+
+def option_labels(count: int) -> list[str]:
+    """Labels for options given as plain texts: A to Z, then AA, AB ... as spreadsheet columns go
+    (unique, upper case, readable for any number of options)."""
+    labels = []
+    for number in range(1, count + 1):
+        label = ""
+        while number:
+            number, letter = divmod(number - 1, 26)
+            label = chr(ord("A") + letter) + label
+        labels.append(label)
+    return labels
+
+
+def answer_label(key: Any, choices: Sequence[tuple[str, str]]) -> str | None:
+    """The right option's label from a dataset's answer key: a label, a 0-based position where the
+    labels are not numbers, or anything ``chosen`` reads (an option's text, "B)" ...); None: no option."""
+    key = str(key).strip() if key is not None else ""
+    labels = [label for label, _ in choices]
+    if key in labels:
+        return key
+    if key.isdigit() and not any(label.isdigit() for label in labels) and int(key) < len(labels):
+        return labels[int(key)]
+    return chosen(key, choices)
 
 
 def options(example) -> list[tuple[str, str]]:
@@ -48,9 +82,13 @@ def chosen(prediction: str, choices: Sequence[tuple[str, str]]) -> str | None:
     """The label of the option a prediction chooses, or None when it chooses none (or several)."""
     if not prediction.strip() or not choices:
         return None
+    by_label = {label.upper(): label for label, _ in choices}
+    several = _SEVERAL.match(prediction)
+    if several and {several.group(1).upper(), several.group(2).upper()} <= by_label.keys():
+        if several.group(1).upper() != several.group(2).upper():
+            return None
     found = _LABEL.match(prediction)
     if found:
-        by_label = {label.upper(): label for label, _ in choices}
         rest = prediction[found.end() :].strip()
         label = by_label.get(found.group(1).upper())
         # "B", "B) granite", "B granite" (its own text); not "a dog", an article before an option's text

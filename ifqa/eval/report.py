@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ifqa.eval.steps import format_steps
+from ifqa.eval.significance import interval
 from ifqa.tables import table
 
 LABELS = (("em", "EM"), ("f1", "F1"), ("containment", "Containment"), ("judge_accuracy", "Judge accuracy"))
@@ -14,16 +14,19 @@ def format_judge(judge: dict[str, Any]) -> str:
     """The judge's agreement with EM: Cohen's kappa, and the questions where they disagree."""
     disagree = judge["disagreements"]
     shown = ", ".join(disagree["judge_yes_em_no"][:10] + disagree["judge_no_em_yes"][:10])
+    unclear = judge.get("unclear") or []
     return (
         f"judge {judge['model']} (prompt {judge['prompt_sha256'][:12]}): kappa with EM {judge['kappa_em']}; "
         f"says yes where EM says no: {len(disagree['judge_yes_em_no'])}, no where EM says yes: "
-        f"{len(disagree['judge_no_em_yes'])}" + (f" (qids {shown})" if shown else "")
+        f"{len(disagree['judge_no_em_yes'])}"
+        + (f" (qids {shown})" if shown else "")
+        + (f"; no verdict (unclear, counted as no): {len(unclear)} (qids {', '.join(unclear[:10])})" if unclear else "")
     )
 
 
 def format_prediction_report(report: dict[str, Any]) -> str:
     metrics = [(key, label) for key, label in LABELS if key in report]
-    rows = [[label, report[key], "[{:.2f}, {:.2f}]".format(*report[f"{key}_ci95"])] for key, label in metrics]
+    rows = [[label, report[key], interval(report[f"{key}_ci95"], 2)] for key, label in metrics]
     rows.insert(2, ["EM (lenient normalization)", report["em_lenient"], ""])
     parts = [
         table(["metric", "value", "95% CI"], rows),
@@ -47,7 +50,7 @@ def format_prediction_report(report: dict[str, Any]) -> str:
                 report[metric],
                 compare[metric],
                 compare[f"{metric}_difference"]["difference"],
-                "[{:.2f}, {:.2f}]".format(*compare[f"{metric}_difference"]["ci95"]),
+                interval(compare[f"{metric}_difference"]["ci95"], 2),
                 compare[f"{metric}_difference"]["p_value"],
             ]
             for metric, label in grouped
@@ -57,15 +60,25 @@ def format_prediction_report(report: dict[str, Any]) -> str:
     return "\n\n".join(parts)
 
 
+def format_steps(report: dict[str, Any]) -> str:
+    """Iterative reading's steps (``eval.steps.summarize_steps``) in one paragraph."""
+    stopped = ", ".join(f"{reason} {count}" for reason, count in sorted(report["stopped"].items()))
+    return (
+        f"iterative reading ({report['n']} questions): gold-passage recall over all steps "
+        f"{report['gold_recall_all_steps']} {interval(report['gold_recall_all_steps_ci95'], 2)}, first search "
+        f"{report['gold_recall_first_search']}; steps per question {report['steps_per_question']}, searches "
+        f"{report['searches_per_question']}; stopped: {stopped}"
+    )
+
+
 def format_run_comparison(comparison: dict[str, Any], gold: dict[str, float]) -> str:
     rows = []
     for k, test in comparison["vs_baseline"].items():
-        low, high = comparison["gold_ci95"][k]
         rows.append(
             [
                 f"@{k}",
                 gold.get(k, ""),
-                f"[{low:.1f}, {high:.1f}]",
+                interval(comparison["gold_ci95"][k]),
                 f"{test['difference']:+.2f}",
                 f"{test['p_value']:.4f}",
             ]

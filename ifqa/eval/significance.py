@@ -64,6 +64,6 @@ def accuracy(correct: Sequence[float]) -> dict:
     }
 
 
-def interval(pair: Sequence[float]) -> str:
-    """An interval as reports print it: ``[low, high]``, one decimal."""
-    return f"[{pair[0]:.1f}, {pair[1]:.1f}]"
+def interval(pair: Sequence[float] | None, digits: int = 1) -> str:
+    """An interval as reports print it: ``[low, high]``, one decimal unless told (empty when there is none)."""
+    return f"[{pair[0]:.{digits}f}, {pair[1]:.{digits}f}]" if pair else ""

@@ -28,14 +28,3 @@ def summarize_steps(records: Sequence[dict]) -> dict[str, Any] | None:
         "searches_per_question": round(sum(int(r.get("searches", 0)) for r in traced) / len(traced), 2),
         "stopped": dict(collections.Counter(str(r.get("stopped")) for r in traced)),
     }
-
-
-def format_steps(report: dict[str, Any]) -> str:
-    low, high = report["gold_recall_all_steps_ci95"]
-    stopped = ", ".join(f"{reason} {count}" for reason, count in sorted(report["stopped"].items()))
-    return (
-        f"iterative reading ({report['n']} questions): gold-passage recall over all steps "
-        f"{report['gold_recall_all_steps']} [{low:.2f}, {high:.2f}], first search {report['gold_recall_first_search']}; "
-        f"steps per question {report['steps_per_question']}, searches {report['searches_per_question']}; "
-        f"stopped: {stopped}"
-    )

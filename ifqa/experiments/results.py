@@ -7,12 +7,9 @@ import io
 from pathlib import Path
 from typing import Any
 
+from ifqa.eval.significance import interval
 from ifqa.io import atomic_write, write_json
 from ifqa.registry import TASKS
-
-
-def _ci(values: list | None) -> str:
-    return f"[{values[0]:.1f}, {values[1]:.1f}]" if values else ""
 
 
 def _depths(tables) -> list:
@@ -71,7 +68,7 @@ def write_results(output: Path, results: dict) -> None:
                 cells = []
                 for k in depths_:
                     ci = r["gold_ci95"].get(k)
-                    cells.append(f"{r['recall']['gold'][k]:.1f} {_ci(ci)}" if ci is not None else "–")
+                    cells.append(f"{r['recall']['gold'][k]:.1f} {interval(ci)}" if ci is not None else "–")
                     if compared:
                         vs = (r.get("vs") or {}).get(k)
                         cells.append(
@@ -97,7 +94,7 @@ def write_results(output: Path, results: dict) -> None:
             paper_cell = " / ".join(str(paper.get(metric, "")) for metric, _ in headline) if paper else ""
             if r["status"] == "ran":
                 cells = " | ".join(
-                    f"{r[metric]:.2f} | {_ci(r[metric + '_ci95'])}" if r.get(metric) is not None else "– | "
+                    f"{r[metric]:.2f} | {interval(r[metric + '_ci95'])}" if r.get(metric) is not None else "– | "
                     for metric, _ in headline
                 )
                 lines.append(f"| {r['name']} | {r.get('retriever') or 'none'} | {cells} | {paper_cell} | ran |")

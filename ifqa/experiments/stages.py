@@ -17,7 +17,7 @@ from typing import Any
 from ifqa.api import Pipeline
 from ifqa.artifacts import read_predictions
 from ifqa.cards import add_dev_scores, read_card
-from ifqa.configs import field_default, from_options, option_fields
+from ifqa.configs import accepted_keys, field_default, from_options, option_fields
 from ifqa.datasets import QuestionSource
 from ifqa.errors import IfqaError
 from ifqa.eval.judged import read_judgments, summarize_judgments
@@ -27,6 +27,7 @@ from ifqa.eval.tasks import task_for
 from ifqa.experiments.config import SWITCH_WORDS
 from ifqa.judge.config import JudgeConfig
 from ifqa.judge.run import judge, load_prompt
+from ifqa.llm.local_models import default_backend
 from ifqa.readers import ReadJob, reader_command
 from ifqa.registry import READERS
 from ifqa.retrieval.config import RetrievalConfig
@@ -108,7 +109,7 @@ class RetrieveStage(Stage):
     """Every ``RetrievalConfig`` field is a key (as it is an option of ``ifqa retrieve``), plus
     ``compare_to`` (an earlier retrieve stage to test against)."""
 
-    KEYS = Stage.KEYS | {f.name for f in _retrieval_fields()} | {"compare_to"}
+    KEYS = Stage.KEYS | accepted_keys(RetrievalConfig) | {"compare_to"}
 
     @classmethod
     def check(cls, spec: dict, names: dict[str, str], path: Path) -> None:
@@ -152,7 +153,7 @@ class RetrieveStage(Stage):
                     config.rerank_depth if name == "rerank" else getattr(config, name)
                 )
         if config.rewrite_model:
-            params["rewrite"] = [config.rewrite_backend, config.rewrite_model]
+            params["rewrite"] = [config.rewrite_backend or default_backend(config.rewrite_model), config.rewrite_model]
         covered = set(params) | {
             "indexes",
             "rerank",
@@ -191,13 +192,13 @@ def retrieval_config(spec: dict, resolve, k: int, where: str | None = None):
     (``resolve``: stage names to their outputs; ``k``: the experiment's default; ``where``: the
     stage, for errors)."""
 
+    outputs = {f.name for f in _retrieval_fields() if f.metadata.get("stage_output")}
     values = {}
-    for field in _retrieval_fields():
-        if field.name in spec:
-            value = spec[field.name]
-            if field.metadata.get("stage_output"):
-                value = [resolve(v) for v in value] if isinstance(value, list) else resolve(value)
-            values[field.name] = value
+    for key in accepted_keys(RetrievalConfig) & set(spec):  # a former name is read as its field (from_options)
+        value = spec[key]
+        if key in outputs:
+            value = [resolve(v) for v in value] if isinstance(value, list) else resolve(value)
+        values[key] = value
     values.setdefault("k", k)
     return from_options(RetrievalConfig, values, where)
 

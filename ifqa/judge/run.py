@@ -9,18 +9,22 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ifqa.artifacts import QuestionSet, write_manifest
-from ifqa.errors import IfqaError
 from ifqa.io import file_sha256, write_jsonl
 from ifqa.judge.config import PLAIN_MAX_TOKENS, JudgeConfig
-from ifqa.llm import thinking
-from ifqa.llm.backends import GenerationParams
-from ifqa.llm.generation import CachedGenerator, Counters
+from ifqa.llm.session import Ask, ModelSession
 from ifqa.readers.llm.prompts import load_whole_prompt
 
 log = logging.getLogger(__name__)
 
-_VERDICT = re.compile(r"verdict\s*[:=\-]?\s*\**\s*(yes|no)\b", re.I)
+#: A labelled verdict, plain or in markdown: "Verdict: yes", "**Verdict:** no", "The answer is yes.",
+#: "Final verdict - NO", "Judgement: yes".
+_VERDICT = re.compile(
+    r"(?:verdict|judg(?:e)?ment|decision|final\s+answer|the\s+answer\s+is|answer)\W{0,6}(?:is\s+)?\**\s*(yes|no)\b",
+    re.I,
+)
 _BARE = re.compile(r"^\W*(yes|no)\b", re.I)
+#: A verdict in words: "the prediction is correct", "Incorrect.", "is not correct", "wrong".
+_WORDED = re.compile(r"\b(not\s+correct|incorrect|correct|wrong)\b", re.I)
 
 
 def load_prompt(directory: str | Path | None = None) -> tuple[str, str]:
@@ -29,12 +33,20 @@ def load_prompt(directory: str | Path | None = None) -> tuple[str, str]:
 
 
 def parse_verdict(text: str) -> bool | None:
-    """``True``/``False`` from the last "Verdict: yes|no" line, or a reply that is a bare yes or no; else None."""
-    found = list(_VERDICT.finditer(text))
+    """``True``/``False`` from the last labelled verdict ("Verdict: yes", "**Verdict:** no", "The answer
+    is yes."), else a reply that starts with yes or no, else the last of "correct" / "incorrect" / "not
+    correct" / "wrong"; None: the reply gives no verdict (recorded as unclear)."""
+    plain = text.replace("*", "")
+    found = list(_VERDICT.finditer(plain))
     if found:
         return found[-1].group(1).lower() == "yes"
-    bare = _BARE.match(text.strip())
-    return bare.group(1).lower() == "yes" if bare else None
+    bare = _BARE.match(plain.strip())
+    if bare:
+        return bare.group(1).lower() == "yes"
+    worded = list(_WORDED.finditer(plain))
+    if worded:
+        return worded[-1].group(1).lower() == "correct"
+    return None
 
 
 def judge(
@@ -48,45 +60,41 @@ def judge(
 ) -> dict:
     """Judge every prediction; the judgments JSONL and its manifest are written once every verdict is in.
 
-    An empty prediction is judged "no" without a request. A reply with neither verdict stops the run
-    with one line naming the question (every reply received stays in the response cache)."""
-    config.require_model()
+    An empty prediction is judged "no" without a request. A reply that gives no verdict, or one cut off
+    while thinking, is recorded as unclear (``verdict: null``, ``unclear: true``) with its text, counted
+    and reported; the run goes on."""
     template, digest = load_prompt(config.prompts_dir)
-    backend = config.backend_instance(api_key)
-    thinks = config.thinks(backend)
-    max_tokens = config.max_tokens or (config.thinking_max_tokens() if thinks else PLAIN_MAX_TOKENS)
-    params = config.params(max_tokens, 0.0, (), config.seed)
+    session = ModelSession.open(config, api_key)
     asked = [e for e in questions.examples if predictions.get(e.qid, "").strip()]
     prompts = [
         template.format(question=e.question, answers=" | ".join(e.answers), prediction=predictions[e.qid])
         for e in asked
     ]
-    counters = Counters()
-    generate = CachedGenerator(backend, config.response_cache(), config.concurrency, counters)
     started = time.time()
-    completions = _generate(generate, prompts, params, progress)
+    replies = session.ask_all(prompts, Ask(session.max_tokens(PLAIN_MAX_TOKENS), seed=config.seed), "judge", progress)
     verdicts = {}
-    for example, completion in zip(asked, completions):
-        reply = thinking.split(completion.text, completion.reasoning, completion.finish_reason, thinks)
-        if reply.truncated:
-            raise IfqaError(
-                f"the judge's reply for qid {example.qid!r} was cut off while thinking; raise --max-tokens "
-                "(every reply received is cached)"
-            )
-        verdict = parse_verdict(reply.answer)
-        if verdict is None:
-            raise IfqaError(
-                f"the judge's reply for qid {example.qid!r} is neither yes nor no ({reply.answer.strip()[:80]!r}); "
-                "check the model and prompts/judge.txt (every reply received is cached)"
-            )
-        reason = _VERDICT.split(reply.answer)[0].strip() if _VERDICT.search(reply.answer) else reply.answer.strip()
+    unclear = []
+    for example, reply in zip(asked, replies):
+        verdict = None if reply.truncated else parse_verdict(reply.answer)
+        plain = reply.answer.replace("*", "")
+        reason = _VERDICT.split(plain)[0].strip() if _VERDICT.search(plain) else reply.answer.strip()
         verdicts[example.qid] = {
             "qid": example.qid,
             "verdict": verdict,
-            "reason": reason,
-            "raw": completion.text,
+            "reason": ("cut off while thinking" if reply.truncated else reason) or reply.answer.strip(),
+            "raw": reply.raw,
             **({"reasoning": reply.thinking} if reply.thinking else {}),
+            **({"unclear": True} if verdict is None else {}),
         }
+        if verdict is None:
+            unclear.append(example.qid)
+    if unclear:
+        log.warning(
+            "the judge gave no verdict for %d of %d questions (first qid %s): recorded as unclear, counted as no",
+            len(unclear),
+            len(asked),
+            unclear[0],
+        )
     records = [
         verdicts.get(e.qid) or {"qid": e.qid, "verdict": False, "reason": "no prediction", "asked": False}
         for e in questions.examples
@@ -95,25 +103,13 @@ def judge(
     write_manifest(
         output,
         questions,
-        judge={"model": config.model, "backend": backend.describe(), "prompt_sha256": digest, "thinks": thinks},
+        judge={"model": config.model, "backend": session.describe(), "prompt_sha256": digest, "thinks": session.thinks},
         predictions={"path": str(predictions_path), "sha256": file_sha256(predictions_path)}
         if predictions_path
         else None,
         config=asdict(config.public()),
-        counters=counters.public(),
+        counters=session.counters.public(),
+        unclear=len(unclear),
         seconds=round(time.time() - started, 2),
     )
-    return counters.public()
-
-
-def _generate(generate, prompts: list[str], params: GenerationParams, progress: bool) -> list:
-    """Every prompt through the cache and the backend, in waves that move a progress bar."""
-    from tqdm import tqdm
-
-    wave = generate.wave
-    out = []
-    with tqdm(total=len(prompts), desc="judge", unit="q", disable=not progress) as bar:
-        for start in range(0, len(prompts), wave):
-            out.extend(generate(prompts[start : start + wave], [params] * len(prompts[start : start + wave])))
-            bar.update(len(prompts[start : start + wave]))
-    return out
+    return {**session.counters.public(), "unclear": len(unclear)}

@@ -1,12 +1,12 @@
-"""Model access shared by everything that prompts a model (readers now, query rewriting next):
-OpenAI-compatible and local transformers backends (``backends``), a persistent response cache
-(``cache``) and cached, counted, concurrent generation (``generation``)."""
+"""Model access shared by everything that prompts a model (readers, the judge, the twins, query
+rewriting, ``ifqa serve``): the backends (``backends``: OpenAI-compatible and local transformers;
+``vllm_backend``; ``llamacpp_backend``), a persistent response cache (``cache``), cached, counted,
+concurrent generation (``generation``), the settings every prompting command shares (``config``) and
+the one session they all prompt through (``session``)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-from ifqa.registry import LLM_BACKENDS
 
 
 @dataclass(frozen=True)
@@ -20,21 +20,5 @@ class BackendOptions:
     batch_size: int = 8
     timeout: float = 60.0
     retries: int = 6
-
-
-def make_backend(
-    backend: str,
-    model: str,
-    base_url: str | None = None,
-    api_key: str | None = None,
-    completions: bool = False,
-    device: str | None = None,
-    batch_size: int = 8,
-    timeout: float = 60.0,
-    retries: int = 6,
-):
-    """A backend by its name in ``LLM_BACKENDS``: ``openai`` (any OpenAI-compatible endpoint), ``hf``
-    (local transformers), ``vllm`` (vLLM's offline engine on the local GPUs), or one registered there."""
-
-    options = BackendOptions(base_url, api_key, completions, device, batch_size, timeout, retries)
-    return LLM_BACKENDS.get(backend).from_options(model, options)
+    threads: int | None = None  # local models on the CPU (llama.cpp): threads; None: every core
+    context_window: int | None = None  # llama.cpp: tokens of context to allocate; None: the file's

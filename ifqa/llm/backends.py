@@ -7,6 +7,7 @@ or returns the API key.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import random
 from collections.abc import Sequence
@@ -15,8 +16,10 @@ from dataclasses import dataclass
 from ifqa.devices import pick_device
 from ifqa.errors import IfqaError
 from ifqa.io import unpaired_surrogate
+from ifqa.llm.local_models import is_local_file_model, model_file
 from ifqa.llm.local_thinking import ThinkingBudget, chat_prompt, template_thinks
 from ifqa.llm.thinking import openai_reasoning_model, opened_tag
+from ifqa.models import check_model_location, loading
 from ifqa.redact import add_secret, add_url_secrets, redact, redact_url  # noqa: F401 (redact_url: imported from here elsewhere)
 
 log = logging.getLogger(__name__)
@@ -258,11 +261,6 @@ def _safe_message(exc: Exception) -> str:
     return redact(message.splitlines()[0], from_endpoint=True)[:200] if message.strip() else type(exc).__name__
 
 
-def chat_text(tokenizer, prompt: str, template_kwargs: dict | None = None) -> str:
-    """The prompt as one user turn in the model's chat template, ready for the assistant's reply."""
-    return chat_prompt(tokenizer, prompt, template_kwargs)
-
-
 class HFBackend:
     """A local causal LM through transformers: batched generation, chat template when the model has one."""
 
@@ -278,23 +276,28 @@ class HFBackend:
         chat: bool | None = None,
         dtype: str | None = None,
     ):
+        source, gguf = model, {}
+        if is_local_file_model(model) and importlib.util.find_spec("gguf") is None:
+            raise IfqaError("--backend hf reads a GGUF file with the gguf package: pip install 'ifqa[llamacpp]'")
+        self.device = pick_device(device)
+        if is_local_file_model(model):  # a GGUF file (demo:smollm2 too): transformers dequantizes it
+            path = model_file(model)
+            source, gguf = str(path.parent), {"gguf_file": path.name}
+        else:
+            check_model_location(model)
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-        from ifqa.models import check_model_location, loading
-
-        self.device = pick_device(device)
-        check_model_location(model)
         with loading(model, "model"):
-            self.tokenizer = AutoTokenizer.from_pretrained(model)
+            self.tokenizer = AutoTokenizer.from_pretrained(source, **gguf)
             torch_dtype = (
                 getattr(torch, dtype)
                 if dtype
                 else (torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
             )
-            self.model = AutoModelForCausalLM.from_pretrained(model, dtype=torch_dtype).to(self.device).eval()
+            self.model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, **gguf).to(self.device).eval()
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -311,7 +314,7 @@ class HFBackend:
         return getattr(self.model.config, "max_position_embeddings", None)
 
     def _format(self, prompt: str, params: GenerationParams) -> str:
-        return chat_text(self.tokenizer, prompt, params.template_kwargs()) if self.chat else prompt
+        return chat_prompt(self.tokenizer, prompt, params.template_kwargs()) if self.chat else prompt
 
     def template_thinks(self) -> bool:
         return self.chat and template_thinks(self.tokenizer)

@@ -9,9 +9,10 @@ from dataclasses import dataclass, replace
 
 from ifqa.configs import option
 from ifqa.errors import IfqaError
-from ifqa.llm import make_backend, thinking
+from ifqa.llm import BackendOptions, thinking
 from ifqa.llm.backends import GenerationParams
 from ifqa.llm.cache import ResponseCache
+from ifqa.llm.local_models import default_backend
 from ifqa.llm.thinking import THINKING_CHOICES
 from ifqa.redact import redact_url
 from ifqa.registry import LLM_BACKENDS
@@ -21,10 +22,14 @@ EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 
 @dataclass(frozen=True)
 class ModelAccess:
-    model: str | None = option(None, "Model name on the endpoint, or a local path/hub id with --backend hf.")
-    backend: str = option(
-        "openai",
-        "OpenAI-compatible endpoint, local transformers, or vLLM's offline engine on local GPUs.",
+    model: str | None = option(
+        None,
+        "Model name on the endpoint, a GGUF file or demo:smollm2 (llama.cpp), or a local path/hub id with --backend hf.",
+    )
+    backend: str | None = option(
+        None,
+        "OpenAI-compatible endpoint, llama.cpp in this process (GGUF files), local transformers, or vLLM's offline "
+        "engine on local GPUs (default: llamacpp for a .gguf file or a demo: model, else openai).",
         choices=LLM_BACKENDS,
     )
     base_url: str | None = option(
@@ -53,6 +58,16 @@ class ModelAccess:
     cache: str | None = option(None, "Response cache (default <ifqa cache>/llm-cache.sqlite).")
     no_cache: bool = option(False, "Do not read or write the response cache.")
     device: str | None = option(None, "Local models: cpu, cuda ... (default: GPU when present).")
+    model_threads: int | None = option(None, "llama.cpp: CPU threads (default: every core).", min=1)
+    context_window: int | None = option(
+        None, "llama.cpp: tokens of context to hold (default: the model file's, at most 16,384).", min=64
+    )
+
+    @property
+    def backend_name(self) -> str:
+        """The backend these settings reach: ``--backend``, else llama.cpp for a GGUF file or a ``demo:``
+        model, else an OpenAI-compatible endpoint."""
+        return self.backend or default_backend(self.model)
 
     def public(self):
         """This configuration as it may be written down: credentials in the endpoint URL redacted."""
@@ -76,11 +91,10 @@ class ModelAccess:
         return "the model"
 
     def backend_instance(self, api_key: str | None = None):
-        """The backend these settings name (``ifqa.llm.make_backend``); a thinking budget for a backend
-        that takes none (vLLM's offline engine) is refused here, where the two meet."""
-        backend = make_backend(
-            self.backend,
-            self.model,
+        """The backend these settings name (an ``LLM_BACKENDS`` entry made from ``BackendOptions``); a
+        thinking budget for a backend that takes none (vLLM's offline engine) is refused here, where the
+        two meet."""
+        options = BackendOptions(
             self.base_url,
             api_key,
             self.completions,
@@ -88,7 +102,10 @@ class ModelAccess:
             self.batch_size,
             self.timeout,
             self.retries,
+            self.model_threads,
+            self.context_window,
         )
+        backend = LLM_BACKENDS.get(self.backend_name).from_options(self.model, options)
         if self.thinking_budget is not None and not getattr(backend, "takes_thinking_budget", True):
             raise IfqaError(
                 f"the {backend.describe()['backend']} backend takes no thinking budget; serve the model (vllm serve) "

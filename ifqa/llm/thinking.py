@@ -1,9 +1,10 @@
 """Reasoning models: their thinking told apart from their answer, in every shape servers send it.
 
-A reasoning model writes its thinking before its answer: inline between ``<think>`` (or
-``<thinking>``, ``<reasoning>``) tags, with the opening tag sometimes already written by the chat
-template so the completion starts inside the thinking, or in a separate ``reasoning_content`` /
-``reasoning`` field (vLLM and SGLang with a reasoning parser, llama.cpp, DeepSeek's API). ``split``
+A reasoning model writes its thinking before its answer: inline between the tags of ``THINKING_TAGS``
+(``<think>`` for DeepSeek-R1 and Qwen3, ``[THINK]`` for Magistral, gpt-oss's analysis channel ...),
+with the opening tag sometimes already written by the chat template so the completion starts inside
+the thinking, or in a separate ``reasoning_content`` / ``reasoning`` field (vLLM and SGLang with a
+reasoning parser, llama.cpp, DeepSeek's API). ``split``
 returns what follows the thinking as the text to read an answer from, the thinking itself, and
 whether the thinking was cut off (the token limit, or a stop sequence) before the model answered:
 such a completion has no answer, never a draft from inside its thinking.
@@ -35,12 +36,52 @@ REASONING_NAMES = re.compile(
 # OpenAI's reasoning models take max_completion_tokens and reasoning_effort, and refuse temperature,
 # top_p and stop; every other endpoint takes the usual parameters.
 OPENAI_REASONING = re.compile(r"^(?:openai/)?(?:o[134]|gpt-5)(?:$|[-.])", re.I)
-_OPEN = re.compile(r"<(think|thinking|reasoning)>", re.I)
-_CLOSE = re.compile(r"</(think|thinking|reasoning)>", re.I)
 
 
 @dataclass(frozen=True)
-class Reply:
+class ThinkingTags:
+    """How one family of models marks its thinking inline, as written: the opening and closing tags,
+    and what stands before the answer after them (gpt-oss's final-channel header, which a
+    ``<|start|>assistant`` may precede) and after the answer (its end marker)."""
+
+    models: str
+    open: str
+    close: str
+    answer_head: str = ""
+    answer_tail: str = ""
+
+
+#: The thinking markers of the reasoning models docs/readers.md lists, as they write them when a server
+#: parses nothing (tests/llm/test_thinking_tags.py reads each, with every answer label, in every shape).
+THINKING_TAGS = (
+    ThinkingTags("DeepSeek-R1 and its distills, Qwen3, QwQ", "<think>", "</think>"),
+    ThinkingTags("models prompted to think in tags", "<thinking>", "</thinking>"),
+    ThinkingTags("models prompted to reason in tags", "<reasoning>", "</reasoning>"),
+    ThinkingTags("Magistral", "[THINK]", "[/THINK]"),
+    ThinkingTags(
+        "gpt-oss (harmony format)",
+        "<|channel|>analysis<|message|>",
+        "<|end|>",
+        answer_head="<|channel|>final<|message|>",
+        answer_tail="<|return|>",
+    ),
+)
+
+
+def _any(texts) -> re.Pattern:
+    return re.compile("|".join(re.escape(t) for t in texts if t), re.I)
+
+
+_OPEN = _any(t.open for t in THINKING_TAGS)
+_CLOSE = _any(t.close for t in THINKING_TAGS)
+_ANSWER_HEAD = re.compile(
+    r"^\s*(?:<\|start\|>assistant)?(?:" + _any(t.answer_head for t in THINKING_TAGS).pattern + ")", re.I
+)
+_ANSWER_TAIL = re.compile("(?:" + _any(t.answer_tail for t in THINKING_TAGS).pattern + r")\s*$", re.I)
+
+
+@dataclass(frozen=True)
+class Split:
     """A completion told apart: ``answer`` is the text to read an answer from (empty when truncated)."""
 
     answer: str
@@ -48,7 +89,7 @@ class Reply:
     truncated: bool = False
 
 
-def split(text: str, reasoning: str = "", finish_reason: str | None = None, thinks: bool = False) -> Reply:
+def split(text: str, reasoning: str = "", finish_reason: str | None = None, thinks: bool = False) -> Split:
     """The answer text, the thinking and whether the thinking was cut off.
 
     ``reasoning``: a separate reasoning field's text. ``thinks``: the model is known to think first
@@ -60,18 +101,18 @@ def split(text: str, reasoning: str = "", finish_reason: str | None = None, thin
     if closes:  # everything up to the last closing tag is thinking (its opening tag may be the template's)
         last = closes[-1]
         thinking.append(_OPEN.sub("", _CLOSE.sub("", text[: last.start()])).strip())
-        text = text[last.end() :]
+        text = _ANSWER_TAIL.sub("", _ANSWER_HEAD.sub("", text[last.end() :]))
     opened = _OPEN.search(text)
     if opened:  # a thinking block opened and never closed: everything after it is unfinished thinking
         thinking.append(text[opened.end() :].strip())
         answer = text[: opened.start()].strip()
-        return Reply(answer, _join(thinking), truncated=not answer)
+        return Split(answer, _join(thinking), truncated=not answer)
     answer = text.strip()
     if not answer and finish_reason == "length":  # the limit was reached before any answer (hidden reasoning too)
-        return Reply("", _join(thinking), truncated=True)
+        return Split("", _join(thinking), truncated=True)
     if thinks and not thinking and finish_reason == "length":  # no tag, no field, cut off: the template's thinking
-        return Reply("", answer, truncated=True)
-    return Reply(answer, _join(thinking))
+        return Split("", answer, truncated=True)
+    return Split(answer, _join(thinking))
 
 
 def _join(parts: list[str]) -> str:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ifqa.errors import IfqaError
-from ifqa.llm.backends import Completion, GenerationParams, chat_text
-from ifqa.llm.local_thinking import template_thinks
+from ifqa.llm.backends import Completion, GenerationParams
+from ifqa.llm.local_thinking import chat_prompt, template_thinks
 from ifqa.llm.thinking import opened_tag
 
 
@@ -82,7 +82,7 @@ class VLLMBackend:
         if self.chat:  # the chat template already wrote BOS and friends: tokenize without adding them again
             from vllm.inputs import TokensPrompt
 
-            formatted = [chat_text(self.tokenizer, p, params.template_kwargs()) for p in prompts]
+            formatted = [chat_prompt(self.tokenizer, p, params.template_kwargs()) for p in prompts]
             opened = [opened_tag(text) for text in formatted]
             inputs = [
                 TokensPrompt(prompt_token_ids=self.tokenizer(text, add_special_tokens=False)["input_ids"])

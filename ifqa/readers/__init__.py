@@ -28,7 +28,7 @@ class ReadJob:
     api_key: str | None = None
 
 
-def without_options(job: ReadJob, reader: str) -> None:
+def refuse_multiple_choice(job: ReadJob, reader: str) -> None:
     """Refuse a multiple-choice set to a reader that cannot show its options (one line, before any work)."""
     if job.questions.task == "mc":
         raise IfqaError(

@@ -21,9 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from ifqa.retrieval import BM25_B, BM25_K1
-from ifqa.retrieval.bm25_build import DEFAULT_CHUNK_DOCS, build_scores
-from ifqa.retrieval.engines import BM25Settings
-from ifqa.retrieval.index import OFFSETS, Positions, corpus_record, finish_manifest, passage_store, staging
+from ifqa.retrieval.engines import BM25Settings, settings_of
+from ifqa.retrieval.index import OFFSETS, Positions, corpus_record, finish_manifest, finished, passage_store, staging
 from ifqa.retrieval.store import PassageStore, UniqueIds, iter_corpus
 from ifqa.retrieval.vocabulary import SortedVocabulary, has_sorted
 
@@ -71,23 +70,30 @@ def document_text(passage: dict) -> str:
 
 def build(
     corpus: str | Path,
-    index_dir: str | Path,
+    folder: str | Path,
     settings: BM25Settings = BM25Settings(),
-    force: bool = False,
+    *,
     progress: bool = True,
-    chunk_docs: int = DEFAULT_CHUNK_DOCS,
+    force: bool = False,
+    chunk_docs: int | None = None,
 ) -> dict:
-    """Index a passage file into bm25s's format, ``chunk_docs`` passages in memory at a time
-    (``bm25_build``: the same files bm25s's own indexer writes); returns the manifest."""
+    """Index a passage file into bm25s's format, ``chunk_docs`` passages in memory at a time (default
+    ``bm25_build.DEFAULT_CHUNK_DOCS``; ``bm25_build``: the same files bm25s's own indexer writes);
+    returns the manifest."""
     from tqdm import tqdm
+
+    from ifqa.retrieval.bm25_build import DEFAULT_CHUNK_DOCS, build_scores  # the build's own code, not a search's
 
     started = time.time()
     k1, b = settings.k1, settings.b
     params = {**DEFAULT_PARAMS, "k1": k1, "b": b}
     corpus = Path(corpus)
     record = corpus_record(corpus)
+    done = finished(folder, "bm25s", params, record, force)
+    if done is not None:
+        return done
     tokenizer = analyzer(params)
-    with staging(index_dir, force) as folder:
+    with staging(folder, force) as staged:
         offsets = array.array("q")
         ids = UniqueIds(corpus)
         bar = tqdm(total=record["bytes"], unit="B", unit_scale=True, desc="bm25 index", disable=not progress)
@@ -103,13 +109,13 @@ def build(
                 yield document_text(passage)
             bar.update(record["bytes"] - last)
 
-        build_scores(documents(), tokenizer, folder, k1, b, params["method"], chunk_docs)
+        build_scores(documents(), tokenizer, staged, k1, b, params["method"], chunk_docs or DEFAULT_CHUNK_DOCS)
         bar.close()
         ids.check()
-        tokenizer.save_vocab(str(folder))
-        tokenizer.save_stopwords(str(folder))
-        np.save(folder / OFFSETS, np.frombuffer(offsets, dtype=np.int64))
-        manifest = finish_manifest(folder, "bm25s", params, record, len(offsets), started)
+        tokenizer.save_vocab(str(staged))
+        tokenizer.save_stopwords(str(staged))
+        np.save(staged / OFFSETS, np.frombuffer(offsets, dtype=np.int64))
+        manifest = finish_manifest(staged, "bm25s", params, record, len(offsets), started)
     return manifest
 
 
@@ -183,6 +189,7 @@ class BM25Retriever:
     ) -> BM25Retriever:
         import bm25s
 
+        settings_of(cls, manifest, Path(index_dir))  # what it was built with, checked (bm25s reads its own copy)
         lean = has_sorted(Path(index_dir))  # indexes built before it keep bm25s's dict
         model = bm25s.BM25.load(str(index_dir), mmap=True, load_vocab=not lean, show_progress=False, verbosity=0)
         vocabulary = SortedVocabulary(Path(index_dir)) if lean else model.vocab_dict

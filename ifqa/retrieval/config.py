@@ -58,11 +58,13 @@ class RetrievalConfig:
     batch_size: int = option(64, "Questions searched together.")
     rewrite_model: str | None = option(
         None,
-        "LLM for --query-mode rewrite|hyde (OpenAI-compatible model name, or a local one with --rewrite-backend hf).",
+        "LLM for --query-mode rewrite|hyde (OpenAI-compatible model name, a GGUF file or demo:smollm2, or a local "
+        "one with --rewrite-backend hf).",
     )
-    rewrite_backend: str = option(
-        "openai",
-        "How --rewrite-model is reached: an OpenAI-compatible endpoint, local transformers or vLLM on local GPUs.",
+    rewrite_backend: str | None = option(
+        None,
+        "How --rewrite-model is reached: an OpenAI-compatible endpoint, llama.cpp, local transformers or vLLM on "
+        "local GPUs (default: llamacpp for a .gguf file or a demo: model, else openai).",
         choices=LLM_BACKENDS,
     )
     rewrite_base_url: str | None = option(

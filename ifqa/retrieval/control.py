@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ifqa.errors import IfqaError
-from ifqa.retrieval.reordering import Item, Reranker
+from ifqa.retrieval.reordering import Item, RerankerKind
 
 SETTINGS = "passage_prior.json"
 WEIGHTS = "passage_prior.npy"
@@ -25,7 +25,7 @@ def vectorizer():
     return HashingVectorizer(n_features=N_FEATURES, ngram_range=(1, 2), alternate_sign=False, norm="l2")
 
 
-class PassagePriorReranker(Reranker):
+class PassagePriorReranker(RerankerKind):
     """First-stage score + weight x the classifier's logit for the same passage."""
 
     @classmethod

@@ -13,6 +13,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import time
 from pathlib import Path
 
@@ -27,9 +28,9 @@ from ifqa.retrieval.bm25_build import count_passages
 from ifqa.retrieval.chunks import ChunkEncoder, check_chunks, chunk_path, chunks_to_encode
 from ifqa.retrieval.dense_ray import encode_on_ray
 from ifqa.retrieval.encoders import check_encoder_location, resolve
-from ifqa.retrieval.engines import DenseSettings
+from ifqa.retrieval.engines import DenseSettings, settings_params
 from ifqa.retrieval.exported import Runtime
-from ifqa.retrieval.index import MANIFEST, OFFSETS, corpus_record, finish_manifest, replacement_folder
+from ifqa.retrieval.index import MANIFEST, OFFSETS, corpus_record, finish_manifest, finished, replacement_folder
 from ifqa.retrieval.store import iter_corpus
 
 log = logging.getLogger(__name__)
@@ -331,14 +332,14 @@ def merge(
 
 def build(
     corpus: str | Path,
-    index_dir: str | Path,
+    folder: str | Path,
     settings: DenseSettings = DenseSettings(),
     *,
+    progress: bool = True,
+    force: bool = False,
     shard: tuple[int, int] | None = None,
     batch_size: int | None = None,
     device: str | None = None,
-    force: bool = False,
-    progress: bool = True,
     chunk: int = CHUNK,
     threads: int | None = None,
     ray: str | None = None,
@@ -361,21 +362,25 @@ def build(
     if shard is None and (dim := embedding_size(encoder_name)):
         check_memory(index_type, count_passages(Path(corpus)), dim, budget, about=True, chunk=chunk)
     check_encoder_location(encoder_name)
-    target = settled(index_dir)
-    import shutil
+    if shard is None:  # a whole build that is already done is said so, not refused or redone
+        expected = {**settings_params(settings), **({"backend": backend} if backend != "torch" else {})}
+        done = finished(folder, "faiss", expected, corpus_record(Path(corpus)), force)
+        if done is not None:
+            return done
+    target = settled(folder)
 
     # --force over an existing folder builds beside it and replaces it only once the new index is
     # complete: a refused corpus or an interrupted build never costs the index that was there
-    folder = replacement_folder(target) if force and target.exists() else target
-    if force and shard is not None and folder != target:
+    building = replacement_folder(target) if force and target.exists() else target
+    if force and shard is not None and building != target:
         raise IfqaError("--force with --shard: shards add chunks to one folder; remove it yourself first", target)
-    if folder != target and (folder / MANIFEST).exists():  # built, then killed before the swap: merged again
-        (folder / MANIFEST).unlink()
-    started, created = time.time(), not folder.exists()
+    if building != target and (building / MANIFEST).exists():  # built, then killed before the swap: merged again
+        (building / MANIFEST).unlink()
+    started, created = time.time(), not building.exists()
     try:
         encode(
             corpus,
-            folder,
+            building,
             settings,
             shard=shard,
             batch_size=batch_size,
@@ -389,12 +394,12 @@ def build(
             backend=backend,
         )
     except IfqaError:  # refused before a chunk was written: leave nothing behind
-        if created and not any((folder / "embeddings").glob("chunk-*.npy")):
-            shutil.rmtree(folder, ignore_errors=True)
+        if created and not any((building / "embeddings").glob("chunk-*.npy")):
+            shutil.rmtree(building, ignore_errors=True)
         raise
     if shard is not None:
         return None
-    manifest = merge(corpus, folder, index_type, started=started, max_memory=max_memory)
-    if folder != target:
-        publish_dir(folder, target)
+    manifest = merge(corpus, building, index_type, started=started, max_memory=max_memory)
+    if building != target:
+        publish_dir(building, target)
     return manifest

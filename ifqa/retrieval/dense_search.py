@@ -15,21 +15,17 @@ from ifqa.errors import IfqaError
 from ifqa.retrieval import dense
 from ifqa.retrieval.dense import FAISS_FILE
 from ifqa.retrieval.encoders import query_encoder
-from ifqa.retrieval.engines import INDEX_TYPES, DenseSettings
+from ifqa.retrieval.engines import DenseSettings, settings_of
 from ifqa.retrieval.index import Positions, passage_store
 from ifqa.retrieval.store import PassageStore
 
 
 def check_params(params: dict, folder: Path) -> None:
-    """The manifest's dense parameters, typed: what the encoder and FAISS read from them."""
+    """What ``settings_of`` cannot check of the manifest's dense parameters: an encoder is named (a
+    missing one would read as the default encoder) and IVF-PQ's list count, which FAISS reads."""
     problems = []
     if not isinstance(params.get("encoder"), str) or not params["encoder"]:
         problems.append("'encoder' must name a model")
-    if params.get("index_type") not in INDEX_TYPES:
-        problems.append(f"'index_type' must be one of {', '.join(INDEX_TYPES)}")
-    length = params.get("max_length")
-    if length is not None and (isinstance(length, bool) or not isinstance(length, int) or length < 1):
-        problems.append(f"'max_length' must be a positive integer, got {length!r}")
     if params.get("index_type") == "ivfpq" and not (isinstance(params.get("nlist"), int) and params["nlist"] > 0):
         problems.append("'nlist' must be a positive integer")
     if problems:
@@ -93,6 +89,7 @@ class DenseRetriever:
             )
         params = manifest["params"]
         check_params(params, Path(index_dir))
+        settings_of(cls, manifest, Path(index_dir))  # what it was built with, checked
         index = faiss.read_index(str(path))
         if params["index_type"] == "hnsw":
             index.hnsw.efSearch = 128

@@ -7,9 +7,14 @@ An engine class has:
 
 - ``Settings``: a dataclass of what its indexes are built with (``configs.option`` fields, so the
   command line, YAML and their checks come from it). Its values are the manifest's ``params``
-  and are read back (``settings_of``) when the index is opened or extended.
-- ``build(corpus, folder, settings, *, progress=True, force=False) -> manifest``.
-- ``load(folder, manifest, corpus, device) -> Retriever``.
+  and are read back (``settings_of``, which checks them) whenever the index is opened.
+- ``build(corpus, folder, settings, *, progress=True, force=False, **how) -> manifest``: three
+  positional arguments, every other one keyword-only with a default. ``how`` are the engine's own
+  operational options (bm25s's ``chunk_docs``, Lucene's ``threads``, dense's shards, batches and
+  device): they change how the build runs, never the index, so callers that know only the contract
+  (experiments' index stages, the demo indexes, ``ifqa index NAME``) leave them out.
+- ``load(folder, manifest, corpus, device) -> Retriever``, reading its settings through ``settings_of``.
+(tests/test_architecture.py holds every registered engine to both.)
 
 ``ifqa index NAME`` is made from ``Settings`` for any engine the hand-written ``ifqa index bm25``
 and ``ifqa index dense`` (which add operational options: threads, memory, shards, Ray) do not build.
@@ -75,7 +80,9 @@ class Engine(Protocol):
     Settings: type
 
     @staticmethod
-    def build(corpus: Path, folder: Path, settings: Any, *, progress: bool = True, force: bool = False) -> dict:
+    def build(
+        corpus: Path, folder: Path, settings: Any, *, progress: bool = True, force: bool = False, **how: Any
+    ) -> dict:
         """Build the index folder atomically; return its manifest."""
 
     @classmethod

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import shutil
 import tempfile
 import time
@@ -33,6 +34,8 @@ from ifqa.io import (
 )
 from ifqa.retrieval.store import PassageStore, iter_corpus
 from ifqa.version import __version__
+
+log = logging.getLogger(__name__)
 
 MANIFEST = "manifest.json"
 OFFSETS = "offsets.npy"
@@ -68,6 +71,33 @@ def corpus_record(corpus: Path) -> dict[str, Any]:
     return {"path": str(corpus), "bytes": corpus.stat().st_size, "sha256": sha or file_sha256(corpus)}
 
 
+def finished(folder: str | Path, engine: str, params: dict, corpus: dict, force: bool = False) -> dict | None:
+    """The manifest of the index ``folder`` already holds when it was built by ``engine`` with these
+    ``params`` (each as its manifest records it) from this collection (``corpus_record``: the same
+    bytes) and is complete, else None.
+    A build finds its work done there and says so, as ``make`` would: a rerun of a build killed in its
+    last second cannot tell itself from a failure, and is not one. ``--force`` builds again."""
+    if force:
+        return None
+    with exclusive(folder, "another build into this folder is running"):  # a killed build's lock goes too
+        folder = settled(Path(folder))
+        try:
+            manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+        except (ValueError, OSError):  # none yet, or not whole: the build says what it finds
+            return None
+    recorded = manifest.get("params") if isinstance(manifest, dict) else None
+    same = (
+        isinstance(recorded, dict)
+        and manifest.get("engine") == engine
+        and all(recorded.get(key) == value for key, value in json.loads(json.dumps(params)).items())
+        and (manifest.get("corpus") or {}).get("sha256") == corpus.get("sha256")
+    )
+    if not same:
+        return None
+    log.info("%s already holds this index (same collection, engine and settings): nothing to build", folder)
+    return manifest
+
+
 @contextlib.contextmanager
 def staging(index_dir: str | Path, force: bool = False) -> Iterator[Path]:
     """A temporary folder that becomes ``index_dir`` only if the block succeeds.
@@ -78,7 +108,10 @@ def staging(index_dir: str | Path, force: bool = False) -> Iterator[Path]:
     index_dir = Path(index_dir)
     with exclusive(index_dir, "another build into this folder is running"):  # first: a refusal leaves no lock
         if settled(index_dir).exists() and not force:
-            raise IfqaError("index folder already exists (use --force to replace it)", index_dir)
+            raise IfqaError(
+                "index folder already exists, built from other inputs or settings (use --force to replace it)",
+                index_dir,
+            )
         temporary = Path(tempfile.mkdtemp(prefix=staging_prefix(index_dir), suffix=".tmp", dir=index_dir.parent))
         try:
             yield temporary

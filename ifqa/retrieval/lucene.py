@@ -24,7 +24,7 @@ from ifqa.paths import cache_dir
 from ifqa.retrieval import BM25_B, BM25_K1
 from ifqa.retrieval.bm25 import document_text
 from ifqa.retrieval.engines import BM25Settings, settings_of
-from ifqa.retrieval.index import OFFSETS, Positions, corpus_record, finish_manifest, passage_store, staging
+from ifqa.retrieval.index import OFFSETS, Positions, corpus_record, finish_manifest, finished, passage_store, staging
 from ifqa.retrieval.store import iter_corpus
 
 log = logging.getLogger(__name__)
@@ -86,21 +86,26 @@ def _importing_pyserini():
 
 def build(
     corpus: str | Path,
-    index_dir: str | Path,
+    folder: str | Path,
     settings: BM25Settings = BM25Settings(),
-    threads: int = 1,
-    force: bool = False,
+    *,
     progress: bool = True,
+    force: bool = False,
+    threads: int = 1,
 ) -> dict:
     """Build a Lucene index (positions and raw documents stored, as pyserini's Wikipedia indexes).
     ``progress`` is taken as every engine's build takes it; pyserini's indexer shows no bar."""
+    started = time.time()
+    record = corpus_record(Path(corpus))
+    params = {"k1": settings.k1, "b": settings.b, "analyzer": "lucene EnglishAnalyzer (pyserini default)"}
+    done = finished(folder, "pyserini", params, record, force)
+    if done is not None:
+        return done
     with _importing_pyserini():
         from pyserini.index.lucene import LuceneIndexer
 
-    started = time.time()
-    record = corpus_record(Path(corpus))
-    with staging(index_dir, force) as folder:
-        indexer = LuceneIndexer(str(folder / LUCENE_DIR), threads=threads)
+    with staging(folder, force) as staged:
+        indexer = LuceneIndexer(str(staged / LUCENE_DIR), threads=threads)
         offsets = []
         batch = []
         for position, (offset, passage) in enumerate(iter_corpus(corpus)):
@@ -112,9 +117,8 @@ def build(
         if batch:
             indexer.add_batch_dict(batch)
         indexer.close()
-        np.save(folder / OFFSETS, np.asarray(offsets, dtype=np.int64))
-        params = {"k1": settings.k1, "b": settings.b, "analyzer": "lucene EnglishAnalyzer (pyserini default)"}
-        return finish_manifest(folder, "pyserini", params, record, len(offsets), started)
+        np.save(staged / OFFSETS, np.asarray(offsets, dtype=np.int64))
+        return finish_manifest(staged, "pyserini", params, record, len(offsets), started)
 
 
 def _last_line(said) -> str:

@@ -3,7 +3,7 @@ fusion -> reranking -> run records (DPR/FiD retrieval JSON, one question per lin
 
 ``ifqa retrieve`` and the experiment runner both build it from a ``RetrievalConfig``, so the two
 cannot drift apart. Each stage is a slot: query modes and engines come from the registries, and a
-reranker is a ``reordering.Reranker`` (every kind, through one interface).
+reranker is a ``reordering.RerankerKindKind`` (every kind, through one interface).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ from ifqa.retrieval.config import RetrievalConfig
 from ifqa.retrieval.fusion import FUSIONS
 from ifqa.retrieval.hits import Hit, hits_at
 from ifqa.retrieval.index import Retriever, verify_collection
-from ifqa.retrieval.reordering import Reranker
+from ifqa.retrieval.reordering import RerankerKind
 from ifqa.retrieval.specs import open_index
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,10 @@ def check_same_collection(retrievers: Sequence[Retriever]) -> None:
 
 class RetrievalPipeline:
     def __init__(
-        self, config: RetrievalConfig, retrievers: Sequence[Retriever] | None = None, rerankers: Sequence[Reranker] = ()
+        self,
+        config: RetrievalConfig,
+        retrievers: Sequence[Retriever] | None = None,
+        rerankers: Sequence[RerankerKind] = (),
     ):
         if config.rerank:  # an exported backend on a GPU: its own line, before the device's
             from ifqa.retrieval.exported import Runtime  # optional stages' modules load when used

@@ -2,7 +2,7 @@
 question-agnostic control of ``control``) and every caller (the pipeline, ``ifqa rerank``, the
 server, ``ifqa.Reranker``).
 
-A reranker kind subclasses ``Reranker``: it gives ``depth``, ``describe()``, ``claims(model)``,
+A reranker kind subclasses ``RerankerKind``: it gives ``depth``, ``describe()``, ``claims(model)``,
 ``load(model, depth, **settings)`` and one scoring method, ``score_many`` (several questions'
 (question, texts, first-stage scores) at once); ``score_groups`` (groups scored in turn, as
 ``ifqa rerank`` feeds them), ``score``, ``rerank`` and ``rerank_many`` over ``Hit`` lists follow.
@@ -20,7 +20,7 @@ from ifqa.retrieval.hits import Hit, reranked
 Item = tuple[str, Sequence[str], Sequence[float]]
 
 
-class Reranker(ABC):
+class RerankerKind(ABC):
     """Reorders each question's top ``depth`` passages by its own scores."""
 
     depth: int
@@ -32,7 +32,7 @@ class Reranker(ABC):
 
     @classmethod
     @abstractmethod
-    def load(cls, model: str, depth: int = 100, **settings) -> Reranker:
+    def load(cls, model: str, depth: int = 100, **settings) -> RerankerKind:
         """The reranker in ``model``, re-scoring ``depth`` passages per question."""
 
     @abstractmethod

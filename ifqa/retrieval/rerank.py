@@ -23,7 +23,7 @@ from ifqa.registry import RERANKERS
 from ifqa.retrieval.batching import default_batch_size, run_planned_groups
 from ifqa.retrieval.encoders import demo_texts, resolve
 from ifqa.retrieval.exported import Runtime, load_exported, score_module
-from ifqa.retrieval.reordering import Item, Reranker
+from ifqa.retrieval.reordering import Item, RerankerKind
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def check_scoring_head(model: str) -> None:
         )
 
 
-class CrossEncoderReranker(Reranker):
+class CrossEncoderReranker(RerankerKind):
     """A cross-encoder scoring (question, passage) pairs. Pairs of many questions are scored together
     in length-planned batches (``batching.run_planned``: tokenized ahead by worker processes on
     CUDA), in ``precision`` (``devices.pick_precision``: reduced on a GPU, fp32 on a CPU by default)."""

@@ -3,9 +3,10 @@ counterfactual question; ``hyde`` asks it to write the encyclopedia passage that
 facts (Gao et al., 2023, "HyDE"). Either way the cleaned question is kept as one more sub-query,
 and all are searched and fused, so a poor rewrite cannot lose what the question alone finds.
 
-Model access is ``ifqa.llm``: any OpenAI-compatible endpoint (``--rewrite-model``,
-``--rewrite-base-url``; key from $OPENAI_API_KEY) or a local transformers model
-(``--rewrite-backend hf``), through the persistent response cache, so a rerun costs nothing.
+Model access is a ``ModelSession`` as for every command that prompts: any OpenAI-compatible endpoint
+(``--rewrite-model``, ``--rewrite-base-url``; key from $OPENAI_API_KEY) or a local model
+(``--rewrite-backend hf|llamacpp``), through the persistent response cache, so a rerun costs nothing;
+a reasoning model's thinking is split off before its reply is read as queries.
 """
 
 from __future__ import annotations
@@ -14,10 +15,8 @@ import os
 from collections.abc import Sequence
 
 from ifqa.errors import IfqaError
-from ifqa.llm import make_backend
-from ifqa.llm.backends import GenerationParams
-from ifqa.llm.cache import ResponseCache
-from ifqa.llm.generation import CachedGenerator, Counters
+from ifqa.llm.config import ModelAccess
+from ifqa.llm.session import Ask, ModelSession
 from ifqa.retrieval.queries import clean_cues
 
 PROMPTS = {
@@ -46,23 +45,24 @@ class LLMFormulation:
                 f"query mode {self.mode!r} needs a model: --rewrite-model NAME (and --rewrite-base-url "
                 "for an OpenAI-compatible server)"
             )
-        backend = make_backend(
-            config.rewrite_backend,
-            config.rewrite_model,
-            config.rewrite_base_url,
-            os.environ.get("OPENAI_API_KEY"),
+        access = ModelAccess(
+            model=config.rewrite_model,
+            backend=config.rewrite_backend,
+            base_url=config.rewrite_base_url,
+            cache=config.rewrite_cache,
             device=config.device,
+            concurrency=8,
         )
-        counters = Counters()
-        generate = CachedGenerator(backend, ResponseCache(config.rewrite_cache), 8, counters)
-        params = GenerationParams(max_tokens=MAX_TOKENS[self.mode], temperature=0.0)
+        session = ModelSession.open(access, os.environ.get("OPENAI_API_KEY"))
+        ask = Ask(session.max_tokens(MAX_TOKENS[self.mode]))
         template = PROMPTS[self.mode]
 
         def formulate(questions: Sequence[str]) -> list[list[str]]:
-            completions = generate([template.format(question=q) for q in questions], [params] * len(questions))
-            return [[clean_cues(q)] + self.parse(c.text) for q, c in zip(questions, completions)]
+            replies = session.ask([template.format(question=q) for q in questions], ask)
+            # a reasoning model's thinking is split off by the session: only its answer holds queries
+            return [[clean_cues(q)] + self.parse(r.answer) for q, r in zip(questions, replies)]
 
-        formulate.counters = counters  # type: ignore[attr-defined]
+        formulate.counters = session.counters  # type: ignore[attr-defined]
         return formulate
 
     def parse(self, text: str) -> list[str]:

@@ -15,8 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ifqa.artifacts import is_id
-from ifqa.corpus.passages import TSV_FIELDS_HINT, TSV_HEADER
+from ifqa.artifacts import TSV_FIELDS_HINT, TSV_HEADER, is_id
 from ifqa.errors import IfqaError
 from ifqa.io import BOM, SURROGATE_PROBLEM, nfc, unpaired_surrogate
 

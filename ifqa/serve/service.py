@@ -27,6 +27,7 @@ from ifqa.datasets import QuestionSource
 from ifqa.errors import IfqaError
 from ifqa.eval.answers import best_over_answers, exact_match
 from ifqa.eval.passages import run_record
+from ifqa.llm.session import ModelSession
 from ifqa.readers.llm import demonstration_pool
 from ifqa.readers.llm.reader import LLMReader
 from ifqa.retrieval.config import DEPENDS_ON, RetrievalConfig
@@ -104,24 +105,16 @@ class QAService:
         self.reader = self._reader(reader_config, known, api_key, task) if self.reader_config else None
         # an HTTP endpoint serves concurrent requests (the response cache is thread-safe); a model in
         # this process generates for one request at a time
-        self.local_reader = bool(self.reader_config and self.reader_config.backend != "openai")
+        self.local_reader = bool(self.reader_config and self.reader_config.backend_name != "openai")
         self._search_lock, self._read_lock = threading.Lock(), threading.Lock()
         self.started = time.time()
 
     @staticmethod
     def _reader(config, known: Sequence, api_key: str | None, task: str):
         source = known[0] if known else QuestionSource()
-        engine = config.backend_instance(api_key)
+        session = ModelSession.open(config, api_key)
         train, setting = demonstration_pool(config, source)
-        return LLMReader(
-            engine,
-            config,
-            train.examples,
-            config.response_cache(),
-            rationale_setting=setting,
-            keep_prompts=True,
-            task=task,
-        )
+        return LLMReader(session, config, train.examples, rationale_setting=setting, keep_prompts=True, task=task)
 
     def check(self, question: str, k: int) -> str:
         """The question, stripped; a bad request raises ``IfqaError`` with what is wrong."""
@@ -235,7 +228,7 @@ class QAService:
                 {
                     "model": self.reader_config.model,
                     "mode": self.reader_config.mode,
-                    "backend": self.reader_config.backend,
+                    "backend": self.reader_config.backend_name,
                 }
                 if self.reader_config
                 else None

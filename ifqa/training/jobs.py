@@ -4,6 +4,7 @@ training groups, train (resumably), write the model card, and score a dev run wh
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import time
 from pathlib import Path
@@ -78,7 +79,7 @@ def _groups(recipe, questions, output: Path, corpus: str | None, progress: bool)
         raise IfqaError("--index is needed: the collection's index that hard negatives are mined from")
     identity = {
         "questions": questions.describe(),
-        "index": index_manifest(recipe.index).get("corpus"),
+        "index": _collection(recipe),
         "query_mode": recipe.query_mode,
         "hard_depth": recipe.hard_depth,
         "other_gold": recipe.other_gold,
@@ -118,10 +119,14 @@ def train_job(
     progress: bool = True,
     stop_after: int | None = None,
 ) -> dict:
-    """Train a ``reranker`` or ``retriever`` into ``output/model``; returns its card (plus progress fields)."""
+    """Train a ``reranker`` or ``retriever`` into ``output/model``; returns its card (plus progress fields).
+    A folder whose model was trained, to the end, by this same command (kind, recipe, training questions
+    and collection) is the work done: its card is returned as it is (``already``)."""
     check_training_split(source)
-    check_not_complete(output)
     questions = source.load()
+    done = completed_run(output, kind, recipe, questions)
+    if done is not None:
+        return {"finished": True, "already": True, **done}
     check_has_gold(questions.examples, questions.name)
     check_before_mining(kind, recipe, len(questions), device)
 
@@ -185,15 +190,35 @@ def train_job(
     return {"finished": True, **complete}
 
 
-def check_not_complete(output: Path) -> None:
-    """A training folder whose run is complete (its card's last write says so) is refused; anything less,
-    a run killed while it trained, saved its model, wrote its card or scored dev, is resumed by the same
-    command. Cards written before completion was recorded have no such field and count as complete."""
-
+def completed_run(output: Path, kind: str, recipe, questions) -> dict | None:
+    """The card of a complete run in ``output`` (its card's last write says so) made by this command:
+    the same kind, recipe, training questions and collection (a rerun of a run killed in its last
+    second cannot tell itself from a failure, and is not one). A complete run of anything else is
+    refused; anything less, a run killed while it trained, saved its model, wrote its card or scored
+    dev, is resumed by the same command. Cards written before completion was recorded count as complete."""
     model = settled(output / "model")
     card = read_card(model) if model.is_dir() else {}
-    if card and card.get("complete", True):
-        raise IfqaError("already holds a trained model; choose another --output or delete it", output)
+    if not card or not card.get("complete", True):
+        return None
+    data = card.get("training_data") or {}
+    same = (
+        card.get("kind") == kind
+        and card.get("recipe") == json.loads(json.dumps(dataclasses.asdict(recipe)))
+        and (data.get("questions") or {}).get("id") == questions.identity
+        and (data.get("mining") or {}).get("index") == _collection(recipe)
+    )
+    if not same:
+        raise IfqaError(
+            "already holds a model trained from other inputs or settings; choose another --output or delete it",
+            output,
+        )
+    log.info("%s already holds this training run's model (same recipe and data): nothing to train", output)
+    return card
+
+
+def _collection(recipe) -> dict | None:
+    """The collection hard negatives are mined from (its manifest's corpus record), as a card keeps it."""
+    return index_manifest(recipe.index).get("corpus") if recipe.index else None
 
 
 def score_dev_run(

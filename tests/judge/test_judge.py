@@ -74,16 +74,22 @@ def test_a_judge_that_says_yes_to_everything_shows(cli, env, predictions, tmp_pa
 
 
 @pytest.mark.parametrize("reply", ["Maybe, it depends.", "", "<think>hmm"])
-def test_a_reply_with_no_verdict_is_one_line_and_writes_nothing(cli, env, predictions, tmp_path, reply):
+def test_a_reply_with_no_verdict_is_recorded_unclear_and_the_run_goes_on(cli, env, predictions, tmp_path, reply):
+    """A judge that gives no verdict does not stop the run: the reply is kept, unclear, counted as no,
+    counted and named in the report (a rerun sends nothing: every reply is cached)."""
     with FakeOpenAI({}) as server:
         server.judge_says = lambda prediction: reply
         out = tmp_path / "j.jsonl"
         result = _judge(cli, env, server, predictions, out)
-        errors = [line for line in result.stderr.splitlines() if "error" in line]
-        assert result.returncode == 1 and len(errors) == 1 and "qid" in errors[0] and not out.exists()
+        assert result.returncode == 0, result.stderr
         sent = len(server.requests)
-        assert _judge(cli, env, server, predictions, out).returncode == 1
-        assert len(server.requests) == sent  # every reply received was cached
+        assert _judge(cli, env, server, predictions, out).returncode == 0 and len(server.requests) == sent
+    judgments = [json.loads(line) for line in out.read_text().splitlines()]
+    asked = [j for j in judgments if j.get("asked", True)]
+    assert asked and all(j["verdict"] is None and j["unclear"] is True for j in asked)
+    report = json.loads(result.stdout.splitlines()[0])
+    assert report["judge_accuracy"] == 0.0 and len(report["judge"]["unclear"]) == len(asked)
+    assert f"unclear: {len(asked)}" in result.stdout
 
 
 def test_predictions_for_other_questions_are_refused_before_any_request(cli, env, tmp_path):
@@ -95,11 +101,27 @@ def test_predictions_for_other_questions_are_refused_before_any_request(cli, env
     assert not (tmp_path / "j.jsonl").exists()
 
 
-def test_verdicts_are_read_from_the_last_verdict_line_or_a_bare_answer():
-    assert parse_verdict("Reason.\nVerdict: yes") is True
-    assert parse_verdict("Verdict: no, wait.\nVerdict: **yes**") is True
-    assert parse_verdict("No.") is False and parse_verdict("yes") is True
-    assert parse_verdict("The answer is right") is None
+@pytest.mark.parametrize(
+    "reply, verdict",
+    [
+        ("Reason.\nVerdict: yes", True),
+        ("Verdict: no, wait.\nVerdict: **yes**", True),
+        ("No.", False),
+        ("yes", True),
+        ("The answer is yes.", True),  # as SmolLM2 writes it
+        ("**Verdict:** No", False),
+        ("**Yes**, it names the gold answer.", True),
+        ("The prediction is correct.", True),
+        ("Incorrect: it names another city.", False),
+        ("The prediction is not correct.", False),
+        ("The prediction is wrong.", False),
+        ("Final verdict - NO", False),
+        ("Maybe, it depends.", None),
+        ("The answer is right", None),
+    ],
+)
+def test_verdicts_are_read_as_judges_write_them(reply, verdict):
+    assert parse_verdict(reply) is verdict
 
 
 def test_kappa_is_chance_corrected_agreement():
@@ -123,4 +145,6 @@ def test_a_reasoning_judge_is_read_after_its_thinking(cli, env, predictions, tmp
         verdicts = [json.loads(line) for line in out.read_text().splitlines()]
         assert all("Wait, reconsider" in v["reasoning"] for v in verdicts if v.get("asked", True))
         cut = _judge(cli, env, server, predictions, tmp_path / "cut.jsonl", "--thinking", "on", "--max-tokens", "12")
-    assert cut.returncode == 1 and "cut off while thinking" in cut.stderr and not (tmp_path / "cut.jsonl").exists()
+    assert cut.returncode == 0, cut.stderr  # cut off while thinking: unclear, and the run goes on
+    judged = [json.loads(line) for line in (tmp_path / "cut.jsonl").read_text().splitlines()]
+    assert all(j["unclear"] and j["reason"] == "cut off while thinking" for j in judged if j.get("asked", True))

@@ -37,6 +37,7 @@ class FakeOpenAI:
         self.judge_says: Callable[[str], str] | None = None  # a judge's reply to a prediction
         self.script: Callable[[str, dict], str] | None = None  # any reply, scripted per case (prompt, body)
         self.thinking_words = 60
+        self.tags: tuple[str, str] | None = None  # the thinking's opening and closing tags (default <think>)
         self.refuse: set[str] = set()  # request keys answered with HTTP 400 (a parameter the server does not take)
         self.answers = answers  # question -> answer
         self.sampled = sampled or {}  # seed -> answer, used when temperature > 0
@@ -100,9 +101,10 @@ class FakeOpenAI:
         if budget is not None and len(thought.split()) > budget:
             thought = " ".join(thought.split()[:budget])
         tag = {"thinking": "thinking", "reasoning-tag": "reasoning"}.get(self.thinking, "think")
-        opening = "" if self.thinking == "open" else f"<{tag}>"
+        opening, closing = self.tags or (f"<{tag}>", f"</{tag}>")
+        opening = "" if self.thinking == "open" else opening
         field = self.thinking in ("reasoning_content", "reasoning")
-        text = answer if field else f"{opening}{thought}</{tag}>\n\n{answer}"
+        text = answer if field else f"{opening}{thought}{closing}\n\n{answer}"
         for stop in body.get("stop") or []:
             text = text.split(stop, 1)[0]
         thinking_words = len(thought.split(" ")) if field else 0

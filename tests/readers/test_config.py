@@ -40,6 +40,9 @@ NON_DEFAULT = {
     "thinking": "on",
     "thinking_budget": 3,
     "reasoning_effort": "low",
+    "model_threads": 2,
+    "context_window": 2048,
+    "template": "factual_qa",
 }
 
 

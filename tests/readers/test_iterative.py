@@ -73,8 +73,8 @@ def test_scripted_models(cli, env, tmp_path, case):
     stopped = {r["stopped"] for r in records}
     if case in ("searches then answers", "answers at once", "nothing found", "repeats itself"):
         assert right == len(DEV) and stopped == {"answer"}
-    else:
-        assert stopped == {"budget"} and all(len(r["steps"]) == 4 for r in records)  # the budget stops it
+    else:  # the budget stops it, with no answer (never its last search request)
+        assert stopped == {"budget"} and all(len(r["steps"]) == 4 and r["prediction"] == "" for r in records)
     if case == "searches then answers":
         assert all(r["searches"] == 2 and len(r["steps"]) == 3 for r in records)
         assert all(s["query"] and isinstance(s["passages"], list) for r in records for s in r["steps"][:2])
@@ -159,5 +159,66 @@ def test_a_reasoning_model_searches_after_its_thinking(cli, env, tmp_path, shape
     with FakeOpenAI({}) as server:
         server.script, server.thinking = searcher, shape
         records = _read(cli, env, tmp_path / "p.jsonl", server, "--thinking", "on")
-        assert "stop" not in server.requests[0]  # a thinking model is sent no stop: its thinking has blank lines
+        # the tags end a step wherever they stand, thinking included; no blank-line stop cuts its thinking
+        assert server.requests[0]["stop"] == ["</search>", "</answer>"]
     assert all(r["prediction"] == GOLD[e.question] and r["searches"] == 2 for r, e in zip(records, DEV))
+    assert not any("<result>" in s["text"] for r in records for s in r["steps"])  # a step ends at its search
+
+
+def _window_run(cli, env, tmp_path, server, *options):
+    out = tmp_path / "p.jsonl"
+    args = ["read", "iterative", "--model", "m", "--base-url", server.url, "-o", out, "--no-progress", *options]
+    result = cli(*args, env=env)
+    assert result.returncode == 0, result.stderr
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def test_the_passage_window_keeps_the_newest_passages(cli, env, tmp_path):
+    """--passages 4 with --k 3: the prompt shows the newest four passages over all searches, the oldest
+    leaving first; a later search's passages are always shown (never "no passages found")."""
+    topics = ["river bridge", "president election", "city coast"]
+
+    def three_searches(prompt, body):
+        searches = _results(prompt)
+        return f"<search>{topics[searches]}</search>" if searches < 3 else f"<answer>{GOLD[_question(prompt)]}</answer>"
+
+    with FakeOpenAI({}) as server:
+        server.script = three_searches
+        records = _window_run(cli, env, tmp_path, server, "--k", "3", "--passages", "4")
+        prompts = [body["messages"][-1]["content"] for body in server.requests]
+    assert all(r["prediction"] == GOLD[e.question] for r, e in zip(records, DEV))
+    by_question = {e.question: r for e, r in zip(DEV, records)}
+    checked = 0
+    for prompt in prompts:
+        blocks = re.findall(r"<result>\n(.*?)\n</result>", prompt, re.S)
+        if len(blocks) < 3:
+            continue
+        steps = by_question[_question(prompt)]["steps"]
+        new = [[p["id"] for p in s["passages"]] for s in steps[:3]]
+        window = set([i for ids in new for i in ids][-4:])
+        for block, ids in zip(blocks, new):
+            kept = [i for i in ids if i in window]
+            if kept:
+                assert len(block.splitlines()) == len(kept) and "left the prompt" not in block
+            else:
+                assert block == "(these passages left the prompt to make room for newer ones)" or not ids
+        assert "(no passages found)" not in blocks[2] or not new[2]
+        checked += 1
+    assert checked == len(DEV)
+
+
+def test_a_prompt_over_its_budget_drops_the_oldest_passages_and_a_grown_transcript_stops_the_question(
+    cli, env, tmp_path
+):
+    talk = "I keep thinking about this at length. " * 12
+
+    def talker(prompt, body):
+        return f"{talk}<search>river step {_results(prompt)}</search>"
+
+    with FakeOpenAI({}) as server:
+        server.script = talker
+        records = _window_run(cli, env, tmp_path, server, "--k", "3", "--max-prompt-tokens", "600", "--max-steps", "6")
+        prompts = [body["messages"][-1]["content"] for body in server.requests]
+    assert all(len(p) / 4 * 1.1 <= 600 for p in prompts)  # ifqa's token estimate without a tokenizer
+    assert {r["stopped"] for r in records} == {"window"} and all(r["prediction"] == "" for r in records)
+    assert all(len(r["steps"]) < 6 for r in records)

@@ -7,6 +7,7 @@ from ifqa.datasets.demo import load_demo
 from ifqa.errors import IfqaError
 from ifqa.llm import backends
 from ifqa.llm.cache import ResponseCache
+from ifqa.llm.session import ModelSession
 from ifqa.readers.llm import reader as llm
 from ifqa.readers.llm.config import LLMReaderConfig
 from tests.readers.fake_openai import FakeOpenAI
@@ -29,8 +30,9 @@ def env(tmp_path):
 
 def _reader(server, tmp_path, **config):
     backend = backends.OpenAIBackend("test-model", server.url, SECRET, backoff=0.001, timeout=1.0)
-    cache = ResponseCache(tmp_path / "cache.sqlite")
-    return llm.LLMReader(backend, LLMReaderConfig(**config), TRAIN, cache, {e.question for e in DEV})
+    settings = LLMReaderConfig(**{"model": "test-model", **config})
+    session = ModelSession(backend, settings, ResponseCache(tmp_path / "cache.sqlite"))
+    return llm.LLMReader(session, settings, TRAIN, {e.question for e in DEV})
 
 
 def _predictions(path):
@@ -143,7 +145,7 @@ def test_retries_on_429_500_malformed_and_timeout(server, tmp_path):
     records = llm.read_to_file(reader, DEV[:2], tmp_path / "r.jsonl", progress=False)
     assert [r["prediction"] for r in records] == [ANSWERS[e.question] for e in DEV[:2]]
     assert len(server.requests) == 6  # four failures, then two answers
-    assert reader.counters.public()["retries"] == 4
+    assert reader.session.counters.public()["retries"] == 4
     from ifqa.artifacts import read_manifest
 
     assert read_manifest(tmp_path / "r.jsonl")["counters"]["retries"] == 4
@@ -162,7 +164,7 @@ def test_interrupted_run_resumes_without_resending(server, tmp_path):
     sent_before = len([r for r in server.requests])
     reader = _reader(server, tmp_path, mode="qa", demos=1, concurrency=1)
     records = llm.read_to_file(reader, DEV, tmp_path / "all.jsonl", progress=False)
-    assert len(records) == 24 and reader.counters.cache_hits == 10 and reader.counters.requests == 14
+    assert len(records) == 24 and reader.session.counters.cache_hits == 10 and reader.session.counters.requests == 14
     assert len(server.requests) - sent_before == 14
 
 

@@ -6,6 +6,7 @@ import Stemmer
 
 from ifqa.errors import IfqaError
 from ifqa.retrieval import bm25
+from ifqa.retrieval.engines import BM25Settings
 from ifqa.retrieval.index import read_manifest
 from ifqa.retrieval.specs import open_index
 from tests.retrieval.conftest import PASSAGES
@@ -67,9 +68,10 @@ def test_manifest_and_passage_lookup(corpus, tmp_path):
 
 
 def test_existing_index_needs_force_and_bad_corpus_leaves_nothing(corpus, tmp_path):
-    bm25.build(corpus, tmp_path / "idx", progress=False)
-    with pytest.raises(IfqaError, match="already exists"):
-        bm25.build(corpus, tmp_path / "idx", progress=False)
+    built = bm25.build(corpus, tmp_path / "idx", progress=False)
+    assert bm25.build(corpus, tmp_path / "idx", progress=False) == built  # the same build: done, nothing redone
+    with pytest.raises(IfqaError, match="already exists, built from other inputs or settings"):
+        bm25.build(corpus, tmp_path / "idx", BM25Settings(k1=2.0), progress=False)
     bad = tmp_path / "bad.jsonl"
     bad.write_text(corpus.read_text() + '{"id": "x", "title": "t"}\n')
     with pytest.raises(IfqaError, match=r"bad\.jsonl:9: not a passage record"):

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ifqa.configs import option
 from ifqa.errors import IfqaError
-from ifqa.readers import without_options
+from ifqa.readers import refuse_multiple_choice
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ class FiDReaderEntry:
     def read(self, config: FiDReaderConfig, job) -> dict:
         from ifqa.readers.fid.predict import read_to_file
 
-        without_options(job, "fid")
+        refuse_multiple_choice(job, "fid")
         if not config.checkpoint or not job.run:
             raise IfqaError("FiD reading needs --checkpoint and --run")
         read_to_file(

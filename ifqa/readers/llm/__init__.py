@@ -40,21 +40,19 @@ class LLMReaderEntry:
     model_key = "model"
 
     def read(self, config: LLMReaderConfig, job) -> dict:
+        from ifqa.llm.session import ModelSession
         from ifqa.readers.llm.reader import LLMReader, load_contexts, read_to_file
 
         config.require_model()
         contexts = load_contexts(job.run, job.questions)  # read and checked before any model is loaded or contacted
-        engine = config.backend_instance(job.api_key)
+        session = ModelSession.open(config, job.api_key)
         train, setting = demonstration_pool(config, job.source)
         if config.demos:
             log.info("demonstrations from %s (%d questions)", train.name, len(train))
-        cache = config.response_cache()
         exclude = {e.question.strip() for e in job.questions}
-        reader = LLMReader(
-            engine, config, train.examples, cache, exclude, rationale_setting=setting, task=job.questions.task
-        )
+        reader = LLMReader(session, config, train.examples, exclude, rationale_setting=setting, task=job.questions.task)
         read_to_file(reader, job.questions, job.output, job.run, progress=job.progress, contexts=contexts)
-        return reader.counters.public()
+        return session.counters.public()
 
 
 READER = LLMReaderEntry()

@@ -9,20 +9,36 @@ from collections.abc import Sequence
 from ifqa.eval import multiple_choice
 from ifqa.eval.answers import normalize_answer
 
+#: "the answer is X" as models write it: "So the answer is X", "The final answer would be X", "The
+#: answer to this question is: X", "The correct answer is **X**" (X may be empty: a model that stopped
+#: there gave no answer).
 _SO_THE_ANSWER = re.compile(
-    r"(?:so\s+)?the\s+(?:final\s+)?answer\s+(?:is|would\s+be|will\s+be)\s*:?\s*(.+)", re.I | re.S
+    r"(?:so\s+)?the\s+(?:final\s+|correct\s+|short\s+|right\s+)?answer(?:\s+to\s+(?:this|the|your|that)\s+question)?"
+    r"\s+(?:is|would\s+be|will\s+be)\b\s*:?[ \t]*(.*)",
+    re.I | re.S,
 )
-_ANSWER_LABEL = re.compile(r"^\s*(?:final\s+)?answer\s*:\s*(.+)", re.I | re.S | re.M)
-_QUOTES = "\"'“”‘’`*"
+#: An answer label at a line's start, plain or in markdown: "Answer: X", "Final Answer: X",
+#: "**Final Answer:** X", "### Answer: X", "A: X".
+_ANSWER_LABEL = re.compile(r"^[ \t#>*_-]*(?:final\s+|short\s+)?(?:answer|a)\s*[*_]*\s*:\s*[*_]*[ \t]*(.*)", re.I | re.M)
+#: A line that restates the question instead of answering it ("Question: If ...", "The question is
+#: asking ...", "If the river dried up, what would ...?").
+_RESTATES = re.compile(r"^\s*(?:\**\s*question\s*\**\s*:|the\s+question\s+(?:is|asks|was))", re.I)
+_RESTATED = re.compile(_RESTATES.pattern + r"|\?\s*$", re.I)
+#: Openers before an answer ("What a delightful question!", "Sure!", "Great question.").
+_OPENER = re.compile(
+    r"^\s*(?:(?:what\s+an?\s+|a\s+|great|good|interesting|sure|certainly|okay|ok)[^.!?\n]{0,40}[.!]\s*)+", re.I
+)
+_QUOTES = "\"'“”‘’`*_"
 _BOXED = re.compile(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}")
 
 
 def extract(output: str, reasoning: bool = False) -> tuple[str, str]:
     """``(answer, rationale)`` from a completion.
 
-    Takes the last ``\\boxed{...}``, else the text after the last "the answer is" (or an "Answer:"
-    label), else — without reasoning — the first non-empty line; then keeps its first line and strips quotes, markdown
-    emphasis, a trailing period and "The answer is" left-overs.
+    Takes the last ``\\boxed{...}``, else what follows the last "the answer is" (or an "Answer:"
+    label, markdown included), else, without reasoning, the first line that does not restate the
+    question (with reasoning, the last line); then ``clean`` takes the chatter off it. A model that
+    writes "The answer to this question is:" and stops gave no answer: "".
     """
     text = output.strip()
     rationale = ""
@@ -30,24 +46,29 @@ def extract(output: str, reasoning: bool = False) -> tuple[str, str]:
     if boxed:  # reasoning models box their final answer (\boxed{...}): the last box is the answer
         return clean(boxed[-1].group(1).replace("\\text{", "").replace("}", "")), text[: boxed[-1].start()].strip()
     matches = list(_SO_THE_ANSWER.finditer(text))
-    if matches:
-        last = matches[-1]
-        rationale, candidate = text[: last.start()].strip(), last.group(1)
+    labelled = list(_ANSWER_LABEL.finditer(text))
+    if labelled and (not matches or labelled[-1].start() > matches[-1].start()):
+        rationale, candidate = text[: labelled[-1].start()].strip(), labelled[-1].group(1)
+    elif matches:
+        rationale, candidate = text[: matches[-1].start()].strip(), matches[-1].group(1)
     else:
-        labelled = list(_ANSWER_LABEL.finditer(text))
-        if labelled:
-            rationale, candidate = text[: labelled[-1].start()].strip(), labelled[-1].group(1)
-        elif reasoning:
-            lines = [line for line in text.splitlines() if line.strip()]
+        lines = [line for line in text.splitlines() if line.strip() and not _RESTATED.search(line)]
+        if reasoning:
             rationale, candidate = "\n".join(lines[:-1]), lines[-1] if lines else ""
         else:
-            candidate = next((line for line in text.splitlines() if line.strip()), "")
+            candidate = lines[0] if lines else ""
     return clean(candidate), rationale
 
 
 def clean(candidate: str) -> str:
+    """One answer's text without the chatter around it: its first line, an opener ("Sure!"), "The
+    answer is" and "Answer:" left-overs, quotes, markdown emphasis and a trailing period."""
     answer = candidate.strip().splitlines()[0] if candidate.strip() else ""
-    answer = re.sub(r"^(?:the\s+)?answer\s*(?:is|:)\s*", "", answer, flags=re.I)
+    answer = _OPENER.sub("", answer)
+    for _ in range(2):  # "Answer: The answer is X"
+        answer = re.sub(r"^[*_\s]*(?:the\s+)?(?:final\s+)?answer\s*[*_]*\s*(?:is\b|:)[*_]*\s*", "", answer, flags=re.I)
+    if _RESTATES.search(answer):  # the question said back is no answer
+        return ""
     answer = answer.strip().strip(_QUOTES).strip()
     answer = re.sub(r"[.。]+$", "", answer).strip().strip(_QUOTES).strip()
     return answer

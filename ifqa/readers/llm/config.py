@@ -46,6 +46,11 @@ class LLMReaderConfig(ModelAccess):
         None, "Prompt budget (default: the model's window minus --max-tokens; 4096 if unknown).", min=1
     )
     prompts_dir: str | None = option(None, "Templates folder (default: the installed prompts).")
+    template: str | None = option(
+        None,
+        "Template to read with: a file name in the templates folder without .txt (default: the mode's own; "
+        "factual_qa asks a question without the counterfactual instruction, as the premise analysis asks twins).",
+    )
 
     @property
     def effective_temperature(self) -> float:

@@ -14,6 +14,7 @@ import logging
 import os
 import random
 import re
+import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from importlib import resources
@@ -42,17 +43,38 @@ def prompts_dir(override: str | Path | None = None) -> Path:
     return Path(str(resources.files("ifqa.prompts")))
 
 
-def load_whole_prompt(name: str, fields: tuple[str, ...], directory: str | Path | None = None) -> tuple[str, str]:
-    """A prompt file read whole (``judge.txt``, ``twin.txt``), its ``fields`` required, and its
-    SHA-256 (recorded beside what it made, so a changed prompt is a different judge or twin)."""
+def load_whole_prompt(
+    name: str, fields: tuple[str, ...], directory: str | Path | None = None, optional: tuple[str, ...] = ()
+) -> tuple[str, str]:
+    """A prompt file read whole (``judge.txt``, ``twin.txt``, ``iterative_*.txt``), its ``fields``
+    required and no placeholder beyond them and ``optional``, and its SHA-256 (recorded beside what it
+    made, so a changed prompt is a different judge or twin)."""
     path = prompts_dir(directory) / f"{name}.txt"
     if not path.is_file():
         raise IfqaError(f"no {name} prompt ({name}.txt) in the prompts folder", path)
     text = path.read_text(encoding="utf-8")
+    check_placeholders(text, fields + optional, path)
     for wanted in fields:
         if "{" + wanted + "}" not in text:
             raise IfqaError(f"the {name} prompt lacks the field {{{wanted}}}", path)
     return text, hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def check_placeholders(text: str, filled: Sequence[str], path: str | Path) -> None:
+    """Refuse, in one line naming the file, a template ifqa could not fill: a placeholder it does not
+    fill, or a lone brace (checked once, when the template is loaded, never mid-run)."""
+    try:
+        found = [name for _, name, _, _ in string.Formatter().parse(text) if name is not None]
+    except ValueError as exc:
+        raise IfqaError(f"the template has a lone brace ({exc}); write a literal brace as {{{{ or }}}}", path) from None
+    for name in found:
+        if name not in filled:
+            shown = "{}" if name == "" else "{" + name + "}"
+            raise IfqaError(
+                f"the template has the placeholder {shown}, which ifqa does not fill (it fills "
+                f"{', '.join('{' + f + '}' for f in filled)}); write a literal brace as {{{{ or }}}}",
+                path,
+            )
 
 
 def load_template(name: str, directory: str | Path | None = None) -> Template:
@@ -64,6 +86,8 @@ def load_template(name: str, directory: str | Path | None = None) -> Template:
     missing = {"instruction", "demonstration", "query"} - sections.keys()
     if missing:
         raise IfqaError(f"template lacks section(s) {', '.join(sorted(missing))}", path)
+    for section in ("demonstration", "query"):  # the instruction is shown as written, never filled
+        check_placeholders(sections[section], ("question", "answer", "rationale", "passages"), path)
     return Template(name, sections["instruction"], sections["demonstration"], sections["query"])
 
 

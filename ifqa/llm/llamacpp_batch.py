@@ -1,0 +1,236 @@
+"""Several prompts generated together on one llama.cpp context: what questions read one after another
+cannot share.
+
+A batch of prompts is decoded as sequences of one context whose KV cache is unified: the prefix all
+of them share (the chat template's system turn, the instruction, demonstrations) is evaluated once
+and its cells are shared, not copied; it stays cached for the next batch while the next batch starts
+with it. The prompts' own tokens are packed into full decode batches, and every generation step
+advances all unfinished sequences together, so the weights are read once per step for all of them
+(a single sequence's step reads them all for one token). Sampling is done here: greedy at
+temperature 0, else temperature and top-p with a generator seeded by the request's seed and the
+prompt, so an answer does not depend on which prompts shared its batch. Stop strings, the end-of-
+generation tokens, the token limit and a thinking budget (``local_thinking.BudgetState``) end a
+sequence as an OpenAI-compatible server would, with its ``finish_reason``.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ifqa.llm.local_thinking import BudgetState
+
+BATCH_TOKENS = 512  # tokens per llama_decode call while reading prompts (llama.cpp's default n_batch)
+
+
+@dataclass
+class Generated:
+    """One sequence's result: its text, token counts and why it stopped (``stop`` or ``length``)."""
+
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    finish_reason: str
+
+
+@dataclass
+class _Sequence:
+    seq: int
+    tokens: list[int]
+    rng: np.random.Generator | None
+    budget: BudgetState | None
+    generated: list[int] = field(default_factory=list)
+    data: bytearray = field(default_factory=bytearray)
+    text: str = ""
+    finish: str | None = None
+    next_token: int | None = None
+
+
+def common_prefix(first: Sequence[int], second: Sequence[int]) -> int:
+    """How many leading tokens two token lists share."""
+    n = 0
+    for a, b in zip(first, second):
+        if a != b:
+            break
+        n += 1
+    return n
+
+
+class BatchedGenerator:
+    """Generation for several prompts at once on a unified-KV llama.cpp context (see the module)."""
+
+    def __init__(self, llm, n_ctx: int, max_sequences: int, threads: int):
+        import llama_cpp
+        from llama_cpp import _internals
+        from llama_cpp._utils import suppress_stdout_stderr
+
+        self._llama_cpp = llama_cpp
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = n_ctx
+        params.n_batch = params.n_ubatch = BATCH_TOKENS
+        params.n_seq_max = max_sequences
+        params.n_threads = params.n_threads_batch = threads
+        params.kv_unified = True
+        params.no_perf = True
+        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
+        self.llm, self.n_ctx, self.max_sequences = llm, n_ctx, max_sequences
+        with suppress_stdout_stderr(disable=False):  # llama.cpp's notes on the context it makes
+            self.ctx = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
+        self.batch = _internals.LlamaBatch(n_tokens=BATCH_TOKENS, embd=0, n_seq_max=1, verbose=False)
+        self.model = llm._model
+        self.vocab = self.model.vocab
+        self.n_vocab = llm.n_vocab()
+        self.cached: list[int] = []  # the prefix sequence 0 holds between calls
+
+    def fits(self, prompts: Sequence[Sequence[int]], max_tokens: int) -> bool:
+        """Whether these prompts and their generations fit in the context together (the shared prefix once)."""
+        shared = min(common_prefix(prompts[0], p) for p in prompts) if len(prompts) > 1 else 0
+        return shared + sum(len(p) - shared + max_tokens for p in prompts) <= self.n_ctx
+
+    def groups(self, prompts: Sequence[Sequence[int]], max_tokens: int) -> list[list[int]]:
+        """Consecutive prompts packed into groups that fit (positions into ``prompts``)."""
+        out: list[list[int]] = []
+        for i, _ in enumerate(prompts):
+            if out and len(out[-1]) < self.max_sequences and self.fits([prompts[j] for j in out[-1] + [i]], max_tokens):
+                out[-1].append(i)
+            else:
+                out.append([i])
+        return out
+
+    def generate(
+        self,
+        prompts: Sequence[Sequence[int]],
+        *,
+        max_tokens: int,
+        temperature: float,
+        top_p: float,
+        seed: int,
+        stop: Sequence[str],
+        budgets: Sequence[BudgetState | None] | None = None,
+    ) -> list[Generated]:
+        """One result per prompt (``budgets``: each prompt's thinking budget, or None)."""
+        results: list[Generated | None] = [None] * len(prompts)
+        every = list(budgets) if budgets else [None] * len(prompts)
+        for group in self.groups(prompts, max_tokens):
+            made = self._run(
+                [prompts[i] for i in group], [every[i] for i in group], max_tokens, temperature, top_p, seed, stop
+            )
+            for i, generated in zip(group, made):
+                results[i] = generated
+        return results  # type: ignore[return-value]
+
+    def _decode(self) -> None:
+        if self.batch.batch.n_tokens:
+            self.ctx.decode(self.batch)
+
+    def _add(self, token: int, position: int, seq: int, logits: bool) -> int:
+        """Put one token in the decode batch; its index there."""
+        b = self.batch.batch
+        j = b.n_tokens
+        b.token[j], b.pos[j], b.n_seq_id[j], b.logits[j] = token, position, 1, logits
+        b.seq_id[j][0] = seq
+        b.n_tokens = j + 1
+        return j
+
+    def _run(self, prompts, budgets, max_tokens, temperature, top_p, seed, stop) -> list[Generated]:
+        llama_cpp, memory = self._llama_cpp, self.ctx.memory
+        shared = min(common_prefix(prompts[0], p) for p in prompts)
+        shared = min(shared, min(len(p) for p in prompts) - 1)  # every sequence decodes a token of its own
+        keep = common_prefix(self.cached, prompts[0][:shared])
+        llama_cpp.llama_memory_seq_rm(memory, 0, keep, -1)
+        for seq in range(1, self.max_sequences):
+            llama_cpp.llama_memory_seq_rm(memory, seq, 0, -1)
+        self.batch.reset()
+        for position in range(keep, shared):  # the shared prefix, once, on sequence 0
+            if self.batch.batch.n_tokens == BATCH_TOKENS:
+                self._decode()
+                self.batch.reset()
+            self._add(prompts[0][position], position, 0, False)
+        self._decode()
+        self.batch.reset()
+        self.cached = list(prompts[0][:shared])
+        for seq in range(1, len(prompts)):
+            llama_cpp.llama_memory_seq_cp(memory, 0, seq, 0, shared)
+        sequences = [
+            _Sequence(
+                seq,
+                list(tokens),
+                np.random.default_rng([seed, zlib.crc32(np.asarray(tokens, dtype=np.int32).tobytes())])
+                if temperature > 0
+                else None,
+                budget,
+            )
+            for seq, (tokens, budget) in enumerate(zip(prompts, budgets))
+        ]
+        # each prompt's own tokens, packed into full batches; a sequence's first token is sampled from
+        # the logits of its last prompt token, read right after the batch that holds it
+        pending = [(s, position) for s in sequences for position in range(shared, len(s.tokens))]
+        for start in range(0, len(pending), BATCH_TOKENS):
+            last = {}
+            for s, position in pending[start : start + BATCH_TOKENS]:
+                final = position == len(s.tokens) - 1
+                j = self._add(s.tokens[position], position, s.seq, final)
+                if final:
+                    last[s.seq] = j
+            self._decode()
+            for s in sequences:
+                if s.seq in last:
+                    self._step(s, last[s.seq], max_tokens, temperature, top_p, stop)
+            self.batch.reset()
+        while True:
+            active = [s for s in sequences if s.finish is None]
+            if not active:
+                break
+            self.batch.reset()
+            rows = {s.seq: self._add(s.next_token, len(s.tokens) + len(s.generated) - 1, s.seq, True) for s in active}
+            self._decode()
+            for s in active:
+                self._step(s, rows[s.seq], max_tokens, temperature, top_p, stop)
+        for seq in range(1, len(prompts)):
+            llama_cpp.llama_memory_seq_rm(memory, seq, 0, -1)
+        llama_cpp.llama_memory_seq_rm(memory, 0, shared, -1)  # only the shared prefix stays cached
+        return [Generated(s.text, len(s.tokens), len(s.generated), s.finish or "length") for s in sequences]
+
+    def _step(self, s: _Sequence, row: int, max_tokens: int, temperature: float, top_p: float, stop) -> None:
+        """Choose the sequence's next token from the logits at ``row`` and see whether it ends there."""
+        llama_cpp = self._llama_cpp
+        forced = s.budget.next_forced(s.generated) if s.budget else None
+        if forced is not None:
+            token = forced
+        else:
+            logits = np.ctypeslib.as_array(self.ctx.get_logits_ith(row), shape=(self.n_vocab,))
+            token = _sample(logits, temperature, top_p, s.rng)
+        if llama_cpp.llama_vocab_is_eog(self.vocab, token):
+            s.finish = "stop"
+            return
+        s.generated.append(token)
+        s.data += self.model.detokenize([token], special=True)  # the token's own piece, as a server streams it
+        s.text = s.data.decode("utf-8", "replace")
+        for marker in stop:
+            cut = s.text.find(marker)
+            if cut >= 0:
+                s.text, s.finish = s.text[:cut], "stop"
+                return
+        if len(s.generated) >= max_tokens:
+            s.finish = "length"
+            return
+        s.next_token = token
+
+
+def _sample(logits: np.ndarray, temperature: float, top_p: float, rng: np.random.Generator | None) -> int:
+    """Greedy at temperature 0; else the temperature-scaled distribution, cut to ``top_p``."""
+    if temperature <= 0 or rng is None:
+        return int(np.argmax(logits))
+    scaled = logits.astype(np.float64) / temperature
+    scaled -= scaled.max()
+    probs = np.exp(scaled)
+    probs /= probs.sum()
+    if top_p < 1.0:
+        order = np.argsort(-probs)
+        keep = order[: int(np.searchsorted(np.cumsum(probs[order]), top_p)) + 1]
+        kept = probs[keep] / probs[keep].sum()
+        return int(keep[rng.choice(len(keep), p=kept)])
+    return int(rng.choice(len(probs), p=probs))

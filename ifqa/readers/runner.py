@@ -1,0 +1,51 @@
+"""The run around a reader that prompts a model: questions in waves, a progress bar, the predictions
+file and its manifest. The LLM and iterative readers differ in what one wave does; everything around
+it is here once. Resuming is the response cache's: every reply is stored as it arrives, so a rerun
+after a kill sends only the requests that were not answered, and the predictions file (written
+atomically at the end) never holds half a run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from ifqa.artifacts import QuestionSet, write_manifest, write_predictions
+from ifqa.llm.session import ModelSession, waves
+
+
+def read_to_file(
+    session: ModelSession,
+    questions: QuestionSet,
+    output: str | Path,
+    read_wave: Callable[[Sequence], list[dict]],
+    *,
+    reader: str,
+    desc: str,
+    manifest: Callable[[list[dict]], dict],
+    progress: bool = True,
+) -> list[dict]:
+    """Every question through ``read_wave`` (one wave of examples -> their records); the predictions
+    and ``<output>.manifest.json`` (the reader's name, ``manifest(records)``, the session's backend,
+    thinking and counters, the seconds taken) are written once every question has its record."""
+    from tqdm import tqdm
+
+    started = time.time()
+    examples = questions.examples
+    records: list[dict] = []
+    with tqdm(total=len(examples), desc=desc, unit="q", disable=not progress) as bar:
+        for wave in waves(examples, session.wave):
+            records.extend(read_wave(wave))
+            bar.update(len(wave))
+            bar.set_postfix(session.counters.public(), refresh=False)
+    write_predictions(output, records)
+    write_manifest(
+        output,
+        questions,
+        reader=reader,
+        **manifest(records),
+        **session.record(),
+        seconds=round(time.time() - started, 2),
+    )
+    return records

