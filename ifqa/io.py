@@ -179,20 +179,26 @@ def check_writable_kind(output: str | os.PathLike, option: str = "--output") -> 
 @contextlib.contextmanager
 def exclusive(path: str | Path, what: str = "another run is writing this output") -> Iterator[None]:
     """Hold ``.<name>.lock`` beside ``path`` for the block: a second process that wants the same output
-    is refused in one line at once (``what``), instead of the two runs tearing each other's staging
-    apart. The lock is the kernel's (flock), released when a killed process dies, so a kill never
-    blocks the next run."""
+    is refused in one line at once (``what``, and the process that holds it), instead of the two runs
+    tearing each other's staging apart. The lock is the kernel's (flock), released when a killed
+    process dies, so a kill never blocks the next run."""
     import fcntl
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     lock_path = path.parent / f".{path.name}.lock"
-    handle = open(lock_path, "w")  # noqa: SIM115 - held for the block
+    handle = open(lock_path, "a+")  # noqa: SIM115 - held for the block; never truncated before it is ours
     try:
         fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
+        handle.seek(0)
+        holder = handle.read().strip()
         handle.close()  # the running one owns the lock file
-        raise IfqaError(what, path) from None
+        raise IfqaError(f"{what} (process {holder})" if holder.isdigit() else what, path) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
     try:
         yield
     finally:
@@ -309,11 +315,22 @@ def sweep_staging(folder: str | Path) -> None:
     _remove_stale(Path(folder).glob(".*.tmp"), re.compile(r"^\..+\.(\d+)\.[^.]+(?:\.old)?\.tmp$"))
 
 
+def remove_path(path: str | Path) -> None:
+    """Remove a file, a link (a link to a folder, or a loop, is the link: never what it points at) or a
+    folder with what it holds; nothing there is not an error."""
+    path = Path(path)
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
+            path.unlink()
+
+
 def _remove_stale(candidates: Iterable[Path], pattern: re.Pattern) -> None:
     for leftover in candidates:
         match = pattern.match(leftover.name)
         if match and not _alive(int(match.group(1))):
-            if leftover.is_dir():
+            if leftover.is_dir() and not leftover.is_symlink():
                 shutil.rmtree(leftover, ignore_errors=True)
             else:
                 with contextlib.suppress(OSError):

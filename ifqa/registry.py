@@ -116,6 +116,7 @@ STAGES = Registry(
         "collection": ".build_stages:CollectionStage",
         "index": ".build_stages:IndexStage",
         "train": ".build_stages:TrainStage",
+        "premise": ".premise_stage:PremiseStage",
     },
     "ifqa.experiments",
 )

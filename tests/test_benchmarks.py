@@ -108,6 +108,7 @@ def test_gpu_suite_work_folder_removes_only_what_the_suite_made(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.heavy  # 2 minutes on 2 cores; test_gpu_suite_without_cuda_says_so_in_one_line runs by default
 def test_gpu_suite_measures_every_path_at_smoke_sizes(tmp_path):
     """The suite's own plumbing, on the CPU at toy sizes: every row measured, none 'not measured';
     the goals table beside them; the commands timed as typed, with their start-up apart."""

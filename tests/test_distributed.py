@@ -406,6 +406,7 @@ def _losses(folder: Path) -> list[float]:
     return [json.loads(line)["loss"] for line in (folder / "train_log.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.heavy  # real two-rank gloo runs; the save-timeout run and the simulated launches run by default
 def test_fid_on_two_ranks_trains_as_one_process_and_hands_over_to_one(fid_setup, tmp_path, no_launcher):
     """2 ranks x 1 question = one process x 2 questions: the same losses per step; the checkpoint the
     ranks wrote after 2 steps resumes in one process to the uninterrupted run's losses, and the ranks
@@ -476,6 +477,7 @@ def _rank_pid(launcher_pid: int, rank: str) -> int | None:
     return None
 
 
+@pytest.mark.heavy  # real two-rank gloo runs; the save-timeout run and the simulated launches run by default
 def test_a_rank_killed_mid_run_is_restarted_and_resumes_to_the_uninterrupted_losses(fid_setup, tmp_path, no_launcher):
     from ifqa.readers.fid import train as fid_train
 
@@ -514,6 +516,7 @@ def bert_without_dropout(tmp_path_factory):
     return root / "bert"
 
 
+@pytest.mark.heavy  # real two-rank gloo runs
 @pytest.mark.parametrize(
     "kind, recipe",
     [
@@ -557,6 +560,7 @@ def test_rerankers_and_retrievers_on_two_ranks_train_as_one_process(bert_without
     assert len(_losses(tmp_path / "alone")) == 3  # 12 demo questions, 4 a step
 
 
+@pytest.mark.heavy  # real two-rank gloo runs; the save-timeout run and the simulated launches run by default
 def test_a_one_process_checkpoint_resumes_on_two_ranks_with_dev_em_shared(fid_setup, tmp_path, no_launcher):
     """The other way round: one process trains 2 steps, 2 ranks finish the run; the dev EM inside
     training is computed on each rank's share of the dev questions and gathered: the losses and
@@ -577,6 +581,7 @@ def test_a_one_process_checkpoint_resumes_on_two_ranks_with_dev_em_shared(fid_se
     assert [e.get("dev_em") for e in log][1::2] != [None, None]
 
 
+@pytest.mark.heavy  # real two-rank gloo runs; the save-timeout run and the simulated launches run by default
 def test_ctrl_c_on_the_launcher_stops_every_rank_after_one_saved_step(fid_setup, tmp_path, no_launcher):
     from ifqa.readers.fid import train as fid_train
 

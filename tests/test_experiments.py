@@ -274,3 +274,59 @@ def test_an_iterative_reader_is_a_stage(cache, tmp_path):
     [row] = results["readers"]
     assert row["status"] == "ran" and row["em"] == 100.0
     assert "ifqa read iterative --model m" in row["command"] and "--k 2" in row["command"]
+
+
+def test_a_renamed_key_is_read_with_a_note_in_every_stage_that_takes_it(tmp_path, caplog):
+    """Every config an experiment row is read into (retrieve stages, every reader), every field it
+    renamed: the former key (``rerank_backend``) is read as the new one, with a note, for a release."""
+    from ifqa.configs import field_default, option_fields
+    from ifqa.registry import READERS
+    from ifqa.retrieval.config import RetrievalConfig
+
+    configs = [("retrieve", RetrievalConfig, {"indexes": ["demo:bm25"]})]
+    configs += [("read", READERS.get(name).config, {"reader": name}) for name in READERS.names()]
+    renamed = [
+        (stage, field, base)
+        for stage, config, base in configs
+        for field in option_fields(config)
+        if field.metadata.get("renamed_from")
+    ]
+    assert any(field.metadata["renamed_from"] == "rerank_backend" for _, field, _ in renamed)
+    for n, (stage, field, base) in enumerate(renamed):
+        old = field.metadata["renamed_from"]
+        value = field_default(field) or next(iter(field.metadata.get("choices") or ["x"]))
+        path = tmp_path / f"renamed-{n}.yaml"
+        row = {"stage": stage, "name": "s", **base, old: value}
+        path.write_text(f"name: renamed\nquestions: {{setting: demo, split: dev}}\nstages:\n  - {row}\n")
+        with caplog.at_level("WARNING", logger="ifqa"):
+            config = load_config(path)
+        assert config["_stages"][0][old] == value  # accepted as written; read as the new name below
+        assert f"'{old}' is now '{field.name}'" in caplog.text
+
+
+def test_the_experiments_training_file_reaches_every_reader_that_reads_one(tmp_path):
+    """``train: {file: ...}`` at the top of an experiment is the training pool of every reader with a
+    ``train`` setting (the majority reader's too), not only the LLM reader's."""
+    import json
+
+    questions = tmp_path / "q.jsonl"
+    train = tmp_path / "train.jsonl"
+    dev = load_demo("dev")
+    questions.write_text(
+        "".join(json.dumps({"idx": e.qid, "question": e.question, "answers": e.answers}) + "\n" for e in dev)
+    )
+    train.write_text(
+        "".join(json.dumps({"idx": f"t{i}", "question": f"q{i}?", "answers": ["Lyon"]}) + "\n" for i in range(3))
+    )
+    config = tmp_path / "exp.yaml"
+    config.write_text(
+        "name: t\nquestions: {file: q.jsonl}\ntrain: {file: train.jsonl}\noutput: out\n"
+        "stages:\n  - {stage: read, name: majority, reader: majority}\n"
+    )
+    results = run_experiment(config, progress=False)
+    [row] = results["readers"]
+    assert row["status"] == "ran"
+    predictions = [
+        json.loads(line) for line in (tmp_path / "out" / "predictions" / "majority.jsonl").read_text().splitlines()
+    ]
+    assert {p["prediction"] for p in predictions} == {"Lyon"}

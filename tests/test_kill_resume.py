@@ -105,6 +105,7 @@ def test_iterative_reading_killed_and_resumed(tmp_path, env):
     assert 3 * 24 <= sent <= 3 * 24 + 4  # --concurrency 4: at most the four in flight were asked again
 
 
+@pytest.mark.heavy  # 19 s; the rerank walk of test_kill_last_second kills and resumes it by default
 def test_reranking_killed_and_resumed(tmp_path, env, tiny_model):
     model = tmp_path / "reranker"
     _run(
@@ -187,6 +188,7 @@ def test_reranker_training_killed_and_resumed(tmp_path, env, tiny_model):
     assert _same_weights(reference, out)
 
 
+@pytest.mark.heavy  # 18 s; the killed-and-resumed reranker training runs by default
 def test_reranker_training_terminated_saves_the_step_it_reached(tmp_path, env, tiny_model):
     import torch
 
@@ -272,8 +274,8 @@ def _staging(folder) -> list:
 @pytest.mark.parametrize(
     "job, signum",
     [
-        ("index dense", signal.SIGINT),
-        ("index dense", signal.SIGTERM),
+        pytest.param("index dense", signal.SIGINT, marks=pytest.mark.heavy),
+        pytest.param("index dense", signal.SIGTERM, marks=pytest.mark.heavy),
         ("index bm25", signal.SIGINT),
         ("retrieve", signal.SIGTERM),
     ],

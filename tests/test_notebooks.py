@@ -34,8 +34,10 @@ def notebook_env(tmp_path_factory):
 NOTEBOOKS = ["tutorial.ipynb", "retrieval.ipynb", "readers.ipynb"]
 
 
-@pytest.mark.slow  # the tutorial trains a reranker (~60 s)
-@pytest.mark.parametrize("name", NOTEBOOKS)
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.heavy) if n == "tutorial.ipynb" else n for n in NOTEBOOKS]
+)  # the tutorial trains a reranker (83 s on 2 cores): the heavy run
 def test_notebook_runs(notebook_env, name):
     workdir = notebook_env
     if name == "retrieval.ipynb":  # as experiments/README.md tells a user to run one, with what the extra installs

@@ -157,3 +157,83 @@ def test_the_premise_report_for_iterative_reading(cli, env, tmp_path):
     report = json.loads(result.stdout)
     assert report["reader"] == "iterative" and report["all"]["correct"] == 100.0
     assert "no passages" not in report["by_evidence"] and sum(g["n"] for g in report["by_evidence"].values()) == 24
+
+
+def _llm_predictions(cli, env, tmp_path, server, questions=None, *options):
+    preds = tmp_path / "preds.jsonl"
+    args = ["read", "llm", "--model", "m", "--base-url", server.url, "--demos", "0", "-o", preds, "--no-progress"]
+    assert cli(*args, *(["--questions", questions] if questions else []), *options, env=env).returncode == 0
+    return preds
+
+
+def _refused(result, expected, *absent):
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1 and expected in lines[0] and "Traceback" not in result.stderr, (
+        lines
+    )
+    assert not any(path.exists() for path in absent)
+
+
+def test_every_input_of_the_analysis_is_checked_against_the_questions(cli, env, tmp_path):
+    """Twin predictions lacking a question or made for another set, a twins file naming a question twice:
+    refused in one line as every command refuses its inputs, nothing written."""
+    preds = tmp_path / "majority.jsonl"
+    assert cli("read", "majority", "-o", preds, env=env).returncode == 0
+    out = tmp_path / "premise"
+    args = ["analyze", "premise", "--predictions", preds, "-o", out]
+    short = tmp_path / "short.jsonl"
+    short.write_text("".join(json.dumps({"qid": e.qid, "prediction": "x"}) + "\n" for e in DEV[:-1]))
+    _refused(cli(*args, "--twin-predictions", short, env=env), f"no twin prediction for qid {DEV[-1].qid!r}", out)
+    other = tmp_path / "other.jsonl"  # the questions' own texts, not their twins'
+    other.write_text("".join(json.dumps({"qid": e.qid, "question": e.question, "prediction": "x"}) + "\n" for e in DEV))
+    _refused(cli(*args, "--twin-predictions", other, env=env), "not", out)
+    twice = tmp_path / "twins.jsonl"
+    twice.write_text(
+        "".join(json.dumps({"qid": e.qid, "question": rule_twin(e.question)}) + "\n" for e in [*DEV, DEV[0]])
+    )
+    _refused(cli(*args, "--twins", twice, env=env), "has a twin twice", out)
+
+
+@pytest.mark.parametrize("reply", ["I cannot rewrite this.", "Sure! Here it is."])
+def test_a_model_twin_that_is_no_question_is_never_asked(cli, env, tmp_path, reply):
+    with FakeOpenAI({}) as server:
+        server.script = lambda prompt, body: reply if "Factual twin:" in prompt else model(prompt, body)
+        preds = _llm_predictions(cli, env, tmp_path, server)
+        asked = len(server.requests)
+        out = tmp_path / "premise"
+        result = cli(
+            "analyze", "premise", "--predictions", preds, "--twins", "llm", "-o", out, "--no-progress", env=env
+        )
+        answered = [r for r in server.requests[asked:] if "Factual twin:" not in r["messages"][-1]["content"]]
+    _refused(result, "holds no question", out)
+    assert not answered and not list(tmp_path.glob(".premise*"))  # nothing asked as a twin, no staging left
+
+
+def test_a_failed_twin_read_leaves_nothing(cli, env, tmp_path):
+    with FakeOpenAI({}) as server:
+        server.script = model
+        preds = _llm_predictions(cli, env, tmp_path, server, None, "--retries", "0")  # the twins' model's too
+        server.fail_always = True
+        out = tmp_path / "premise"
+        result = cli("analyze", "premise", "--predictions", preds, "-o", out, "--no-progress", env=env)
+    assert result.returncode == 1 and not out.exists() and not list(tmp_path.glob(".premise*"))
+
+
+def test_twins_are_asked_as_factual_questions_and_questions_without_a_premise_are_apart(cli, env, tmp_path):
+    questions = tmp_path / "q.jsonl"
+    rows = [{"idx": e.qid, "question": e.question, "answers": e.answers, "context": e.context} for e in DEV[:4]]
+    rows.append({"idx": "plain", "question": "What is the capital of France?", "answers": ["Paris"]})
+    questions.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with FakeOpenAI({}) as server:
+        server.script = lambda prompt, body: " Remembered Fact\n"
+        preds = _llm_predictions(cli, env, tmp_path, server, questions)
+        asked = len(server.requests)
+        out = tmp_path / "premise"
+        result = cli("analyze", "premise", "--predictions", preds, "-o", out, "--json", "--no-progress", env=env)
+        assert result.returncode == 0, result.stderr
+        twin_prompts = [r["messages"][-1]["content"] for r in server.requests[asked:]]
+    assert twin_prompts and not any("premise" in p for p in twin_prompts)  # no counterfactual instruction
+    report = json.loads(result.stdout)
+    assert report["no_premise"] == {"n": 1, "qids": ["plain"]} and report["all"]["n"] == 4
+    rows = {r["qid"]: r for r in (json.loads(line) for line in (out / "premise.jsonl").read_text().splitlines())}
+    assert rows["plain"]["class"] == "no premise" and report["all"]["memorization_ratio"] == 100.0

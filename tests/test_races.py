@@ -51,3 +51,23 @@ def test_a_second_writer_of_one_output_is_refused_in_one_line(cli, tmp_path, run
     result = cli(*args, "--no-progress")  # once the first is done, the same command runs
     assert result.returncode == 0, result.stderr
     assert not list(tmp_path.glob(".*.lock"))
+
+
+def test_the_second_of_two_corpus_builds_names_the_first(cli, tmp_path):
+    """Two identical builds at once: the second says another build is writing the output, and which
+    process it is, instead of a staging file's 'File exists'."""
+    import os
+
+    from ifqa.io import exclusive
+
+    source = tmp_path / "passages.jsonl"
+    source.write_text('{"id": "a", "title": "T", "text": "some words of a passage"}\n')
+    out = tmp_path / "out.jsonl"
+    with exclusive(out, "another ifqa corpus build is writing this output"):  # the first build, in its run
+        result = cli("corpus", "build", source, "-o", out, "--no-progress")
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1, result.stderr
+    assert "another ifqa corpus build is writing this output" in lines[0] and f"(process {os.getpid()})" in lines[0]
+    assert not out.exists()
+    again = cli("corpus", "build", source, "-o", out, "--no-progress")  # the first done: the same command runs
+    assert again.returncode == 0 and out.exists() and not list(tmp_path.glob(".out.jsonl.*"))

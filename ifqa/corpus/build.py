@@ -28,7 +28,7 @@ from ifqa.corpus.multistream import Segment
 from ifqa.corpus.passages import DEFAULT_WORDS, TSV_FIELDS_HINT, TSV_HEADER
 from ifqa.corpus.sources import Source, detect, expand_inputs, open_binary, stream_records, to_passages
 from ifqa.errors import IfqaError, restoring
-from ifqa.io import SURROGATE_PROBLEM, atomic_write, unpaired_surrogate, write_json
+from ifqa.io import SURROGATE_PROBLEM, atomic_write, exclusive, unpaired_surrogate, write_json
 from ifqa.version import __version__
 
 log = logging.getLogger(__name__)
@@ -96,40 +96,41 @@ def build(
             for s in sources
         ],
     }
-    _prepare_parts(parts, settings)
-    started, cpu_started = time.time(), _cpu_seconds()
-    try:
-        _run_batches(sources, parts, words, tsv, workers, batch_size, progress)
-        joining = _cpu_seconds()
-        summary, checksum = _join_parts(parts, output, tsv)
+    with exclusive(output, "another ifqa corpus build is writing this output"):  # the second of two says so
+        _prepare_parts(parts, settings)
+        started, cpu_started = time.time(), _cpu_seconds()
         try:
-            _refuse_dropped(sources, summary, words)
+            _run_batches(sources, parts, words, tsv, workers, batch_size, progress)
+            joining = _cpu_seconds()
+            summary, checksum = _join_parts(parts, output, tsv)
+            try:
+                _refuse_dropped(sources, summary, words)
+            except IfqaError:
+                output.unlink(missing_ok=True)
+                raise
         except IfqaError:
-            output.unlink(missing_ok=True)
+            shutil.rmtree(parts, ignore_errors=True)  # bad input: leave nothing behind
             raise
-    except IfqaError:
-        shutil.rmtree(parts, ignore_errors=True)  # bad input: leave nothing behind
-        raise
-    summary.seconds = round(time.time() - started, 2)
-    finished = _cpu_seconds()
-    cpu = {  # this run's (a resumed run counts only its own work): what a projection to more cores needs
-        "reading_process": round(joining[0] - cpu_started[0], 2),
-        "workers": round(joining[1] - cpu_started[1], 2),
-        "joining": round(finished[0] - joining[0], 2),
-    }
-    write_json(
-        manifest_path(output),
-        {
-            **settings,
-            "output": str(output.resolve()),
-            "sha256": checksum,
-            "workers": workers,
-            "summary": asdict(summary),
-            "cpu_seconds": cpu,
-        },
-    )
-    shutil.rmtree(parts, ignore_errors=True)
-    return summary
+        summary.seconds = round(time.time() - started, 2)
+        finished = _cpu_seconds()
+        cpu = {  # this run's (a resumed run counts only its own work): what a projection to more cores needs
+            "reading_process": round(joining[0] - cpu_started[0], 2),
+            "workers": round(joining[1] - cpu_started[1], 2),
+            "joining": round(finished[0] - joining[0], 2),
+        }
+        write_json(
+            manifest_path(output),
+            {
+                **settings,
+                "output": str(output.resolve()),
+                "sha256": checksum,
+                "workers": workers,
+                "summary": asdict(summary),
+                "cpu_seconds": cpu,
+            },
+        )
+        shutil.rmtree(parts, ignore_errors=True)
+        return summary
 
 
 def _refuse_dropped(sources: list, summary: BuildSummary, words: int) -> None:

@@ -12,7 +12,10 @@ records the dataset's id, config, split, revision and ``datasets``' fingerprint 
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,27 +74,55 @@ def is_hub(name: str | os.PathLike | None) -> bool:
     return isinstance(name, str) and name.startswith(PREFIX)
 
 
+@contextlib.contextmanager
+def reading(source: str, spec: HubSpec | None = None) -> Iterator[None]:
+    """The one gate every read of an ``hf:`` spec goes through: whatever ``datasets``, pyarrow or the
+    file system raise becomes one line naming the user's spec (``source``) and what is wrong, never a
+    library's traceback or its wording alone."""
+    try:
+        yield
+    except IfqaError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - every library error of a read, said once
+        raise IfqaError(f"{source}: {_problem(exc, spec)}") from None
+
+
+def _problem(exc: BaseException, spec: HubSpec | None) -> str:
+    """What went wrong in a read of ``spec``, in words a user acts on."""
+    name = type(exc).__name__
+    cause = exc.__cause__ or exc.__context__
+    detail = " ".join(str(exc).split())[:200]
+    local = spec is not None and Path(spec.name).expanduser().exists()
+    if name == "DataFilesNotFoundError" or (name == "EmptyDatasetError" and local):
+        return "its card names data files that are not there (each split's path: must match a file in the folder)"
+    if name == "DatasetGenerationError":  # datasets wraps the file's own error
+        why = f"{type(cause).__name__}: {' '.join(str(cause).split())[:160]}" if cause else detail
+        return f"a data file could not be read ({why}): a split with no rows, or a damaged file"
+    if name.startswith("Arrow") or "parquet" in detail.lower():
+        return f"a data file is not readable Parquet, damaged or cut short ({detail})"
+    if isinstance(exc, ValueError):  # a config the dataset does not have, among others
+        return detail
+    if isinstance(exc, (FileNotFoundError, ConnectionError, OSError)) and spec is not None and not local:
+        if offline() or not Path(spec.name).is_absolute():
+            return (
+                f"{spec.name!r} cannot be read ({name}): not a local folder, and not in the Hugging Face cache "
+                f"while offline; download it where the Hub is reachable (datasets.load_dataset({spec.name!r})) or "
+                "point at a local copy: hf:/path/to/folder"
+            )
+    return f"cannot be read ({name}: {detail})"
+
+
 def load_splits(spec: HubSpec, source: str, streaming: bool = False):
-    """The ``datasets.DatasetDict`` (all splits) of a spec, with one line for each way it can fail
+    """The ``datasets.DatasetDict`` (all splits) of a spec, through the gate (``reading``)
     (``streaming``: an ``IterableDatasetDict``, read as it is iterated)."""
     datasets = quiet_datasets()
     local = Path(spec.name).expanduser()
-    try:
+    with reading(source, spec):
         if local.exists():
             return datasets.load_dataset(
                 str(local), spec.config, cache_dir=str(_local_cache(local)), streaming=streaming
             )
         return datasets.load_dataset(spec.name, spec.config, revision=spec.revision, streaming=streaming)
-    except ValueError as exc:  # a config the dataset does not have, among others
-        raise IfqaError(f"{source}: {' '.join(str(exc).split())[:240]}") from None
-    except (FileNotFoundError, ConnectionError, OSError) as exc:
-        if offline() or not local.is_absolute():
-            raise IfqaError(
-                f"{source}: {spec.name!r} cannot be read ({type(exc).__name__}): not a local folder, and not in the "
-                "Hugging Face cache while offline; download it where the Hub is reachable (datasets.load_dataset("
-                f"{spec.name!r})) or point at a local copy: hf:/path/to/folder"
-            ) from None
-        raise IfqaError(f"{source}: {spec.name!r} cannot be read ({type(exc).__name__}: {str(exc)[:160]})") from None
 
 
 def quiet_datasets():
@@ -102,6 +133,7 @@ def quiet_datasets():
 
     disable_progress_bar()
     set_verbosity_error()
+    logging.getLogger("datasets").setLevel(logging.CRITICAL)  # its errors are said once, by ``reading``
     if offline():
         import huggingface_hub.constants
 
@@ -174,6 +206,11 @@ def load_hub_questions(name: str, dataset: str | None = None) -> QuestionSet:
     """The questions of an ``hf:`` spec, each row mapped to ifqa's fields; ``dataset``: the registered
     setting they are (found from the Hub id when not given: ``hf:Salesforce/FaithEval-counterfactual-v1.0``)."""
     spec = HubSpec.parse(name)
+    with reading(name, spec):
+        return _questions(spec, name, dataset)
+
+
+def _questions(spec: HubSpec, name: str, dataset: str | None) -> QuestionSet:
     splits = load_splits(spec, name)
     chosen = choose_split(spec, splits, name)
     data = splits[chosen]
@@ -187,6 +224,7 @@ def load_hub_questions(name: str, dataset: str | None = None) -> QuestionSet:
         else ("qid", "question", "answers", "context")
     )
     examples = []
+    first: dict[str, int] = {}
     for number, row in enumerate(data):
         question = row[mapped["question"]]
         if multiple:
@@ -197,8 +235,13 @@ def load_hub_questions(name: str, dataset: str | None = None) -> QuestionSet:
             held = ", ".join(mapped[k] for k in ("question",) + (() if multiple else ("answers",)) if mapped[k])
             raise IfqaError(f"{name}: row {number} has no question or no answer in {held}")
         qid = str(row[mapped["qid"]]) if mapped["qid"] else str(number)
+        if qid in first:
+            raise IfqaError(f"{name}: rows {first[qid]} and {number} have the same question id {qid!r}")
+        first[qid] = number
         context = _texts(row[mapped["context"]]) if mapped["context"] else []
         examples.append(Example(qid, question, answers, context, meta))
+    if not examples:
+        raise IfqaError(f"{name}: split {chosen!r} holds no questions")
     hub = {
         "id": spec.name,
         "config": spec.config,

@@ -17,7 +17,8 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 
-from ifqa.datasets.hub import HubSpec, choose_split, find_column, load_splits, offline, quiet_datasets
+from ifqa.artifacts import UniqueIds
+from ifqa.datasets.hub import HubSpec, choose_split, find_column, load_splits, offline, quiet_datasets, reading
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write, content_digest, file_sha256, nfc, unpaired_surrogate, write_json
 from ifqa.paths import cache_dir
@@ -33,11 +34,17 @@ BATCH = 10_000
 
 
 def corpus_file(name: str, progress: bool = True) -> Path:
-    """The passages JSONL of an ``hf:`` corpus, made on first use. A row without an id or a text is
-    one line naming it, and nothing is written."""
+    """The passages JSONL of an ``hf:`` corpus, made on first use. A row without an id or a text, two
+    rows with one id, a file that cannot be read: one line naming the spec and the row (``hub.reading``,
+    the gate of every Hub read), and nothing is written."""
+    spec = HubSpec.parse(name, CANDIDATES)
+    with reading(name, spec):
+        return _corpus_file(spec, name, progress)
+
+
+def _corpus_file(spec: HubSpec, name: str, progress: bool) -> Path:
     from tqdm import tqdm
 
-    spec = HubSpec.parse(name, CANDIDATES)
     files = data_files(spec, name)
     # no files to resolve: a Hub dataset read offline from datasets' cache, its Arrow tables memory-mapped
     cached = load_splits(spec, name) if not files and offline() else None
@@ -61,6 +68,7 @@ def corpus_file(name: str, progress: bool = True) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     batches = parquet_batches(parquet, wanted) if local else data.select_columns(wanted).iter(batch_size=BATCH)
     count = 0
+    unique = UniqueIds(target)
     with atomic_write(target) as handle, tqdm(desc="corpus", unit="psg", disable=not progress) as bar:
         for batch in batches:
             ids, texts = batch[mapped["id"]], batch[mapped["text"]]
@@ -74,10 +82,18 @@ def corpus_file(name: str, progress: bool = True) -> Path:
                 if unpaired_surrogate(str(pid), str(title or ""), text):
                     raise IfqaError(f"{name}: row {count} holds text that is not Unicode")
                 record = {"id": str(pid), "title": nfc(str(title or "")), "text": nfc(text)}
+                unique.add(record["id"])
                 lines.append(json.dumps(record, ensure_ascii=False))
                 count += 1
             handle.write("\n".join(lines) + "\n")
-            bar.update(len(ids))
+            bar.update(len(lines))
+        if not count:  # nothing would be left of the file: said against the spec, not the cache's copy
+            raise IfqaError(f"{name}: split {chosen!r} holds no rows (no passages)")
+    try:  # named by the spec and its rows (the file holds them in order), not by this cache's copy
+        unique.check(lambda: _ids(target), name)
+    except IfqaError:
+        target.unlink(missing_ok=True)
+        raise
     write_json(
         manifest,
         {
@@ -94,6 +110,12 @@ def corpus_file(name: str, progress: bool = True) -> Path:
         },
     )
     return target
+
+
+def _ids(path: Path) -> Iterator[str]:
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            yield json.loads(line)["id"]
 
 
 def data_files(spec: HubSpec, source: str) -> dict[str, list]:

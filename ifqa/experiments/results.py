@@ -117,7 +117,9 @@ def write_results(output: Path, results: dict) -> None:
             if r.get("judge"):
                 row["judge_kappa_em"] = r["judge"]["kappa_em"]
             rows.append({**row, "command": r["command"]})
+        lines += _comparison_table(results, headline)
         lines += _breakdown_table(results, TASKS.get(results.get("task", "qa")))
+    lines += _premise_table(results)
     with atomic_write(output / "results.md") as handle:
         handle.write("\n".join(lines) + "\n")
     columns: list[str] = []
@@ -129,6 +131,54 @@ def write_results(output: Path, results: dict) -> None:
     writer.writerows(rows)
     with atomic_write(output / "results.csv") as handle:
         handle.write(buffer.getvalue())
+
+
+def _comparison_table(results: dict, headline) -> list[str]:
+    """Each reader against the one its ``compare_to`` names: paired differences with their intervals
+    and permutation p-values, on the same questions."""
+    compared = [r for r in results["readers"] if r.get("vs")]
+    if not compared:
+        return []
+    metrics = [(m, label) for m, label in headline if any(f"{m}_difference" in r["vs"] for r in compared)]
+    lines = [
+        "",
+        "Paired against another reader (difference, 95% bootstrap CI, permutation p):",
+        "",
+        "| system | against | " + " | ".join(f"Δ {label}" for _, label in metrics) + " |",
+        "|---" * (len(metrics) + 2) + "|",
+    ]
+    for r in compared:
+        cells = []
+        for metric, _ in metrics:
+            d = r["vs"].get(f"{metric}_difference")
+            cells.append(f"{d['difference']:+.2f} {interval(d['ci95'])} p={d['p_value']:.4f}" if d else "–")
+        lines.append(f"| {r['name']} | {r['vs']['name']} | " + " | ".join(cells) + " |")
+    return lines + [""]
+
+
+def _premise_table(results: dict) -> list[str]:
+    """The premise analyses: each reader's correct / memory / other shares and memorization ratio."""
+    analysed = results.get("premise") or []
+    if not analysed:
+        return []
+    lines = [
+        "## Does the reader follow the premise? (`ifqa analyze premise`)",
+        "",
+        "Each prediction is correct, memory (the model's own closed-book answer to the question's factual "
+        "twin) or other, % with 95% bootstrap CI; M_R, Longpre et al.'s memorization ratio, is memory / "
+        "(memory + correct).",
+        "",
+        "| reader | n | correct | memory | other | M_R | no premise clause |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for p in analysed:
+        ratio = p.get("memorization_ratio")
+        cells = " | ".join(f"{p[c]:.1f} {interval(p[c + '_ci95'])}" for c in ("correct", "memory", "other"))
+        lines.append(
+            f"| {p['predictions']} | {p['n']} | {cells} | {'–' if ratio is None else f'{ratio:.1f}'} | "
+            f"{p.get('no_premise', 0)} |"
+        )
+    return lines + [""]
 
 
 def _breakdown_table(results: dict, task) -> list[str]:

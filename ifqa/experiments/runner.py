@@ -114,6 +114,7 @@ def run_experiment(path: str | Path | dict, force: bool = False, progress: bool 
         "task": questions.task,
         "retrievers": [],
         "readers": [],
+        "premise": [],
     }
     for spec in config["_stages"]:
         if not enabled(spec):

@@ -255,11 +255,12 @@ def _reader_row(context, spec: dict, report: dict, status: str, command: str) ->
     return row
 
 
-def score_predictions_file(context, path) -> dict:
-    """The report of a predictions file, by the questions' task (EM/F1, WIQA accuracy, ROUGE-L)."""
+def score_predictions_file(context, path, compare: Path | None = None) -> dict:
+    """The report of a predictions file, by the questions' task (EM/F1, WIQA accuracy, ROUGE-L), with
+    the paired tests against ``compare`` (another predictions file) when given."""
 
     task = task_for(context.questions)
-    return task.summarize(context.questions.examples, task.read(path), None)
+    return task.summarize(context.questions.examples, task.read(path), task.read(compare) if compare else None)
 
 
 def judge_predictions(context, path: Path, named: Path | None = None) -> dict:
@@ -286,7 +287,10 @@ def judge_predictions(context, path: Path, named: Path | None = None) -> dict:
 
 
 class ReadStage(Stage):
-    NON_CONFIG = frozenset({"stage", "name", "reader", "retriever", "paper"})
+    """A reader's predictions and their scores; ``compare_to``: an earlier read stage to test against
+    (paired permutation tests of EM, F1 and containment on the same questions)."""
+
+    NON_CONFIG = frozenset({"stage", "name", "reader", "retriever", "paper", "compare_to"})
 
     @classmethod
     def check(cls, spec: dict, names: dict[str, str], path: Path) -> None:
@@ -295,6 +299,8 @@ class ReadStage(Stage):
         from_options(entry.config, options, where=f"{path}: reader {spec['name']!r}")
         if spec.get("retriever") is not None:
             earlier(spec, "retriever", names, ("retrieve",), path)
+        if spec.get("compare_to") is not None:
+            earlier(spec, "compare_to", names, ("read",), path)
 
     def run(self, context, spec: dict) -> None:
         from ifqa.experiments.runner import question_source, stage_key
@@ -309,8 +315,8 @@ class ReadStage(Stage):
             options["indexes"] = [context.resolve(i) for i in options["indexes"]]
         train = context.config.get("train")
         source = context.source
-        if train and "file" in train and name == "llm":
-            options.setdefault("train", question_source(context.config, train).file)
+        if train and "file" in train and "train" in {f.name for f in dataclasses.fields(entry.config)}:
+            options.setdefault("train", question_source(context.config, train).file)  # llm, majority ...
         elif train:
             source = QuestionSource(train.get("setting"), None, source.file, source.data_dir)
         config = from_options(entry.config, options, where=f"{context.config['_path']}: reader {spec['name']!r}")
@@ -332,9 +338,15 @@ class ReadStage(Stage):
             log.info("read: %s", spec["name"])
             entry.read(config, ReadJob(context.questions, source, target, run, context.progress))
             context.mark(target, key, params)
-        report = score_predictions_file(context, target)
+        compared = spec.get("compare_to")
+        report = score_predictions_file(
+            context, target, compared and context.output / "predictions" / f"{compared}.jsonl"
+        )
         report.update(judge_predictions(context, target))
-        context.results["readers"].append(_reader_row(context, spec, report, "ran", command))
+        row = _reader_row(context, spec, report, "ran", command)
+        if compared and report.get("compare"):
+            row["vs"] = {"name": compared, **{k: v for k, v in report["compare"].items() if k.endswith("_difference")}}
+        context.results["readers"].append(row)
 
 
 class EvaluateStage(Stage):

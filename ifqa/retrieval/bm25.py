@@ -20,10 +20,11 @@ from pathlib import Path
 
 import numpy as np
 
+from ifqa.artifacts import UniqueIds
 from ifqa.retrieval import BM25_B, BM25_K1
 from ifqa.retrieval.engines import BM25Settings, settings_of
 from ifqa.retrieval.index import OFFSETS, Positions, corpus_record, finish_manifest, finished, passage_store, staging
-from ifqa.retrieval.store import PassageStore, UniqueIds, iter_corpus
+from ifqa.retrieval.store import PassageStore, iter_corpus
 from ifqa.retrieval.vocabulary import SortedVocabulary, has_sorted
 
 log = logging.getLogger(__name__)
@@ -111,7 +112,7 @@ def build(
 
         build_scores(documents(), tokenizer, staged, k1, b, params["method"], chunk_docs or DEFAULT_CHUNK_DOCS)
         bar.close()
-        ids.check()
+        ids.check(lambda: (passage["id"] for _, passage in iter_corpus(corpus)))
         tokenizer.save_vocab(str(staged))
         tokenizer.save_stopwords(str(staged))
         np.save(staged / OFFSETS, np.frombuffer(offsets, dtype=np.int64))

@@ -132,7 +132,9 @@ def encode(
         settings.titles,
     )
     if (folder / MANIFEST).exists():
-        raise IfqaError("index already built (use --force to rebuild)", folder)
+        raise IfqaError(
+            "index folder already exists, built from other inputs or settings (use --force to replace it)", folder
+        )
     if titles:
         if read_card(encoder_name).get("kind") == "retriever":
             raise IfqaError(f"{encoder_name} was trained on passages without titles; encode with --no-titles")

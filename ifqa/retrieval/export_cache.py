@@ -6,12 +6,11 @@ one model both succeed and a reader never sees half an export."""
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 from ifqa.errors import IfqaError
 from ifqa.io import file_sha256 as sha256
-from ifqa.io import staging_prefix, umask_modes
+from ifqa.io import remove_path, staging_prefix, umask_modes
 
 MANIFEST = "manifest.json"
 
@@ -73,5 +72,5 @@ def publish(staging: Path, folder: Path, manifest: dict) -> None:
                 folder.rename(aside)
             except OSError:
                 continue  # moved by another process in between: try again
-            shutil.rmtree(aside, ignore_errors=True)
+            remove_path(aside)  # a folder, or a link in its place (a symlink loop): never left behind
     raise IfqaError("could not replace the damaged cached export; delete it and rerun", folder)

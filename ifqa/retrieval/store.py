@@ -64,34 +64,6 @@ def _parse(line: bytes, tsv: bool, path: Path, number: int) -> dict:
         raise IfqaError(f"not a passage record ({exc})", path, number) from None
 
 
-class UniqueIds:
-    """Duplicate passage ids are an error (a run could not tell the passages apart). Kept as 8-byte
-    hashes, so 21M ids cost 170 MB; a collision is confirmed by name before it is reported."""
-
-    def __init__(self, corpus: Path):
-        import array
-
-        self.corpus, self._hashes = corpus, array.array("q")
-
-    def add(self, passage_id: str) -> None:
-        self._hashes.append(hash(passage_id))
-
-    def check(self) -> None:
-        hashes = np.frombuffer(self._hashes, dtype=np.int64)
-        values, counts = np.unique(hashes, return_counts=True)
-        suspects = set(values[counts > 1].tolist())
-        if not suspects:
-            return
-        seen: dict[str, int] = {}
-        for _, passage in iter_corpus(self.corpus):
-            if hash(passage["id"]) in suspects:
-                seen[passage["id"]] = seen.get(passage["id"], 0) + 1
-                if seen[passage["id"]] > 1:
-                    raise IfqaError(
-                        f"passage id {passage['id']!r} occurs more than once; ids must be unique", self.corpus
-                    )
-
-
 class PassageStore:
     """Passages by position (0..n-1) in the collection file, read lazily."""
 

@@ -252,3 +252,30 @@ def test_too_few_file_handles_for_the_workers_is_one_line_not_a_hang(small_dump,
         assert not out.exists()
     else:
         assert result.returncode == 0, result.stderr
+
+
+def _tabbed_inputs(folder):
+    """A title holding a tab, in every input format the builder reads."""
+    folder.mkdir()
+    title, text = "River\tBridge", prose(120)
+    (folder / "dump.xml").write_text(dump([page(3, title, text)]))
+    record = {"id": "3", "title": title, "text": text, "url": "u"}
+    (folder / "extracted.json").write_text(json.dumps(record) + "\n")
+    (folder / "extracted.doc").write_text(f'<doc id="3" url="u" title="{title}">\n{title}\n\n{text}\n</doc>\n')
+    (folder / "passages.jsonl").write_text(json.dumps({"id": "3-0", "title": title, "text": text}) + "\n")
+    return {
+        "xml": folder / "dump.xml",
+        "wikiextractor-json": folder / "extracted.json",
+        "wikiextractor-doc": folder / "extracted.doc",
+        "passages-jsonl": folder / "passages.jsonl",
+    }
+
+
+@pytest.mark.parametrize("fmt", ["xml", "wikiextractor-json", "wikiextractor-doc", "passages-jsonl"])
+def test_a_tab_in_a_title_never_becomes_a_tsv_column(tmp_path, fmt):
+    source = _tabbed_inputs(tmp_path / "in")[fmt]
+    out = tmp_path / "out.tsv"
+    build([str(source)], out, format=fmt, progress=False)
+    rows = out.read_text(encoding="utf-8").splitlines()
+    assert rows[0] == "id\ttext\ttitle" and len(rows) > 1
+    assert all(len(row.split("\t")) == 3 and row.endswith("River Bridge") for row in rows[1:]), rows[1:]

@@ -36,6 +36,7 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+@pytest.mark.heavy  # 34 s; the corpus build's last-second kills (test_kill_last_second) run by default
 def test_sigkill_kills_workers_and_the_rerun_resumes(tmp_path):
     articles = tmp_path / "articles.json"
     words = " ".join(f"w{i}" for i in range(400))

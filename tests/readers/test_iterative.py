@@ -222,3 +222,37 @@ def test_a_prompt_over_its_budget_drops_the_oldest_passages_and_a_grown_transcri
     assert all(len(p) / 4 * 1.1 <= 600 for p in prompts)  # ifqa's token estimate without a tokenizer
     assert {r["stopped"] for r in records} == {"window"} and all(r["prediction"] == "" for r in records)
     assert all(len(r["steps"]) < 6 for r in records)
+
+
+#: The model's text as data: what a search request may hold, and the query each must give.
+ODD_SEARCHES = {
+    "nested": ("Look. <search>river <search>bridge</search>", "bridge"),
+    "unclosed then tags": ("Look. <search>river bridge <answer>x", "river bridge"),
+    "tags inside": ("<search><b>river</b> <i>bridge</i></search>", "river bridge"),
+    "a stray closing tag": ("<search>river</answer> bridge</search>", "river"),
+}
+
+
+@pytest.mark.parametrize("case", ODD_SEARCHES)
+def test_a_query_never_holds_tag_text(cli, env, tmp_path, case):
+    text, query = ODD_SEARCHES[case]
+
+    def odd(prompt, body):
+        return text if not _results(prompt) else f"<answer>{GOLD[_question(prompt)]}</answer>"
+
+    with FakeOpenAI({}) as server:
+        server.script = odd
+        records = _read(cli, env, tmp_path / "p.jsonl", server, "--max-steps", "2")
+    steps = [r["steps"][0] for r in records]
+    assert all(s["query"] == query for s in steps), {s["query"] for s in steps}
+    assert all("<search>" + query + "</search>" in r["reasoning"] for r in records)
+    assert all(r["prediction"] == GOLD[e.question] for r, e in zip(records, DEV))
+
+
+def test_an_answer_with_its_closing_tag_is_recorded_once(cli, env, tmp_path):
+    with FakeOpenAI({}) as server:
+        server.script = lambda prompt, body: f"Done. <answer>{GOLD[_question(prompt)]}</answer> trailing"
+        records = _read(cli, env, tmp_path / "p.jsonl", server)
+    assert all(
+        r["reasoning"].count("</answer>") == 1 and r["prediction"] == GOLD[e.question] for r, e in zip(records, DEV)
+    )

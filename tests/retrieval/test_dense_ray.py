@@ -22,6 +22,7 @@ def _chunks(folder):
     return {p.name: p.read_bytes() for p in sorted((folder / "embeddings").glob("chunk-*.npy"))}
 
 
+@pytest.mark.heavy  # a local Ray cluster (33 s on 2 cores)
 def test_ray_writes_the_same_chunks_as_one_process_and_resumes(local_ray, corpus, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     single = tmp_path / "single"

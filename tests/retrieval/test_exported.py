@@ -52,14 +52,15 @@ def test_a_missing_package_names_the_extra(monkeypatch):
 @pytest.mark.parametrize(
     "label",
     [
-        pytest.param("onnx", marks=needs_onnx),
-        pytest.param("onnx-int8", marks=needs_onnx),
-        pytest.param("openvino", marks=needs_openvino),
+        pytest.param("onnx", marks=[needs_onnx, pytest.mark.heavy]),  # the tiny model's exports below run by default
+        pytest.param("onnx-int8", marks=[needs_onnx, pytest.mark.heavy]),  # the default run exports onnx fp32
+        pytest.param("openvino", marks=[needs_openvino, pytest.mark.heavy]),
         pytest.param(
             "openvino-int8",
             marks=[
                 needs_openvino,
                 pytest.mark.slow,
+                pytest.mark.heavy,
                 pytest.mark.skipif(not HAVE["nncf"], reason="pip install 'ifqa[openvino]'"),
             ],
         ),
@@ -128,6 +129,7 @@ def test_a_failed_or_disagreeing_export_caches_nothing(tmp_path, monkeypatch, ti
 
 
 @needs_openvino
+@pytest.mark.heavy  # the real model exported to OpenVINO (19 s on 2 cores)
 def test_an_index_built_with_a_backend_encodes_queries_with_it(corpus, tmp_path, cli):
     result = cli(
         "index",
@@ -238,9 +240,15 @@ def test_a_damaged_cached_export_is_found_before_use_and_exported_again(tmp_path
     assert "does not match its checksum" in caplog.text and float(np.sum(vectors * reference)) > 0.999
     assert export_cache.cached_problem(folder, wanted) is None
     assert not [p for p in cache.iterdir() if p.name.startswith(".")]  # no staging folder left
+    shutil.rmtree(folder)
+    folder.symlink_to(folder.name)  # a link to itself: a loop, where the export should be
+    load_encoder(str(tiny_model), device="cpu", backend="onnx")
+    assert folder.is_dir() and not folder.is_symlink()
+    assert not [p for p in cache.iterdir() if p.name.startswith(".")]  # the loop removed, not left as .old.tmp
 
 
 @needs_onnx
+@pytest.mark.heavy  # two processes importing torch; the staging and publish rules run by default above
 def test_two_processes_exporting_the_same_model_both_succeed(tmp_path, tiny_model):
     import os
     import subprocess
@@ -278,7 +286,7 @@ def test_a_damaged_export_moved_aside_by_a_killed_run_is_removed_by_the_next(tmp
     (folder / "manifest.json").write_text("[]")  # damaged
     staging = export_cache.staging_folder(folder)
     (staging / "manifest.json").write_text("{}")
-    monkeypatch.setattr(export_cache.shutil, "rmtree", lambda *args, **kwargs: None)  # killed before removing
+    monkeypatch.setattr(export_cache, "remove_path", lambda *args, **kwargs: None)  # killed before removing
     export_cache.publish(staging, folder, {})
     monkeypatch.undo()
     [left] = [p for p in folder.parent.iterdir() if p != folder]

@@ -29,6 +29,7 @@ from ifqa.readers.llm import answers
 from ifqa.readers.llm.prompts import number_passages
 
 _TAG = re.compile(r"</?\s*[A-Za-z][\w-]*\s*>")
+_PROTOCOL_TAG = re.compile(r"</?\s*(?:search|answer|result)\s*>", re.I)  # a query ends at the next one
 _OPEN_SEARCH = re.compile(r"<search>", re.I)
 _CLOSE_SEARCH = re.compile(r"</search>", re.I)
 _ANSWER = re.compile(r"<answer>(.*?)(</answer>|$)", re.S | re.I)
@@ -50,13 +51,14 @@ class Search:
 
 def find_search(text: str) -> Search | None:
     """The first search request: the text after the last ``<search>`` before the first ``</search>``
-    (or the end, where generation stopped at the closing tag), any other tag taken out of it."""
+    (or the end, where generation stopped at the closing tag), up to the next tag of the protocol
+    (an unclosed search followed by ``<answer>``), any other tag taken out of it."""
     close = _CLOSE_SEARCH.search(text)
     limit = close.start() if close else len(text)
     opens = [m for m in _OPEN_SEARCH.finditer(text) if m.start() < limit]
     if not opens:
         return None
-    inner = text[opens[-1].end() : limit]
+    inner = _PROTOCOL_TAG.split(text[opens[-1].end() : limit], 1)[0]
     return Search(opens[0].start(), close.end() if close else len(text), " ".join(_TAG.sub(" ", inner).split()))
 
 

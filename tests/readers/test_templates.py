@@ -1,0 +1,100 @@
+"""Every template ifqa ships, broken two ways in a --prompts-dir of one's own (a placeholder ifqa does not
+fill, a lone brace), is refused when the command that reads it loads it: one line naming the file and
+what is wrong, no request sent, nothing written. The installed folder is walked, so a new template is
+covered without a new row here."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from ifqa.datasets.demo import load_demo
+from tests.readers.fake_openai import FakeOpenAI
+
+INSTALLED = Path(str(resources.files("ifqa.prompts")))
+TEMPLATES = sorted(p.stem for p in INSTALLED.glob("*.txt"))
+DEV = load_demo("dev")
+
+
+def _command(name: str, folder: Path, url: str, tmp_path: Path) -> list:
+    """The command that loads template ``name``."""
+    out = tmp_path / "out.jsonl"
+    model = ["--model", "m", "--base-url", url, "--prompts-dir", folder, "-o", out, "--no-progress"]
+    if name == "judge":
+        predictions = tmp_path / "p.jsonl"
+        predictions.write_text("".join(json.dumps({"qid": e.qid, "prediction": e.answers[0]}) + "\n" for e in DEV))
+        return ["judge", "--predictions", predictions, *model]
+    if name == "twin":
+        predictions = tmp_path / "p.jsonl"
+        predictions.write_text("".join(json.dumps({"qid": e.qid, "prediction": e.answers[0]}) + "\n" for e in DEV))
+        manifest = {"reader": "llm", "config": {"model": "m", "base_url": url}}
+        Path(f"{predictions}.manifest.json").write_text(json.dumps(manifest))
+        return ["analyze", "premise", "--predictions", predictions, "--twins", "llm", "-o", tmp_path / "premise"]
+    if name.startswith("iterative_"):
+        protocol = "ircot" if name.endswith("ircot") else "search-tags"
+        return ["read", "iterative", "--protocol", protocol, *model]
+    return ["read", "llm", "--template", name, "--demos", "0", *model]
+
+
+def _break(folder: Path, name: str, broken: str) -> Path:
+    """``folder``: a copy of the installed templates, ``name`` broken with ``broken`` where ifqa fills it
+    (a sectioned template's instruction is shown as written, its query is filled)."""
+    shutil.copytree(INSTALLED, folder, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    path = folder / f"{name}.txt"
+    text = path.read_text()
+    path.write_text(text.replace("[query]\n", f"[query]\n{broken} ") if "[query]" in text else f"{broken} {text}")
+    return path
+
+
+BROKEN = [("{bogus}", "the placeholder {bogus}"), ("{", "a lone brace")]
+
+
+@pytest.mark.parametrize("name", TEMPLATES)
+@pytest.mark.parametrize("broken, expected", BROKEN)
+def test_every_template_is_checked_by_its_loader(tmp_path, name, broken, expected):
+    """The loaders every command reads templates through: a sectioned one (``[query]``), or a whole one
+    with the fields its command fills."""
+    from ifqa.errors import IfqaError
+    from ifqa.readers.iterative import IterativeConfig, load_template
+    from ifqa.readers.llm import prompts
+
+    path = _break(tmp_path / "prompts", name, broken)
+    with pytest.raises(IfqaError) as refused:
+        if "[query]" in path.read_text():
+            prompts.load_template(name, path.parent)
+        elif name.startswith("iterative_"):
+            load_template(
+                IterativeConfig(
+                    protocol="ircot" if name.endswith("ircot") else "search-tags", prompts_dir=str(path.parent)
+                )
+            )
+        else:
+            fields = {"judge": ("question", "answers", "prediction"), "twin": ("question",)}[name]
+            prompts.load_whole_prompt(name, fields, path.parent)
+    assert str(path) in str(refused.value) and expected in str(refused.value)
+
+
+@pytest.mark.parametrize("name", ["qa", "judge", "twin", "iterative_search"])
+def test_a_template_ifqa_cannot_fill_is_one_line_when_its_command_loads_it(cli, tmp_path, name):
+    """Each command that reads templates, once: refused before any request, nothing written."""
+    folder = tmp_path / "prompts"
+    path = _break(folder, name, "{bogus}")
+    # $IFQA_PROMPTS_DIR for the commands without --prompts-dir (analyze premise's twins)
+    env = {
+        **os.environ,
+        "IFQA_CACHE_DIR": str(tmp_path / "cache"),
+        "OPENAI_API_KEY": "k",
+        "IFQA_PROMPTS_DIR": str(folder),
+    }
+    with FakeOpenAI({}) as server:
+        result = cli(*_command(name, folder, server.url, tmp_path), env=env)
+        assert not server.requests
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-1500:]
+    assert str(path) in lines[0] and "the placeholder {bogus}" in lines[0], lines[0]
+    assert not (tmp_path / "out.jsonl").exists() and not (tmp_path / "premise").exists()
