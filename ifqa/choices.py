@@ -113,32 +113,27 @@ class LazyCommands(dict):
         self._ensure(name)
         return dict.get(self, name, default)
 
+    def _all(self) -> dict:
+        """Every command: stand-ins while listing, else each one loaded."""
+        listed = self._listed()
+        if listed is None:
+            self._ensure_all()
+        return {name: dict.__getitem__(self, name) for name in dict.keys(self)} if listed is None else listed
+
     def __iter__(self):
-        return iter(self.keys())
+        return iter(self._all())
 
     def __len__(self) -> int:
-        return len(self.keys())
+        return len(self._all())
 
     def keys(self):
-        listed = self._listed()
-        if listed is not None:
-            return listed.keys()
-        self._ensure_all()
-        return dict.keys(self)
+        return self._all().keys()
 
     def values(self):
-        listed = self._listed()
-        if listed is not None:
-            return listed.values()
-        self._ensure_all()
-        return dict.values(self)
+        return self._all().values()
 
     def items(self):
-        listed = self._listed()
-        if listed is not None:
-            return listed.items()
-        self._ensure_all()
-        return dict.items(self)
+        return self._all().items()
 
 
 def each_command(command: click.Command, prepare: Callable[[click.Command], None]) -> bool:
