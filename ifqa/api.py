@@ -24,36 +24,20 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ifqa import _API
 from ifqa import arguments as arg
 from ifqa.arguments import checked
 from ifqa.artifacts import Example, QuestionSet, RunRecord, as_question_set
 from ifqa.configs import document_fields
 from ifqa.datasets import QuestionSource
-from ifqa.errors import IfqaError
-from ifqa.evaluation import evaluate_predictions, evaluate_run, exact_match, f1
+from ifqa.errors import IfqaError  # noqa: F401 (public: __all__)
+from ifqa.evaluation import evaluate_predictions, evaluate_run, exact_match, f1  # noqa: F401
 from ifqa.retrieval.config import RetrievalConfig
 from ifqa.retrieval.hits import Hit, hits_at
 from ifqa.retrieval.pipeline import RetrievalPipeline
 from ifqa.retrieval.reordering import RerankerKind
 
-__all__ = [
-    "Hit",
-    "Searcher",
-    "Pipeline",
-    "Reranker",
-    "load_questions",
-    "open_index",
-    "read",
-    "analyze_premise",
-    "evaluate_run",
-    "evaluate_predictions",
-    "exact_match",
-    "f1",
-    "IfqaError",
-    "QuestionSet",
-    "Example",
-    "RunRecord",
-]
+__all__ = list(_API)  # one list: ifqa/__init__.py loads each of these from here
 
 
 def _hit_list(name: str, value: Any) -> list[Hit]:
@@ -283,7 +267,8 @@ class Reranker:
 
             warnings.warn("Reranker(backend=) is now Reranker(runtime=)", DeprecationWarning, stacklevel=2)
             runtime = backend
-        self.model = load_reranker(str(model), depth, batch_size, device, max_length, runtime, precision)
+        how = {"batch_size": batch_size, "device": device, "max_length": max_length, "precision": precision}
+        self.model = load_reranker(str(model), depth, backend=runtime, **how)
 
     @property
     def depth(self) -> int:

@@ -255,7 +255,7 @@ def test_the_registry_tables_name_every_entry():
 
 def test_every_engine_keeps_the_contract_literally():
     """``build(corpus, folder, settings, *, progress, force, ...)``: three positional arguments, every
-    other keyword-only with a default; ``load`` reads its settings back through ``settings_of``."""
+    other keyword-only with a default (or the engine's own ``**options``); ``load`` reads its settings back through ``settings_of``."""
     import inspect
     import textwrap
 
@@ -268,7 +268,9 @@ def test_every_engine_keeps_the_contract_literally():
         positional = [p.name for p in parameters if p.kind is p.POSITIONAL_OR_KEYWORD]
         assert positional == ["corpus", "folder", "settings"], name
         rest = [p for p in parameters if p.kind is not p.POSITIONAL_OR_KEYWORD]
-        assert all(p.kind is p.KEYWORD_ONLY and p.default is not p.empty for p in rest), name
+        assert all(p.kind is p.VAR_KEYWORD or (p.kind is p.KEYWORD_ONLY and p.default is not p.empty) for p in rest), (
+            name
+        )
         assert {p.name: p.default for p in rest if p.name in ("progress", "force")} == {
             "progress": contract.parameters["progress"].default,
             "force": contract.parameters["force"].default,

@@ -81,40 +81,32 @@ def cli(verbose: int, quiet: bool) -> None:
         logging.getLogger(noisy).setLevel(noisy_level)
 
 
-#: Each command by name: the module of ``ifqa/cli/`` that holds it (its ``COMMANDS``), and the line
-#: ``ifqa --help`` lists it with, so that listing the commands imports none of them (tests/test_cli.py
-#: holds each line to the command's own help).
+#: Each command by name, held by the module of ``ifqa/cli/`` of that name (its ``COMMANDS``), with the
+#: line ``ifqa --help`` lists it with, so that listing the commands imports none of them
+#: (tests/test_cli.py holds each line to the command's own help).
 COMMAND_TABLE = {
-    "data": ("data", "Download and inspect question sets (IfQA, WIQA, CausalQA)."),
-    "evaluate": ("evaluate", "Score predictions or a retrieval run (recall@K)."),
-    "judge": (
-        "judge",
-        "Judge predictions with an LLM, then print the report with judge accuracy beside EM, F1 and containment.",
-    ),
-    "analyze": ("analyze", "Analyses of what a reader wrote."),
-    "corpus": ("corpus", "Build the passage collection from Wikipedia."),
-    "index": ("index", "Build BM25, dense and other registered engines' indexes of a passage collection."),
-    "retrieve": ("retrieve", "Retrieve passages for a question set, write the run file and print recall@K."),
-    "convert": ("convert", "Convert runs between ifqa's JSONL, TREC run files and DPR's retrieval JSON."),
-    "rerank": ("rerank", "Rerank a run file (resumable: rerun the same command after an interruption)."),
-    "read": ("read", "Answer questions with a reader; writes predictions JSONL (+ manifest)."),
-    "train": ("train", "Train a reader (fid), a reranker, a dense retriever, or the question-agnostic control."),
-    "experiment": ("experiment", "Run experiment grids from YAML configs (experiments/*.yaml)."),
-    "serve": (
-        "serve",
-        "Serve a page to ask one question and see every stage, and the JSON API (/search, /answer, /health).",
-    ),
-    "classify": ("classify", "Classify questions."),
+    "data": "Download and inspect question sets (IfQA, WIQA, CausalQA).",
+    "evaluate": "Score predictions or a retrieval run (recall@K).",
+    "judge": "Judge predictions with an LLM, then print the report with judge accuracy beside EM, F1 and containment.",
+    "analyze": "Analyses of what a reader wrote.",
+    "corpus": "Build the passage collection from Wikipedia.",
+    "index": "Build BM25, dense and other registered engines' indexes of a passage collection.",
+    "retrieve": "Retrieve passages for a question set, write the run file and print recall@K.",
+    "convert": "Convert runs between ifqa's JSONL, TREC run files and DPR's retrieval JSON.",
+    "rerank": "Rerank a run file (resumable: rerun the same command after an interruption).",
+    "read": "Answer questions with a reader; writes predictions JSONL (+ manifest).",
+    "train": "Train a reader (fid), a reranker, a dense retriever, or the question-agnostic control.",
+    "experiment": "Run experiment grids from YAML configs (experiments/*.yaml).",
+    "serve": "Serve a page to ask one question and see every stage, and the JSON API (/search, /answer, /health).",
+    "classify": "Classify questions.",
 }
 
 
 def _commands_of(name: str) -> list[click.Command]:
-    return importlib.import_module(f"ifqa.cli.{COMMAND_TABLE[name][0]}").COMMANDS
+    return importlib.import_module(f"ifqa.cli.{name}").COMMANDS
 
 
-cli.commands = LazyCommands(
-    lambda: COMMAND_TABLE, _commands_of, {name: line for name, (_, line) in COMMAND_TABLE.items()}
-)
+cli.commands = LazyCommands(lambda: COMMAND_TABLE, _commands_of, COMMAND_TABLE)
 guard_outputs(cli)
 announce_renames(cli)
 

@@ -11,6 +11,7 @@ from ifqa.configs import click_options, from_options
 from ifqa.distributed import launched
 from ifqa.readers.fid import FiDTrainConfig
 from ifqa.training.jobs import train_job
+from ifqa.training.loop import Invocation
 from ifqa.training.recipes import ControlRecipe, RerankerRecipe, RetrieverRecipe
 
 ALIASES = {"--reranker": "reranker", "--retriever": "retriever", "--control": "control"}
@@ -103,7 +104,9 @@ def _learning_command(kind: str, recipe_class: type, help: str, summary) -> None
 
         recipe = from_options(recipe_class, options)
         source = question_source(setting or "supervised", split or "train", questions, data_dir)
-        card = train_job(kind, recipe, source, Path(output), corpus, dev_run, device, not no_progress, stop_after)
+        card = train_job(
+            kind, recipe, source, Path(output), corpus, dev_run, Invocation(device, not no_progress, stop_after)
+        )
         if "rank" not in card:  # under a launcher, rank 0 alone reports
             done = (
                 "already trained by this command (same recipe and data): nothing to do; " if card.get("already") else ""

@@ -19,8 +19,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ifqa.eval.answers import normalize_answer
-from ifqa.eval.significance import accuracy, interval, paired_test
-from ifqa.tables import table
+from ifqa.eval.report import accuracy_lines
+from ifqa.eval.significance import accuracy, paired_test
 
 _PREFIX = r"^\s*(?:(?:the\s+)?(?:correct\s+|right\s+|final\s+)?(?:answer|option|choice)s?\s*(?:is|are|:)?\s*)?"
 _ONE = r"[(\[*]*([A-Za-z]{1,2}|[0-9]{1,3})"  # a label: one or two letters (past Z: AA, AB ...) or a number
@@ -143,23 +143,7 @@ def summarize_choices(
 
 
 def format_choices_report(report: dict[str, Any]) -> str:
-    lines = [
-        f"multiple-choice accuracy {report['accuracy']:.2f} {interval(report['accuracy_ci95'])} over {report['n']} "
-        f"questions ({report['answered']} chose an option)",
-        "",
-        table(
-            ["options", "n", "accuracy", "95% CI"],
-            [[name, g["n"], f"{g['accuracy']:.2f}", interval(g["ci95"])] for name, g in report["by_options"].items()],
-        ),
-    ]
-    if "compare" in report:
-        c = report["compare"]
-        d = c["accuracy_difference"]
-        lines += [
-            "",
-            f"vs the compared predictions ({c['accuracy']:.2f}): {d['difference']:+.2f} {interval(d['ci95'])}, "
-            f"paired permutation p={d['p_value']:.4f}",
-        ]
+    lines = accuracy_lines(report, "multiple-choice", "chose an option", {"options": "by_options"})
     if report["unknown_qids"]:
         lines.append(f"\n{report['unknown_qids']} predictions name questions not in the set (ignored)")
     return "\n".join(lines)

@@ -105,3 +105,23 @@ def format_run_report(report: dict[str, Any]) -> str:
         key = next(iter(next(iter(by_word.values())).keys() - {"n"}))
         parts.append(table(["question word", "n", f"answer {key}"], [[w, g["n"], g[key]] for w, g in by_word.items()]))
     return "\n\n".join(parts)
+
+
+def accuracy_lines(report: dict[str, Any], what: str, answered: str, groups: dict[str, str]) -> list[str]:
+    """A choice task's report (WIQA, multiple choice): its accuracy with the interval, a table for each
+    grouping (column heading -> report key), and the paired comparison when one was asked for."""
+    lines = [
+        f"{what} accuracy {report['accuracy']:.2f} {interval(report['accuracy_ci95'])} over {report['n']} "
+        f"questions ({report['answered']} {answered})"
+    ]
+    for heading, key in groups.items():
+        rows = [[name, g["n"], f"{g['accuracy']:.2f}", interval(g["ci95"])] for name, g in report[key].items()]
+        lines += ["", table([heading, "n", "accuracy", "95% CI"], rows)]
+    if "compare" in report:
+        compare, d = report["compare"], report["compare"]["accuracy_difference"]
+        lines += [
+            "",
+            f"vs the compared predictions ({compare['accuracy']:.2f}): {d['difference']:+.2f} {interval(d['ci95'])}, "
+            f"paired permutation p={d['p_value']:.4f}",
+        ]
+    return lines

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from ifqa.artifacts import read_predictions
+from ifqa.eval.report import accuracy_lines
 from ifqa.eval.significance import accuracy, interval, paired_test
-from ifqa.tables import table
 
 LABELS = ("more", "less", "no_effect")
 #: WIQA's ques_type values -> the paper's names for them.
@@ -93,47 +93,12 @@ def summarize_wiqa(
 
 
 def format_wiqa_report(report: dict[str, Any]) -> str:
-    lines = [
-        f"WIQA accuracy {report['accuracy']:.2f} {interval(report['accuracy_ci95'])} over {report['n']} questions "
-        f"({report['answered']} answered)",
-        "",
-    ]
-    lines.append(
-        table(
-            ["question type", "n", "accuracy", "95% CI"],
-            [
-                [name, g["n"], f"{g['accuracy']:.2f}", interval(g["ci95"])]
-                for name, g in report["by_question_type"].items()
-            ],
-        )
-    )
-    lines.append("")
-    lines.append(
-        table(
-            ["path length", "n", "accuracy", "95% CI"],
-            [
-                [name, g["n"], f"{g['accuracy']:.2f}", interval(g["ci95"])]
-                for name, g in report["by_path_length"].items()
-            ],
-        )
-    )
-    lines.append("")
-    lines.append(
-        "gold labels: "
-        + ", ".join(f"{k} {v}" for k, v in sorted(report["gold_labels"].items()))
-        + "; predicted: "
-        + ", ".join(f"{k} {v}" for k, v in sorted(report["predicted_labels"].items()))
-    )
-    if "compare" in report:
-        c = report["compare"]
-        d = c["accuracy_difference"]
-        lines += [
-            "",
-            f"vs the compared predictions ({c['accuracy']:.2f}): {d['difference']:+.2f} "
-            f"{interval(d['ci95'])}, paired permutation p={d['p_value']:.4f}",
-        ]
-        for name, t in c["by_question_type"].items():
-            lines.append(f"  {name}: {t['difference']:+.2f} {interval(t['ci95'])}, p={t['p_value']:.4f}")
+    groups = {"question type": "by_question_type", "path length": "by_path_length"}
+    lines = accuracy_lines(report, "WIQA", "answered", groups)
+    for name, t in report.get("compare", {}).get("by_question_type", {}).items():
+        lines.append(f"  {name}: {t['difference']:+.2f} {interval(t['ci95'])}, p={t['p_value']:.4f}")
+    lines += ["", "gold labels: " + ", ".join(f"{k} {v}" for k, v in sorted(report["gold_labels"].items()))]
+    lines[-1] += "; predicted: " + ", ".join(f"{k} {v}" for k, v in sorted(report["predicted_labels"].items()))
     if report["unknown_qids"]:
         lines.append(f"\n{report['unknown_qids']} predictions name questions not in the set (ignored)")
     return "\n".join(lines)

@@ -21,7 +21,7 @@ from ifqa.retrieval.engines import INDEX_COMMANDS
 from ifqa.retrieval.index import MANIFEST
 from ifqa.training import recipes
 from ifqa.training.jobs import train_job
-from ifqa.training.loop import RESULT, STATE
+from ifqa.training.loop import RESULT, STATE, Invocation
 
 log = logging.getLogger(__name__)
 
@@ -205,6 +205,6 @@ class TrainStage(Stage):
                 shutil.rmtree(folder / "model", ignore_errors=True)
                 shutil.rmtree(folder / STATE, ignore_errors=True)
                 (folder / RESULT).unlink(missing_ok=True)
-            train_job(spec["kind"], recipe, source, folder, progress=context.progress)
+            train_job(spec["kind"], recipe, source, folder, run=Invocation(progress=context.progress))
             context.mark(card, key, params)
         context.artifacts[spec["name"]] = folder / "model"

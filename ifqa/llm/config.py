@@ -60,7 +60,9 @@ class ModelAccess:
     device: str | None = option(None, "Local models: cpu, cuda ... (default: GPU when present).")
     model_threads: int | None = option(None, "llama.cpp: CPU threads (default: every core).", min=1)
     context_window: int | None = option(
-        None, "llama.cpp: tokens of context to hold (default: the model file's, at most 16,384).", min=64
+        None,
+        "llama.cpp and vLLM: tokens of context to hold (default: the model's, at most 16,384 on llama.cpp).",
+        min=64,
     )
 
     @property

@@ -20,6 +20,7 @@ import os
 from collections.abc import Sequence
 
 from ifqa.errors import IfqaError
+from ifqa.llm import BackendOptions
 from ifqa.llm.backends import Completion, GenerationParams
 from ifqa.llm.llamacpp_batch import BatchedGenerator
 from ifqa.llm.local_models import model_file
@@ -39,23 +40,12 @@ class LlamaCppBackend:
     takes_thinking_budget = True
 
     @classmethod
-    def from_options(cls, model: str, options) -> LlamaCppBackend:
-        return cls(
-            model,
-            threads=options.threads,
-            context=options.context_window,
-            chat=not options.completions,
-            batch_size=options.batch_size,
-        )
+    def from_options(cls, model: str, options: BackendOptions) -> LlamaCppBackend:
+        return cls(model, options)
 
-    def __init__(
-        self,
-        model: str,
-        threads: int | None = None,
-        context: int | None = None,
-        chat: bool = True,
-        batch_size: int = 8,
-    ):
+    def __init__(self, model: str, options: BackendOptions = BackendOptions()):
+        """Reads ``options``' threads (None: every core), context_window (None: the file's, at most
+        ``MAX_CONTEXT``), completions (plain text, no chat template) and batch_size (sequences decoded together)."""
         path = model_file(model)  # a demo model's package, a file that is there and is GGUF: one line each
         try:
             import llama_cpp
@@ -65,14 +55,18 @@ class LlamaCppBackend:
                 "(it builds llama.cpp from source: about 10 minutes on 2 cores)"
             ) from None
         self.name, self.path = model, path
-        self.threads = threads or (len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count())
-        self.batch_size = batch_size
+        self.threads = options.threads or (
+            len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+        )
+        self.batch_size = options.batch_size
         try:
             # the model and its tokenizer; generation runs on the batched engine's own context
             self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=256, n_batch=256, n_threads=1, verbose=False)
             trained = self.llm.metadata.get(f"{self.llm.metadata.get('general.architecture', 'llama')}.context_length")
-            self.window = context or min(int(trained) if str(trained).isdigit() else MAX_CONTEXT, MAX_CONTEXT)
-            self.engine = BatchedGenerator(self.llm, max(self.window, MAX_CONTEXT), batch_size, self.threads)
+            self.window = options.context_window or min(
+                int(trained) if str(trained).isdigit() else MAX_CONTEXT, MAX_CONTEXT
+            )
+            self.engine = BatchedGenerator(self.llm, max(self.window, MAX_CONTEXT), self.batch_size, self.threads)
         except Exception as exc:  # noqa: BLE001 - each way a file fails, named in one line
             detail = str(exc).splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
             if type(exc).__module__.startswith("jinja2"):  # llama-cpp-python compiles the file's templates
@@ -87,7 +81,7 @@ class LlamaCppBackend:
                 f"llama.cpp cannot load the model ({detail}); a file cut short or damaged: download it again", path
             ) from None
         metadata = self.llm.metadata
-        self.template = metadata.get("tokenizer.chat_template") if chat else None
+        self.template = None if options.completions else metadata.get("tokenizer.chat_template")
         self.chat = bool(self.template)
         self.bos = self._piece(self.llm.token_bos())
         self.eos = self._piece(self.llm.token_eos())

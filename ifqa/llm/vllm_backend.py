@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ifqa.errors import IfqaError
+from ifqa.llm import BackendOptions
 from ifqa.llm.backends import Completion, GenerationParams
 from ifqa.llm.local_thinking import chat_prompt, template_thinks
 from ifqa.llm.thinking import opened_tag
@@ -21,38 +22,25 @@ class VLLMBackend:
     """vLLM's offline engine on the local GPUs (tensor parallel over all of them by default)."""
 
     @classmethod
-    def from_options(cls, model: str, options) -> VLLMBackend:
-        return cls(model, chat=False if options.completions else None)
+    def from_options(cls, model: str, options: BackendOptions) -> VLLMBackend:
+        return cls(model, options)
 
-    def __init__(
-        self,
-        model: str,
-        tensor_parallel: int | None = None,
-        chat: bool | None = None,
-        dtype: str = "auto",
-        max_model_len: int | None = None,
-        seed: int = 0,
-    ):
+    def __init__(self, model: str, options: BackendOptions = BackendOptions()):
+        """Tensor parallel over every visible GPU; ``options.context_window`` caps the model's length
+        (None: the model's own); ``options.completions``: plain text, no chat template."""
         import torch
         from vllm import LLM
 
         if not torch.cuda.is_available():
             raise IfqaError("--backend vllm needs a CUDA GPU; use --backend hf on CPU")
-        gpus = tensor_parallel or torch.cuda.device_count()
+        self.name, self.gpus = model, torch.cuda.device_count()
+        how = {"tensor_parallel_size": self.gpus, "max_model_len": options.context_window, "seed": 0}
         try:
-            self.engine = LLM(
-                model=model,
-                tensor_parallel_size=gpus,
-                dtype=dtype,
-                seed=seed,
-                max_model_len=max_model_len,
-                disable_log_stats=True,
-            )
+            self.engine = LLM(model=model, disable_log_stats=True, **how)
         except (OSError, ValueError) as exc:
             raise IfqaError(f"vLLM cannot load model {model!r} ({str(exc).splitlines()[0]})") from None
         self.tokenizer = self.engine.get_tokenizer()
-        self.name, self.gpus = model, gpus
-        self.chat = bool(getattr(self.tokenizer, "chat_template", None)) if chat is None else chat
+        self.chat = not options.completions and bool(getattr(self.tokenizer, "chat_template", None))
 
     takes_thinking_budget = False  # the offline engine has no budget of its own; a served vLLM takes one
 

@@ -9,6 +9,7 @@ written last, so an index folder without one is never opened.
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import math
@@ -180,6 +181,10 @@ def encode(
     return len(todo)
 
 
+#: ``encode``'s options, with their defaults: what ``build`` passes on
+ENCODING = inspect.signature(encode)
+
+
 def _make_index(index_type: str, dim: int, n: int, sample: np.ndarray):
     import faiss
 
@@ -339,24 +344,18 @@ def build(
     *,
     progress: bool = True,
     force: bool = False,
-    shard: tuple[int, int] | None = None,
-    batch_size: int | None = None,
-    device: str | None = None,
-    chunk: int = CHUNK,
-    threads: int | None = None,
-    ray: str | None = None,
-    ray_workers: int | None = None,
     max_memory: str | None = None,
-    precision: str = "auto",
-    backend: str = "torch",
+    **encoding,
 ) -> dict | None:
     """Encode (one shard, or everything missing; on Ray when ``ray`` names a cluster) and, without a
     shard, build the index. Whether the index will fit ``max_memory`` is checked before encoding.
-    ``batch_size`` None: ``batching.default_batch_size`` (512 on a GPU, 64 on a CPU). ``backend``:
-    ``exported.Runtime``'s label (torch, onnx, openvino, onnx-int8, openvino-int8); queries are
-    encoded by the same backend."""
-
-    encoder_name, index_type = settings.encoder, settings.index_type
+    ``encoding``: ``encode``'s options (shard, batch_size, device, chunk, threads, ray, ray_workers,
+    precision, backend); ``backend`` is ``exported.Runtime``'s label (torch, onnx, openvino, onnx-int8,
+    openvino-int8) and encodes the queries too."""
+    how = ENCODING.bind(corpus, folder, settings, **encoding)  # an unknown option: a TypeError now
+    how.apply_defaults()
+    shard, device, precision, backend = (how.arguments[k] for k in ("shard", "device", "precision", "backend"))
+    chunk, encoder_name, index_type = how.arguments["chunk"], settings.encoder, settings.index_type
     Runtime.parse(backend).check(device)
     if precision != "auto" or device:  # a device or precision this machine lacks: one line before any work
         pick_precision(precision, pick_device(device))
@@ -380,21 +379,7 @@ def build(
         (building / MANIFEST).unlink()
     started, created = time.time(), not building.exists()
     try:
-        encode(
-            corpus,
-            building,
-            settings,
-            shard=shard,
-            batch_size=batch_size,
-            device=device,
-            progress=progress,
-            chunk=chunk,
-            threads=threads,
-            ray=ray,
-            ray_workers=ray_workers,
-            precision=precision,
-            backend=backend,
-        )
+        encode(corpus, building, settings, progress=progress, **encoding)
     except IfqaError:  # refused before a chunk was written: leave nothing behind
         if created and not any((building / "embeddings").glob("chunk-*.npy")):
             shutil.rmtree(building, ignore_errors=True)

@@ -200,19 +200,9 @@ def _probe_pairs() -> list[tuple[str, str]]:
     return pairs
 
 
-def load_reranker(
-    model: str,
-    depth: int = 100,
-    batch_size: int | None = None,
-    device: str | None = None,
-    max_length: int | None = None,
-    backend: str = "torch",
-    precision: str = "auto",
-):
+def load_reranker(model: str, depth: int = 100, **options) -> RerankerKind:
     """The reranker ``model`` is, by the first kind in ``RERANKERS`` that claims it (the
-    question-agnostic control for a folder holding one, else a cross-encoder)."""
-
+    question-agnostic control for a folder holding one, else a cross-encoder), given ``options``
+    (``CrossEncoderReranker``'s: batch_size, device, max_length, precision, backend)."""
     kind = next(kind for kind in map(RERANKERS.get, RERANKERS) if kind.claims(model))
-    return kind.load(
-        model, depth, batch_size=batch_size, device=device, max_length=max_length, backend=backend, precision=precision
-    )
+    return kind.load(model, depth, **options)

@@ -24,7 +24,7 @@ from ifqa.retrieval.encoders import resolve
 from ifqa.retrieval.specs import index_manifest
 from ifqa.training.control import train_control
 from ifqa.training.data import check_has_gold, mine_groups, read_groups, write_groups
-from ifqa.training.loop import check_saved_state
+from ifqa.training.loop import Invocation, check_saved_state
 from ifqa.version import __version__
 
 log = logging.getLogger(__name__)
@@ -115,9 +115,7 @@ def train_job(
     output: Path,
     corpus: str | None = None,
     dev_run: str | None = None,
-    device: str | None = None,
-    progress: bool = True,
-    stop_after: int | None = None,
+    run: Invocation = Invocation(),
 ) -> dict:
     """Train a ``reranker`` or ``retriever`` into ``output/model``; returns its card (plus progress fields).
     A folder whose model was trained, to the end, by this same command (kind, recipe, training questions
@@ -128,13 +126,13 @@ def train_job(
     if done is not None:
         return {"finished": True, "already": True, **done}
     check_has_gold(questions.examples, questions.name)
-    check_before_mining(kind, recipe, len(questions), device)
+    check_before_mining(kind, recipe, len(questions), run.device)
 
     if kind != "control":  # a damaged resume state is refused before mining writes its groups
         check_saved_state(output)
     if launched().main:
         output.mkdir(parents=True, exist_ok=True)
-    groups, mined = _groups(recipe, questions, output, corpus, progress)
+    groups, mined = _groups(recipe, questions, output, corpus, run.progress)
     started = time.time()
     if kind == "control":
         info = train_control(groups, output / "model", recipe.seed, recipe.weight)
@@ -153,7 +151,7 @@ def train_job(
         from ifqa.training.reranker import train_reranker as train
     else:
         from ifqa.training.retriever import train_retriever as train
-    result = train(groups, output, recipe, device, progress, stop_after)
+    result = train(groups, output, recipe, run)
     if not launched().main:  # the other ranks trained their share; rank 0 writes the card and scores dev
         return {
             "finished": result["finished"],
@@ -183,7 +181,7 @@ def train_job(
     model_dir = output / "model"
     write_card(model_dir, {**card, "complete": False})
     if dev_run:
-        score_dev_run(kind, model_dir, dev_run, source.data_dir, device, progress)
+        score_dev_run(kind, model_dir, dev_run, source.data_dir, run.device, run.progress)
 
     complete = {**read_card(model_dir), "complete": True}
     write_card(model_dir, complete)  # the run's last record: a rerun of a complete run is refused

@@ -60,6 +60,38 @@ def check_saved_state(output: Path) -> None:
         check_step(saved["step"], saved["step"] if isinstance(saved["step"], int) else 0, state_dir, start_over)
 
 
+@dataclass(frozen=True)
+class Invocation:
+    """How one invocation of a training command runs: its device (None: a GPU when present), a progress
+    bar, and ``stop_after`` steps (state saved) for time-limited jobs; the run's rerun resumes."""
+
+    device: str | None = None
+    progress: bool = True
+    stop_after: int | None = None
+
+
+def start(seed: int, device: str | None) -> tuple[World, str]:
+    """Seed torch, join the launched world (torchrun/srun, or one process) and pick this rank's device."""
+    import torch
+
+    torch.manual_seed(seed)
+    world = distributed.launched()
+    return world, distributed.pick_device(device, world)
+
+
+def train_recipe(
+    recipe, model, parameters, steps: Sequence, loss_of: Callable, output: Path, device: str, how: dict
+) -> dict:
+    """``run_loop`` with a recipe's learning rate, precision, seed and save interval; the output folder is
+    made on the main rank. ``how``: ``run_loop``'s progress, stop_after, save_model, world, unused_parameters."""
+    settings = LoopSettings(
+        len(steps), recipe.lr, precision=recipe.precision, seed=recipe.seed, save_every=recipe.save_every
+    )
+    if how["world"].main:
+        output.mkdir(parents=True, exist_ok=True)
+    return run_loop(model, parameters, steps, loss_of, output, settings, device, **how)
+
+
 def run_loop(
     model,
     parameters,

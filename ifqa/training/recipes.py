@@ -41,9 +41,17 @@ class MiningRecipe:
 
 
 @dataclass(frozen=True)
-class RerankerRecipe(MiningRecipe):
-    model: str = option(DEFAULT_ENCODER, "Starting checkpoint: any encoder or cross-encoder (folder or hub id).")
+class LoopRecipe(MiningRecipe):
+    """What the training loop reads of a learned model's recipe (``loop.train_recipe``)."""
+
     epochs: int = option(1, "Passes over the training questions.", min=1)
+    precision: str = training_precision()
+    save_every: int = option(200, "Also save the resumable state every N steps (Ctrl-C saves it too).", min=1)
+
+
+@dataclass(frozen=True)
+class RerankerRecipe(LoopRecipe):
+    model: str = option(DEFAULT_ENCODER, "Starting checkpoint: any encoder or cross-encoder (folder or hub id).")
     questions_per_step: int = option(
         3, "Questions per optimizer step, over all ranks under torchrun/srun (each rank takes an equal share).", min=1
     )
@@ -58,17 +66,14 @@ class RerankerRecipe(MiningRecipe):
         max=0.9,
     )
     seed: int = option(0, "Seed for the head's initialization, data order and negative sampling.")
-    precision: str = training_precision()
-    save_every: int = option(200, "Also save the resumable state every N steps (Ctrl-C saves it too).", min=1)
 
 
 @dataclass(frozen=True)
-class RetrieverRecipe(MiningRecipe):
+class RetrieverRecipe(LoopRecipe):
     model: str = option(DEFAULT_ENCODER, "Starting sentence-transformers bi-encoder (folder or hub id).")
     question_side_only: bool = option(
         False, "Train only a copy used for questions: an existing passage index stays valid."
     )
-    epochs: int = option(1, "Passes over the training questions.", min=1)
     questions_per_step: int = option(
         32,
         "Questions per step, over all ranks under torchrun/srun (every "
@@ -80,8 +85,6 @@ class RetrieverRecipe(MiningRecipe):
     max_length: int = option(192, "Tokens per passage (questions are short).", min=16)
     temperature: float = option(0.05, "Softmax temperature of the in-batch contrastive loss.", min=1e-6)
     seed: int = option(0, "Seed for data order and negative sampling.")
-    precision: str = training_precision()
-    save_every: int = option(200, "Also save the resumable state every N steps (Ctrl-C saves it too).", min=1)
 
 
 @dataclass(frozen=True)

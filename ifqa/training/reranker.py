@@ -13,24 +13,18 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from ifqa import distributed
 from ifqa.errors import IfqaError
 from ifqa.models import pair_inputs
 from ifqa.retrieval.rerank import load_cross_encoder
 from ifqa.training.data import TrainingGroup, plan_steps
-from ifqa.training.loop import LoopSettings, run_loop
+from ifqa.training.loop import Invocation, start, train_recipe
 from ifqa.training.recipes import RerankerRecipe
 
 log = logging.getLogger(__name__)
 
 
 def train_reranker(
-    groups: Sequence[TrainingGroup],
-    output: str | Path,
-    recipe: RerankerRecipe,
-    device: str | None = None,
-    progress: bool = True,
-    stop_after: int | None = None,
+    groups: Sequence[TrainingGroup], output: str | Path, recipe: RerankerRecipe, run: Invocation = Invocation()
 ) -> dict:
     """Train (or resume) into ``output``; the finished model is ``output/model`` (a CrossEncoder folder)."""
     import torch
@@ -39,9 +33,7 @@ def train_reranker(
     groups = [g for g in groups if g.positives and len(g.negatives) + len(g.other_gold) >= 1]
     if not groups:
         raise IfqaError("no training group has both a gold passage and a negative")
-    torch.manual_seed(recipe.seed)
-    world = distributed.launched()
-    device = distributed.pick_device(device, world)
+    world, device = start(recipe.seed, run.device)
     encoder = load_cross_encoder(
         recipe.model,
         "cpu",
@@ -85,24 +77,8 @@ def train_reranker(
         with atomic_dir(folder / "model") as tmp:
             encoder.save(str(tmp))
 
-    settings = LoopSettings(
-        steps=len(steps), lr=recipe.lr, precision=recipe.precision, seed=recipe.seed, save_every=recipe.save_every
-    )
-    if world.main:
-        output.mkdir(parents=True, exist_ok=True)
-    result = run_loop(
-        model,
-        list(model.parameters()),
-        steps,
-        loss_of,
-        output,
-        settings,
-        device,
-        progress,
-        stop_after,
-        save_model,
-        world,
-    )
+    how = {"progress": run.progress, "stop_after": run.stop_after, "save_model": save_model, "world": world}
+    result = train_recipe(recipe, model, list(model.parameters()), steps, loss_of, output, device, how)
     result["recipe"] = asdict(recipe)
     result["groups"] = len(groups)
     return result

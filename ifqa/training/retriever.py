@@ -20,7 +20,7 @@ from ifqa.errors import IfqaError
 from ifqa.models import check_model, loading
 from ifqa.retrieval.encoders import resolve
 from ifqa.training.data import TrainingGroup, plan_steps
-from ifqa.training.loop import LoopSettings, run_loop
+from ifqa.training.loop import Invocation, start, train_recipe
 from ifqa.training.recipes import RetrieverRecipe
 
 log = logging.getLogger(__name__)
@@ -37,20 +37,13 @@ def load_bi_encoder(name: str, max_length: int):
 
 
 def train_retriever(
-    groups: Sequence[TrainingGroup],
-    output: str | Path,
-    recipe: RetrieverRecipe,
-    device: str | None = None,
-    progress: bool = True,
-    stop_after: int | None = None,
+    groups: Sequence[TrainingGroup], output: str | Path, recipe: RetrieverRecipe, run: Invocation = Invocation()
 ) -> dict:
     import torch
     import torch.nn.functional as F
 
     output = Path(output)
-    torch.manual_seed(recipe.seed)
-    world = distributed.launched()
-    device = distributed.pick_device(device, world)
+    world, device = start(recipe.seed, run.device)
     model = load_bi_encoder(recipe.model, recipe.max_length)
     passage_model = copy.deepcopy(model).to(device).eval() if recipe.question_side_only else model
     steps = plan_steps(
@@ -95,25 +88,10 @@ def train_retriever(
         with atomic_dir(folder / "model") as tmp:
             model.save(str(tmp))
 
-    settings = LoopSettings(
-        steps=len(steps), lr=recipe.lr, precision=recipe.precision, seed=recipe.seed, save_every=recipe.save_every
-    )
-    if world.main:
-        output.mkdir(parents=True, exist_ok=True)
-    result = run_loop(
-        model,
-        [p for p in model.parameters() if p.requires_grad],
-        steps,
-        loss_of,
-        output,
-        settings,
-        device,
-        progress,
-        stop_after,
-        save_model,
-        world,
-        unused_parameters=True,
-    )  # the unused pooler
+    trainable = [p for p in model.parameters() if p.requires_grad]
+    how = {"progress": run.progress, "stop_after": run.stop_after, "save_model": save_model, "world": world}
+    how["unused_parameters"] = True  # the pooler
+    result = train_recipe(recipe, model, trainable, steps, loss_of, output, device, how)
     result["extra"] = {
         "question_side_only": recipe.question_side_only,
         "passage_encoder": recipe.model if recipe.question_side_only else "the trained model",

