@@ -18,7 +18,7 @@ from pathlib import Path
 from unittest import mock
 
 from ifqa.errors import IfqaError
-from ifqa.io import file_sha256
+from ifqa.io import file_sha256, umask_modes
 from ifqa.paths import cache_dir
 
 log = logging.getLogger(__name__)
@@ -118,6 +118,7 @@ def f16_copy(path: Path) -> Path:
         failed = llama_cpp.llama_model_quantize(str(path).encode(), str(partial).encode(), ctypes.byref(params))
         if failed:
             raise IfqaError("llama.cpp could not make the F16 copy; read the file as it is: --gguf-weights file", path)
+        umask_modes(partial)
         os.replace(partial, target)
     finally:
         partial.unlink(missing_ok=True)

@@ -42,6 +42,7 @@ NON_DEFAULT = {
     "reasoning_effort": "low",
     "model_threads": 2,
     "context_window": 2048,
+    "gguf_weights": "file",
     "template": "factual_qa",
 }
 
