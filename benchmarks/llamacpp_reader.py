@@ -1,7 +1,8 @@
 """Open-book reading with a real model at the runtime's pace: the same prompts read by ifqa (`--backend
 llamacpp`: a wave generated together, the shared prefix evaluated once), straight through llama-cpp-python
 one by one (its `create_chat_completion`, as a user would call it), and through `--backend hf` (transformers
-dequantizes the GGUF file to fp32) with batching. ifqa reads the Q4_1 file through its F16 working copy
+dequantizes the GGUF file) with batching, in float32 and in its default precision (bfloat16 on a CPU with
+AMX, else float32). ifqa reads the Q4_1 file through its F16 working copy
 by default (``--gguf-weights auto``) and as stored with ``--gguf-weights file``: each is compared with
 llama-cpp-python on the same weights, and with llama-cpp-python on the file as a user runs it. One
 run, one machine, the same prompts (ifqa builds them: instruction, the top passages of a run, the
@@ -92,6 +93,7 @@ def ifqa_reading(config: LLMReaderConfig, questions: QuestionSet, run: Path, out
             "prompt_tokens": counters.prompt_tokens,
             "completion_tokens": counters.completion_tokens,
             "host_seconds": seconds - inside[0],
+            "weights": session.backend.describe().get("weights", ""),
         },
         prompts,
     )
@@ -145,10 +147,12 @@ def main() -> None:
             measured.append((f"llama-cpp-python one by one, {kind}", compared[kind], kind))
             flag = "" if weights == "auto" else " --gguf-weights file"
             measured.append((f"ifqa --backend llamacpp{flag} (batch {args.batch_size}), {kind}", ours, kind))
-        if not args.skip_hf:
-            hf = LLMReaderConfig(**common, backend="hf", device="cpu", batch_size=args.batch_size)
-            read = ifqa_reading(hf, questions, run, Path(tmp) / "hf.jsonl")[0]
-            measured.append((f"ifqa --backend hf (fp32, batch {args.batch_size})", read, "Q4_1 file"))
+        for dtype in () if args.skip_hf else ("float32", "auto"):  # auto: bfloat16 on a CPU with AMX
+            hf = LLMReaderConfig(**common, backend="hf", device="cpu", batch_size=args.batch_size, dtype=dtype)
+            read = ifqa_reading(hf, questions, run, Path(tmp) / f"hf-{dtype}.jsonl")[0]
+            flag = f" --dtype {dtype}" if dtype != "auto" else ""
+            name = f"ifqa --backend hf{flag} ({read['weights']}, batch {args.batch_size})"
+            measured.append((name, read, "Q4_1 file"))
     n, baseline = len(questions.examples), compared["Q4_1 file"]["seconds"]
     rows = [
         {

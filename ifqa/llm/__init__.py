@@ -23,3 +23,4 @@ class BackendOptions:
     threads: int | None = None  # local models on the CPU (llama.cpp): threads; None: every core
     context_window: int | None = None  # llama.cpp: tokens of context to allocate; None: the file's
     gguf_weights: str = "auto"  # llama.cpp: a quantized file's weights as stored, or an F16 working copy
+    dtype: str = "auto"  # transformers: the weights' precision; auto: bfloat16 on a GPU or an AMX CPU, else float32

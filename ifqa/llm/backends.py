@@ -263,6 +263,19 @@ def _safe_message(exc: Exception) -> str:
     return redact(message.splitlines()[0], from_endpoint=True)[:200] if message.strip() else type(exc).__name__
 
 
+def local_dtype(device: str) -> str:
+    """The precision a local transformers model runs in when none is asked: bfloat16 on a GPU, and on a
+    CPU with AMX tiles (Sapphire Rapids and later), where torch's bfloat16 matrix products run on them
+    (SmolLM2 reads prompts 3.1x faster than in float32 there: benchmarks/llamacpp_reader.py); float32
+    on other CPUs, whose bfloat16 products are emulated and slower than float32."""
+    import torch
+
+    if device.startswith("cuda"):
+        return "bfloat16"
+    amx = getattr(torch.cpu, "_is_amx_tile_supported", None)
+    return "bfloat16" if device == "cpu" and amx is not None and amx() else "float32"
+
+
 @contextlib.contextmanager
 def _quiet_gguf():
     """transformers' bar over a GGUF file's tensors ignores its own progress switch: hidden while loading."""
@@ -277,7 +290,7 @@ class HFBackend:
 
     @classmethod
     def from_options(cls, model: str, options) -> HFBackend:
-        return cls(model, options.device, options.batch_size)
+        return cls(model, options.device, options.batch_size, dtype=None if options.dtype == "auto" else options.dtype)
 
     def __init__(
         self,
@@ -303,11 +316,7 @@ class HFBackend:
         hf_logging.disable_progress_bar()
         with loading(model, "model"), _quiet_gguf():
             self.tokenizer = AutoTokenizer.from_pretrained(source, **gguf)
-            torch_dtype = (
-                getattr(torch, dtype)
-                if dtype
-                else (torch.bfloat16 if self.device.startswith("cuda") else torch.float32)
-            )
+            torch_dtype = getattr(torch, dtype or local_dtype(self.device))
             self.model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, **gguf).to(self.device).eval()
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
@@ -316,7 +325,8 @@ class HFBackend:
         self.chat = bool(self.tokenizer.chat_template) if chat is None else chat
 
     def describe(self) -> dict:
-        return {"backend": "hf", "model": self.name, "chat": self.chat, "device": self.device}
+        weights = str(self.model.dtype).removeprefix("torch.")  # in the cache key: other precision, other answers
+        return {"backend": "hf", "model": self.name, "chat": self.chat, "device": self.device, "weights": weights}
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text)["input_ids"])

@@ -71,6 +71,12 @@ class ModelAccess:
         "quants); auto: f16 for such a file whose copy is at most 2 GB (demo:smollm2: 270 MB).",
         choices=("auto", "file", "f16"),
     )
+    dtype: str = option(
+        "auto",
+        "Local transformers models: the weights' precision. auto: bfloat16 on a GPU and on a CPU with AMX (torch "
+        "multiplies bfloat16 on its tiles, about 3x float32), float32 on other CPUs.",
+        choices=("auto", "float32", "bfloat16", "float16"),
+    )
 
     @property
     def backend_name(self) -> str:
@@ -114,6 +120,7 @@ class ModelAccess:
             self.model_threads,
             self.context_window,
             self.gguf_weights,
+            self.dtype,
         )
         backend = LLM_BACKENDS.get(self.backend_name).from_options(self.model, options)
         if self.thinking_budget is not None and not getattr(backend, "takes_thinking_budget", True):

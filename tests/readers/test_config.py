@@ -43,6 +43,7 @@ NON_DEFAULT = {
     "model_threads": 2,
     "context_window": 2048,
     "gguf_weights": "file",
+    "dtype": "bfloat16",
     "template": "factual_qa",
 }
 

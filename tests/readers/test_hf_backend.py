@@ -14,12 +14,26 @@ def model_dir(tmp_path_factory):
 
 
 def test_batched_generation_equals_one_at_a_time(model_dir):
+    """In float32 (pinned: bfloat16, the default on an AMX CPU, rounds left-padded rows differently)."""
     prompts = [e.question for e in load_demo("dev")[:5]]
     params = GenerationParams(max_tokens=6)
-    batched = HFBackend(str(model_dir), "cpu", batch_size=5).complete(prompts, params)
-    single = HFBackend(str(model_dir), "cpu", batch_size=1).complete(prompts, params)
+    batched = HFBackend(str(model_dir), "cpu", batch_size=5, dtype="float32").complete(prompts, params)
+    single = HFBackend(str(model_dir), "cpu", batch_size=1, dtype="float32").complete(prompts, params)
     assert [c.text for c in batched] == [c.text for c in single]
     assert all(c.completion_tokens <= 6 and c.prompt_tokens > 5 for c in batched)
+
+
+@pytest.mark.parametrize("amx", [True, False])
+def test_the_precision_is_bfloat16_on_a_cpu_with_amx_else_float32_and_keys_the_cache(model_dir, monkeypatch, amx):
+    import torch
+
+    from ifqa.llm import BackendOptions
+
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx, raising=False)
+    auto = HFBackend.from_options(str(model_dir), BackendOptions(device="cpu"))
+    assert auto.describe()["weights"] == ("bfloat16" if amx else "float32")
+    asked = HFBackend.from_options(str(model_dir), BackendOptions(device="cpu", dtype="float32"))
+    assert asked.describe()["weights"] == "float32"
 
 
 def test_chat_template_is_applied(tmp_path):
