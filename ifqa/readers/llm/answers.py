@@ -29,6 +29,26 @@ _OPENER = re.compile(
     r"^\s*(?:(?:what\s+an?\s+|a\s+|great|good|interesting|sure|certainly|okay|ok)[^.!?\n]{0,40}[.!]\s*)+", re.I
 )
 _QUOTES = "\"'“”‘’`*_"
+#: An answer that starts with a double-quoted span (closed before the end).
+_QUOTED = re.compile(r'^\s*[*_]*["“]([^"“”\n]+)["”]')
+#: A sentence about the answer before it ("The answer to this question depends on the premise.", "The
+#: answer to this question requires an entity."): SmolLM2 writes these; what follows is the answer.
+_PREAMBLE = re.compile(
+    r"^\s*the\s+answer(?:\s+to\s+(?:this|the|your|that)\s+question)?\s+(?:depends|requires|relies|lies|can|cannot|"
+    r"may|might|will\s+depend|would\s+depend|is\s+not|isn't|varies|involves)\b[^.!?\n]*[.!?]\s*",
+    re.I,
+)
+#: "The answer is", "The answer to this question is:", "Final Answer:" at an answer's start (quotes and
+#: markdown before it): taken off, as often as a model repeats it.
+_LEAD = re.compile(
+    r"^[\s*_\"'“”]*(?:so\s+)?(?:the\s+)?(?:final\s+|correct\s+|short\s+|right\s+)?answer"
+    r"(?:\s+to\s+(?:this|the|your|that)\s+question)?\s*[*_]*\s*(?:is\b|would\s+be\b|will\s+be\b|:)[*_]*\s*:?\s*",
+    re.I,
+)
+#: The start of such a lead and nothing after it ("The answer to this", cut off mid-loop).
+_CUT_LEAD = re.compile(
+    r"^[\s*_\"'“”]*(?:the\s+)?(?:final\s+)?answer(?:\s+to(?:\s+(?:this|the)(?:\s+question)?)?)?\s*$", re.I
+)
 _BOXED = re.compile(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}")
 
 
@@ -64,11 +84,18 @@ def clean(candidate: str) -> str:
     """One answer's text without the chatter around it: its first line, an opener ("Sure!"), "The
     answer is" and "Answer:" left-overs, quotes, markdown emphasis and a trailing period."""
     answer = candidate.strip().splitlines()[0] if candidate.strip() else ""
-    answer = _OPENER.sub("", answer)
-    for _ in range(2):  # "Answer: The answer is X"
-        answer = re.sub(r"^[*_\s]*(?:the\s+)?(?:final\s+)?answer\s*[*_]*\s*(?:is\b|:)[*_]*\s*", "", answer, flags=re.I)
+    answer = _OPENER.sub("", _PREAMBLE.sub("", answer))
+    # "Answer: The answer is X", and a small model's loop ("The answer to this question is: "The answer
+    # to this question is: ...") however many times it goes round
+    while _LEAD.match(answer):
+        answer = _LEAD.sub("", answer, count=1)
+    if _CUT_LEAD.match(answer):  # what is left is a lead cut off by the token limit: no answer
+        return ""
     if _RESTATES.search(answer):  # the question said back is no answer
         return ""
+    quoted = _QUOTED.match(answer)  # '"Alabama" would have climbed to 19': the quoted name is the answer
+    if quoted:
+        answer = quoted.group(1)
     answer = answer.strip().strip(_QUOTES).strip()
     answer = re.sub(r"[.。]+$", "", answer).strip().strip(_QUOTES).strip()
     return answer
