@@ -282,7 +282,7 @@ def test_compiled_training_on_gpu_follows_eager_and_reads_in_bf16(t5_without_dro
     assert len(fid_predict.predict(model, tokenizer, records, settings, bf16=True)) == len(records)
 
 
-@pytest.mark.slow
+@pytest.mark.heavy  # a minute of compiling on 2 CPU cores; the GPU suite runs it where compiling is the default
 def test_compiled_training_equals_eager_and_resumes(t5_without_dropout, toy_run, tmp_path):
     """torch.compile (the default on CUDA) changes the speed, not the losses; a compiled run resumes
     an eager one (compiling is not a setting of the run). Compiled dropout draws its masks from its
