@@ -15,6 +15,13 @@ from ifqa.readers.llm.answers import extract, majority
         ("First line of reasoning\nFlorida", True, "Florida"),
         ("Russia\nbecause of the strait", False, "Russia"),
         ("", False, ""),
+        # shapes SmolLM2 wrote on IfQA dev (reworded here onto the demo's questions)
+        ('The answer is the answer to the question "What would the bridge cross?"', False, ""),
+        ("Step 5: The answer is the answer.\n\nSo the answer is: What would the bridge cross?", True, ""),
+        ("The answer to this question is: The answer to this question is: The answer to this", False, ""),
+        ('The answer to this question is "Alabama" would have climbed to 19.', False, "Alabama"),
+        ("The answer to this question depends on the premise. The river would be dry.", False, "The river would be dry"),
+        ("The answer key was lost.", False, "The answer key was lost"),
     ],
 )
 def test_extract(output, reasoning, answer):

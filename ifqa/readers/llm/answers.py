@@ -45,10 +45,9 @@ _LEAD = re.compile(
     r"(?:\s+to\s+(?:this|the|your|that)\s+question)?\s*[*_]*\s*(?:is\b|would\s+be\b|will\s+be\b|:)[*_]*\s*:?\s*",
     re.I,
 )
-#: The start of such a lead and nothing after it ("The answer to this", cut off mid-loop).
-_CUT_LEAD = re.compile(
-    r"^[\s*_\"'“”]*(?:the\s+)?(?:final\s+)?answer(?:\s+to(?:\s+(?:this|the)(?:\s+question)?)?)?\s*$", re.I
-)
+#: The start of such a lead and nothing after it ("The answer to this", cut off mid-loop), or the answer
+#: named as itself ("The answer is the answer to the question ..."): no answer either way.
+_CUT_LEAD = re.compile(r"^[\s*_\"'“”]*(?:the\s+)?(?:final\s+)?answer(?:\s+to\b.*|[\s.]*)$", re.I | re.S)
 _BOXED = re.compile(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}")
 
 
