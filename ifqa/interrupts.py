@@ -14,8 +14,26 @@ class Terminated(KeyboardInterrupt):
     """Raised in the main thread when the process receives SIGTERM."""
 
 
+#: The interrupts this process received inside ``sigterm_as_interrupt``: one raised where Python ignores
+#: exceptions (a weakref callback inside an import, a ``__del__``) is lost as an exception, not as a
+#: request to stop (``raise_lost``).
+received: list[int] = []
+
+
+def _raise_interrupt(signum, frame) -> None:
+    received.append(signum)
+    raise KeyboardInterrupt
+
+
 def _raise_terminated(signum, frame) -> None:
+    received.append(signum)
     raise Terminated
+
+
+def raise_lost() -> None:
+    """Raise an interrupt that was received but never reached the command (see ``received``)."""
+    if received:
+        raise Terminated if signal.SIGTERM in received else KeyboardInterrupt
 
 
 @contextlib.contextmanager
@@ -37,8 +55,13 @@ def _handlers(replacements: dict[int, Callable]) -> Iterator[None]:
 
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[None]:
-    """Within the block, SIGTERM raises ``Terminated`` (a ``KeyboardInterrupt``)."""
-    with _handlers({signal.SIGTERM: _raise_terminated}):
+    """Within the block, SIGTERM raises ``Terminated`` (a ``KeyboardInterrupt``) and Ctrl-C (unless
+    ignored) ``KeyboardInterrupt``, each noted in ``received``."""
+    received.clear()
+    replacements: dict[int, Callable] = {signal.SIGTERM: _raise_terminated}
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        replacements[signal.SIGINT] = _raise_interrupt
+    with _handlers(replacements):
         yield
 
 
@@ -48,10 +71,10 @@ def held_interrupts() -> Iterator[Held]:
     raises them: a job calls it between units of work (a training step), so the state it saves on
     the way out is a whole unit, never one half applied."""
     check = Held()
-    interrupting = {signal.SIGINT: signal.default_int_handler, signal.SIGTERM: _raise_terminated}
+    interrupting = {signal.SIGINT: (signal.default_int_handler, _raise_interrupt), signal.SIGTERM: (_raise_terminated,)}
     # an ignored or custom handler is left alone
     with _handlers(
-        {signum: check.hold for signum, handler in interrupting.items() if signal.getsignal(signum) is handler}
+        {signum: check.hold for signum, handlers in interrupting.items() if signal.getsignal(signum) in handlers}
     ):
         yield check
 

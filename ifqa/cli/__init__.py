@@ -17,7 +17,7 @@ import click
 from ifqa.choices import LazyCommands, announce_renames
 from ifqa.cli.options import guard_outputs
 from ifqa.errors import IfqaError, system_error_line
-from ifqa.interrupts import Terminated, sigterm_as_interrupt
+from ifqa.interrupts import Terminated, raise_lost, sigterm_as_interrupt
 from ifqa.redact import URL_ENV, RedactingFilter, add_secret, add_url_secrets, redact
 from ifqa.version import __version__
 
@@ -221,6 +221,7 @@ def main(argv: list[str] | None = None) -> None:
         with sigterm_as_interrupt():
             # click's own main (rich-click's, once help swapped it in, exits by itself): ifqa's exits below
             click.Command.main(cli, args=hoist_global_flags(argv), prog_name="ifqa", standalone_mode=False)
+            raise_lost()  # a Ctrl-C that landed where Python ignores exceptions still stops with 130
     except IfqaError as exc:
         _say(f"ifqa: error: {exc}")
         sys.exit(1)

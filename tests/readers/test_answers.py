@@ -20,7 +20,11 @@ from ifqa.readers.llm.answers import extract, majority
         ("Step 5: The answer is the answer.\n\nSo the answer is: What would the bridge cross?", True, ""),
         ("The answer to this question is: The answer to this question is: The answer to this", False, ""),
         ('The answer to this question is "Alabama" would have climbed to 19.', False, "Alabama"),
-        ("The answer to this question depends on the premise. The river would be dry.", False, "The river would be dry"),
+        (
+            "The answer to this question depends on the premise. The river would be dry.",
+            False,
+            "The river would be dry",
+        ),
         ("The answer key was lost.", False, "The answer key was lost"),
     ],
 )
