@@ -90,7 +90,7 @@ def start(device: str) -> None:
     if device.startswith("cuda"):
         import torch
 
-        torch.cuda.set_device(device)  # NCCL and the current-device defaults follow this rank's GPU
+        torch.cuda.set_device(devices.gpu_index(device))  # NCCL and the current-device defaults follow this rank's GPU
     backend = os.environ.get(BACKEND_ENV) or ("nccl" if device.startswith("cuda") else "gloo")
     if backend == "nccl" and not device.startswith("cuda"):
         raise IfqaError(
@@ -190,7 +190,7 @@ def wrap(model, device: str, unused: bool = False):
 
     return DistributedDataParallel(
         model,
-        device_ids=[int(device.split(":")[1])] if device.startswith("cuda:") else None,
+        device_ids=[devices.gpu_index(device)] if device.startswith("cuda") else None,
         find_unused_parameters=unused,
     )
 

@@ -1,7 +1,14 @@
 """A machine with GPUs, as torch.cuda answers for it, for testing the GPU paths on a CPU: it records
 which device is current, which stream each event is recorded on and what is pinned, and keeps the
 CUDA rule that matters here: an event recorded without a stream lands on the *current* device's
-stream. Tensors stay on the CPU; ``on_gpu`` makes one report a GPU as its device."""
+stream. Tensors stay on the CPU; ``on_gpu`` makes one report a GPU as its device.
+
+It is as strict as torch: every patched function first reads its device argument with torch's own
+CPU-side rule (``torch.cuda._utils._get_device_index``, with the ``optional`` torch passes there),
+so ``torch.cuda.set_device("cuda")`` fails here as it fails on a GPU, and an index past the devices
+is refused. ``COVERED`` names every ``torch.cuda`` function the fake stands in for: a test walks
+ifqa/ and fails on a call it does not cover. Moving a tensor to ``cuda`` still fails with torch's own
+"not compiled with CUDA": the point a command reaches the device."""
 
 from __future__ import annotations
 
@@ -10,6 +17,27 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 import torch
+from torch.cuda._utils import _get_device_index
+
+#: The torch.cuda functions and classes the fake replaces (what ifqa may call on a GPU machine).
+COVERED = frozenset(
+    {
+        "is_available",
+        "device_count",
+        "current_device",
+        "get_device_properties",
+        "get_device_name",
+        "Event",
+        "device",
+        "stream",
+        "current_stream",
+        "set_device",
+        "empty_cache",
+        "get_rng_state",
+        "set_rng_state",
+        "synchronize",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -25,12 +53,24 @@ class FakeCuda:
     events: list = field(default_factory=list)  # the stream each event was recorded on
     entered: list = field(default_factory=list)  # devices made current, in order
     pinned: int = 0
+    rng_states: dict = field(default_factory=dict)  # each device's generator state, as set
+
+    def index(self, where, optional: bool) -> int:
+        """``where`` read as torch reads a device argument (None and ``cuda``: the current device where
+        ``optional``, else torch's ValueError), and checked against the devices this machine has."""
+        index = _get_device_index(where, optional=optional)
+        if not 0 <= index < self.count:
+            raise RuntimeError(f"CUDA error: invalid device ordinal {index} (this machine has {self.count})")
+        return index
 
     def install(self, monkeypatch) -> FakeCuda:
         cuda = torch.cuda
         fake = self
 
         class Event:
+            def __init__(self, *args, **kwargs):
+                pass
+
             def record(self, stream=None):
                 self.stream = stream if stream is not None else FakeStream(fake.current)
                 fake.events.append(self.stream)
@@ -38,15 +78,17 @@ class FakeCuda:
             def synchronize(self):
                 pass
 
-        @contextlib.contextmanager
-        def device(index):
-            index = index.index if isinstance(index, torch.device) else int(index)
-            previous, fake.current = fake.current, index
-            fake.entered.append(index)
-            try:
-                yield
-            finally:
-                fake.current = previous
+        class device:  # a class, as torch's is (torch's own device parsing asks isinstance of it)
+            def __init__(self, where):
+                self.idx = fake.index(where, optional=True)
+
+            def __enter__(self):
+                self.previous, fake.current = fake.current, self.idx
+                fake.entered.append(self.idx)
+
+            def __exit__(self, *exc):
+                fake.current = self.previous
+                return False
 
         @contextlib.contextmanager
         def stream(s):
@@ -54,12 +96,27 @@ class FakeCuda:
                 yield
 
         def current_stream(where=None):
-            index = torch.device(where).index if where is not None else None
-            return FakeStream(fake.current if index is None else index)
+            return FakeStream(fake.index(where, optional=True))
 
         def set_device(where):
-            fake.current = torch.device(where).index if not isinstance(where, int) else where
+            fake.current = fake.index(where, optional=False)
             fake.entered.append(fake.current)
+
+        def rng_device(where) -> int:  # get/set_rng_state take "cuda" (the current device), as torch does
+            where = torch.device("cuda", where) if isinstance(where, int) else torch.device(where)
+            if where.type != "cuda":
+                raise RuntimeError(f"Expected a cuda device, but got: {where}")
+            return fake.index(where, optional=True)
+
+        def get_rng_state(where="cuda"):
+            return fake.rng_states.get(rng_device(where), torch.get_rng_state()).clone()
+
+        def set_rng_state(state, where="cuda"):
+            fake.rng_states[rng_device(where)] = state.clone()
+
+        def properties(where=None):
+            index = fake.index(where, optional=True)
+            return SimpleNamespace(major=fake.major, minor=0, name=f"Fake GPU {index}", total_memory=80 * 2**30)
 
         real_empty = torch.empty
 
@@ -67,19 +124,25 @@ class FakeCuda:
             fake.pinned += bool(pin_memory)
             return real_empty(*shape, **kwargs)
 
-        monkeypatch.setattr(cuda, "is_available", lambda: True)
-        monkeypatch.setattr(cuda, "device_count", lambda: fake.count)
-        monkeypatch.setattr(cuda, "current_device", lambda: fake.current)
-        monkeypatch.setattr(
-            cuda,
-            "get_device_properties",
-            lambda index=None: SimpleNamespace(major=fake.major, minor=0, name=f"Fake GPU {index}"),
-        )
-        monkeypatch.setattr(cuda, "Event", Event)
-        monkeypatch.setattr(cuda, "device", device)
-        monkeypatch.setattr(cuda, "stream", stream)
-        monkeypatch.setattr(cuda, "current_stream", current_stream)
-        monkeypatch.setattr(cuda, "set_device", set_device)
+        replacements = {
+            "is_available": lambda: True,
+            "device_count": lambda: fake.count,
+            "current_device": lambda: fake.current,
+            "get_device_properties": properties,
+            "get_device_name": lambda where=None: properties(where).name,
+            "Event": Event,
+            "device": device,
+            "stream": stream,
+            "current_stream": current_stream,
+            "set_device": set_device,
+            "empty_cache": lambda: None,
+            "get_rng_state": get_rng_state,
+            "set_rng_state": set_rng_state,
+            "synchronize": lambda where=None: fake.index(where, optional=True) and None,
+        }
+        assert set(replacements) == COVERED
+        for name, replacement in replacements.items():
+            monkeypatch.setattr(cuda, name, replacement)
         monkeypatch.setattr(torch, "empty", empty)
         return self
 

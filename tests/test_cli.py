@@ -328,3 +328,26 @@ def test_the_command_table_is_the_commands():
             assert click.Command(name, help=line).get_short_help_str(limit) == click.Command(
                 name, help=real
             ).get_short_help_str(limit)
+
+
+def test_every_command_parses_the_same_after_a_launchers_separator(cli):
+    """The launchers' documented form (``torchrun ... -m ifqa -- train fid ...``, ``python -m ifqa --
+    CMD``, a global flag then ``--``) is the command as typed without the ``--``: walked over every
+    command, by its help page and by a usage error, each of which the command's own parser gives."""
+    from ifqa.cli import cli as root
+    from ifqa.cli import command_separator_dropped
+    from ifqa.cli.help import leaf_commands
+
+    assert command_separator_dropped(["-q", "--", "retrieve", "--", "-x"]) == ["-q", "retrieve", "--", "-x"]
+    assert command_separator_dropped(["retrieve", "--", "-x"]) == ["retrieve", "--", "-x"]
+    for name, _ in leaf_commands(root):
+        path = name.split()[1:]
+        for ask in (["--help"], ["--no-such-option"]):
+            typed = cli(*path, *ask)
+            for prefix in (["--"], ["-q", "--"]):
+                launched = cli(*prefix, *path, *ask)
+                assert (launched.returncode, launched.stdout, launched.stderr) == (
+                    typed.returncode,
+                    typed.stdout,
+                    typed.stderr,
+                ), (prefix, path, ask)

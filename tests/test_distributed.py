@@ -18,6 +18,7 @@ from ifqa.distributed import World
 from ifqa.errors import IfqaError
 from ifqa.models import load_weights
 from ifqa.readers.fid import FiDTrainConfig
+from ifqa.training.loop import STATE, TRAINER
 from tests.readers.test_fid import TOY
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
@@ -106,7 +107,7 @@ def test_launch_settings_that_cannot_work_are_one_line_before_any_work(no_launch
     no_launcher.setenv(distributed.BACKEND_ENV, "nccl")
     with pytest.raises(IfqaError, match="nccl needs a CUDA device on every rank"):
         distributed.start("cpu")
-    from ifqa.readers.fid import train as fid_train
+    from ifqa.training import fid as fid_train
 
     with pytest.raises(IfqaError, match="--batch-size 3 is a global batch"):
         fid_train.train(tmp_path / "none.jsonl", None, tmp_path / "out", FiDTrainConfig(batch_size=3), "cpu")
@@ -265,7 +266,7 @@ import json, os, sys, time
 from pathlib import Path
 import torch
 from ifqa import distributed
-from ifqa.training.loop import LoopSettings, run_loop
+from ifqa.training.loop import LoopSettings, Trainee, run_loop
 
 real_save = torch.save
 def slow_save(*args, **kwargs):  # a checkpoint on a slow network filesystem
@@ -278,8 +279,8 @@ batches = [[torch.randn(4) for _ in range(2)] for _ in range(3)]
 loss_of = lambda rows, forward: forward(torch.stack(rows)).pow(2).mean()
 settings = LoopSettings(steps=3, lr=0.1, save_every=2, precision="fp32")
 world = distributed.launched()
-result = run_loop(model, list(model.parameters()), batches, loss_of, Path(sys.argv[1]), settings, "cpu", False,
-                  None, None, world)
+trainee = Trainee(model, list(model.parameters()), batches, loss_of)
+result = run_loop(trainee, Path(sys.argv[1]), settings, "cpu", False, None, world)
 print(json.dumps({"rank": world.rank, "step": result["step"]}))
 """
 
@@ -380,6 +381,12 @@ FID_ARGS = (
 )
 
 
+def saved_state(output: Path) -> dict:
+    """The step and log of the training state saved in ``output``."""
+    saved = load_weights(output / STATE / TRAINER)
+    return {"step": saved["step"], "log": json.loads(saved["log"])}
+
+
 def train_fid_on_ranks(root: Path, run: Path, output: Path, *extra, steps: int = 4, **launch):
     """``ifqa train fid`` on the toy T5 with FID_ARGS (``steps`` of them) under ``torchrun``."""
     args = [*FID_ARGS[:1], str(steps), *FID_ARGS[2:]]
@@ -411,14 +418,14 @@ def test_fid_on_two_ranks_trains_as_one_process_and_hands_over_to_one(fid_setup,
     """2 ranks x 1 question = one process x 2 questions: the same losses per step; the checkpoint the
     ranks wrote after 2 steps resumes in one process to the uninterrupted run's losses, and the ranks
     wrote what one process writes, no more."""
-    from ifqa.readers.fid import train as fid_train
+    from ifqa.training import fid as fid_train
 
     root, run, questions = fid_setup
     alone = fid_train.train(run, None, tmp_path / "alone", _fid_config(root), "cpu", progress=False)
     result = train_fid_on_ranks(root, run, tmp_path / "ranks", "--stop-after", "2")
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.count("step 2") == 1  # rank 0 alone reports
-    state = load_weights(tmp_path / "ranks" / "last" / "trainer_state.pt")["state"]
+    state = saved_state(tmp_path / "ranks")
     assert [e["loss"] for e in state["log"]] == pytest.approx([e["loss"] for e in alone["log"][:2]], abs=1e-5)
     resumed = fid_train.train(run, None, tmp_path / "ranks", _fid_config(root), "cpu", progress=False)
     assert [e["loss"] for e in resumed["log"]] == pytest.approx(_losses(tmp_path / "alone"), abs=1e-5)
@@ -479,14 +486,14 @@ def _rank_pid(launcher_pid: int, rank: str) -> int | None:
 
 @pytest.mark.heavy  # real two-rank gloo runs; the save-timeout run and the simulated launches run by default
 def test_a_rank_killed_mid_run_is_restarted_and_resumes_to_the_uninterrupted_losses(fid_setup, tmp_path, no_launcher):
-    from ifqa.readers.fid import train as fid_train
+    from ifqa.training import fid as fid_train
 
     root, run, _ = fid_setup
     alone = fid_train.train(run, None, tmp_path / "alone", _fid_config(root, steps=6), "cpu", progress=False)
     job = train_fid_on_ranks(
         root, run, tmp_path / "ranks", "--save-every", "1", steps=6, launcher=("--max-restarts", "1"), background=True
     )
-    state = tmp_path / "ranks" / "last" / "trainer_state.pt"
+    state = tmp_path / "ranks" / STATE / TRAINER
     deadline = time.time() + 240
     while not state.exists() and time.time() < deadline and job.poll() is None:
         time.sleep(0.2)
@@ -565,7 +572,7 @@ def test_a_one_process_checkpoint_resumes_on_two_ranks_with_dev_em_shared(fid_se
     """The other way round: one process trains 2 steps, 2 ranks finish the run; the dev EM inside
     training is computed on each rank's share of the dev questions and gathered: the losses and
     dev EMs of the uninterrupted single-process run."""
-    from ifqa.readers.fid import train as fid_train
+    from ifqa.training import fid as fid_train
 
     root, run, _ = fid_setup
     config = _fid_config(root, eval_every=2, eval_batch_size=1)
@@ -583,7 +590,7 @@ def test_a_one_process_checkpoint_resumes_on_two_ranks_with_dev_em_shared(fid_se
 
 @pytest.mark.heavy  # real two-rank gloo runs; the save-timeout run and the simulated launches run by default
 def test_ctrl_c_on_the_launcher_stops_every_rank_after_one_saved_step(fid_setup, tmp_path, no_launcher):
-    from ifqa.readers.fid import train as fid_train
+    from ifqa.training import fid as fid_train
 
     root, run, _ = fid_setup
     job = train_fid_on_ranks(root, run, tmp_path / "ranks", steps=400, background=True)
@@ -596,7 +603,7 @@ def test_ctrl_c_on_the_launcher_stops_every_rank_after_one_saved_step(fid_setup,
     _, err = job.communicate(timeout=120)
     assert job.returncode != 0
     assert "interrupted; rerun the same command to resume" in err
-    state = load_weights(tmp_path / "ranks" / "last" / "trainer_state.pt")["state"]
+    state = saved_state(tmp_path / "ranks")
     assert 0 < state["step"] < 400
     saved = [e["loss"] for e in state["log"]]
     shutil.copytree(tmp_path / "ranks", tmp_path / "again")  # the same saved state, resumed a second time

@@ -17,7 +17,7 @@ from tests.test_outputs import _commands
 PROBLEM = "not a resume state this run can continue from"
 # commands that promise resuming but keep no state of their own to hand-edit
 NO_STATE = {("train", "control"): "a logistic regression fitted in one go: --stop-after has nothing to stop"}
-SAME_LOOP = {("train", "retriever"): ("train", "reranker")}  # ifqa/training/loop.py keeps both states
+SAME_LOOP = {("train", "retriever"): ("train", "reranker")}  # ifqa/training/loop.py keeps every state
 
 
 def _resumable() -> set[tuple[str, ...]]:
@@ -112,25 +112,24 @@ def fid_state(tmp_path_factory):
     args = ["train", "fid", "--run", str(run), "--model", str(tiny_t5(base / "t5")), "--steps", "4"]
     args += ["--batch-size", "2", "--n-context", "1", "--text-maxlength", "24", "--no-progress", "-o", str(out)]
     assert run_cli(*args, "--stop-after", "1").returncode == 0
-    assert (out / "last" / "trainer_state.pt").exists()
+    assert (out / "state" / "trainer.pt").exists()
     return out, args
 
 
-FID_EDITS = {
-    "garbage": lambda last: (last / "trainer_state.pt").write_bytes(b"\x80\x04junk"),
-    "missing keys": lambda last: _torch_edit(last / "trainer_state.pt", lambda saved: {"state": saved["state"]}),
-    "step past the end": lambda last: _torch_edit(
-        last / "trainer_state.pt", lambda saved: {**saved, "state": {**saved["state"], "step": 40}}
-    ),
-    "a log that is no list": lambda last: _torch_edit(
-        last / "trainer_state.pt", lambda saved: {**saved, "state": {**saved["state"], "log": 3}}
+FID_EDITS = {  # FiD trains on the same loop: its state is the loop's, with FiD's best dev EM beside it
+    "garbage": TRAINING_EDITS["garbage"],
+    "missing keys": TRAINING_EDITS["missing keys"],
+    "step past the end": TRAINING_EDITS["step past the end"],
+    "a log that is no list": lambda state: _torch_edit(state / "trainer.pt", lambda saved: {**saved, "log": "3"}),
+    "a best EM that is no number": lambda state: _torch_edit(
+        state / "trainer.pt", lambda saved: {**saved, "extra": {"best_em": "high"}}
     ),
 }
 
 
 @pytest.mark.parametrize("edit", FID_EDITS)
 def test_train_fid_refuses_a_hand_edited_state(cli, fid_state, tmp_path, edit):
-    _rerun_on_an_edited_copy(cli, fid_state, tmp_path, FID_EDITS[edit], "last", "last/trainer_state.pt")
+    _rerun_on_an_edited_copy(cli, fid_state, tmp_path, FID_EDITS[edit], "state", "state")
 
 
 @pytest.mark.parametrize("line", ['{"qid": "no-such-question", "ctxs": []}', "[1, 2]", '{"qid": "0"}'])

@@ -65,8 +65,8 @@ def fid_command(suite: Suite) -> dict:
 
     from ifqa.devices import compile_unavailable
     from ifqa.readers.fid import FiDTrainConfig
-    from ifqa.readers.fid.train import train
     from ifqa.retrieval import batching
+    from ifqa.training.fid import train
 
     size, device = suite.size, suite.device
     folder = suite.work.new("fid-train")

@@ -126,6 +126,14 @@ def hoist_global_flags(argv: list[str]) -> list[str]:
     return flags + rest + argv[end:]
 
 
+def command_separator_dropped(argv: list[str]) -> list[str]:
+    """``ifqa -- CMD ...`` is ``ifqa CMD ...``: the launchers' documented form (``torchrun ... -m ifqa --
+    train fid ...``, ``python -m ifqa -- ...``) puts a ``--`` before the command, after any global flag,
+    where it separates the launcher's arguments from ifqa's and ends none of the command's options."""
+    first = next((i for i, arg in enumerate(argv) if arg not in GLOBAL_FLAGS), len(argv))
+    return argv[:first] + argv[first + 1 :] if argv[first : first + 1] == ["--"] else argv
+
+
 def _help_path(argv: list[str]) -> list[str] | None:
     """The command whose help is asked for, as its names (``[]``: ``ifqa`` itself), or None: ``-h``/
     ``--help`` before any ``--``, or a group named without a command (``ifqa``, ``ifqa train``)."""
@@ -200,7 +208,7 @@ def main(argv: list[str] | None = None) -> None:
     """Console entry point: one-line errors, exit 1 for bad input, 130 after Ctrl-C, 143 after SIGTERM."""
     import os
 
-    argv = list(sys.argv[1:] if argv is None else argv)
+    argv = command_separator_dropped(list(sys.argv[1:] if argv is None else argv))
     for stream in (sys.stdout, sys.stderr):  # an ASCII locale: a passage's "é" printed as \xe9, never a crash
         if "utf" not in (getattr(stream, "encoding", None) or "utf").lower() and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")

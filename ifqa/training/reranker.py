@@ -17,7 +17,7 @@ from ifqa.errors import IfqaError
 from ifqa.models import pair_inputs
 from ifqa.retrieval.rerank import load_cross_encoder
 from ifqa.training.data import TrainingGroup, plan_steps
-from ifqa.training.loop import Invocation, start, train_recipe
+from ifqa.training.loop import Invocation, Trainee, start, train_recipe
 from ifqa.training.recipes import RerankerRecipe
 
 log = logging.getLogger(__name__)
@@ -56,18 +56,22 @@ def train_reranker(
     if not steps:
         raise IfqaError(f"{len(groups)} training groups make no step of {recipe.questions_per_step} questions")
 
-    def loss_of(batch, forward) -> torch.Tensor:
-        questions = [q for q, passages in batch for _ in passages]
-        passages = [p for _, passages in batch for p in passages]
-        inputs = pair_inputs(tokenizer, questions, passages, recipe.max_length, padding=True, return_tensors="pt").to(
-            device
-        )
+    def prepare(step) -> dict:
+        """This rank's share of a step, tokenized (ahead, by worker processes, on CUDA)."""
+        share = world.share(step, "--questions-per-step")
+        questions = [q for q, passages in share for _ in passages]
+        passages = [p for _, passages in share for p in passages]
+        inputs = pair_inputs(tokenizer, questions, passages, recipe.max_length, padding=True, return_tensors="pt")
+        return {**inputs, "groups": [len(passages) for _, passages in share]}
+
+    def loss_of(inputs: dict, forward) -> torch.Tensor:
+        groups = inputs.pop("groups")
         logits = forward(**inputs).logits.float().view(-1)
         losses, start = [], 0
-        for _, group in batch:
-            scores = logits[start : start + len(group)]
+        for size in groups:
+            scores = logits[start : start + size]
             losses.append(torch.logsumexp(scores, 0) - scores[0])
-            start += len(group)
+            start += size
         return torch.stack(losses).mean()
 
     def save_model(folder: Path) -> None:
@@ -77,8 +81,9 @@ def train_reranker(
         with atomic_dir(folder / "model") as tmp:
             encoder.save(str(tmp))
 
-    how = {"progress": run.progress, "stop_after": run.stop_after, "save_model": save_model, "world": world}
-    result = train_recipe(recipe, model, list(model.parameters()), steps, loss_of, output, device, how)
+    trainee = Trainee(model, list(model.parameters()), steps, loss_of, prepare, save_model)
+    trainee.memory = (f"a step of {recipe.questions_per_step} questions", "--questions-per-step")
+    result = train_recipe(recipe, trainee, output, device, run, world)
     result["recipe"] = asdict(recipe)
     result["groups"] = len(groups)
     return result

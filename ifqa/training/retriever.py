@@ -20,7 +20,7 @@ from ifqa.errors import IfqaError
 from ifqa.models import check_model, loading
 from ifqa.retrieval.encoders import resolve
 from ifqa.training.data import TrainingGroup, plan_steps
-from ifqa.training.loop import Invocation, start, train_recipe
+from ifqa.training.loop import Invocation, Trainee, start, train_recipe
 from ifqa.training.recipes import RetrieverRecipe
 
 log = logging.getLogger(__name__)
@@ -62,6 +62,9 @@ def train_retriever(
         features = {k: v.to(device) if hasattr(v, "to") else v for k, v in model.tokenize(texts).items()}
         return F.normalize(encoder(features)["sentence_embedding"].float(), dim=-1)
 
+    def share(step) -> list:
+        return world.share(step, "--questions-per-step")
+
     def loss_of(batch, forward) -> torch.Tensor:
         texts, targets = [], []
         for _, passages in batch:
@@ -89,9 +92,9 @@ def train_retriever(
             model.save(str(tmp))
 
     trainable = [p for p in model.parameters() if p.requires_grad]
-    how = {"progress": run.progress, "stop_after": run.stop_after, "save_model": save_model, "world": world}
-    how["unused_parameters"] = True  # the pooler
-    result = train_recipe(recipe, model, trainable, steps, loss_of, output, device, how)
+    trainee = Trainee(model, trainable, steps, loss_of, share, save_model, unused_parameters=True)  # the pooler
+    trainee.memory = (f"a step of {recipe.questions_per_step} questions", "--questions-per-step")
+    result = train_recipe(recipe, trainee, output, device, run, world)
     result["extra"] = {
         "question_side_only": recipe.question_side_only,
         "passage_encoder": recipe.model if recipe.question_side_only else "the trained model",

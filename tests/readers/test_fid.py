@@ -11,7 +11,7 @@ from ifqa.readers.fid import FiDTrainConfig
 from ifqa.readers.fid import data as fid_data
 from ifqa.readers.fid import model as fid_model
 from ifqa.readers.fid import predict as fid_predict
-from ifqa.readers.fid import train as fid_train
+from ifqa.training import fid as fid_train
 from tests.readers.tiny_models import tiny_t5
 
 TOY = [
@@ -331,7 +331,7 @@ def test_a_compile_that_cannot_work_is_found_by_compiling_before_any_work(t5_dir
 
     from ifqa import devices
     from ifqa.errors import IfqaError
-    from ifqa.readers.fid.train import _use_compile
+    from ifqa.training.fid import _use_compile
 
     monkeypatch.setattr(inductor_config.cpp, "cxx", ("no-such-compiler-here",))
     monkeypatch.setattr(inductor_config, "fx_graph_cache", False)  # nothing compiled earlier is reused
@@ -393,8 +393,8 @@ def test_interrupted_training_keeps_whole_steps(t5_dir, toy_run, tmp_path, monke
     with expected:
         fid_train.train(toy_run, None, tmp_path / "b", config, "cpu", progress=False)
     monkeypatch.setattr(torch.optim.AdamW, "step", real_step)
-    saved = load_weights(tmp_path / "b" / "last" / "trainer_state.pt")
-    assert saved["state"]["step"] == 2
+    saved = load_weights(tmp_path / "b" / "state" / "trainer.pt")
+    assert saved["step"] == 2
     resumed = fid_train.train(toy_run, None, tmp_path / "b", config, "cpu", progress=False)
     assert [e["loss"] for e in resumed["log"]] == pytest.approx([e["loss"] for e in straight["log"]], abs=1e-6)
 
