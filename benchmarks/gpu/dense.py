@@ -9,6 +9,7 @@ from pathlib import Path
 from gpu.inputs import passage_texts, write_collection
 from gpu.suite import (
     GOALS,
+    LENGTHS,
     Suite,
     command,
     judge_command,
@@ -34,7 +35,9 @@ def collections(suite: Suite) -> tuple[Path, Path]:
     return full, small
 
 
-def index_dense(suite: Suite, collection: Path, out: Path, length: int) -> tuple[float, float]:
+def index_dense(
+    suite: Suite, collection: Path, out: Path, length: int, phases=None, env: dict | None = None
+) -> tuple[float, float]:
     """`ifqa index dense` as a user types it; (start time, wall seconds)."""
     started, seconds, _ = command(
         "index",
@@ -50,6 +53,8 @@ def index_dense(suite: Suite, collection: Path, out: Path, length: int) -> tuple
         "--no-progress",
         "--device",
         suite.device,
+        phases=phases,
+        env=env,
     )
     return started, seconds
 
@@ -58,7 +63,9 @@ def dense_startup(suite: Suite, small: Path, length: int) -> tuple[float, int]:
     """The start-up of `ifqa index dense` (the command on one chunk of passages), measured once: it
     does not depend on the token length (one chunk encodes in a fraction of a second on a GPU)."""
     if "dense" not in suite.startup:
-        suite.startup["dense"] = (index_dense(suite, small, suite.work.new("dense-startup"), length)[1], length)
+        phases = suite.work.new("dense-startup-phases.json")
+        seconds = index_dense(suite, small, suite.work.new("dense-startup"), length, phases)[1]
+        suite.startup["dense"] = (seconds, length, phases)
     return suite.startup["dense"]
 
 
@@ -67,14 +74,14 @@ def dense_encoding(suite: Suite, length: int) -> dict:
     ``encode`` at its defaults and in ifqa's precision and batch, and the model alone."""
     import torch
 
-    from ifqa.retrieval.batching import default_batch_size
+    from ifqa.retrieval.batching import WORKERS_ENV, default_batch_size
 
     device, size = suite.device, suite.size
     corpus, small = collections(suite)
     folder = suite.work.new(f"dense-{length}")
     n, n_small = suite.passages, suite.startup_passages
     release(device)
-    startup, measured_at = dense_startup(suite, small, length)
+    startup, measured_at, phases = dense_startup(suite, small, length)
     started, seconds = index_dense(suite, corpus, folder, length)
     manifest = json.loads((folder / "manifest.json").read_text())
     if manifest.get("passages") != n:
@@ -83,6 +90,11 @@ def dense_encoding(suite: Suite, length: int) -> dict:
     encoded = max(p.stat().st_mtime for p in (folder / "embeddings").glob("chunk-*.npy")) - started
     shutil.rmtree(folder)  # the suite's own, and the largest thing it writes
     rate = n / seconds
+    threads = ""
+    if device.startswith("cuda") and length == LENGTHS[0]:  # tokenized by worker processes, or on the calling one
+        _, alone = index_dense(suite, corpus, folder, length, env={WORKERS_ENV: "0"})
+        shutil.rmtree(folder)
+        threads = f"; with {WORKERS_ENV}=0 (no workers: the tokenizer's threads) {n / alone:,.0f} psg/s"
 
     sample = passage_texts(min(n, size["sample_passages"]))
     batch, dtype = (
@@ -97,7 +109,7 @@ def dense_encoding(suite: Suite, length: int) -> dict:
         f"dense-{length}",
         GOALS["dense"],
         n,
-        dict(ifqa=rate, defaults=default, same=same, ceiling=ceiling),
+        dict(ifqa=rate, defaults=default, same=same, ceiling=ceiling, startup=startup),
         share,
         "psg",
         "--passages",
@@ -111,12 +123,16 @@ def dense_encoding(suite: Suite, length: int) -> dict:
         same=same,
         ceiling=ceiling,
         startup=startup_text(
-            startup, n_small, seconds, "passages" + ("" if measured_at == length else f" at {measured_at} tokens")
+            startup,
+            n_small,
+            seconds,
+            "passages" + ("" if measured_at == length else f" at {measured_at} tokens"),
+            phases if measured_at == length else None,
         ),
         note=f"command {seconds:.1f} s: encoding done at {encoded:.1f} s, then the flat index and exit "
         f"{seconds - encoded:.1f} s; {steady_text(n - n_small, seconds, startup, 'psg')}; references and "
         f"ceiling on {len(sample):,} passages: encode at its defaults fp32 batch {default_batch}, then "
-        f"{precision_name(dtype)} batch {batch}",
+        f"{precision_name(dtype)} batch {batch}{threads}",
     )
 
 

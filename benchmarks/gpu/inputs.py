@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from gpu.workspace import Workspace
+from tests.training.tiny import wordpiece_tokenizer
 
 REAL_TOKENIZER = "sentence-transformers/all-MiniLM-L6-v2"
 
@@ -37,31 +38,6 @@ def passage_texts(n: int) -> list[str]:
     return [base[i % len(base)] for i in range(n)]
 
 
-def train_tokenizer(folder: Path, texts: list[str]):
-    """A lower-cased WordPiece tokenizer (BERT's kind) trained on ``texts``: the smoke run's fallback
-    where all-MiniLM-L6-v2's own is not installed."""
-    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
-    from transformers import PreTrainedTokenizerFast
-
-    special = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    tokenizer = Tokenizer(models.WordPiece(unk_token="[UNK]"))
-    tokenizer.normalizer = normalizers.BertNormalizer(lowercase=True)
-    tokenizer.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
-    tokenizer.decoder = decoders.WordPiece()
-    tokenizer.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=30522, special_tokens=special))
-    tokenizer.post_processor = processors.BertProcessing(("[SEP]", 3), ("[CLS]", 2))
-    fast = PreTrainedTokenizerFast(
-        tokenizer_object=tokenizer,
-        pad_token="[PAD]",
-        unk_token="[UNK]",
-        cls_token="[CLS]",
-        sep_token="[SEP]",
-        mask_token="[MASK]",
-    )
-    fast.save_pretrained(folder)
-    return folder
-
-
 def real_tokenizer(given: str | None) -> str | None:
     """The tokenizer folder to use: ``--tokenizer``, else all-MiniLM-L6-v2's own where installed."""
     if given:
@@ -89,7 +65,9 @@ def build_models(work: Workspace, size: dict, tokenizer_dir: str | None) -> dict
     torch.manual_seed(0)
     models = work.new("models")
     folders = {name: models / name for name in ("bert", "encoder", "reranker", "t5")}
-    source = tokenizer_dir or str(train_tokenizer(models / "tokenizer", [p["text"] for p in demo_passages()]))
+    if tokenizer_dir is None:
+        wordpiece_tokenizer(models / "tokenizer", [p["text"] for p in demo_passages()])
+    source = tokenizer_dir or str(models / "tokenizer")
     tokenizer = AutoTokenizer.from_pretrained(source)
     bert = BertConfig(vocab_size=max(len(tokenizer), 30522), **size["bert"])
     BertModel(bert).save_pretrained(folders["bert"])

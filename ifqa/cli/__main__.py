@@ -1,3 +1,3 @@
-from ifqa.cli import main
+from ifqa.cli import run
 
-main()
+run()

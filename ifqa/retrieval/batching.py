@@ -28,12 +28,21 @@ def plan(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
     return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
 
 
+WORKERS_ENV = "IFQA_FEED_WORKERS"
+
+
 def default_workers(device: str) -> int:
     """Tokenizing processes: none on a CPU (they would take the cores the model uses), several on
     CUDA, where one tokenizing thread fed the H100 half of what it could take. Only where ``fork``
-    exists: the work and its tokenizer reach the workers without pickling."""
+    exists: the work and its tokenizer reach the workers without pickling. ``IFQA_FEED_WORKERS=N``
+    sets it (0: tokenize on the calling process, the tokenizer's own threads in parallel)."""
     if not device.startswith("cuda") or sys.platform != "linux":
         return 0
+    value = os.environ.get(WORKERS_ENV, "")
+    if value:
+        if not value.isdigit():
+            raise IfqaError(f"{WORKERS_ENV}={value!r}: a number of worker processes (0 or more)")
+        return int(value)
     return max(1, min(8, (os.cpu_count() or 2) - 2))
 
 
@@ -162,9 +171,11 @@ def run_planned_groups(
     prepare: Callable[[list], dict],
     model: Callable[[dict], Any],
     device: str,
+    workers: int | None = None,
 ) -> Iterator:
     """``run_planned`` for each group in turn, yielded as each group finishes, with one feed for all of
-    them: worker processes start once and tokenize ahead across group boundaries."""
+    them: worker processes (``workers``, by default ``default_workers``) start once and tokenize ahead
+    across group boundaries."""
     import torch
 
     plans = [plan(group_lengths, batch_size) for group_lengths in lengths]
@@ -174,7 +185,7 @@ def run_planned_groups(
     g, batches = next(pending, (None, None))
 
     with entered(device), out_of_memory_hint(f"a batch of {batch_size}"):  # pinning and caches follow device
-        fed = feed(work, prepare, device)
+        fed = feed(work, prepare, device, workers)
         while g is not None:
             while len(outputs) < len(batches):
                 outputs.append(model(to_device(next(fed), device)))

@@ -15,15 +15,19 @@ import logging
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from ifqa.datasets.demo import load_demo
 from ifqa.devices import torch_dtype
 from ifqa.errors import IfqaError
 from ifqa.models import check_max_length, check_model, loading, pair_inputs
+from ifqa.paths import cache_dir
 from ifqa.registry import RERANKERS
 from ifqa.retrieval.batching import default_batch_size, run_planned_groups
 from ifqa.retrieval.encoders import demo_texts, resolve
 from ifqa.retrieval.exported import Runtime, load_exported, score_module
 from ifqa.retrieval.reordering import Item, RerankerKind
+from ifqa.retrieval.token_cache import PairTokens, TokenCache, tokenizer_identity
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +113,7 @@ class CrossEncoderReranker(RerankerKind):
         self.precision = "fp32" if self.backend.exported else pick_precision(precision, self.device, "rerank")
         if self.precision != "fp32":
             self.encoder.model.to(torch_dtype(self.precision))
-        self._exported = None
+        self._exported, self._pairs, self._tokens = None, None, None
         if self.backend.exported:
             pairs = _probe_pairs()
             self._exported = load_exported(
@@ -163,14 +167,69 @@ class CrossEncoderReranker(RerankerKind):
         """Cross-encoder logits for each (question, texts, first-stage scores); the first stage's scores are not used."""
         return next(self.score_groups([items]))
 
+    def _pair_tokens(self, groups: Sequence[Sequence[Item]]) -> PairTokens | None:
+        """How pairs are built from their ids (``token_cache``), checked once against the tokenizer's
+        own pairs on the first pairs here and a long one (None: this tokenizer's pairs are tokenized
+        pair by pair)."""
+        if self._pairs is None:
+            self._pairs = False
+            tokenizer, max_length = self.encoder.tokenizer, self.encoder.max_seq_length
+            probe = [(q, t) for items in groups for q, texts, _ in items for t in texts][:16]
+            if probe and max_length and tokenizer_identity(tokenizer):
+                probe.append((probe[0][0], " ".join([probe[0][1]] * 40)))  # one the passage is cut in
+                try:
+                    built = PairTokens(tokenizer, max_length)
+                    self._pairs = built if built.matches(*map(list, zip(*probe))) else False
+                except ValueError:
+                    pass
+                if not self._pairs:
+                    log.info(
+                        "%s: pairs are tokenized pair by pair (its tokenizer's pairs are not built from ids)", self.name
+                    )
+        return self._pairs or None
+
+    def _token_rows(self, groups: Sequence[Sequence[Item]], pairs: PairTokens) -> list[list[tuple]]:
+        """Each group's pairs as (question, passage, question ids, passage ids, passage ids kept): every
+        distinct passage's ids from the token cache (tokenized once per tokenizer), each question's once."""
+        tokenizer = self.encoder.tokenizer
+        if self._tokens is None:
+            self._tokens = TokenCache(tokenizer, tokenizer_identity(tokenizer), cache_dir())
+        texts = list(dict.fromkeys(t for items in groups for _, texts, _ in items for t in texts))
+        passage_ids = dict(zip(texts, self._tokens.ids(texts, pairs.max_length)))
+        questions = list(dict.fromkeys(q for items in groups for q, _, _ in items))
+        encoded = tokenizer(questions, add_special_tokens=False)["input_ids"] if questions else []
+        question_ids = {q: np.asarray(ids, "<i4") for q, ids in zip(questions, encoded)}
+        return [
+            [
+                (q, t, question_ids[q], passage_ids[t], pairs.room(question_ids[q], passage_ids[t]))
+                for q, texts, _ in items
+                for t in texts
+            ]
+            for items in groups
+        ]
+
+    def _rows(self, batch: list[tuple]) -> dict:
+        """A batch's tensors: laid out from ids, or (a pair whose question must be cut too) tokenized."""
+        if all(kept is not None for *_, kept in batch):
+            return self._pairs.rows([(q, p, kept) for _, _, q, p, kept in batch])
+        return self._inputs([(q, t) for q, t, *_ in batch])
+
     def score_groups(self, groups: Sequence[Sequence[Item]]) -> Iterator[list[list[float]]]:
         """``score_many`` for each group of items in turn, yielded as each finishes; one feed of
-        tokenized batches serves them all (worker processes start once, on CUDA)."""
-
-        pairs = [[(question, text) for question, texts, _ in items for text in texts] for items in groups]
-        lengths = [[len(q) + len(t) for q, t in group] for group in pairs]
+        batches serves them all. Pairs are laid out from passages tokenized once per tokenizer (the
+        token cache) and questions tokenized once, where the tokenizer's own pairs match that layout."""
+        pairs = self._pair_tokens(groups)
+        if pairs is not None:
+            work = self._token_rows(groups, pairs)
+            lengths = [[len(q) + (kept or len(p)) for _, _, q, p, kept in group] for group in work]
+            prepare, workers = self._rows, 0  # microseconds a pair: no worker processes to feed the device
+        else:
+            work = [[(question, text) for question, texts, _ in items for text in texts] for items in groups]
+            lengths = [[len(q) + len(t) for q, t in group] for group in work]
+            prepare, workers = self._inputs, None
         for items, logits in zip(
-            groups, run_planned_groups(pairs, lengths, self.batch_size, self._inputs, self._logits, self.device)
+            groups,
+            run_planned_groups(work, lengths, self.batch_size, prepare, self._logits, self.device, workers),
         ):
             flat = logits.cpu().tolist() if logits is not None else []
             out, start = [], 0

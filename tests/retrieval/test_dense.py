@@ -244,9 +244,13 @@ def test_a_precision_the_machine_lacks_is_one_line_before_any_work(corpus, tmp_p
 @pytest.mark.gpu
 @pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs CUDA")
 def test_gpu_encoding_matches_the_cpu_within_fp16(corpus, tmp_path):
-    """fp16 on CUDA, tokenized by worker processes after CUDA started, writes the CPU's vectors within 1e-3 cosine."""
-    dense.build(corpus, tmp_path / "cpu", chunk=3, batch_size=2, progress=False, device="cpu")
-    dense.build(corpus, tmp_path / "gpu", chunk=3, batch_size=2, progress=False, device="cuda")
+    """fp16 on CUDA, tokenized by worker processes after CUDA started, writes the CPU's vectors within
+    1e-3 cosine (all-MiniLM-L6-v2, or a random model of its shape where its package is not installed)."""
+    from tests.training.tiny import minilm
+
+    settings = dense.DenseSettings(encoder=minilm(tmp_path / "minilm"))
+    dense.build(corpus, tmp_path / "cpu", settings, chunk=3, batch_size=2, progress=False, device="cpu")
+    dense.build(corpus, tmp_path / "gpu", settings, chunk=3, batch_size=2, progress=False, device="cuda")
     for j in range(3):
         name = f"chunk-{j:07d}.npy"
         a, b = np.load(tmp_path / "cpu" / "embeddings" / name), np.load(tmp_path / "gpu" / "embeddings" / name)

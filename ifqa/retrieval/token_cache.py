@@ -1,0 +1,242 @@
+"""Passages tokenized once per tokenizer, and cross-encoder pairs built from their tokens.
+
+A cross-encoder reads each (question, passage) pair; tokenizing the pair costs about 300 µs of CPU
+for a 100-word passage, while a GPU scores tens of thousands of pairs a second, so a reranker that
+tokenizes every pair again starves the GPU (and a run puts a passage under many questions, and
+every rerun or second reranker reads the same passages again). Here a passage's ids are looked up
+by a digest of its text in an SQLite file per tokenizer in the cache, made the first time they are
+needed (the tokenizer's own batch call, its threads in parallel), and a pair is the ids laid out as
+the tokenizer's own pair template lays them out, cut as ``truncation="only_second"`` cuts them:
+microseconds a pair. ``PairTokens.check`` holds the layout to the tokenizer's own output on probe
+pairs; a tokenizer whose pairs come out otherwise is tokenized pair by pair, as before.
+
+The cache file records the tokenizer's identity (a digest of its whole definition) and each row a
+checksum of its ids: a file made by another tokenizer or damaged is rebuilt with a note, never used.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import zlib
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from ifqa.errors import IfqaError
+
+log = logging.getLogger(__name__)
+
+KEPT = 512  # ids kept of a passage: the longest input of the encoders a pair is built for
+_BATCH = 512  # texts tokenized per call (the tokenizer's threads share a call's texts)
+_QUERY = 900  # digests looked up per SELECT (under SQLite's limit of variables)
+
+
+def tokenizer_identity(tokenizer) -> str | None:
+    """A digest of everything that decides a fast tokenizer's ids (normalizer, pre-tokenizer, vocabulary,
+    added tokens), or None for a tokenizer without that definition (a slow one: tokenized pair by pair)."""
+    import hashlib
+
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return None
+    return hashlib.sha256(f"{type(tokenizer).__name__}\0{backend.to_str()}".encode()).hexdigest()
+
+
+def _digest(text: str) -> bytes:
+    import hashlib
+
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+class TokenCache:
+    """The ids of passage texts under one tokenizer (no special tokens, at most ``KEPT``), kept in
+    ``<cache>/tokens/<identity>.sqlite``; ``folder=None`` keeps them in memory only."""
+
+    def __init__(self, tokenizer, identity: str, folder: Path | None = None):
+        self.tokenizer, self.identity = tokenizer, identity
+        self.path = None if folder is None else Path(folder) / "tokens" / f"{identity[:24]}.sqlite"
+        self._db: sqlite3.Connection | None = None
+        self._memory: dict[bytes, np.ndarray] = {}
+
+    def _open(self) -> sqlite3.Connection | None:
+        if self.path is None or self._db is not None:
+            return self._db
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = self._connect()
+        except sqlite3.DatabaseError as exc:  # not a database, a damaged page, another tokenizer's file
+            log.warning("%s: %s; tokenizing its passages again into a new one", self.path, exc)
+            self._close()
+            self.path.unlink(missing_ok=True)
+            self._db = self._connect()
+        except OSError as exc:
+            raise _unwritable(self.path, exc) from None
+        return self._db
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            db.execute("CREATE TABLE IF NOT EXISTS ids (key BLOB PRIMARY KEY, total INTEGER, crc INTEGER, ids BLOB)")
+            db.execute("INSERT OR IGNORE INTO meta VALUES ('tokenizer', ?)", (self.identity,))
+            (recorded,) = db.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
+        except sqlite3.OperationalError as exc:
+            if "readonly" in str(exc) or "unable to open" in str(exc) or "disk" in str(exc):
+                raise _unwritable(self.path, exc) from None
+            raise sqlite3.DatabaseError(str(exc)) from None
+        if recorded != self.identity:
+            db.close()
+            raise sqlite3.DatabaseError("made by another tokenizer")
+        return db
+
+    def _close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def ids(self, texts: Sequence[str], need: int) -> list[np.ndarray]:
+        """Each text's first ``need`` ids at least (all of them when it has fewer), int32."""
+        keys = [_digest(text) for text in texts]
+        found = self._lookup(set(keys), need)
+        missing = {key: text for key, text in zip(keys, texts) if key not in found}
+        if missing:
+            made = self._tokenize(list(missing.values()))
+            found.update(zip(missing, made))
+            self._store(dict(zip(missing, made)))
+        return [found[key] for key in keys]
+
+    def _lookup(self, keys: set[bytes], need: int) -> dict[bytes, np.ndarray]:
+        found = {key: self._memory[key] for key in keys if key in self._memory}
+        db = self._open()
+        wanted = [key for key in keys if key not in found]
+        if db is None or not wanted:
+            return found
+        for start in range(0, len(wanted), _QUERY):
+            part = wanted[start : start + _QUERY]
+            rows = db.execute(
+                f"SELECT key, total, crc, ids FROM ids WHERE key IN ({','.join('?' * len(part))})", part
+            ).fetchall()
+            for key, total, crc, blob in rows:
+                ids = np.frombuffer(blob, dtype="<i4")
+                if zlib.crc32(blob) != crc or not (len(ids) == total or len(ids) >= need):
+                    continue  # damaged, or cut shorter than needed: tokenized again and replaced
+                found[key] = ids
+        return found
+
+    def _tokenize(self, texts: list[str]) -> list[np.ndarray]:
+        made = []
+        for start in range(0, len(texts), _BATCH):
+            encoded = self.tokenizer(texts[start : start + _BATCH], add_special_tokens=False)["input_ids"]
+            made.extend(np.asarray(ids, dtype="<i4") for ids in encoded)
+        return made
+
+    def _store(self, made: dict[bytes, np.ndarray]) -> None:
+        db = self._open()
+        if db is None:
+            self._memory.update(made)
+            return
+        rows = []
+        for key, ids in made.items():
+            blob = ids[:KEPT].tobytes()
+            rows.append((key, len(ids), zlib.crc32(blob), blob))
+        try:
+            db.execute("BEGIN")
+            db.executemany("INSERT OR REPLACE INTO ids VALUES (?, ?, ?, ?)", rows)
+            db.execute("COMMIT")
+        except sqlite3.OperationalError as exc:
+            raise _unwritable(self.path, exc) from None
+
+
+def _unwritable(path: Path, exc: BaseException) -> IfqaError:
+    return IfqaError(
+        f"the token cache cannot be written ({getattr(exc, 'strerror', None) or exc}); make it writable, or "
+        "move ifqa's cache with IFQA_CACHE_DIR",
+        path.parent,
+    )
+
+
+class PairTokens:
+    """(question, passage) pairs laid out from their ids as the tokenizer lays out a pair: its special
+    tokens before, between and after, each part's token type, the passage cut to ``max_length`` as
+    ``truncation="only_second"`` cuts it, right- or left-padded as the tokenizer pads."""
+
+    def __init__(self, tokenizer, max_length: int):
+        self.tokenizer, self.max_length = tokenizer, max_length
+        first, second = (tokenizer(word, add_special_tokens=False)["input_ids"] for word in ("first", "second"))
+        pair = tokenizer("first", "second")
+        ids, types = pair["input_ids"], pair.get("token_type_ids")
+        a = _find(ids, first, 0)
+        b = _find(ids, second, a + len(first))
+        if a < 0 or b < 0:
+            raise ValueError("the tokenizer's pair does not hold its two parts in order")
+        self.prefix, self.middle, self.suffix = ids[:a], ids[a + len(first) : b], ids[b + len(second) :]
+        self.types = None
+        if types is not None:
+            self.types = (types[:a], types[a], types[a + len(first) : b], types[b], types[b + len(second) :])
+        self.specials = len(self.prefix) + len(self.middle) + len(self.suffix)
+        self.pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+        self.left = getattr(tokenizer, "padding_side", "right") == "left"
+
+    def room(self, question: np.ndarray, passage: np.ndarray) -> int | None:
+        """How many of the passage's ids the pair holds, or None where the tokenizer would have to cut
+        the question too (its own ``longest_first``, pair by pair)."""
+        over = self.specials + len(question) + len(passage) - self.max_length
+        if over <= 0:
+            return len(passage)
+        return len(passage) - over if over < len(passage) else None
+
+    def rows(self, pairs: Sequence[tuple[np.ndarray, np.ndarray, int]]) -> dict:
+        """A padded batch (tensors) of pairs given as (question ids, passage ids, passage ids kept)."""
+        import torch
+
+        lengths = [self.specials + len(q) + kept for q, _, kept in pairs]
+        width = max(lengths)
+        ids = np.full((len(pairs), width), self.pad, dtype=np.int64)
+        mask = np.zeros((len(pairs), width), dtype=np.int64)
+        types = np.zeros((len(pairs), width), dtype=np.int64) if self.types is not None else None
+        prefix, middle, suffix = self.prefix, self.middle, self.suffix
+        for row, ((question, passage, kept), length) in enumerate(zip(pairs, lengths)):
+            start = width - length if self.left else 0
+            line = np.concatenate([prefix, question, middle, passage[:kept], suffix])
+            ids[row, start : start + length] = line
+            mask[row, start : start + length] = 1
+            if types is not None:
+                before = len(prefix) + len(question) + len(middle)
+                types[row, start : start + before] = self._first_types(len(question))
+                types[row, start + before : start + length] = self._second_types(kept)
+        batch = {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(mask)}
+        if types is not None:
+            batch["token_type_ids"] = torch.from_numpy(types)
+        return batch
+
+    def _first_types(self, n: int) -> list[int]:
+        prefix, first, middle, _, _ = self.types
+        return [*prefix, *[first] * n, *middle]
+
+    def _second_types(self, n: int) -> list[int]:
+        _, _, _, second, suffix = self.types
+        return [*[second] * n, *suffix]
+
+    def matches(self, questions: list[str], texts: list[str]) -> bool:
+        """Whether pairs built here equal the tokenizer's own (``only_second``, padded) on these pairs."""
+        from ifqa.models import pair_inputs
+
+        own = pair_inputs(self.tokenizer, questions, texts, self.max_length, padding=True, return_tensors="np")
+        q_ids = [np.asarray(i, "<i4") for i in self.tokenizer(questions, add_special_tokens=False)["input_ids"]]
+        p_ids = [np.asarray(i, "<i4") for i in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+        kept = [self.room(q, p) for q, p in zip(q_ids, p_ids)]
+        if any(k is None for k in kept):
+            return False
+        built = self.rows([(q, p, k) for q, p, k in zip(q_ids, p_ids, kept)])
+        return all(
+            key in own and np.array_equal(np.asarray(own[key]), value.numpy()) for key, value in built.items()
+        ) and set(own) <= set(built)
+
+
+def _find(ids: list[int], part: list[int], start: int) -> int:
+    for i in range(start, len(ids) - len(part) + 1):
+        if ids[i : i + len(part)] == part:
+            return i
+    return -1

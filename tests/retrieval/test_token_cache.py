@@ -1,0 +1,142 @@
+"""Passages tokenized once per tokenizer (retrieval/token_cache.py): pairs laid out from ids equal the
+tokenizer's own pairs, the cache is read back instead of tokenizing again, and a cache file that is
+damaged, made by another tokenizer or cannot be written is rebuilt or named, never used."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import numpy as np
+import pytest
+from transformers import AutoTokenizer
+
+from ifqa.errors import IfqaError
+from ifqa.retrieval.encoders import demo_texts, resolve
+from ifqa.retrieval.token_cache import PairTokens, TokenCache, tokenizer_identity
+
+QUESTIONS = [
+    "If the river dried up, what would the bridge cross?",
+    "If Toronto were in France, which language would its mayor speak?",
+    "What?",
+    " ".join(["If the long question went on"] * 12) + "?",  # too long to leave the passage room at 64
+]
+
+
+@pytest.fixture(scope="module")
+def minilm():
+    return AutoTokenizer.from_pretrained(resolve("sentence-transformers/all-MiniLM-L6-v2"))
+
+
+@pytest.fixture(scope="module")
+def roberta_like(tmp_path_factory, minilm):
+    """A tokenizer whose pair is laid out as RoBERTa's (<s> A </s></s> B </s>, no token types), padded left."""
+    from tokenizers import processors
+
+    folder = tmp_path_factory.mktemp("roberta-like")
+    tokenizer = AutoTokenizer.from_pretrained(resolve("sentence-transformers/all-MiniLM-L6-v2"))
+    cls, sep = tokenizer.cls_token_id, tokenizer.sep_token_id
+    tokenizer.backend_tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]",
+        pair="[CLS] $A [SEP] [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", cls), ("[SEP]", sep)],
+    )
+    tokenizer.model_input_names = ["input_ids", "attention_mask"]
+    tokenizer.padding_side = "left"
+    tokenizer.save_pretrained(folder)
+    return AutoTokenizer.from_pretrained(folder)
+
+
+@pytest.mark.parametrize("which", ["minilm", "roberta_like"])
+@pytest.mark.parametrize("max_length", [32, 64, 256])
+def test_pairs_from_ids_are_the_tokenizers_own_pairs(request, which, max_length):
+    from ifqa.models import pair_inputs
+
+    tokenizer = request.getfixturevalue(which)
+    texts = demo_texts()[:40] + ["", "é" * 3, "word " * 300]
+    pairs = PairTokens(tokenizer, max_length)
+    cache = TokenCache(tokenizer, tokenizer_identity(tokenizer))
+    for question in QUESTIONS:
+        q = np.asarray(tokenizer(question, add_special_tokens=False)["input_ids"], "<i4")
+        rows = [(q, p, pairs.room(q, p)) for p in cache.ids(texts, max_length)]
+        own = pair_inputs(tokenizer, [question] * len(texts), texts, max_length, padding=True, return_tensors="np")
+        if any(kept is None for *_, kept in rows):  # the tokenizer cuts such a pair on both sides
+            assert len(q) + pairs.specials >= max_length
+            continue
+        built = pairs.rows(rows)
+        assert set(built) == set(own)
+        for key, value in built.items():
+            assert np.array_equal(value.numpy(), np.asarray(own[key])), (which, max_length, question, key)
+    assert pairs.matches(QUESTIONS[:2] * 2, texts[:4])
+
+
+def test_passages_are_tokenized_once_and_read_back(minilm, tmp_path, monkeypatch):
+    texts = demo_texts()[:50]
+    first = TokenCache(minilm, tokenizer_identity(minilm), tmp_path)
+    ids = first.ids(texts + texts[:5], 512)
+    assert [list(i) for i in ids[:50]] == minilm(texts, add_special_tokens=False)["input_ids"]
+    calls = []
+    second = TokenCache(minilm, tokenizer_identity(minilm), tmp_path)
+    monkeypatch.setattr(second, "_tokenize", lambda texts: calls.append(texts) or [])
+    assert [list(i) for i in second.ids(texts, 512)] == [list(i) for i in ids[:50]] and calls == []
+
+
+def _damage(path):
+    path.write_bytes(b"not a database" * 100)
+
+
+def _another_tokenizer(path):
+    with sqlite3.connect(path) as db:
+        db.execute("UPDATE meta SET value = 'another' WHERE key = 'tokenizer'")
+
+
+def _a_row_flipped(path):
+    with sqlite3.connect(path) as db:
+        key, blob = db.execute("SELECT key, ids FROM ids LIMIT 1").fetchone()
+        db.execute("UPDATE ids SET ids = ? WHERE key = ?", (bytes([blob[0] ^ 1]) + blob[1:], key))
+
+
+@pytest.mark.parametrize("harm", [_damage, _another_tokenizer, _a_row_flipped])
+def test_a_damaged_or_foreign_cache_is_rebuilt_never_used(minilm, tmp_path, harm, caplog):
+    texts = demo_texts()[:20]
+    expected = minilm(texts, add_special_tokens=False)["input_ids"]
+    cache = TokenCache(minilm, tokenizer_identity(minilm), tmp_path)
+    cache.ids(texts, 512)
+    harm(cache.path)
+    again = TokenCache(minilm, tokenizer_identity(minilm), tmp_path)
+    assert [list(i) for i in again.ids(texts, 512)] == expected
+    if harm is not _a_row_flipped:
+        assert "tokenizing its passages again" in caplog.text
+    third = TokenCache(minilm, tokenizer_identity(minilm), tmp_path)  # and the rebuilt file reads back
+    third._tokenize = lambda texts: pytest.fail("tokenized again: the rebuilt cache was not kept")
+    assert [list(i) for i in third.ids(texts, 512)] == expected
+
+
+def test_a_cache_that_cannot_be_written_is_named_with_what_moves_it(minilm, tmp_path):
+    blocked = tmp_path / "cache"
+    blocked.write_text("a file where the cache folder should be")
+    with pytest.raises(IfqaError, match="token cache cannot be written.*IFQA_CACHE_DIR") as error:
+        TokenCache(minilm, tokenizer_identity(minilm), blocked).ids(["text"], 512)
+    assert str(blocked) in str(error.value)
+
+
+def test_reranker_scores_are_those_of_pairs_tokenized_one_by_one(tiny_model, tmp_path, monkeypatch):
+    """The reranker's pairs laid out from cached ids score as pairs the tokenizer makes itself (fp32)."""
+    from transformers import AutoModelForSequenceClassification
+
+    from ifqa.retrieval.rerank import load_reranker
+
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
+    model = tmp_path / "cross-encoder"
+    AutoModelForSequenceClassification.from_pretrained(str(tiny_model), num_labels=1).save_pretrained(model)
+    AutoTokenizer.from_pretrained(str(tiny_model)).save_pretrained(model)
+    tiny_model = model
+    texts = demo_texts()[:30]
+    items = [(q, texts[i::4], [0.0] * len(texts[i::4])) for i, q in enumerate(QUESTIONS)]
+    fast = load_reranker(str(tiny_model), depth=10, device="cpu", max_length=48)
+    scores = fast.score_many(items)
+    assert fast._pairs and (tmp_path / "cache" / "tokens").is_dir()
+    slow = load_reranker(str(tiny_model), depth=10, device="cpu", max_length=48)
+    slow._pairs = False
+    expected = slow.score_many(items)
+    for got, want in zip(scores, expected):
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
