@@ -210,6 +210,7 @@ def main() -> None:
     (expect_host_goals if mode == "host" else expect_goals)(goals)
     suite = Suite(args, size, device, work, build_models(work, size, tokenizer), goals)
     chosen = [name for name in args.sections if not (name == "tests" and (args.skip_tests or args.smoke))]
+    chosen = ["host"] if mode == "host" else chosen
     name = torch.cuda.get_device_name(0) if device == "cuda" else f"CPU ({mode}: {machine()})"
     tokenizer_name = (
         f"the tokenizer in {args.tokenizer}"

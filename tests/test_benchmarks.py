@@ -109,6 +109,23 @@ def test_gpu_suite_work_folder_removes_only_what_the_suite_made(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.heavy  # 2 minutes on 2 cores; test_gpu_suite_without_cuda_says_so_in_one_line runs by default
+@pytest.mark.slow
+def test_gpu_suite_host_mode_measures_the_feeding_on_a_cpu(tmp_path):
+    """--host: `ifqa index dense` and `ifqa rerank` as typed with their models answering at once; their
+    CPU per passage and per pair judged against the goals (the figures themselves: docs/benchmarks.md)."""
+    out, work = tmp_path / "host.md", tmp_path / "work"
+    command = [sys.executable, str(BENCHMARKS / "gpu_suite.py"), "--host", "--out", str(out), "--work", str(work)]
+    command += ["--passages", "1200", "--pairs", "400"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert result.returncode == 0, result.stderr[-3000:]
+    table = out.read_text()
+    goals, measured = table.split("Measurements:")
+    assert "not measured" not in table, table
+    assert goals.count("| pass") + goals.count("| FAIL") == 2, goals
+    assert "µs CPU/psg" in measured and measured.count("µs CPU/pair") >= 2
+    assert "the tokenizer alone" in measured and "read from the cache" in measured
+
+
 def test_gpu_suite_measures_every_path_at_smoke_sizes(tmp_path):
     """The suite's own plumbing, on the CPU at toy sizes: every row measured, none 'not measured';
     the goals table beside them; the commands timed as typed, with their start-up apart."""
@@ -132,7 +149,8 @@ def test_gpu_suite_measures_every_path_at_smoke_sizes(tmp_path):
     ):
         assert path in table
     goals = table.split("Measurements:")[0]
-    assert goals.count("not judged (smoke sizes)") == 10, goals  # 3 goals for each of 3 commands, 1 for FiD
+    assert goals.count("not judged (smoke sizes)") == 13, goals  # 4 goals for each of 3 commands, 1 for FiD
+    assert "parts, s from the process's start: " in table and "sentence_transformers imported" in table
     assert "reference (library defaults)" in table and "reference (same precision and batch)" in table
     assert "start-up" in table and "reranked gold R@10" in table and "host CPU" in table
     assert "eager" in table and "compile unavailable: smoke sizes on a CPU" in table  # the eager-rate row
@@ -272,7 +290,7 @@ def test_retrieval_scale_measures_and_fits_at_toy_sizes(tmp_path):
 
 
 def test_gpu_suite_sections_each_run_only_their_measurements(monkeypatch):
-    """A device call is at most 10 minutes: each section runs alone, in the suite's order."""
+    """A device call is at most 10 minutes: each section runs alone, in the order asked for (--host: the host's two)."""
     import importlib.util
 
     monkeypatch.syspath_prepend(str(BENCHMARKS))
@@ -282,10 +300,11 @@ def test_gpu_suite_sections_each_run_only_their_measurements(monkeypatch):
     names = lambda chosen: [name for name, _ in module.sections(chosen)]  # noqa: E731
     assert names(["dense"]) == ["dense encoding, 128 tokens", "dense encoding, 256 tokens"]
     assert names(["rerank", "fid"]) == [
-        "FiD training",
-        "FiD reading",
         "reranking",
         "reranker training",
         "serve --rerank",
+        "FiD training",
+        "FiD reading",
     ]
     assert names(list(module.SECTIONS))[0] == "GPU tests"
+    assert [name for name, _ in module.sections(["dense"], host=True)] == ["host: index dense", "host: rerank"]

@@ -198,7 +198,11 @@ def _expect_command(goals: Goals, key: str, what: str, reference: str, goal: dic
     goals.expect(f"{key}-defaults", f"{what}, ÷ {reference} at its defaults", f"≥ {goal['defaults']:g}x")
     goals.expect(f"{key}-same", f"{what}, ÷ {reference} in the same precision and batch", f"≥ {goal['same']:g}x")
     goals.expect(f"{key}-ceiling", f"{what}, ÷ the model alone", f"≥ {goal['ceiling']:.0%}")
-    goals.expect(f"{key}-startup", f"{what.split(',')[0]}: start-up (the command on one chunk or question)", f"≤ {goal['startup']:g} s")
+    goals.expect(
+        f"{key}-startup",
+        f"{what.split(',')[0]}: start-up (the command on one chunk or question)",
+        f"≤ {goal['startup']:g} s",
+    )
 
 
 def judge_command(
@@ -374,5 +378,5 @@ class Suite:
         self.smoke = bool(args.smoke)
         self.passages = args.passages or size["passages"]
         self.pairs = args.pairs or size["pairs"]
-        self.startup_passages = min(self.passages, size["startup_passages"])
+        self.startup_passages = min(max(1, self.passages // 2), size["startup_passages"])
         self.startup: dict = {}  # start-up seconds measured once per command

@@ -12,6 +12,13 @@ from common import ROOT
 
 from gpu.suite import row
 
+TEST_SECONDS = 120  # a GPU test still running after this dumps every thread's stack into the log
+SECTION_SECONDS = 420  # the whole section's limit, so that a hang leaves time for the others
+
+
+def _text(data) -> str:
+    return data.decode("utf-8", "replace") if isinstance(data, bytes) else (data or "")
+
 
 def gpu_test_modules() -> list[str]:
     return sorted(
@@ -24,15 +31,16 @@ def gpu_test_modules() -> list[str]:
 def gpu_tests(suite) -> dict:
     """The GPU tests' summary and failures; their whole output goes to ``gpu-tests.log`` in the work folder."""
     started = time.time()
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-o", "addopts=", "-m", "gpu", "-q", "-p", "no:cacheprovider", "-rfE"]
-        + gpu_test_modules(),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-    )
-    suite.work.new("gpu-tests.log").write_text(result.stdout + result.stderr, encoding="utf-8")
-    lines = result.stdout.strip().splitlines() or ["no output"]
+    line = [sys.executable, "-m", "pytest", "-o", "addopts=", "-m", "gpu", "-q", "-p", "no:cacheprovider", "-rfE"]
+    line += ["-o", f"faulthandler_timeout={TEST_SECONDS}", *gpu_test_modules()]  # a hung test's stacks, dumped
+    try:
+        result = subprocess.run(line, cwd=ROOT, capture_output=True, text=True, timeout=SECTION_SECONDS)
+        out, err = result.stdout, result.stderr
+    except subprocess.TimeoutExpired as exc:
+        out = _text(exc.stdout) + f"\nTIMED OUT after {SECTION_SECONDS} s (stacks above)\n"
+        err = _text(exc.stderr)
+    suite.work.new("gpu-tests.log").write_text(out + err, encoding="utf-8")
+    lines = out.strip().splitlines() or ["no output"]
     failures = [line for line in lines if line.startswith(("FAILED", "ERROR"))]
     return {
         **row("GPU tests (`pytest -m gpu`)", None, ""),

@@ -31,11 +31,12 @@ def plan(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
 WORKERS_ENV = "IFQA_FEED_WORKERS"
 
 
-def default_workers(device: str) -> int:
-    """Tokenizing processes: none on a CPU (they would take the cores the model uses), several on
-    CUDA, where one tokenizing thread fed the H100 half of what it could take. Only where ``fork``
+def default_workers(device: str, asked: int | None = None) -> int:
+    """Tokenizing processes: none on a CPU (they would take the cores the model uses); on CUDA
+    ``asked`` (0 from a caller whose tokenizing parallelizes itself: ``tokens.BatchTokens``), else
+    several, where one tokenizing thread fed the H100 half of what it could take. Only where ``fork``
     exists: the work and its tokenizer reach the workers without pickling. ``IFQA_FEED_WORKERS=N``
-    sets it (0: tokenize on the calling process, the tokenizer's own threads in parallel)."""
+    decides on CUDA whatever the caller asks (0: on the calling process, a thread ahead of the GPU)."""
     if not device.startswith("cuda") or sys.platform != "linux":
         return 0
     value = os.environ.get(WORKERS_ENV, "")
@@ -43,7 +44,7 @@ def default_workers(device: str) -> int:
         if not value.isdigit():
             raise IfqaError(f"{WORKERS_ENV}={value!r}: a number of worker processes (0 or more)")
         return int(value)
-    return max(1, min(8, (os.cpu_count() or 2) - 2))
+    return asked if asked is not None else max(1, min(8, (os.cpu_count() or 2) - 2))
 
 
 def default_batch_size(device: str, cpu: int = 64, gpu: int = 512) -> int:
@@ -99,13 +100,18 @@ def in_flight(batch_bytes: int, workers: int, free: int | None) -> tuple[int, in
 
 
 def feed(work: Sequence, prepare: Callable[[Any], Any], device: str, workers: int | None = None) -> Iterator:
-    """``prepare(item)`` for each item of ``work`` in order, computed ahead by worker processes on CUDA.
+    """``prepare(item)`` for each item of ``work`` in order, computed ahead on CUDA: by worker
+    processes, or (no workers) by threads of this process, pinned, while the GPU runs.
 
     The first item is also prepared here, to be measured (planned batches come longest first): its
     size bounds what the workers keep in flight (``in_flight``)."""
-    workers = default_workers(device) if workers is None else workers
-    if workers == 0 or len(work) < 2:
+    if workers is None or device.startswith("cuda"):  # a count asked for runs as asked (the tests' workers on a CPU)
+        workers = default_workers(device, workers)
+    if len(work) < 2 or (workers == 0 and not device.startswith("cuda")):
         yield from map(prepare, work)
+        return
+    if workers == 0:
+        yield from _ahead_on_threads(work, prepare)
         return
     from torch.utils.data import DataLoader
 
@@ -133,6 +139,37 @@ def feed(work: Sequence, prepare: Callable[[Any], Any], device: str, workers: in
         else:
             os.environ["TOKENIZERS_PARALLELISM"] = previous
     yield from batches
+
+
+THREADS_AHEAD = 2  # threads preparing batches ahead of the GPU (a fast tokenizer's own threads do the rest)
+
+
+def _ahead_on_threads(work: Sequence, prepare: Callable[[Any], Any]) -> Iterator:
+    """``prepare`` over ``work`` in order, ``PREFETCH`` items ahead on threads, each result pinned for a
+    copy that does not block: for a ``prepare`` that releases the GIL (the Rust tokenizer's batch call),
+    no worker processes to start or hand tensors through shared memory."""
+    from collections import deque
+    from concurrent.futures import ThreadPoolExecutor
+
+    def pinned(item):
+        prepared = prepare(item)
+        if isinstance(prepared, dict):
+            return {k: v.pin_memory() if hasattr(v, "pin_memory") else v for k, v in prepared.items()}
+        return prepared
+
+    with ThreadPoolExecutor(THREADS_AHEAD, thread_name_prefix="feed") as pool:
+        pending: deque = deque()
+        items = iter(work)
+        try:
+            for item in items:
+                pending.append(pool.submit(pinned, item))
+                if len(pending) > PREFETCH:
+                    yield pending.popleft().result()
+            while pending:
+                yield pending.popleft().result()
+        finally:
+            for future in pending:
+                future.cancel()
 
 
 def _leave_signals_to_parent(_worker: int) -> None:

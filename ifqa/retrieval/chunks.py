@@ -141,7 +141,8 @@ class ChunkEncoder:
                 f"a batch of {self.batch_size} passages", kept=" (finished chunks are kept; the same command resumes)"
             ),
         ):
-            for n, features in enumerate(feed(work, self._inputs, device)):
+            workers = 0 if self.encoder.tokenizes_in_parallel else None
+            for n, features in enumerate(feed(work, self._inputs, device, workers)):
                 outputs.append(self.encoder.passage_vectors(to_device(features, device)))
                 if on_batch is not None:
                     on_batch(len(work[n]))

@@ -20,6 +20,7 @@ from ifqa.models import check_max_length, check_model, loading
 from ifqa.retrieval import DEFAULT_ENCODER
 from ifqa.retrieval.batching import default_batch_size, run_planned
 from ifqa.retrieval.exported import Runtime, embedding_module, load_exported
+from ifqa.retrieval.tokens import BatchTokens
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +63,7 @@ class _BatchedEncoder:
 
     device: str
     dim: int
+    tokenizes_in_parallel = False  # tokenizing runs the tokenizer's own threads (then no worker processes)
 
     def _run(self, items: Sequence, lengths: Sequence[int], prepare, model, batch_size: int | None) -> np.ndarray:
         vectors = run_planned(
@@ -84,6 +86,13 @@ def _inference(model, precision: str):
 
     model.eval()
     return model.to(torch_dtype(precision)) if precision != "fp32" else model
+
+
+def _probe() -> list[str]:
+    """Texts a fast tokenization is held to the library's on: real passages, one cut at the length
+    limit, padding against a short one, spaces and accents at the ends."""
+    texts = demo_texts()[:24]
+    return [*texts, " ".join(texts[:8]), "Å short one.", "  spaced out  ", ""]
 
 
 def demo_texts() -> list[str]:
@@ -131,6 +140,11 @@ class SentenceEncoder(_BatchedEncoder):
         )
         prompts, default = getattr(self.model, "prompts", {}) or {}, getattr(self.model, "default_prompt_name", None)
         self._prompt = prompts.get(default) if default else None
+        self._fast = None  # texts tokenized by the Rust tokenizer's batch call, where it gives the library's batches
+        if not self._prompt and getattr(self.model, "tokenizer", None) is not None:
+            self._fast = BatchTokens.checked(
+                self.model.tokenizer, self.model.max_seq_length, self._own_inputs, _probe()
+            )
         self._exported = None
         if self.backend.exported:
             texts = demo_texts()
@@ -143,7 +157,15 @@ class SentenceEncoder(_BatchedEncoder):
                 calibration=texts[64:320],
             )
 
+    @property
+    def tokenizes_in_parallel(self) -> bool:
+        """Whether tokenizing runs the tokenizer's own threads (no worker processes needed to feed a GPU)."""
+        return self._fast is not None
+
     def _inputs(self, texts: list[str]) -> dict:
+        return self._fast(texts) if self._fast is not None else self._own_inputs(texts)
+
+    def _own_inputs(self, texts: list[str]) -> dict:
         if self._prompt:  # what encode() does with a model's default prompt
             return self.model.preprocess(texts, prompt=self._prompt)
         return self.model.preprocess(texts) if hasattr(self.model, "preprocess") else self.model.tokenize(texts)

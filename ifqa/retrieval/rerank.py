@@ -27,7 +27,7 @@ from ifqa.retrieval.batching import default_batch_size, run_planned_groups
 from ifqa.retrieval.encoders import demo_texts, resolve
 from ifqa.retrieval.exported import Runtime, load_exported, score_module
 from ifqa.retrieval.reordering import Item, RerankerKind
-from ifqa.retrieval.token_cache import PairTokens, TokenCache, tokenizer_identity
+from ifqa.retrieval.tokens import PairTokens, TokenCache, tokenizer_identity
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +168,7 @@ class CrossEncoderReranker(RerankerKind):
         return next(self.score_groups([items]))
 
     def _pair_tokens(self, groups: Sequence[Sequence[Item]]) -> PairTokens | None:
-        """How pairs are built from their ids (``token_cache``), checked once against the tokenizer's
+        """How pairs are built from their ids (``tokens``), checked once against the tokenizer's
         own pairs on the first pairs here and a long one (None: this tokenizer's pairs are tokenized
         pair by pair)."""
         if self._pairs is None:

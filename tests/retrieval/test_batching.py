@@ -19,7 +19,7 @@ def _model(features: dict):
 
 @pytest.mark.parametrize("workers", [0, 2])
 def test_groups_come_back_each_in_its_items_order(monkeypatch, workers):
-    monkeypatch.setattr(batching, "default_workers", lambda device: workers)
+    monkeypatch.setattr(batching, "default_workers", lambda device, asked=None: workers)
     groups = [[5, 1, 4], [], [9, 2, 6, 3, 8, 7], [0]]
     lengths = [[len(str(i)) * (i % 3 + 1) for i in group] for group in groups]
     outputs = list(batching.run_planned_groups(groups, lengths, 2, _prepare, _model, "cpu"))
@@ -70,3 +70,29 @@ def test_what_workers_keep_in_flight_fits_the_shared_memory(monkeypatch):
     monkeypatch.setattr(batching, "shared_memory_free", lambda path=batching.SHARED_MEMORY: 500)
     with pytest.raises(batching.IfqaError, match=r"does not fit the 0.0 MB free in /dev/shm.*lower --batch-size"):
         next(batching.feed(work, _sized, "cpu", workers=2))
+
+
+def test_without_workers_a_gpu_is_fed_by_threads_ahead_pinned_and_in_order(monkeypatch):
+    """No worker processes on CUDA (a tokenizer whose batch call runs its own threads): batches are
+    prepared ahead on threads, a bounded number at a time, pinned, and come back in order."""
+    from tests.fake_cuda import FakeCuda
+
+    FakeCuda(count=1).install(monkeypatch)
+    pinned, prepared, taken = [], [], []
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: pinned.append(1) or self)
+
+    def prepare(batch: list[int]) -> dict:
+        prepared.append(batch[0])
+        return {"x": torch.tensor(batch), "note": "kept"}
+
+    work = [[i, i + 1] for i in range(20)]
+    for item in batching.feed(work, prepare, "cuda", workers=0):
+        assert len(prepared) - len(taken) <= batching.PREFETCH + batching.THREADS_AHEAD
+        taken.append(item)
+    assert [t["x"].tolist() for t in taken] == work and {t["note"] for t in taken} == {"kept"}
+    assert len(pinned) == len(work)
+    monkeypatch.setenv(batching.WORKERS_ENV, "3")  # the user's count wins on CUDA
+    assert batching.default_workers("cuda", 0) == 3 and batching.default_workers("cpu", 0) == 0
+    monkeypatch.setenv(batching.WORKERS_ENV, "many")
+    with pytest.raises(batching.IfqaError, match="IFQA_FEED_WORKERS='many'"):
+        batching.default_workers("cuda")

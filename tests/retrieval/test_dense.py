@@ -208,7 +208,7 @@ def test_tokenizing_workers_write_the_same_chunks(corpus, tmp_path, monkeypatch)
     from ifqa.retrieval import batching
 
     dense.build(corpus, tmp_path / "inline", chunk=3, batch_size=2, progress=False)
-    monkeypatch.setattr(batching, "default_workers", lambda device: 2)
+    monkeypatch.setattr(batching, "default_workers", lambda device, asked=None: 2)
     dense.build(corpus, tmp_path / "workers", chunk=3, batch_size=2, progress=False)
     for j in range(3):
         name = f"chunk-{j:07d}.npy"

@@ -250,7 +250,7 @@ def test_pairs_scored_across_questions_equal_one_question_at_a_time(tmp_path, tr
     reranker = ifqa.Reranker(trained / "model", depth=15, batch_size=16, device="cpu")
     alone = [reranker.rerank(q, h) for q, h in zip(questions, hits)]
     together = reranker.rerank_many(questions, hits)
-    monkeypatch.setattr(batching, "default_workers", lambda device: 2)
+    monkeypatch.setattr(batching, "default_workers", lambda device, asked=None: 2)
     with_workers = reranker.rerank_many(questions, hits)
     for a, b, c in zip(alone, together, with_workers):
         assert [h.id for h in a] == [h.id for h in b] == [h.id for h in c]

@@ -1,4 +1,4 @@
-"""Passages tokenized once per tokenizer (retrieval/token_cache.py): pairs laid out from ids equal the
+"""Passages tokenized once per tokenizer (retrieval/tokens.py): pairs laid out from ids equal the
 tokenizer's own pairs, the cache is read back instead of tokenizing again, and a cache file that is
 damaged, made by another tokenizer or cannot be written is rebuilt or named, never used."""
 
@@ -12,7 +12,7 @@ from transformers import AutoTokenizer
 
 from ifqa.errors import IfqaError
 from ifqa.retrieval.encoders import demo_texts, resolve
-from ifqa.retrieval.token_cache import PairTokens, TokenCache, tokenizer_identity
+from ifqa.retrieval.tokens import PairTokens, TokenCache, tokenizer_identity
 
 QUESTIONS = [
     "If the river dried up, what would the bridge cross?",
