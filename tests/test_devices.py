@@ -72,3 +72,26 @@ def test_a_run_records_what_decided_its_last_digits(monkeypatch):
         "gpu": "Fake GPU 1",
         "capability": "9.0",
     }
+
+
+def test_every_device_option_is_one_line_before_anything_is_written(cli, monkeypatch, tmp_path):
+    """Every command's --device (walked) refuses what this machine cannot run as it is parsed: a GPU
+    index past its GPUs, cuda without CUDA, a name that is no device, an index that is no number."""
+    from ifqa.cli import cli as root
+    from ifqa.cli.help import leaf_commands
+
+    commands = [
+        name.split()[1:] for name, command in leaf_commands(root) if any(p.name == "device" for p in command.params)
+    ]
+    assert {"rerank", "index", "train", "read", "serve", "retrieve"} <= {path[0] for path in commands}
+    cases = {"cuda": "no CUDA device", "gpu": "use cpu, cuda or cuda:N", "cuda:x": "use cpu, cuda or cuda:N"}
+    for path in commands:
+        for value, said in cases.items():
+            result = cli(*path, "--device", value, cwd=tmp_path)
+            line = result.stderr.strip()
+            assert result.returncode == 1 and "\n" not in line and "--device" in line and said in line, (path, line)
+    FakeCuda(count=1).install(monkeypatch)
+    for path in commands:
+        result = cli(*path, "--device", "cuda:7", cwd=tmp_path)
+        assert result.returncode == 1 and "this machine has 1 CUDA device" in result.stderr, (path, result.stderr)
+    assert list(tmp_path.iterdir()) == []

@@ -16,7 +16,7 @@ import sys
 import click
 
 from ifqa.choices import LazyCommands, announce_renames
-from ifqa.cli.options import guard_outputs
+from ifqa.cli.options import check_devices, guard_outputs
 from ifqa.errors import IfqaError, system_error_line
 from ifqa.interrupts import Terminated, raise_lost, sigterm_as_interrupt
 from ifqa.redact import URL_ENV, RedactingFilter, add_secret, add_url_secrets, redact
@@ -109,6 +109,7 @@ def _commands_of(name: str) -> list[click.Command]:
 
 cli.commands = LazyCommands(lambda: COMMAND_TABLE, _commands_of, COMMAND_TABLE)
 guard_outputs(cli)
+check_devices(cli)
 announce_renames(cli)
 
 

@@ -10,6 +10,7 @@ import click
 from ifqa.choices import AliasedOption, RegistryChoice, each_command
 from ifqa.configs import click_options, from_options, option_fields
 from ifqa.datasets import QuestionSource
+from ifqa.devices import check_device
 from ifqa.errors import IfqaError
 from ifqa.outputs import check_output
 from ifqa.registry import DATASETS, RuntimeNames
@@ -201,6 +202,29 @@ def say_replaced(output) -> None:
 
     if output and os.path.isfile(output):
         logging.getLogger("ifqa").info("%s exists: it is replaced once the new one is complete", output)
+
+
+def check_devices(command: click.Command) -> None:
+    """Make every ``--device`` of ``command`` (and its subcommands) checked as it is parsed
+    (``devices.check_device``: its form, then this machine's GPUs): one check, so a command added later
+    is covered by naming its option ``device``, and a bad one is one line before anything is read or written."""
+    if isinstance(command, click.Group):
+        if not each_command(command, check_devices):
+            for sub in command.commands.values():
+                check_devices(sub)
+        return
+    for param in command.params:
+        if param.name == "device" and not getattr(param, "checks_device", False):
+            given = param.callback
+
+            def checked(ctx, param, value, given=given):
+                try:
+                    check_device(value)  # imports torch only when a device is named
+                except IfqaError as exc:
+                    raise click.BadParameter(f"{value!r}: {str(exc).split(': ', 1)[-1]}", ctx, param) from None
+                return given(ctx, param, value) if given else value
+
+            param.callback, param.checks_device = checked, True  # type: ignore[attr-defined]
 
 
 def guard_outputs(command: click.Command) -> None:
