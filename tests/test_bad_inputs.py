@@ -977,7 +977,9 @@ CASES = [
             "-o",
             f"{B}/z7.jsonl",
         ],
-        "runs on the CPU",
+        "runs on the CPU"
+        if __import__("torch").cuda.is_available()
+        else "no CUDA device is available",  # first checked
         "z7.jsonl",
     ),
     # family: credentials never printed

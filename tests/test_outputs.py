@@ -29,8 +29,8 @@ def _commands(group: click.Group, path: tuple[str, ...] = ()):
 
 def _takes_a_path(param: click.Parameter) -> bool:
     """Options whose value may name a file or folder: paths and free strings (flags, numbers and
-    choices cannot)."""
-    if getattr(param, "is_flag", False) or getattr(param, "count", False):
+    choices cannot, nor a device, which is refused as it is parsed unless it names one)."""
+    if getattr(param, "is_flag", False) or getattr(param, "count", False) or getattr(param, "checks_device", False):
         return False
     return isinstance(param.type, click.Path) or param.type is click.STRING
 

@@ -167,7 +167,10 @@ def test_an_index_built_with_a_backend_encodes_queries_with_it(corpus, tmp_path,
         (["--runtime", "onnx", "--device", "cuda"], "--runtime onnx runs on the CPU"),
     ],
 )
-def test_index_dense_backend_refusals_are_one_line(corpus, tmp_path, cli, args, message):
+def test_index_dense_backend_refusals_are_one_line(corpus, tmp_path, cli, args, message, monkeypatch):
+    from tests.fake_cuda import FakeCuda
+
+    FakeCuda(count=1).install(monkeypatch)  # a GPU machine: --device cuda passes its own check
     result = cli("index", "dense", "--corpus", corpus, "-o", tmp_path / "idx", *args)
     assert result.returncode == 1 and message in result.stderr, result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "idx").exists()
