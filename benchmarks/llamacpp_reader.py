@@ -31,10 +31,11 @@ from common import Parser, machine, markdown_table  # noqa: E402
 
 from ifqa.artifacts import QuestionSet, read_manifest, read_run  # noqa: E402
 from ifqa.datasets import QuestionSource  # noqa: E402
-from ifqa.llm.local_models import f16_copy, model_file, open_llama  # noqa: E402
+from ifqa.llm.local_models import f16_copy, model_file  # noqa: E402
 from ifqa.llm.session import ModelSession  # noqa: E402
 from ifqa.readers.llm import reader as llm_reader  # noqa: E402
 from ifqa.readers.llm.config import LLMReaderConfig  # noqa: E402
+from tests.llm.reference import reference_llama  # noqa: E402
 
 MODEL = "demo:smollm2"
 
@@ -102,9 +103,9 @@ def ifqa_reading(config: LLMReaderConfig, questions: QuestionSet, run: Path, out
 def runtime_alone(source: Path, prompts: list[str], threads: int, max_tokens: int, stops: list[str]) -> dict:
     """llama-cpp-python as a user calls it on ``source``: one chat completion after another (its own prefix
     reuse on)."""
-    # open_llama: llama_cpp.Llama with its AMX weight buffers off on a CPU with AMX, as ifqa loads it
+    # llama_cpp.Llama with its AMX weight buffers off on a CPU with AMX, as ifqa loads it
     # (llama.cpp's AMX kernel crashes on Q4_1 there); elsewhere exactly llama_cpp.Llama
-    llm = open_llama(source, n_ctx=8192, n_threads=threads, verbose=False, flash_attn=True)
+    llm = reference_llama(source, n_ctx=8192, n_threads=threads, flash_attn=True)
     prompt_tokens = completion_tokens = 0
     started = time.perf_counter()
     for prompt in prompts:

@@ -21,7 +21,7 @@ from common import SHARED, Parser, machine  # noqa: E402
 from ifqa.artifacts import Example  # noqa: E402
 from ifqa.datasets.demo import load_demo  # noqa: E402
 from ifqa.datasets.ifqa import load_examples  # noqa: E402
-from ifqa.llm import backends  # noqa: E402
+from ifqa.llm import openai_backend  # noqa: E402
 from ifqa.llm.cache import ResponseCache  # noqa: E402
 from ifqa.llm.session import ModelSession  # noqa: E402
 from ifqa.readers.llm import reader as llm  # noqa: E402
@@ -38,7 +38,7 @@ def questions(n: int) -> tuple[list[Example], list[Example], str]:
 
 
 def run(examples, train, server, cache_path, concurrency, mode="qa", demos=4, run_path=None, setting="supervised"):
-    backend = backends.OpenAIBackend("bench", server.url, "k", backoff=0.05, timeout=5.0)
+    backend = openai_backend.OpenAIBackend("bench", server.url, "k", backoff=0.05, timeout=5.0)
     config = LLMReaderConfig(model="bench", mode=mode, demos=demos, concurrency=concurrency)
     session = ModelSession(backend, config, ResponseCache(cache_path))
     reader = llm.LLMReader(session, config, train, {e.question for e in examples}, rationale_setting=setting)

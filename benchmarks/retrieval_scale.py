@@ -2,6 +2,7 @@
 collection indexed with `--engine pyserini` (Lucene), projected to the paper's 21M and 27.5M passages.
 
     python benchmarks/retrieval_scale.py [--sizes 1,2,4,8] [--counts 700,3800] [--no-lucene] [--out FILE]
+        [--lucene10-python .venv-3.12/bin/python]
 
 Collections: wiki-800k (774,714 passages, built from ../shared under benchmarks/.work when not given
 with ``--collection``) and copies of it as ``bm25_memory.py`` makes them (fresh ids, about one word in
@@ -17,6 +18,12 @@ as shared when its score equals that list's last score). The table goes to ``--o
 size, so a run cut short keeps what it measured; then each figure is fitted against the collection's
 size (least squares: a line over every size, and the line through the two largest, which a projection
 beyond a curve that bends upwards follows) and projected.
+
+Lucene 9.9 and Lucene 10 side by side: one Python cannot hold both pyserinis (1.6 runs on 3.11, 2.x needs
+3.12+), so ``pyserini`` is this Python's and ``pyserini-10`` is the engine run by ``--lucene10-python``
+(an environment with ifqa and pyserini 2: CI's ``.venv-3.12``, the default where it exists): its
+indexes are built and searched by that interpreter's `ifqa`, as its own processes. Both are compared
+with bm25s (top-100 overlap) and with each other (wall time ratio).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from common import SHARED, WORK, Parser, ifqa, machine, markdown_table, timed
+from common import ROOT, SHARED, WORK, Parser, ifqa, machine, markdown_table, timed
 
 DEV = SHARED / "ifqa" / "full_split" / "dev.json"
 PROJECT = (21_000_000, 27_500_000)
@@ -66,6 +73,18 @@ def collection(base: Path, copies: int, folder: Path) -> Path:
     return synthetic(base, copies, folder / f"{base.stem}-x{copies}.jsonl")
 
 
+#: A backend's engine and the Python that runs its commands (None: this one).
+ENGINES = {"bm25s": ("bm25s", None), "pyserini": ("pyserini", None), "pyserini-10": ("pyserini", "lucene10")}
+PYTHONS: dict[str, str] = {}
+
+
+def command(backend: str, *args) -> list[str]:
+    """``ifqa ARGS`` as the backend's Python runs it."""
+    line = ifqa(*args)
+    python = ENGINES[backend][1]
+    return [PYTHONS[python], *line[1:]] if python else line
+
+
 def index(corpus: Path, backend: str, folder: Path) -> dict:
     """The collection's index by ``backend`` (built once; its build's seconds and peak MB kept beside it)."""
     out = folder / f"{corpus.stem}-{backend}"
@@ -73,8 +92,9 @@ def index(corpus: Path, backend: str, folder: Path) -> dict:
     if (out / "manifest.json").exists() and record.exists():
         return {"folder": out, **json.loads(record.read_text())}
     shutil.rmtree(out, ignore_errors=True)
+    engine = ENGINES[backend][0]
     seconds, peak, _ = timed(
-        ifqa("-q", "index", "bm25", "--engine", backend, "--corpus", corpus, "-o", out, "--no-progress")
+        command(backend, "-q", "index", "bm25", "--engine", engine, "--corpus", corpus, "-o", out, "--no-progress")
     )
     built = {"build s": seconds, "build peak MB": peak}
     record.write_text(json.dumps(built))
@@ -85,9 +105,9 @@ def disk_mb(folder: Path) -> float:
     return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) / 2**20
 
 
-def retrieve(index_folder: Path, questions: Path, output: Path, threads: int) -> tuple[float, float]:
-    command = ["-q", "retrieve", "--index", index_folder, "--questions", questions, "--k", "100", "-o", output]
-    seconds, peak, _ = timed(ifqa(*command, "--threads", threads, "--no-progress"))
+def retrieve(backend: str, index_folder: Path, questions: Path, output: Path, threads: int) -> tuple[float, float]:
+    args = ["-q", "retrieve", "--index", index_folder, "--questions", questions, "--k", "100", "-o", output]
+    seconds, peak, _ = timed(command(backend, *args, "--threads", threads, "--no-progress"))
     return seconds, peak
 
 
@@ -127,6 +147,13 @@ def main() -> None:
     parser.add_argument("--counts", type=sizes_flag, default=[700, 3800], help="questions per run")
     parser.add_argument("--no-lucene", action="store_true", help="the bm25s index only")
     parser.add_argument(
+        "--lucene10-python",
+        type=Path,
+        default=ROOT / ".venv-3.12" / "bin" / "python",
+        help="a Python with ifqa and pyserini 2 (Lucene 10) for the pyserini-10 rows (default: .venv-3.12's, "
+        "left out where it does not exist)",
+    )
+    parser.add_argument(
         "--threads", type=int, default=1, help="scoring threads of both backends (default 1: the curve's figures)"
     )
     parser.add_argument("--work", type=Path, default=WORK / "retrieval-scale", help="collections, indexes, runs")
@@ -142,6 +169,9 @@ def main() -> None:
         files = ["enwiki2015_articles.jsonl.gz", "enwiki2021_articles.jsonl.gz", "ifqa_contexts.jsonl"]
         timed(ifqa("corpus", "build", *[wiki / f for f in files], "-o", base, "--workers", "2", "--no-progress"))
     backends = ["bm25s"] + ([] if args.no_lucene else ["pyserini"])
+    if not args.no_lucene and args.lucene10_python.exists():
+        PYTHONS["lucene10"] = str(args.lucene10_python)
+        backends.append("pyserini-10")
     measured = args.work / "measured.json"  # rows of earlier runs (other sizes) join the table and the fit
     kept = json.loads(measured.read_text()) if measured.exists() else []
     rows: list[dict] = []
@@ -155,7 +185,7 @@ def main() -> None:
             runs = {}
             for backend in order:
                 runs[backend] = args.work / f"run-{corpus.stem}-{backend}-{count}.jsonl"
-                seconds, peak = retrieve(indexes[backend]["folder"], questions, runs[backend], args.threads)
+                seconds, peak = retrieve(backend, indexes[backend]["folder"], questions, runs[backend], args.threads)
                 built = indexes[backend]
                 rows.append(
                     {
@@ -172,10 +202,9 @@ def main() -> None:
                     }
                 )
                 print(json.dumps(rows[-1]), flush=True)
-            if len(backends) == 2:
-                shared = overlap(runs["bm25s"], runs["pyserini"])
-                for row in rows[-2:]:
-                    row["top-100 overlap"] = f"{shared:.4f}"
+            for row in rows[-len(backends) :]:  # each Lucene's overlap with bm25s
+                if row["backend"] != "bm25s":
+                    row["top-100 overlap"] = f"{overlap(runs['bm25s'], runs[row['backend']]):.4f}"
         key = lambda r: (r["passages"], r["questions"], r["backend"])  # noqa: E731
         kept = [r for r in kept if key(r) not in {key(new) for new in rows}]
         measured.write_text(json.dumps(kept + rows))
@@ -188,17 +217,23 @@ def main() -> None:
 def report(rows: list[dict], backends: list[str], counts: list[int]) -> str:
     """The table, the ratios per size and the fitted projections, as Markdown."""
     lines = [f"`ifqa retrieve --k 100`, {machine()}", "", markdown_table(rows, digits=1), ""]
-    if len(backends) == 2:
-        lines += ["Lucene / bm25s wall time (the default's lead), and bm25s retrieve peak / index on disk:", ""]
+    if len(backends) > 1:
+        lines += [
+            "Lucene / bm25s wall time (the default's lead; Lucene 10's beside Lucene 9.9's), Lucene 9.9 / Lucene 10 "
+            "(Lucene 10's lead), and bm25s retrieve peak / index on disk:",
+            "",
+        ]
         for count in counts:
             for n in sorted({r["passages"] for r in rows if r["questions"] == count}):
-                pair = {r["backend"]: r for r in rows if r["questions"] == count and r["passages"] == n}
-                if len(pair) == 2:
-                    ours = pair["bm25s"]
-                    lines.append(
-                        f"- {n:,} passages, {count} questions: {pair['pyserini']['retrieve s'] / ours['retrieve s']:.2f}x; "
-                        f"{ours['retrieve peak MB'] / ours['index MB on disk']:.2f}"
-                    )
+                runs = {r["backend"]: r for r in rows if r["questions"] == count and r["passages"] == n}
+                ours = runs.get("bm25s")
+                if ours is None or len(runs) < 2:
+                    continue
+                said = [f"{b} {runs[b]['retrieve s'] / ours['retrieve s']:.2f}x" for b in backends[1:] if b in runs]
+                if {"pyserini", "pyserini-10"} <= set(runs):
+                    said.append(f"9.9 / 10: {runs['pyserini']['retrieve s'] / runs['pyserini-10']['retrieve s']:.2f}x")
+                said.append(f"{ours['retrieve peak MB'] / ours['index MB on disk']:.2f}")
+                lines.append(f"- {n:,} passages, {count} questions: " + "; ".join(said))
         lines.append("")
     sizes = sorted({r["passages"] for r in rows})
     lines.append(

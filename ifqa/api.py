@@ -96,7 +96,7 @@ class Searcher:
 
     @checked(index=arg.path_like, corpus=arg.optional(arg.path_like), device=arg.device)
     def __init__(self, index: str | Path, corpus: str | Path | None = None, device: str | None = None):
-        from ifqa.retrieval.specs import open_index as _open
+        from ifqa.retrieval.specs import open_index as _open  # loaded on first use: `import ifqa` stays light
 
         self.engine = _open(str(index), str(corpus) if corpus else None, device)
 
@@ -191,7 +191,7 @@ class Pipeline(RetrievalPipeline):
 
     def __repr__(self) -> str:
         """The settings that differ from ``ifqa retrieve``'s defaults, as the command would take them."""
-        from ifqa.configs import changed
+        from ifqa.configs import changed  # loaded on first use: `import ifqa` stays light
 
         settings = [f"{field.name}={value!r}" for field, value in changed(self.config)]
         return f"Pipeline({', '.join(settings) or 'the defaults of ifqa retrieve'})"
@@ -223,7 +223,7 @@ class Pipeline(RetrievalPipeline):
         """As ``ifqa retrieve -o FILE``: the run file and its manifest, written atomically."""
         from dataclasses import asdict
 
-        from ifqa.outputs import check_output
+        from ifqa.outputs import check_output  # loaded on first use: `import ifqa` stays light
 
         question_set = as_question_set(questions)
         check_output(output, {"questions": question_set.name, **asdict(self.config)}, "output")
@@ -260,7 +260,7 @@ class Reranker:
         precision: str = "auto",
         backend: str | None = None,
     ):
-        from ifqa.retrieval.rerank import load_reranker
+        from ifqa.retrieval.rerank import load_reranker  # loaded on first use: `import ifqa` stays light
 
         if backend is not None:  # the former name of runtime
             import warnings
@@ -301,7 +301,7 @@ class Reranker:
             return self.model.rerank_many(questions, hits_lists)
         from tqdm import tqdm
 
-        from ifqa.retrieval.rerank_run import questions_per_group
+        from ifqa.retrieval.rerank_run import questions_per_group  # loaded on first use: `import ifqa` stays light
 
         per_group = questions_per_group(self.model)
         out: list[list[Hit]] = []
@@ -320,10 +320,13 @@ class Reranker:
         """As ``ifqa rerank``: every question of a run file reordered into ``output`` (resumable). The
         questions default, as the command's do, to the set the run's manifest records; a run made for
         other questions is refused. Returns the questions written."""
-        from ifqa.artifacts import check_questions
-        from ifqa.datasets import questions_for
-        from ifqa.outputs import check_output
-        from ifqa.retrieval.rerank_run import read_rerankable, rerank_run
+        from ifqa.artifacts import check_questions  # loaded on first use: `import ifqa` stays light
+        from ifqa.datasets import questions_for  # loaded on first use: `import ifqa` stays light
+        from ifqa.outputs import check_output  # loaded on first use: `import ifqa` stays light
+        from ifqa.retrieval.rerank_run import (  # loaded on first use: `import ifqa` stays light
+            read_rerankable,
+            rerank_run,
+        )
 
         check_output(output, {"run": run, "model": self.model.name}, "output")
         records = read_rerankable(run, self.depth)  # parsed once
@@ -336,8 +339,6 @@ class Reranker:
 
 
 def _reader_questions(name: str, value: Any):
-    from ifqa.datasets import QuestionSource
-
     return value if value is None or isinstance(value, QuestionSource) else arg.questions(name, value)
 
 
@@ -368,10 +369,10 @@ def read(
     """
     import json
 
-    from ifqa.configs import from_options
-    from ifqa.outputs import check_output
-    from ifqa.readers import ReadJob
-    from ifqa.registry import READERS
+    from ifqa.configs import from_options  # loaded on first use: `import ifqa` stays light
+    from ifqa.outputs import check_output  # loaded on first use: `import ifqa` stays light
+    from ifqa.readers import ReadJob  # loaded on first use: `import ifqa` stays light
+    from ifqa.registry import READERS  # loaded on first use: `import ifqa` stays light
 
     entry = READERS.get(reader)
     config = from_options(entry.config, {k: v for k, v in options.items() if v is not None})
@@ -424,8 +425,8 @@ def analyze_premise(
     >>> report["all"]["memory"]  # the majority answer is what it gives without the premise too
     100.0
     """
-    from ifqa.analysis import premise
-    from ifqa.outputs import check_output
+    from ifqa.analysis import premise  # loaded on first use: `import ifqa` stays light
+    from ifqa.outputs import check_output  # loaded on first use: `import ifqa` stays light
 
     question_set = as_question_set(questions)
     check_output(output, {"predictions": predictions, "twins": twins, "twin_predictions": twin_predictions}, "output")
@@ -442,6 +443,6 @@ def to_dataset(data: QuestionSet | Sequence[Example] | Sequence[dict] | str | Pa
     >>> dataset.num_rows, dataset.column_names
     (24, ['qid', 'question', 'answers', 'context'])
     """
-    from ifqa.datasets.export import to_dataset as convert
+    from ifqa.datasets.export import to_dataset as convert  # loaded on first use: `import ifqa` stays light
 
     return convert(data)

@@ -51,6 +51,25 @@ def flag(field: dataclasses.Field) -> str:
     return field.metadata.get("flag") or "--" + field.name.replace("_", "-")
 
 
+def prefixed(cls: type, prefix: str, what: str) -> type:
+    """A dataclass holding ``cls``'s option fields once more, each named ``prefix`` + its name and its
+    help led by ``what`` (``--rewrite-thinking`` beside ``--thinking``): a component that reaches a
+    second model takes that model's options as they are declared, never a hand-made subset.
+    ``unprefixed`` turns its values back into a ``cls``."""
+    made = []
+    for field in option_fields(cls):
+        meta = {k: v for k, v in field.metadata.items() if k not in ("envvar", "renamed_from", "flag")}
+        meta["help"] = f"{what}{meta['help'][0].lower()}{meta['help'][1:]}"
+        default = dataclasses.field(default=field_default(field), metadata=meta)
+        made.append((prefix + field.name, _hints(cls)[field.name], default))
+    return dataclasses.make_dataclass(f"{cls.__name__}As{prefix.strip('_').title()}", made)
+
+
+def unprefixed(config: Any, prefix: str, cls: type[T]) -> T:
+    """The ``cls`` whose fields ``config`` holds under ``prefix`` (see ``prefixed``)."""
+    return cls(**{f.name: getattr(config, prefix + f.name) for f in option_fields(cls)})
+
+
 def option_fields(cls: type) -> list[dataclasses.Field]:
     return [f for f in dataclasses.fields(cls) if not f.metadata.get("internal")]
 
@@ -170,7 +189,10 @@ def click_options(cls: type, defaults: Mapping[str, Any] | None = None, exclude:
     """
     import click
 
-    from ifqa.choices import AliasedOption, RegistryChoice
+    from ifqa.choices import (  # click's types, for building options alone (configs is read by every component)
+        AliasedOption,
+        RegistryChoice,
+    )
 
     defaults = defaults or {}
 

@@ -11,8 +11,11 @@ from typing import Any
 
 from ifqa import arguments as arg
 from ifqa.arguments import checked
-from ifqa.artifacts import Example, QuestionSet
+from ifqa.artifacts import Example, QuestionSet, check_questions, check_records_ask, read_run
 from ifqa.errors import IfqaError
+from ifqa.eval.answers import best_over_answers, token_f1
+from ifqa.eval.answers import exact_match as answers_exact_match
+from ifqa.io import read_jsonl
 
 
 def _predictions(name: str, value: Any):
@@ -37,7 +40,10 @@ def evaluate_run(
     >>> report["n"], sorted(report["recall"])
     (24, ['answer', 'gold'])
     """
-    from ifqa.eval.summary import compare_runs, summarize_run
+    from ifqa.eval.summary import (  # loaded on first use: the API re-exports scoring without loading every metric
+        compare_runs,
+        summarize_run,
+    )
 
     records = _run_records("run", run, questions)
     report = summarize_run(records, questions.examples if questions is not None else None)
@@ -71,8 +77,6 @@ def _where(given: Any) -> str:
 def _run_records(name: str, run: str | Path | list, questions: QuestionSet | None) -> list:
     """The run's records, refused when empty or (with ``questions``) made for other questions: a
     file by its manifest, as the command line checks it, and any run by its qids."""
-    from ifqa.artifacts import check_questions, check_records_ask, read_run
-
     records = read_run(run) if isinstance(run, (str, Path)) else list(run)
     if isinstance(run, (str, Path)) and questions is not None:
         check_questions(run, questions, records)
@@ -123,8 +127,7 @@ def evaluate_predictions(
     >>> evaluate_predictions({e.qid: e.answers[0] for e in dev}, dev)["em"]
     100.0
     """
-    from ifqa.artifacts import check_questions
-    from ifqa.eval.tasks import task_for
+    from ifqa.eval.tasks import task_for  # loaded on first use: the API re-exports scoring without loading every metric
 
     for given in (predictions, compare, judgments):  # a file made for another question set, as the CLI refuses it
         if isinstance(given, (str, Path)):
@@ -149,14 +152,17 @@ def evaluate_predictions(
         )
     report = task.summarize(questions.examples, answers, other)
     if isinstance(predictions, (str, Path)):  # an iterative reader's file: its steps scored too
+        # loaded on first use: the API re-exports scoring without loading every metric
         from ifqa.eval.steps import summarize_steps
-        from ifqa.io import read_jsonl
 
         steps = summarize_steps([record for _, record in read_jsonl(predictions) if isinstance(record, dict)])
         if steps is not None:
             report["iterative"] = steps
     if judgments is not None:
-        from ifqa.eval.judged import read_judgments, summarize_judgments
+        from ifqa.eval.judged import (  # loaded on first use: the API re-exports scoring without loading every metric
+            read_judgments,
+            summarize_judgments,
+        )
 
         if isinstance(judgments, Mapping):
             verdicts, judge = dict(judgments), {"model": "given", "prompt_sha256": ""}
@@ -196,10 +202,8 @@ def exact_match(prediction: str, answers: Sequence[str]) -> float:
     >>> exact_match("The Hudson river", ["Hudson River"])
     1.0
     """
-    from ifqa.eval.answers import best_over_answers
-    from ifqa.eval.answers import exact_match as em
 
-    return best_over_answers(em, prediction, list(answers))
+    return best_over_answers(answers_exact_match, prediction, list(answers))
 
 
 @checked(prediction=arg.prediction, answers=arg.answers)
@@ -209,6 +213,4 @@ def f1(prediction: str, answers: Sequence[str]) -> float:
     >>> round(f1("Hudson", ["Hudson River"]), 3)
     0.667
     """
-    from ifqa.eval.answers import best_over_answers, token_f1
-
     return best_over_answers(token_f1, prediction, list(answers))

@@ -195,11 +195,11 @@ def exclusive(path: str | Path, what: str = "another run is writing this output"
         holder = handle.read().strip()
         handle.close()  # the running one owns the lock file
         raise IfqaError(f"{what} (process {holder})" if holder.isdigit() else what, path) from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(str(os.getpid()))
-    handle.flush()
     try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(str(os.getpid()))
+        handle.flush()  # a full disk fails here: the lock file goes too (finally), as after the block
         yield
     finally:
         with contextlib.suppress(FileNotFoundError):

@@ -128,9 +128,9 @@ RUNTIMES = Registry(
 LLM_BACKENDS = Registry(
     "LLM backend",
     {
-        "openai": ".backends:OpenAIBackend",
+        "openai": ".openai_backend:OpenAIBackend",
         "llamacpp": ".llamacpp_backend:LlamaCppBackend",
-        "hf": ".backends:HFBackend",
+        "hf": ".hf_backend:HFBackend",
         "vllm": ".vllm_backend:VLLMBackend",
     },
     "ifqa.llm",

@@ -87,11 +87,35 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+#: The tier CI runs on every Python beside the project's own (3.12 and 3.13: ``pytest -m versions``):
+#: the command line walked and every command's documented run, the real model (llama.cpp in process and
+#: its server), and each optional engine's tests (Lucene, FAISS and the dense encoders, the exported runtimes).
+VERSIONS_TIER = (
+    "tests/test_cli.py",
+    "tests/test_docs.py",
+    "tests/llm/test_llamacpp.py",
+    "tests/llm/test_real_server.py",
+    "tests/llm/test_protocol.py",
+    "tests/retrieval/test_lucene.py",
+    "tests/retrieval/test_dense.py",
+    "tests/retrieval/test_exported.py",
+    "tests/retrieval/test_tokens.py",
+    "tests/retrieval/test_retrieve_cli.py",
+    "tests/readers/test_fid.py",
+    "tests/training/test_reranker.py",
+)
+
+
 def pytest_collection_modifyitems(config, items):
     """Modules holding a slow test first, in collection order (the workers take modules in this order:
     the long ones start early instead of one finishing alone at the end; longest-first measured no
     faster in clean-clone runs here, 903 s against 797 s and 938 s for this order on a shared
-    machine); tests needing ../shared skipped without it."""
+    machine); tests needing ../shared skipped without it; the modules of ``VERSIONS_TIER`` marked
+    ``versions``."""
+    tier = {ROOT / name for name in VERSIONS_TIER}
+    for item in items:
+        if item.path in tier:
+            item.add_marker(pytest.mark.versions)
     slow_modules = {item.path for item in items if "slow" in item.keywords}
     items.sort(key=lambda item: item.path not in slow_modules)  # stable: each module's own order kept
     if SHARED.is_dir():

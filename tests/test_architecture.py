@@ -226,6 +226,7 @@ def test_the_gpu_extra_installs_faiss_gpu_in_place_of_faiss_cpu():
     """`ifqa[gpu]` (GPU machines, instead of [all]): faiss-gpu and vLLM where they install (Linux x86-64),
     never faiss-cpu beside faiss-gpu (both install the `faiss` module)."""
     import tomllib
+
     from packaging.requirements import Requirement
 
     extras = tomllib.loads((PACKAGE.parent / "pyproject.toml").read_text())["project"]["optional-dependencies"]
@@ -294,3 +295,54 @@ def test_an_engine_refuses_settings_its_manifest_cannot_hold(tmp_path):
     manifest["params"]["k1"] = -1
     with pytest.raises(IfqaError, match="k1"):
         ENGINES.get("bm25s").load(tmp_path / "idx", manifest, corpus)
+
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "ARCHITECTURE.md"
+IFQA = PACKAGE
+
+
+def test_the_package_tree_names_every_module_and_only_modules_that_exist():
+    import re
+
+    tree = DOC.read_text(encoding="utf-8").split("## Packages")[1].split("```")[1]
+    named = {name.split("/")[-1] for name in re.findall(r"([\w/]+\.py)\b", tree)}
+    modules = [p for p in IFQA.rglob("*.py") if p.name != "__init__.py" and "demo" not in p.relative_to(IFQA).parts]
+    assert sorted(str(p.relative_to(IFQA)) for p in modules if p.name not in named) == []
+    assert sorted(named - {p.name for p in modules}) == []
+
+
+def test_the_backend_capabilities_the_docs_list_are_the_base_classes():
+    """The LLM_BACKENDS row names what a backend declares: every public attribute of ``Backend`` beyond
+    the three every backend defines, and nothing else."""
+    import re
+
+    from ifqa.llm.protocol import Backend
+
+    row = next(line for line in DOC.read_text(encoding="utf-8").splitlines() if line.startswith("| `LLM_BACKENDS`"))
+    declared = {name for name in vars(Backend) if not name.startswith("_")} - {"from_options", "complete", "describe"}
+    declared |= {"stopping"}  # an instance attribute: the base class makes it
+    listed = set(re.findall(r"`(\w+)`", row.split("what it can do", 1)[1].split("(tests/", 1)[0]))
+    assert listed == declared - {"name"}
+
+
+def test_every_function_local_ifqa_import_says_why_and_is_not_at_the_top_too():
+    """An import inside a function is a per-feature one with its reason beside it (same line or the one
+    above), and never re-imports what the module imports at its top."""
+    problems = []
+    for path in sorted(IFQA.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        lines, tree = text.splitlines(), ast.parse(text)
+        top = {(n.module, a.name) for n in tree.body if isinstance(n, ast.ImportFrom) for a in n.names}
+        for function in ast.walk(tree):
+            if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(function):
+                if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ifqa")):
+                    continue
+                where = f"{path.relative_to(IFQA.parent)}:{node.lineno}"
+                said = "#" in lines[node.lineno - 1] or "#" in lines[node.end_lineno - 1]
+                if not said and not lines[node.lineno - 2].strip().startswith("#"):
+                    problems.append(f"{where}: no reason given")
+                if any((node.module, a.name) in top for a in node.names):
+                    problems.append(f"{where}: imported at the top already")
+    assert problems == []

@@ -82,3 +82,35 @@ def test_a_byte_order_mark_is_not_part_of_the_first_record(cli, tmp_path):
     run.write_text("\ufeff" + run.read_text(encoding="utf-8"), encoding="utf-8")
     result = cli("evaluate", "--run", run, "--json")
     assert result.returncode == 0 and json.loads(result.stdout)["n"] == len(dev), result.stderr
+
+
+def test_a_lock_that_cannot_be_written_leaves_no_lock_file(tmp_path, monkeypatch):
+    """A full disk when the lock's holder is written (an index rebuilt with --force): the error goes up
+    and no ``.NAME.lock`` stays beside the output."""
+    import builtins
+    import errno
+
+    import pytest
+
+    from ifqa.io import exclusive
+
+    real_open = builtins.open
+
+    class Full:
+        def __init__(self, handle):
+            self.handle = handle
+
+        def __getattr__(self, name):
+            return getattr(self.handle, name)
+
+        def flush(self):
+            raise OSError(errno.ENOSPC, "No space left on device")
+
+    def opening(path, *args, **kwargs):
+        handle = real_open(path, *args, **kwargs)
+        return Full(handle) if str(path).endswith(".lock") else handle
+
+    monkeypatch.setattr(builtins, "open", opening)
+    with pytest.raises(OSError, match="No space left"), exclusive(tmp_path / "ix", "busy"):
+        pass
+    assert list(tmp_path.iterdir()) == []

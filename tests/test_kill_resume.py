@@ -429,8 +429,14 @@ def test_training_killed_in_its_last_moments_is_completed_by_the_same_command(
 
         return wrapped
 
-    for name in originals:
-        monkeypatch.setattr(ifqa.io, name, killing(name))
+    import sys
+
+    import ifqa.training.reranker  # noqa: F401 - loaded, so the names it imported are replaced below too
+
+    for name, original in originals.items():  # in ifqa.io and wherever a module imported it by name
+        for module in [m for m in list(sys.modules.values()) if (getattr(m, "__name__", "") or "").startswith("ifqa")]:
+            if getattr(module, name, None) is original:
+                monkeypatch.setattr(module, name, killing(name))
     first = run_cli(*command[len(_ifqa()) :], "-o", out, env=env)
     assert fired and first.returncode == 130, first.stderr
     monkeypatch.undo()

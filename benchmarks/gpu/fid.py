@@ -65,7 +65,7 @@ def fid_command(suite: Suite) -> dict:
 
     from ifqa.devices import compile_unavailable
     from ifqa.readers.fid import FiDTrainConfig
-    from ifqa.retrieval import batching
+    from ifqa.training import loop
     from ifqa.training.fid import train
 
     size, device = suite.size, suite.device
@@ -75,7 +75,7 @@ def fid_command(suite: Suite) -> dict:
     run = folder / "run.jsonl"
     fid_run(run, demo_passages(), 400)
     stamps: list[float] = []
-    feed = batching.feed  # the loop imports it when it starts: time each batch it takes
+    feed = loop.feed  # the training loop's feed: time each batch it takes
 
     def timed_feed(*args, **kwargs):
         for item in feed(*args, **kwargs):
@@ -91,12 +91,12 @@ def fid_command(suite: Suite) -> dict:
         save_every=0,
         compile=device.startswith("cuda") and compile_unavailable(device) is None,
     )
-    batching.feed = timed_feed
+    loop.feed = timed_feed
     started = time.time()
     try:
         train(run, None, folder / "out", config, device, progress=False)
     finally:
-        batching.feed = feed
+        loop.feed = feed
     first = steps // 3
     rate = batch * (len(stamps) - 1 - first) / max(1e-9, stamps[-1] - stamps[first])
     goal = GOALS["fid"]

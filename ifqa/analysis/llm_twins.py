@@ -50,9 +50,10 @@ def twins_by_llm(
     api_key: str | None = None,
     progress: bool = True,
     prompts: str | Path | None = None,
-) -> tuple[QuestionSet, list[dict]]:
-    """The twins and their records (``qid``, ``question``, ``how``, ``model``, ``prompt_sha256``, ``raw``).
-    A reply with no question in it, or one cut off while thinking, is one line naming the question."""
+) -> tuple[QuestionSet, list[dict], dict]:
+    """The twins, their records (``qid``, ``question``, ``how``, ``model``, ``prompt_sha256``, ``raw``) and
+    the model session's record (as every command keeps it). A reply with no question in it, or one cut
+    off while thinking, is one line naming the question."""
     template, digest = load_whole_prompt("twin", ("question",), prompts)
     session = ModelSession.open(access, api_key)
     examples = questions.examples
@@ -81,4 +82,4 @@ def twins_by_llm(
                 "raw": reply.raw,
             }
         )
-    return twin_set(questions, {r["qid"]: r["question"] for r in records}, "llm"), records
+    return twin_set(questions, {r["qid"]: r["question"] for r in records}, "llm"), records, session.record()

@@ -92,8 +92,8 @@ class Reading:
 
 def make_twins(
     how: str | Path, questions: QuestionSet, reading: Reading, api_key: str | None = None, progress: bool = True
-) -> tuple[QuestionSet, list[dict] | None]:
-    """The twins by ``how``: ``rule``, ``llm`` (written by the predictions' own model, each kept with
+) -> tuple[QuestionSet, list[dict] | None, dict | None]:
+    """The twins by ``how`` (with the records to keep, and the twin model's session record): ``rule``, ``llm`` (written by the predictions' own model, each kept with
     the prompt's SHA-256 and the model's reply) or a ``{qid, question}`` file; with the records to keep.
     A set whose premise is in its context (FaithEval) has no premise to take out of a question: each
     question is its own twin, asked without the context."""
@@ -101,12 +101,12 @@ def make_twins(
         log.info(
             "%s states its premise in the context: each question is its own twin, asked closed-book", questions.name
         )
-        return twin_set(questions, {e.qid: e.question for e in questions.examples}, "context"), None
+        return twin_set(questions, {e.qid: e.question for e in questions.examples}, "context"), None, None
     if str(how) == "rule":
-        return twins_by_rule(questions), None
+        return twins_by_rule(questions), None, None
     if str(how) == "llm":
         return twins_by_llm(questions, reading.twin_config, api_key, progress)
-    return twins_from_file(questions, how), None
+    return twins_from_file(questions, how), None, None
 
 
 def twin_answers(
@@ -226,7 +226,7 @@ def analyze(
     (+ manifest), ``premise.jsonl`` (per question) and ``premise.json`` (the report)."""
     output = Path(output)
     reading = Reading.load(predictions, questions)
-    twin_questions, twin_records = make_twins(twins, questions, reading, api_key, progress)
+    twin_questions, twin_records, twin_model = make_twins(twins, questions, reading, api_key, progress)
     if twin_predictions is None:
         reading.twin_config  # noqa: B018 - refused before the twins are asked or anything is written
     with files_into(output) as folder:
@@ -242,6 +242,7 @@ def analyze(
             "reader": reading.manifest.get("reader"),
             "mode": (reading.manifest.get("config") or {}).get("mode"),
             "twin_predictions": str(twin_predictions or output / "twin-predictions.jsonl"),
+            **({"twin_model": twin_model} if twin_model else {}),
             **premise_report(rows),
         }
         write_jsonl(

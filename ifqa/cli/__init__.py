@@ -36,6 +36,7 @@ NOISY_LOGGERS = (
     "httpx2",
     "httpcore",
     "openai",
+    "llama-cpp-python",
 )
 #: Optional libraries -> the extra that installs them.
 EXTRAS = {

@@ -10,8 +10,10 @@ import click
 
 from ifqa.choices import AliasedOption
 
-#: Group titles in the order a page shows them; an option none of the rules claims goes to "Options".
+#: Group titles in the order a page shows them; an option none of the rules claims goes to ``OTHER``
+#: (never rich-click's own "Options" panel, which would then collect every option a second time).
 GROUPS = ("Server", "Input", "Retrieval", "Model", "Training", "Output", "Runtime")
+OTHER = "More options"
 _RULES = {
     "Server": ("host", "port", "concurrency", "max_k", "cache", "no_cache"),  # in this order
     "Input": {
@@ -27,7 +29,8 @@ _RULES = {
         "model", "encoder", "query_encoder", "checkpoint", "api_key", "base_url", "max_length", "temperature", "mode",
         "demos", "cot", "samples", "max_tokens", "max_prompt_tokens", "prompts_dir", "beams", "completions",
         "no_titles", "text_maxlength", "answer_maxlength", "n_context", "retries", "timeout", "thinking",
-        "thinking_budget", "reasoning_effort", "protocol", "max_steps",
+        "thinking_budget", "reasoning_effort", "protocol", "max_steps", "template", "context_window", "gguf_weights",
+        "dtype",
     },
     "Training": {
         "steps", "epochs", "lr", "warmup_steps", "weight_decay", "max_grad_norm", "accumulation", "eval_every",
@@ -38,7 +41,7 @@ _RULES = {
     "Runtime": {
         "device", "threads", "batch_size", "eval_batch_size", "workers", "precision", "backend", "quantize",
         "max_memory", "ray_address", "ray_workers", "shard", "chunk_size", "chunk_docs", "compile", "no_compile",
-        "gradient_checkpointing", "fp32", "stop_after", "save_every",
+        "gradient_checkpointing", "fp32", "stop_after", "save_every", "model_threads",
     },
 }  # fmt: skip
 _PREFIXES = {"rerank_": "Retrieval", "rewrite_": "Model"}
@@ -76,7 +79,7 @@ def group_of(param: click.Parameter) -> str:
     for group in GROUPS:
         if name in _RULES[group]:
             return group
-    return next((group for prefix, group in _PREFIXES.items() if name.startswith(prefix)), "Options")
+    return next((group for prefix, group in _PREFIXES.items() if name.startswith(prefix)), OTHER)
 
 
 def leaf_commands(group: click.Group, path: str = "ifqa"):
@@ -95,7 +98,7 @@ def option_groups(command: click.Command) -> list[dict]:
     options = [p for p in command.params if isinstance(p, click.Option) and not p.hidden]
     for param in sorted(options, key=lambda p: server.index(p.name) if p.name in server else len(server)):
         grouped.setdefault(group_of(param), []).append(param.opts[0])
-    return [{"name": group, "options": grouped[group]} for group in (*GROUPS, "Options") if group in grouped]
+    return [{"name": group, "options": grouped[group]} for group in (*GROUPS, OTHER) if group in grouped]
 
 
 def use_rich_help(root: click.Group, asked: list[str] | None = None) -> None:
@@ -109,6 +112,9 @@ def use_rich_help(root: click.Group, asked: list[str] | None = None) -> None:
     config.SHOW_ARGUMENTS = True
     config.STYLE_OPTIONS_TABLE_BOX = "SIMPLE"
     config.MAX_WIDTH = 110
+    # an option's type goes into its help, so its whole name fits the first column on an 80-column terminal
+    config.OPTIONS_TABLE_COLUMN_TYPES = ["required", "opt_short", "opt_long", "help"]
+    config.OPTIONS_TABLE_HELP_SECTIONS = ["metavar", "help", "deprecated", "envvar", "default", "required"]
     groups, target, path = [root], root, "ifqa"
     for name in asked or []:
         target, path = target.commands[name], f"{path} {name}"

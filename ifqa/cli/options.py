@@ -182,7 +182,7 @@ def runtime_label(runtime: str, quantize: str | None, prefix: str = "") -> str:
     naming the options as this command spells them (``--rerank-quantize`` on retrieve and serve)."""
     import re
 
-    from ifqa.retrieval.exported import Runtime
+    from ifqa.retrieval.exported import Runtime  # the exports' code, for --runtime alone
 
     try:
         return Runtime(runtime, quantize).label
@@ -207,14 +207,14 @@ def say_replaced(output) -> None:
 def check_devices(command: click.Command) -> None:
     """Make every ``--device`` of ``command`` (and its subcommands) checked as it is parsed
     (``devices.check_device``: its form, then this machine's GPUs): one check, so a command added later
-    is covered by naming its option ``device``, and a bad one is one line before anything is read or written."""
+    is covered by naming its option ``device`` (or ``..._device``), and a bad one is one line before anything is read or written."""
     if isinstance(command, click.Group):
         if not each_command(command, check_devices):
             for sub in command.commands.values():
                 check_devices(sub)
         return
     for param in command.params:
-        if param.name == "device" and not getattr(param, "checks_device", False):
+        if (param.name == "device" or param.name.endswith("_device")) and not getattr(param, "checks_device", False):
             given = param.callback
 
             def checked(ctx, param, value, given=given):

@@ -46,7 +46,7 @@ def serve(api_key, setting, split, questions, data_dir, host, port, max_k, **opt
     """
     import uvicorn
 
-    from ifqa.serve.app import create_app
+    from ifqa.serve.app import create_app  # the web app (FastAPI), for serve alone
 
     reader_options = {k: v for k, v in options.items() if k in READER_FIELDS}
     reader = from_options(

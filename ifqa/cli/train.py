@@ -63,7 +63,7 @@ def train() -> None:
 def train_fid(run_path, dev_run, output, stop_after, device, no_progress, **options) -> None:
     """Train a Fusion-in-Decoder reader on a run file; rerun the same command to resume."""
     config = from_options(FiDTrainConfig, options)  # checked before torch loads
-    from ifqa.training import fid
+    from ifqa.training import fid  # torch and transformers, once the options are checked
 
     state = fid.train(run_path, dev_run, output, config, device, progress=not no_progress, stop_after=stop_after)
 

@@ -96,11 +96,14 @@ def build(
             for s in sources
         ],
     }
+    if workers > 1:
+        check_file_limit(workers)  # before anything is made
     with exclusive(output, "another ifqa corpus build is writing this output"):  # the second of two says so
-        _prepare_parts(parts, settings)
+        if parts.exists():
+            _prepare_parts(parts, settings)  # an interrupted build's: checked, then resumed
         started, cpu_started = time.time(), _cpu_seconds()
         try:
-            _run_batches(sources, parts, words, tsv, workers, batch_size, progress)
+            _run_batches(sources, parts, words, tsv, workers, batch_size, progress, settings)
             joining = _cpu_seconds()
             summary, checksum = _join_parts(parts, output, tsv)
             try:
@@ -206,7 +209,7 @@ def _prepare_parts(parts: Path, settings: dict) -> None:
                     raise ValueError("its .ids file is cut short")
         log.info("resuming: %d finished batches found in %s", len(done), parts)
         return
-    parts.mkdir(parents=True)
+    settings_file.parent.mkdir(parents=True)
     write_json(settings_file, settings)
 
 
@@ -231,8 +234,10 @@ def _batches(source: Source, batch_size: int, progress) -> Iterator[list[bytes] 
 
 
 def _run_batches(
-    sources: list[Source], parts: Path, words: int, tsv: bool, workers: int, batch_size: int, show: bool
+    sources: list[Source], parts: Path, words: int, tsv: bool, workers: int, batch_size: int, show: bool, settings
 ) -> None:
+    """Every batch not finished yet into its part; the parts folder is made with the first finished
+    batch (a build that fails before one finishes, a pool that cannot start, leaves nothing)."""
     from tqdm import tqdm
 
     bar = tqdm(
@@ -250,6 +255,8 @@ def _run_batches(
 
     def finish(name: str, result: tuple[str, dict, bytes]) -> None:
         lines, stats, id_hashes = result
+        if not parts.exists():
+            _prepare_parts(parts, settings)
         write_json(parts / f"{name}.stats.json", stats)
         with atomic_write(parts / f"{name}.ids", "wb") as handle:
             handle.write(id_hashes)
@@ -294,7 +301,7 @@ def _run_batches(
 
 #: Descriptors a pool worker holds in this process (its pipes; measured: 2 per worker), and those
 #: the build opens beside them (inputs, parts, the output).
-FILES_PER_WORKER, FILES_BESIDE = 2, 6
+FILES_PER_WORKER, FILES_BESIDE = 2, 8
 
 
 def check_file_limit(workers: int) -> None:

@@ -75,7 +75,7 @@ class QuestionSource:
         if self.file:
             if entry is not None and hasattr(entry, "load_file"):
                 return QuestionSet(str(self.file), entry.load_file(self.file), task_of(entry), self.setting)
-            from ifqa.datasets.ifqa import load_examples
+            from ifqa.datasets.ifqa import load_examples  # IfQA's own file format, for a file read as IfQA
 
             return QuestionSet(str(self.file), load_examples(self.file, answers), task_of(entry))
         setting, split = self.resolved()

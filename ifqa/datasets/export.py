@@ -37,7 +37,7 @@ def rows_of(data: QuestionSet | Sequence[Example] | Sequence[Mapping] | str | os
 
 def to_dataset(data) -> Any:
     """A ``datasets.Dataset`` of ``rows_of(data)``; rows whose fields do not share one type are one line."""
-    from ifqa.datasets.hub import quiet_datasets
+    from ifqa.datasets.hub import quiet_datasets  # the Hub's code, for an export alone
 
     datasets = quiet_datasets()
     rows = rows_of(data)

@@ -112,11 +112,37 @@ def _problem(exc: BaseException, spec: HubSpec | None) -> str:
     return f"cannot be read ({name}: {detail})"
 
 
+def missing_split_files(folder: Path) -> list[tuple[str, list[str]]]:
+    """The splits a local dataset folder's card (README.md's configs) names whose files are not there,
+    each with the paths it names: ``datasets`` says only that it cannot infer a format for all splits."""
+    import glob
+
+    import yaml
+
+    try:
+        text = (folder / "README.md").read_text(encoding="utf-8")
+        card = yaml.safe_load(text.split("---")[1]) if text.startswith("---") else {}
+    except (OSError, IndexError, yaml.YAMLError):
+        return []
+    missing = []
+    for config in (card or {}).get("configs") or []:
+        for entry in (config or {}).get("data_files") or []:
+            if isinstance(entry, dict) and entry.get("path"):
+                paths = [entry["path"]] if isinstance(entry["path"], str) else list(entry["path"])
+                if not any(glob.glob(str(folder / path)) for path in paths):
+                    missing.append((str(entry.get("split", "train")), paths))
+    return missing
+
+
 def load_splits(spec: HubSpec, source: str, streaming: bool = False):
     """The ``datasets.DatasetDict`` (all splits) of a spec, through the gate (``reading``)
     (``streaming``: an ``IterableDatasetDict``, read as it is iterated)."""
     datasets = quiet_datasets()
     local = Path(spec.name).expanduser()
+    for split, paths in missing_split_files(local) if local.is_dir() else []:
+        raise IfqaError(
+            f"{source}: the {split} split's files are missing (the card names {', '.join(paths)}; none is in {local})"
+        )
     with reading(source, spec):
         if local.exists():
             return datasets.load_dataset(

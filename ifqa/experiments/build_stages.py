@@ -67,7 +67,7 @@ class CollectionStage(Stage):
             )
 
     def run(self, context, spec: dict) -> None:
-        from ifqa.corpus.build import build
+        from ifqa.corpus.build import build  # the corpus builder, for a collection stage alone
 
         if spec.get("preset"):
             folder = Path(context.resolve(spec.get("wiki_dir") or "."))

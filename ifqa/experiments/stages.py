@@ -28,6 +28,7 @@ from ifqa.experiments.config import SWITCH_WORDS
 from ifqa.judge.config import JudgeConfig
 from ifqa.judge.run import judge, load_prompt
 from ifqa.llm.local_models import default_backend
+from ifqa.model_options import ModelOptions
 from ifqa.readers import ReadJob, reader_command
 from ifqa.registry import READERS
 from ifqa.retrieval.config import RetrievalConfig
@@ -102,7 +103,9 @@ def _retrieval_fields() -> list:
 
 
 #: Settings that change how a run is made, not which passages it holds: left out of its staleness key.
-HOW_NOT_WHAT = {"device", "threads", "batch_size", "corpus", "verify_corpus", "rewrite_cache", "rewrite_base_url"}
+HOW_NOT_WHAT = {"device", "threads", "batch_size", "corpus", "verify_corpus"} | {
+    "rewrite_" + name for name in ModelOptions.OPERATIONAL
+}
 
 
 class RetrieveStage(Stage):
@@ -130,8 +133,8 @@ class RetrieveStage(Stage):
         return retrieval_config(spec, context.resolve, context.config["k"])
 
     def run(self, context, spec: dict) -> None:
-        from ifqa.artifacts import read_run
-        from ifqa.experiments.runner import stage_key
+        from ifqa.artifacts import read_run  # the runner imports the stages: its helpers, at run time
+        from ifqa.experiments.runner import stage_key  # the runner imports the stages: its helpers, at run time
 
         config = self.config(context, spec)
         target = context.output / "runs" / f"{spec['name']}-k{config.k}.jsonl"
@@ -269,7 +272,7 @@ def judge_predictions(context, path: Path, named: Path | None = None) -> dict:
     settings = context.config.get("judge")
     if not settings or not settings.get("model") or getattr(context.questions, "task", "qa") != "qa":
         return {}
-    from ifqa.experiments.runner import stage_key
+    from ifqa.experiments.runner import stage_key  # the runner imports the stages: its helpers, at run time
 
     config = from_options(JudgeConfig, settings, where=f"{context.config['_path']}: judge")
     target = (named or path).with_suffix(".judgments.jsonl")
@@ -303,7 +306,10 @@ class ReadStage(Stage):
             earlier(spec, "compare_to", names, ("read",), path)
 
     def run(self, context, spec: dict) -> None:
-        from ifqa.experiments.runner import question_source, stage_key
+        from ifqa.experiments.runner import (  # the runner imports the stages: its helpers, at run time
+            question_source,
+            stage_key,
+        )
 
         name = spec.get("reader", "llm")
         entry = READERS.get(name)
@@ -363,7 +369,7 @@ class EvaluateStage(Stage):
         typed(spec, "run", str, path)
 
     def run(self, context, spec: dict) -> None:
-        from ifqa.artifacts import check_questions, read_run
+        from ifqa.artifacts import check_questions, read_run  # the runner imports the stages: its helpers, at run time
 
         path = Path(context.resolve(spec.get("predictions") or spec["run"]))
         check_questions(path, context.questions)

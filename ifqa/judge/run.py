@@ -22,9 +22,14 @@ _VERDICT = re.compile(
     r"(?:verdict|judg(?:e)?ment|decision|final\s+answer|the\s+answer\s+is|answer)\W{0,6}(?:is\s+)?\**\s*(yes|no)\b",
     re.I,
 )
-_BARE = re.compile(r"^\W*(yes|no)\b", re.I)
-#: A verdict in words: "the prediction is correct", "Incorrect.", "is not correct", "wrong".
-_WORDED = re.compile(r"\b(not\s+correct|incorrect|correct|wrong)\b", re.I)
+#: A reply that opens with yes or no as a sentence of its own ("Yes.", "No, it names another city"), not
+#: a phrase that starts with the word ("No doubt, ...", "No matter ...").
+_BARE = re.compile(r"^\W*(yes|no)\s*(?:[.!,;:]|$)", re.I)
+#: The two words named as a pair, not a verdict: "yes/no", "Yes or no?".
+_BOTH = re.compile(r"\byes\s*(?:/|or|and)\s*no\b|\bno\s*(?:/|or|and)\s*yes\b", re.I)
+#: A verdict in words, with its negation: "correct", "incorrect", "is not correct", "not wrong".
+_WORDED = re.compile(r"\b(not\s+|n't\s+|never\s+)?(correct|incorrect|wrong)\b", re.I)
+_POSITIVE = {"correct"}
 
 
 def load_prompt(directory: str | Path | None = None) -> tuple[str, str]:
@@ -34,19 +39,20 @@ def load_prompt(directory: str | Path | None = None) -> tuple[str, str]:
 
 def parse_verdict(text: str) -> bool | None:
     """``True``/``False`` from the last labelled verdict ("Verdict: yes", "**Verdict:** no", "The answer
-    is yes."), else a reply that starts with yes or no, else the last of "correct" / "incorrect" / "not
-    correct" / "wrong"; None: the reply gives no verdict (recorded as unclear)."""
-    plain = text.replace("*", "")
+    is yes."), else from what the reply says: a yes or no standing as a sentence at its start, and
+    "correct" / "incorrect" / "wrong" with their negations ("not wrong" is correct). A reply that gives
+    none, or says both, is unclear (None: recorded and counted, never a guess)."""
+    plain = _BOTH.sub(" ", text.replace("*", ""))
     found = list(_VERDICT.finditer(plain))
     if found:
         return found[-1].group(1).lower() == "yes"
-    bare = _BARE.match(plain.strip())
+    said = set()
+    bare = _BARE.match(plain.strip().lstrip("?.! "))
     if bare:
-        return bare.group(1).lower() == "yes"
-    worded = list(_WORDED.finditer(plain))
-    if worded:
-        return worded[-1].group(1).lower() == "correct"
-    return None
+        said.add(bare.group(1).lower() == "yes")
+    for negated, word in _WORDED.findall(plain):
+        said.add((word.lower() in _POSITIVE) != bool(negated))
+    return said.pop() if len(said) == 1 else None
 
 
 def judge(
@@ -103,13 +109,13 @@ def judge(
     write_manifest(
         output,
         questions,
-        judge={"model": config.model, "backend": session.describe(), "prompt_sha256": digest, "thinks": session.thinks},
+        judge={"model": config.model, "prompt_sha256": digest},
+        **session.record(),
         predictions={"path": str(predictions_path), "sha256": file_sha256(predictions_path)}
         if predictions_path
         else None,
         config=asdict(config.public()),
-        counters=session.counters.public(),
         unclear=len(unclear),
         seconds=round(time.time() - started, 2),
     )
-    return {**session.counters.public(), "unclear": len(unclear)}
+    return {**session.counters.as_dict(), "unclear": len(unclear)}

@@ -5,78 +5,23 @@ once and means the same everywhere."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
-from ifqa.configs import option
+from ifqa.configs import flag
 from ifqa.errors import IfqaError
-from ifqa.llm import BackendOptions, thinking
-from ifqa.llm.backends import GenerationParams
+from ifqa.llm import thinking
 from ifqa.llm.cache import ResponseCache
 from ifqa.llm.local_models import default_backend
-from ifqa.llm.thinking import THINKING_CHOICES
+from ifqa.llm.protocol import SPECIFIC, Backend, BackendOptions, GenerationParams
+from ifqa.model_options import ModelOptions
 from ifqa.redact import redact_url
 from ifqa.registry import LLM_BACKENDS
 
-EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
-
 
 @dataclass(frozen=True)
-class ModelAccess:
-    model: str | None = option(
-        None,
-        "Model name on the endpoint, a GGUF file or demo:smollm2 (llama.cpp), or a local path/hub id with --backend hf.",
-    )
-    backend: str | None = option(
-        None,
-        "OpenAI-compatible endpoint, llama.cpp in this process (GGUF files), local transformers, or vLLM's offline "
-        "engine on local GPUs (default: llamacpp for a .gguf file or a demo: model, else openai).",
-        choices=LLM_BACKENDS,
-    )
-    base_url: str | None = option(
-        None, "Endpoint (vLLM, llama.cpp, Ollama...); default OpenAI.", envvar="OPENAI_BASE_URL"
-    )
-    completions: bool = option(False, "Use the completions API instead of chat.")
-    thinking: str = option(
-        "auto",
-        "Does the model think before answering (<think> blocks, a reasoning field)? auto: a reasoning model's name "
-        "(R1, QwQ, Qwen3, o-series, GPT-5 ...) or a local chat template that thinks; on/off also set the chat "
-        "template's thinking switch (enable_thinking).",
-        choices=THINKING_CHOICES,
-    )
-    thinking_budget: int | None = option(
-        None,
-        "Tokens of thinking: sent to the endpoint (vLLM, llama.cpp), enforced on local transformers models.",
-        min=0,
-    )
-    reasoning_effort: str | None = option(
-        None, "reasoning_effort for models that take it (OpenAI's reasoning models, gpt-oss).", choices=EFFORTS
-    )
-    concurrency: int = option(4, "Requests in flight.", min=1)
-    timeout: float = option(60.0, "Seconds to wait for one response before retrying.", min=0.1)
-    retries: int = option(6, "Retries of a request after a rate limit, server error or timeout.", min=0)
-    batch_size: int = option(8, "Local models: questions per generation batch.", min=1)
-    cache: str | None = option(None, "Response cache (default <ifqa cache>/llm-cache.sqlite).")
-    no_cache: bool = option(False, "Do not read or write the response cache.")
-    device: str | None = option(None, "Local models: cpu, cuda ... (default: GPU when present).")
-    model_threads: int | None = option(None, "llama.cpp: CPU threads (default: every core).", min=1)
-    context_window: int | None = option(
-        None,
-        "llama.cpp and vLLM: tokens of context to hold (default: the model's, at most 16,384 on llama.cpp).",
-        min=64,
-    )
-    gguf_weights: str = option(
-        "auto",
-        "llama.cpp: a quantized file's weights as stored (file), or as an F16 copy made once in the ifqa cache (f16: "
-        "about 2x faster prompt reading on x86 for types without a fast matrix kernel, such as Q4_1 and the K "
-        "quants); auto: f16 for such a file whose copy is at most 2 GB (demo:smollm2: 270 MB).",
-        choices=("auto", "file", "f16"),
-    )
-    dtype: str = option(
-        "auto",
-        "Local transformers models: the weights' precision. auto: bfloat16 on a GPU and on a CPU with AMX (torch "
-        "multiplies bfloat16 on its tiles, about 3x float32), float32 on other CPUs.",
-        choices=("auto", "float32", "bfloat16", "float16"),
-    )
+class ModelAccess(ModelOptions):
+    """``ModelOptions`` and what is made of them: the backend, the response cache, the generation
+    parameters. A command's config subclasses it."""
 
     @property
     def backend_name(self) -> str:
@@ -105,37 +50,31 @@ class ModelAccess:
     def purpose(self) -> str:
         return "the model"
 
-    def backend_instance(self, api_key: str | None = None):
+    def backend_instance(self, api_key: str | None = None) -> Backend:
         """The backend these settings name (an ``LLM_BACKENDS`` entry made from ``BackendOptions``); a
-        thinking budget for a backend that takes none (vLLM's offline engine) is refused here, where the
-        two meet."""
-        options = BackendOptions(
-            self.base_url,
-            api_key,
-            self.completions,
-            self.device,
-            self.batch_size,
-            self.timeout,
-            self.retries,
-            self.model_threads,
-            self.context_window,
-            self.gguf_weights,
-            self.dtype,
-        )
-        backend = LLM_BACKENDS.get(self.backend_name).from_options(self.model, options)
-        if self.thinking_budget is not None and not getattr(backend, "takes_thinking_budget", True):
+        thinking budget for a backend that takes none (vLLM's offline engine) is refused before it is made."""
+        kind = LLM_BACKENDS.get(self.backend_name)
+        ignored = [f for f in fields(ModelOptions) if f.name in SPECIFIC and f.name not in kind.reads]
+        for field in ignored:
+            if getattr(self, field.name) != field.default:
+                raise IfqaError(
+                    f"{flag(field)} {getattr(self, field.name)}: the {self.backend_name} backend does not read it "
+                    f"(it reads {', '.join('--' + n.replace('_', '-') for n in sorted(kind.reads)) or 'none of these'}); "
+                    "drop it, or name the backend that does with --backend"
+                )
+        if self.thinking_budget is not None and not kind.takes_thinking_budget:
             raise IfqaError(
-                f"the {backend.describe()['backend']} backend takes no thinking budget; serve the model (vllm serve) "
+                f"the {self.backend_name} backend takes no thinking budget; serve the model (vllm serve) "
                 "and read with --backend openai, which sends it, or drop --thinking-budget"
             )
-        return backend
+        return kind.from_options(self.model, BackendOptions.from_access(self, api_key))
 
     def response_cache(self) -> ResponseCache | None:
         return None if self.no_cache else ResponseCache(self.cache)
 
-    def thinks(self, backend) -> bool:
+    def thinks(self, backend: Backend) -> bool:
         """Whether the backend's model thinks first (``thinking.resolve`` on its name and chat template)."""
-        template = getattr(backend, "template_thinks", lambda: False)()
+        template = backend.template_thinks()
         asked = self.thinking_budget is not None or self.reasoning_effort is not None
         return thinking.resolve(self.thinking, backend.describe().get("model"), template, asked)
 

@@ -1,19 +1,19 @@
 """Completions through the response cache, with counters: what every caller of a model shares.
 
-Misses go to the backend: concurrent threads for HTTP endpoints, batches for in-process models.
-Each completion is stored the moment it arrives, so an interrupted job loses nothing.
+Misses go to the backend: concurrent threads for a backend that takes ``concurrent_requests`` (HTTP
+endpoints), waves of prompts for the others (in-process models). Each completion is stored the
+moment it arrives, so an interrupted job loses nothing.
 """
 
 from __future__ import annotations
 
-import math
 import queue
 import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
-from ifqa.llm.backends import Completion, GenerationParams
 from ifqa.llm.cache import ResponseCache, key
+from ifqa.llm.protocol import Backend, Completion, GenerationParams
 from ifqa.llm.thinking import split
 
 
@@ -39,7 +39,8 @@ class Counters:
                 self.reasoning_tokens += completion.reasoning_tokens
                 self.retries += completion.retries
 
-    def public(self) -> dict:
+    def as_dict(self) -> dict:
+        """The counts, as a manifest records them."""
         counts = {
             "requests": self.requests,
             "cache_hits": self.cache_hits,
@@ -97,26 +98,21 @@ def concurrently(function, items: Sequence, workers: int, stopping: threading.Ev
         raise
 
 
-def estimate_tokens(text: str) -> int:
-    """About four characters a token for English (an over-estimate by ~10% keeps prompts inside the window)."""
-    return math.ceil(len(text) / 4 * 1.1)
-
-
 class CachedGenerator:
     """Completions through the cache; misses go to the backend (threads for HTTP, batches for local models)."""
 
-    def __init__(self, backend, cache: ResponseCache | None, concurrency: int, counters: Counters):
+    def __init__(self, backend: Backend, cache: ResponseCache | None, concurrency: int, counters: Counters):
         self.backend, self.cache, self.concurrency, self.counters = backend, cache, concurrency, counters
 
     @property
     def wave(self) -> int:
         """Prompts a caller hands over at once: enough to keep every request slot (or a local batch) busy
         several times over, few enough for a progress bar to move."""
-        return max(self.concurrency, getattr(self.backend, "batch_size", 1)) * 4
+        return max(self.concurrency, self.backend.batch_size) * 4
 
     def __call__(self, prompts_: Sequence[str], params: Sequence[GenerationParams]) -> list[Completion]:
         description = self.backend.describe()
-        identity = {k: description[k] for k in ("backend", "model", "chat", "weights") if k in description}
+        identity = {k: description[k] for k in ("backend", "model", "chat", "weights", "content") if k in description}
         keys = [key({**identity, "prompt": p, "params": q.as_dict()}) for p, q in zip(prompts_, params)]
         results: list[Completion | None] = [None] * len(prompts_)
         for i, cache_key in enumerate(keys):
@@ -130,7 +126,7 @@ class CachedGenerator:
             if not completion.reasoning_tokens:  # inline thinking over HTTP: the server counted no reasoning apart
                 thinking = split(completion.text, completion.reasoning).thinking
                 if thinking:
-                    counted = getattr(self.backend, "count_tokens", estimate_tokens)(thinking)
+                    counted = self.backend.count_tokens(thinking)
                     completion.reasoning_tokens = min(counted, completion.completion_tokens or counted)
             if self.cache:
                 self.cache.put(keys[i], asdict(completion))
@@ -140,14 +136,14 @@ class CachedGenerator:
             results[i] = completion
             self.counters.add(False, completion)
 
-        if description["backend"] == "openai":
+        if self.backend.concurrent_requests:
             # each reply is stored by the thread that received it, before that thread sends another
             # request: a kill loses only the requests in flight, never a reply waiting for this thread
             calls = concurrently(
                 lambda i: store(i, self.backend.complete([prompts_[i]], params[i])[0]),
                 todo,
                 self.concurrency,
-                getattr(self.backend, "stopping", None),
+                self.backend.stopping,
             )
             for i, completion in calls:
                 finish(i, completion)
@@ -155,7 +151,16 @@ class CachedGenerator:
             groups: dict[GenerationParams, list[int]] = {}
             for i in todo:
                 groups.setdefault(params[i], []).append(i)
+            stored: set[int] = set()
+
             for group_params, indices in groups.items():
-                for i, completion in zip(indices, self.backend.complete([prompts_[i] for i in indices], group_params)):
-                    finish(i, store(i, completion))
+
+                def done(j: int, completion: Completion, indices=indices) -> None:  # stored the moment it ends
+                    finish(indices[j], store(indices[j], completion))
+                    stored.add(indices[j])
+
+                made = self.backend.complete([prompts_[i] for i in indices], group_params, done)
+                for i, completion in zip(indices, made):
+                    if i not in stored:
+                        finish(i, store(i, completion))
         return results  # type: ignore[return-value]

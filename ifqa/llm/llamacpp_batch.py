@@ -21,12 +21,13 @@ its batch. Stop strings, the end-of-generation tokens, the token limit and a thi
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from ifqa.llm.local_thinking import BudgetState
+from ifqa.llm.protocol import cut_at_stops
 
 BATCH_TOKENS = 512  # tokens per llama_decode call while reading prompts (llama.cpp's default n_batch)
 STREAM_STEP = 1024  # a sequence's stream grows in steps of this many cells
@@ -53,30 +54,22 @@ class _Sequence:
     text: str = ""
     finish: str | None = None
     next_token: int | None = None
-
-
-def common_prefix(first: Sequence[int], second: Sequence[int]) -> int:
-    """How many leading tokens two token lists share."""
-    n = 0
-    for a, b in zip(first, second):
-        if a != b:
-            break
-        n += 1
-    return n
+    reported: bool = False
 
 
 class BatchedGenerator:
     """Generation for several prompts at once, one KV stream each, on one llama.cpp context (see the module)."""
 
-    def __init__(self, llm, window: int, max_sequences: int, threads: int):
+    def __init__(self, model, window: int, max_sequences: int, threads: int):
+        """``model``: llama.cpp's ``LlamaModel``."""
         import llama_cpp
         from llama_cpp import _internals
 
         self._llama_cpp, self._internals = llama_cpp, _internals
-        self.llm, self.window, self.max_sequences, self.threads = llm, window, max_sequences, threads
-        self.model = llm._model
-        self.vocab = self.model.vocab
-        self.n_vocab = llm.n_vocab()
+        self.model, self.window, self.max_sequences, self.threads = model, window, max_sequences, threads
+        self.vocab = model.vocab
+        self.n_vocab = model.n_vocab()
+        self.common_prefix = llama_cpp.Llama.longest_token_prefix
         self.ctx, self.stream = None, 0  # made on first use, for the cells a batch needs
         self.batch = _internals.LlamaBatch(n_tokens=BATCH_TOKENS, embd=0, n_seq_max=1, verbose=False)
         self.cached: list[int] = []  # the prefix sequence 0 holds between calls
@@ -117,14 +110,24 @@ class BatchedGenerator:
         seed: int,
         stop: Sequence[str],
         budgets: Sequence[BudgetState | None] | None = None,
+        done: Callable[[int, Generated], None] | None = None,
     ) -> list[Generated]:
-        """One result per prompt (``budgets``: each prompt's thinking budget, or None)."""
+        """One result per prompt (``budgets``: each prompt's thinking budget, or None); ``done(i, result)``
+        the step prompt i's sequence ends."""
         results: list[Generated | None] = [None] * len(prompts)
         every = list(budgets) if budgets else [None] * len(prompts)
         for group in self.groups(len(prompts)):
             self._context_for(max(len(prompts[i]) for i in group) + max_tokens)
+            report = None if done is None else lambda seq, g, group=group: done(group[seq], g)
             made = self._run(
-                [prompts[i] for i in group], [every[i] for i in group], max_tokens, temperature, top_p, seed, stop
+                [prompts[i] for i in group],
+                [every[i] for i in group],
+                max_tokens,
+                temperature,
+                top_p,
+                seed,
+                stop,
+                report,
             )
             for i, generated in zip(group, made):
                 results[i] = generated
@@ -143,14 +146,14 @@ class BatchedGenerator:
         b.n_tokens = j + 1
         return j
 
-    def _run(self, prompts, budgets, max_tokens, temperature, top_p, seed, stop) -> list[Generated]:
-        llama_cpp, memory = self._llama_cpp, self.ctx.memory
-        shared = min(common_prefix(prompts[0], p) for p in prompts)
+    def _run(self, prompts, budgets, max_tokens, temperature, top_p, seed, stop, report=None) -> list[Generated]:
+        ctx = self.ctx
+        shared = min(self.common_prefix(prompts[0], p) for p in prompts)
         shared = min(shared, min(len(p) for p in prompts) - 1)  # every sequence decodes a token of its own
-        keep = common_prefix(self.cached, prompts[0][:shared])
-        llama_cpp.llama_memory_seq_rm(memory, 0, keep, -1)
+        keep = self.common_prefix(self.cached, prompts[0][:shared])
+        ctx.kv_cache_seq_rm(0, keep, -1)
         for seq in range(1, self.max_sequences):
-            llama_cpp.llama_memory_seq_rm(memory, seq, 0, -1)
+            ctx.kv_cache_seq_rm(seq, 0, -1)
         self.batch.reset()
         for position in range(keep, shared):  # the shared prefix, once, on sequence 0
             if self.batch.batch.n_tokens == BATCH_TOKENS:
@@ -161,7 +164,7 @@ class BatchedGenerator:
         self.batch.reset()
         self.cached = list(prompts[0][:shared])
         for seq in range(1, len(prompts) if shared else 0):  # sequence 0 holds the prefix alone: its stream, whole
-            llama_cpp.llama_memory_seq_cp(memory, 0, seq, -1, -1)
+            ctx.kv_cache_seq_cp(0, seq, -1, -1)
         sequences = [
             _Sequence(
                 seq,
@@ -187,6 +190,7 @@ class BatchedGenerator:
             for s in sequences:
                 if s.seq in last:
                     self._step(s, last[s.seq], max_tokens, temperature, top_p, stop)
+            self._report(sequences, report)
             self.batch.reset()
         while True:
             active = [s for s in sequences if s.finish is None]
@@ -197,10 +201,20 @@ class BatchedGenerator:
             self._decode()
             for s in active:
                 self._step(s, rows[s.seq], max_tokens, temperature, top_p, stop)
+            self._report(sequences, report)
         for seq in range(1, len(prompts)):
-            llama_cpp.llama_memory_seq_rm(memory, seq, 0, -1)
-        llama_cpp.llama_memory_seq_rm(memory, 0, shared, -1)  # only the shared prefix stays cached
+            ctx.kv_cache_seq_rm(seq, 0, -1)
+        ctx.kv_cache_seq_rm(0, shared, -1)  # only the shared prefix stays cached
         return [Generated(s.text, len(s.tokens), len(s.generated), s.finish or "length") for s in sequences]
+
+    @staticmethod
+    def _report(sequences: list[_Sequence], report) -> None:
+        """Hand each sequence that ended this step to ``report`` (its position in the group, its result)."""
+        for s in sequences:
+            if s.finish is not None and not s.reported:
+                s.reported = True
+                if report is not None:
+                    report(s.seq, Generated(s.text, len(s.tokens), len(s.generated), s.finish))
 
     def _step(self, s: _Sequence, row: int, max_tokens: int, temperature: float, top_p: float, stop) -> None:
         """Choose the sequence's next token from the logits at ``row`` and see whether it ends there."""
@@ -217,11 +231,10 @@ class BatchedGenerator:
         s.generated.append(token)
         s.data += self.model.detokenize([token], special=True)  # the token's own piece, as a server streams it
         s.text = s.data.decode("utf-8", "replace")
-        for marker in stop:
-            cut = s.text.find(marker)
-            if cut >= 0:
-                s.text, s.finish = s.text[:cut], "stop"
-                return
+        cut = cut_at_stops(s.text, stop)
+        if cut != s.text:
+            s.text, s.finish = cut, "stop"
+            return
         if len(s.generated) >= max_tokens:
             s.finish = "length"
             return

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
+import json
 import logging
 import os
 import struct
 from pathlib import Path
-from unittest import mock
 
 from ifqa.errors import IfqaError
-from ifqa.io import file_sha256, umask_modes
+from ifqa.io import file_sha256, umask_modes, write_json
 from ifqa.paths import cache_dir
 
 log = logging.getLogger(__name__)
@@ -101,28 +101,106 @@ def wants_f16(asked: str, file_type: int, parameters: int) -> bool:
     return asked == "f16" and file_type != F16_TYPE
 
 
+def file_digest(path: Path) -> str:
+    """A local file's sha256, made once and remembered in the cache by its path, size and modification
+    time (``digests.json``): keys that follow a file's content without reading it at every load."""
+    path = Path(path).resolve()
+    stat = path.stat()
+    index = cache_dir() / "digests.json"
+    known = _read_json(index)
+    name = f"{path}|{stat.st_size}|{stat.st_mtime_ns}"
+    if name not in known:
+        known = {**_read_json(index), name: file_sha256(path)}  # read again: another process may have added one
+        try:
+            index.parent.mkdir(parents=True, exist_ok=True)
+            write_json(index, known)
+        except OSError as exc:  # remembered for this process only: the next load reads the file again
+            log.debug("%s: not remembered (%s)", index, exc)
+    return known[name]
+
+
+def _read_json(path: Path) -> dict:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def model_content(model: str | None) -> dict:
+    """What names a local model's weights in the response cache's key (its files' digests, see
+    ``file_digest``): a file replaced under the same name is another model. Hub ids and endpoints: {}."""
+    path = model_file(model) if is_local_file_model(model) else Path(model or "")
+    if not model or not path.exists():
+        return {}
+    files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.suffix in WEIGHT_SUFFIXES)
+    digests = ",".join(file_digest(f)[:16] for f in files)
+    return {"content": digests} if digests else {}
+
+
+WEIGHT_SUFFIXES = frozenset({".gguf", ".safetensors", ".bin", ".pt"})
+
+
 def f16_copy(path: Path) -> Path:
     """The F16 copy of a GGUF file in the ifqa cache, made once (by llama.cpp's own converter, written
-    beside and renamed into place) and found again by the file's content."""
+    beside and renamed into place, its size and a sample digest recorded beside it) and found again by
+    the file's content; a copy that is not what was recorded (cut short, damaged) is made again."""
     import llama_cpp
 
-    target = cache_dir() / "gguf" / f"{path.stem}-{file_sha256(path)[:16]}-f16.gguf"
+    target = cache_dir() / "gguf" / f"{path.stem}-{file_digest(path)[:16]}-f16.gguf"
+    record = target.with_suffix(".json")
     if target.is_file():
-        return target
-    target.parent.mkdir(parents=True, exist_ok=True)
+        problem = _copy_problem(target, record)
+        if problem is None:
+            return target
+        log.warning("%s: the F16 working copy %s; making it again", target, problem)
     partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     params = llama_cpp.llama_model_quantize_default_params()
     params.ftype, params.allow_requantize = F16_TYPE, True
     log.info("%s: making its F16 working copy %s (once)", path.name, target)
     try:
+        target.parent.mkdir(parents=True, exist_ok=True)
         failed = llama_cpp.llama_model_quantize(str(path).encode(), str(partial).encode(), ctypes.byref(params))
-        if failed:
+        if failed or not partial.is_file():
             raise IfqaError("llama.cpp could not make the F16 copy; read the file as it is: --gguf-weights file", path)
         umask_modes(partial)
+        write_json(record, {"source": str(path), "size": partial.stat().st_size, "sample": sample_digest(partial)})
         os.replace(partial, target)
+    except OSError as exc:
+        raise IfqaError(
+            f"cannot write the F16 working copy of {path.name} ({exc.strerror or exc}); make the cache writable, "
+            "move it with IFQA_CACHE_DIR, or read the file as it is: --gguf-weights file",
+            target.parent,
+        ) from None
     finally:
         partial.unlink(missing_ok=True)
     return target
+
+
+def _copy_problem(copy: Path, record: Path) -> str | None:
+    """Why a working copy is not the one made (None when it is): its record, size and sample digest."""
+    recorded = _read_json(record)
+    if not recorded:
+        return "has no record of how it was made"
+    if copy.stat().st_size != recorded.get("size"):
+        return f"holds {copy.stat().st_size:,} bytes, not the {recorded.get('size'):,} it was made with"
+    if sample_digest(copy) != recorded.get("sample"):
+        return "is not the file that was made (damaged)"
+    return None
+
+
+def sample_digest(path: Path, block: int = 1 << 20) -> str:
+    """sha256 of a file's size and three blocks of it (its start, middle and end): a check of a large
+    derived file cheap enough for every load (a full digest of a 2 GB copy would take seconds)."""
+    import hashlib
+
+    size = path.stat().st_size
+    digest = hashlib.sha256(str(size).encode())
+    with open(path, "rb") as handle:
+        for offset in (0, max(0, size // 2 - block // 2), max(0, size - block)):
+            handle.seek(offset)
+            digest.update(handle.read(block))
+    return digest.hexdigest()
 
 
 def amx_repacks() -> bool:
@@ -132,21 +210,20 @@ def amx_repacks() -> bool:
     return b"AMX_INT8 = 1" in llama_cpp.llama_print_system_info()
 
 
-def open_llama(path: Path, **settings):
-    """``llama_cpp.Llama`` on a GGUF file, with llama.cpp's AMX weight buffers left off where the CPU
-    has AMX: its AMX matrix kernel crashes the process on quantized weights (Q4_1 prompts of a few
-    sequences, llama.cpp issue 20824, open); the weights are then read by the AVX-512 kernels."""
+def open_model(path: Path, vocab_only: bool = False):
+    """llama.cpp's model (``LlamaModel``) of a GGUF file; ``vocab_only``: its header, vocabulary and
+    counts without the weights. Where the CPU has AMX, llama.cpp's AMX weight buffers are left off:
+    its AMX matrix kernel crashes the process on quantized weights (Q4_1 prompts of a few sequences,
+    llama.cpp issue 20824, open); the weights are then read by the AVX-512 kernels."""
     import llama_cpp
-    from llama_cpp import llama_cpp as bindings
+    from llama_cpp import _internals
 
-    if not amx_repacks():
-        return llama_cpp.Llama(model_path=str(path), **settings)
-    defaults = bindings.llama_model_default_params
-
-    def without_repacking():
-        params = defaults()
+    quiet = logging.getLogger("llama-cpp-python")  # llama.cpp's own lines (the loader's, ...) print below its level
+    if quiet.level == logging.NOTSET:
+        quiet.setLevel(logging.ERROR)  # as llama-cpp-python's Llama(verbose=False) sets it; -vv shows them
+    llama_cpp.llama_backend_init()
+    params = llama_cpp.llama_model_default_params()
+    params.vocab_only = vocab_only
+    if not vocab_only and amx_repacks():
         params.use_extra_bufts = False
-        return params
-
-    with mock.patch.object(bindings, "llama_model_default_params", without_repacking):
-        return llama_cpp.Llama(model_path=str(path), **settings)
+    return _internals.LlamaModel(path_model=str(path), params=params, verbose=False)

@@ -15,9 +15,9 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from ifqa.llm import thinking
-from ifqa.llm.backends import Completion, GenerationParams
 from ifqa.llm.cache import ResponseCache
-from ifqa.llm.generation import CachedGenerator, Counters, estimate_tokens
+from ifqa.llm.generation import CachedGenerator, Counters
+from ifqa.llm.protocol import Backend, Completion, GenerationParams, cut_at_stops
 
 
 @dataclass(frozen=True)
@@ -54,14 +54,14 @@ class Reply:
 class ModelSession:
     """A model's backend, whether it thinks, its response cache and its counters (see the module)."""
 
-    def __init__(self, backend, access, cache: ResponseCache | None = None, concurrency: int | None = None):
+    def __init__(self, backend: Backend, access, cache: ResponseCache | None = None, concurrency: int | None = None):
         self.backend, self.access = backend, access
         self.thinks = access.thinks(backend)
         self.counters = Counters()
         self._generate = CachedGenerator(
             backend, cache, access.concurrency if concurrency is None else concurrency, self.counters
         )
-        self.count_tokens = getattr(backend, "count_tokens", estimate_tokens)
+        self.count_tokens = backend.count_tokens
 
     @classmethod
     def open(cls, access, api_key: str | None = None) -> ModelSession:
@@ -78,7 +78,7 @@ class ModelSession:
         return self.backend.describe()
 
     def context_window(self) -> int | None:
-        return getattr(self.backend, "context_window", lambda: None)()
+        return self.backend.context_window()
 
     def max_tokens(self, plain: int) -> int:
         """Tokens to generate: the command's ``--max-tokens``, else ``plain`` (a model that thinks gets
@@ -97,35 +97,32 @@ class ModelSession:
         """One reply per prompt, through the response cache (``asks``: one for all, or one per prompt)."""
         every = [asks] * len(prompts) if isinstance(asks, Ask) else list(asks)
         completions = self._generate(list(prompts), [self.params(a) for a in every])
-        replies = [self.read(c, a) for c, a in zip(completions, every)]
+        replies = [self.reply_of(c, a) for c, a in zip(completions, every)]
         self.counters.truncated += sum(r.truncated for r in replies)
         return replies
 
     def ask_all(self, prompts: Sequence[str], ask: Ask, desc: str, progress: bool = True) -> list[Reply]:
         """``ask`` over many prompts in waves, moving a progress bar."""
+        return [reply for wave in self.in_waves(prompts, desc, progress) for reply in self.ask(wave, ask)]
+
+    def in_waves(self, items: Sequence, desc: str, progress: bool = True) -> Iterator[Sequence]:
+        """``items`` in waves of ``wave``, a progress bar (with the counters) moved as each is done."""
         from tqdm import tqdm
 
-        replies: list[Reply] = []
-        with tqdm(total=len(prompts), desc=desc, unit="q", disable=not progress) as bar:
-            for wave in waves(prompts, self.wave):
-                replies += self.ask(wave, ask)
-                bar.update(len(wave))
-        return replies
+        with tqdm(total=len(items), desc=desc, unit="q", disable=not progress) as bar:
+            for start in range(0, len(items), self.wave):
+                yield items[start : start + self.wave]
+                bar.update(min(self.wave, len(items) - start))
+                bar.set_postfix(self.counters.as_dict(), refresh=False)
 
-    def read(self, completion: Completion, ask: Ask) -> Reply:
+    def reply_of(self, completion: Completion, ask: Ask) -> Reply:
         """A completion told apart: the thinking, the answer after it cut at the stops, truncation."""
         split = thinking.split(completion.text, completion.reasoning, completion.finish_reason, self.thinks)
-        answer = thinking.cut_at_stops(split.answer, ask.stops + ask.ends)
+        answer = cut_at_stops(split.answer, ask.stops + ask.ends)
         # a turn that ended at one of its ends inside the thinking (a search asked while thinking) was not cut off
         ended = bool(ask.ends) and completion.finish_reason == "stop"
         return Reply(completion, answer, split.thinking, split.truncated and not ended)
 
     def record(self) -> dict:
         """What a manifest keeps of the session: the backend, whether it thinks, the counters."""
-        return {"backend": self.describe(), "thinks": self.thinks, "counters": self.counters.public()}
-
-
-def waves(items: Sequence, size: int) -> Iterator[Sequence]:
-    """``items`` in consecutive slices of ``size``."""
-    for start in range(0, len(items), size):
-        yield items[start : start + size]
+        return {"backend": self.describe(), "thinks": self.thinks, "counters": self.counters.as_dict()}

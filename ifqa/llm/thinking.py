@@ -19,7 +19,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-THINKING_CHOICES = ("auto", "on", "off")
 # Tokens a reasoning model may write by default: thinking on IfQA-style questions takes hundreds to a
 # few thousand tokens (DeepSeek-R1 and Qwen3 are evaluated with up to 32,768); 8,192 leaves room for
 # long thinking plus the answer without letting a looping model run for minutes per question.
@@ -134,13 +133,6 @@ def resolve(thinking: str, model: str | None, template_thinks: bool = False, ask
     if thinking != "auto":
         return thinking == "on"
     return asked or template_thinks or looks_like_reasoning_model(model)
-
-
-def cut_at_stops(answer: str, stops: tuple[str, ...]) -> str:
-    """The answer up to the first stop sequence: stops apply to the answer, never inside the thinking."""
-    for stop in stops:
-        answer = answer.split(stop, 1)[0]
-    return answer
 
 
 def opened_tag(prompt: str) -> str:

@@ -1,10 +1,10 @@
 """vLLM's offline engine: the whole batch generated in-process on the user's GPUs.
 
-Same interface as the other backends (``complete``, ``count_tokens``, ``context_window``,
-``describe``), so prompts, the response cache and the predictions files are the ones every
-backend produces; ``CachedGenerator`` hands it every uncached prompt of a reading wave at once,
-which is what vLLM's continuous batching needs to be fast. vLLM is an optional extra (it needs
-CUDA): ``pip install 'ifqa[vllm]'``.
+A ``Backend`` like the others, so prompts, the response cache and the predictions files are the ones
+every backend produces. Its waves are decided on purpose: ``batch_size`` is ``--batch-size`` times
+``VLLM_WAVE``, so a wave (four batches) hands vLLM's continuous batching hundreds of prompts at once,
+which it schedules itself, while a progress bar still moves and each wave's answers are cached as it
+ends. vLLM is an optional extra (it needs CUDA): ``pip install 'ifqa[vllm]'``.
 """
 
 from __future__ import annotations
@@ -12,14 +12,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ifqa.errors import IfqaError
-from ifqa.llm import BackendOptions
-from ifqa.llm.backends import Completion, GenerationParams
 from ifqa.llm.local_thinking import chat_prompt, template_thinks
-from ifqa.llm.thinking import opened_tag
+from ifqa.llm.protocol import Backend, BackendOptions, Completion, Done, GenerationParams
+
+VLLM_WAVE = 16  # a vLLM batch is this many local batches: its scheduler fills the GPU from all of them
 
 
-class VLLMBackend:
+class VLLMBackend(Backend):
     """vLLM's offline engine on the local GPUs (tensor parallel over all of them by default)."""
+
+    reads = frozenset({"completions", "context_window"})
+
+    takes_thinking_budget = False  # the offline engine has no budget of its own; a served vLLM takes one
 
     @classmethod
     def from_options(cls, model: str, options: BackendOptions) -> VLLMBackend:
@@ -31,6 +35,8 @@ class VLLMBackend:
         import torch
         from vllm import LLM
 
+        super().__init__()
+        self.batch_size = options.batch_size * VLLM_WAVE
         if not torch.cuda.is_available():
             raise IfqaError("--backend vllm needs a CUDA GPU; use --backend hf on CPU")
         self.name, self.gpus = model, torch.cuda.device_count()
@@ -40,9 +46,7 @@ class VLLMBackend:
         except (OSError, ValueError) as exc:
             raise IfqaError(f"vLLM cannot load model {model!r} ({str(exc).splitlines()[0]})") from None
         self.tokenizer = self.engine.get_tokenizer()
-        self.chat = not options.completions and bool(getattr(self.tokenizer, "chat_template", None))
-
-    takes_thinking_budget = False  # the offline engine has no budget of its own; a served vLLM takes one
+        self.chat = not options.completions and bool(self.tokenizer.chat_template)
 
     def describe(self) -> dict:
         return {"backend": "vllm", "model": self.name, "chat": self.chat, "gpus": self.gpus}
@@ -56,7 +60,7 @@ class VLLMBackend:
     def context_window(self) -> int | None:
         return self.engine.llm_engine.model_config.max_model_len
 
-    def complete(self, prompts: Sequence[str], params: GenerationParams) -> list[Completion]:
+    def complete(self, prompts: Sequence[str], params: GenerationParams, done: Done | None = None) -> list[Completion]:
         from vllm import SamplingParams
 
         sampling = SamplingParams(
@@ -71,15 +75,15 @@ class VLLMBackend:
             from vllm.inputs import TokensPrompt
 
             formatted = [chat_prompt(self.tokenizer, p, params.template_kwargs()) for p in prompts]
-            opened = [opened_tag(text) for text in formatted]
+            opened = [self.prefill(text) for text in formatted]
             inputs = [
                 TokensPrompt(prompt_token_ids=self.tokenizer(text, add_special_tokens=False)["input_ids"])
                 for text in formatted
             ]
         else:
             inputs = list(prompts)
-        outputs = self.engine.generate(inputs, sampling, use_tqdm=False)
-        return [
+        outputs = self.engine.generate(inputs, sampling, use_tqdm=False)  # the engine returns the wave whole
+        completions = [
             Completion(
                 tag + out.outputs[0].text,
                 len(out.prompt_token_ids or []),
@@ -88,3 +92,6 @@ class VLLMBackend:
             )
             for out, tag in zip(outputs, opened)
         ]
+        for i, completion in enumerate(completions if done is not None else []):
+            done(i, completion)
+        return completions

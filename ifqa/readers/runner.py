@@ -12,10 +12,10 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ifqa.artifacts import QuestionSet, write_manifest, write_predictions
-from ifqa.llm.session import ModelSession, waves
+from ifqa.llm.session import ModelSession
 
 
-def read_to_file(
+def read_in_waves(
     session: ModelSession,
     questions: QuestionSet,
     output: str | Path,
@@ -29,16 +29,10 @@ def read_to_file(
     """Every question through ``read_wave`` (one wave of examples -> their records); the predictions
     and ``<output>.manifest.json`` (the reader's name, ``manifest(records)``, the session's backend,
     thinking and counters, the seconds taken) are written once every question has its record."""
-    from tqdm import tqdm
-
     started = time.time()
-    examples = questions.examples
     records: list[dict] = []
-    with tqdm(total=len(examples), desc=desc, unit="q", disable=not progress) as bar:
-        for wave in waves(examples, session.wave):
-            records.extend(read_wave(wave))
-            bar.update(len(wave))
-            bar.set_postfix(session.counters.public(), refresh=False)
+    for wave in session.in_waves(questions.examples, desc, progress):
+        records.extend(read_wave(wave))
     write_predictions(output, records)
     write_manifest(
         output,

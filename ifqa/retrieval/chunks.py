@@ -13,7 +13,7 @@ import numpy as np
 from ifqa.devices import entered
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write
-from ifqa.retrieval.batching import default_batch_size
+from ifqa.retrieval.batching import default_batch_size, feed, out_of_memory_hint, plan, to_device
 from ifqa.retrieval.encoders import load_encoder
 from ifqa.retrieval.index import OFFSETS
 from ifqa.retrieval.store import PassageStore
@@ -122,8 +122,6 @@ class ChunkEncoder:
         from concurrent.futures import ThreadPoolExecutor
 
         import torch
-
-        from ifqa.retrieval.batching import feed, out_of_memory_hint, plan, to_device
 
         work, owner = [], []
         for j in chunks:

@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-from ifqa.configs import flag, option
+from ifqa.configs import flag, option, prefixed
 from ifqa.devices import PRECISIONS
 from ifqa.errors import IfqaError
-from ifqa.registry import LLM_BACKENDS, QUERY_MODES, RuntimeNames
+from ifqa.model_options import ModelOptions
+from ifqa.registry import QUERY_MODES, RuntimeNames
 from ifqa.retrieval.fusion import FUSIONS
 
 DEMO_INDEX = "demo:bm25"
@@ -27,8 +28,13 @@ def _weights(value: str) -> list[float]:
         raise IfqaError(f"--weights must be numbers separated by commas, got {value!r}") from None
 
 
+#: Query rewriting's model (``--query-mode rewrite|hyde``): every model option of a prompting command,
+#: as ``--rewrite-...`` (``configs.prefixed``), so rewriting reaches a model as every command does.
+RewriteAccess = prefixed(ModelOptions, "rewrite_", "Query rewriting's model (--query-mode rewrite|hyde): ")
+
+
 @dataclass
-class RetrievalConfig:
+class RetrievalConfig(RewriteAccess):
     """Everything that decides a run (and so its identity in experiments), declared once: the options
     of ``ifqa retrieve`` and ``ifqa serve`` and the keys of an experiment's retrieve stages are made
     from these fields (``configs.click_options``, ``configs.from_options``)."""
@@ -56,21 +62,6 @@ class RetrievalConfig:
         None, "Scoring threads (default: every core, or OMP_NUM_THREADS where set: a scheduler's share)."
     )
     batch_size: int = option(64, "Questions searched together.")
-    rewrite_model: str | None = option(
-        None,
-        "LLM for --query-mode rewrite|hyde (OpenAI-compatible model name, a GGUF file or demo:smollm2, or a local "
-        "one with --rewrite-backend hf).",
-    )
-    rewrite_backend: str | None = option(
-        None,
-        "How --rewrite-model is reached: an OpenAI-compatible endpoint, llama.cpp, local transformers or vLLM on "
-        "local GPUs (default: llamacpp for a .gguf file or a demo: model, else openai).",
-        choices=LLM_BACKENDS,
-    )
-    rewrite_base_url: str | None = option(
-        None, "OpenAI-compatible endpoint for --rewrite-model (key from $OPENAI_API_KEY)."
-    )
-    rewrite_cache: str | None = option(None, "Response cache for --rewrite-model (default: the shared LLM cache).")
     query_encoder: str | None = option(
         None,
         "Question-side encoder from `ifqa train retriever --question-side-only` for dense indexes.",

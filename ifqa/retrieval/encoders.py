@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ifqa.cards import read_card
-from ifqa.devices import torch_dtype
+from ifqa.devices import pick_device, pick_precision, search_precision, torch_dtype
 from ifqa.errors import IfqaError
 from ifqa.models import check_max_length, check_model, loading
 from ifqa.retrieval import DEFAULT_ENCODER
@@ -100,7 +100,7 @@ def demo_texts() -> list[str]:
     import gzip
     import json
 
-    from ifqa.datasets.demo import packaged_passages
+    from ifqa.datasets.demo import packaged_passages  # the demo collection, for probe texts alone
 
     with gzip.open(packaged_passages(), "rt", encoding="utf-8") as handle:
         return [passage_text(json.loads(line)) for _, line in zip(range(400), handle)]
@@ -119,8 +119,6 @@ class SentenceEncoder(_BatchedEncoder):
         backend="torch",
     ):
         from sentence_transformers import SentenceTransformer
-
-        from ifqa.devices import pick_device, pick_precision
 
         self.backend = backend if isinstance(backend, Runtime) else Runtime.parse(backend)
         self.backend.check(device)  # a missing package or a GPU: one line before the model loads
@@ -199,8 +197,6 @@ class DPREncoder(_BatchedEncoder):
     ):
         from transformers import AutoTokenizer, DPRContextEncoder, DPRQuestionEncoder
 
-        from ifqa.devices import pick_device, pick_precision
-
         question_name = question_name or context_name.replace("ctx_encoder", "question_encoder")
         self.device = pick_device(device)
         self.precision = pick_precision(precision, self.device)
@@ -273,7 +269,6 @@ def load_encoder(
 def query_encoder(name: str, question_name: str | None, params: dict, device: str | None):
     """The encoder of an index's questions: the backend that encoded its passages, in the precision
     they were encoded in where ``device`` runs it, else fp32 (``devices.search_precision``)."""
-    from ifqa.devices import pick_device, search_precision
 
     backend = params.get("backend", "torch")
     precision = "fp32" if backend != "torch" else search_precision(params.get("precision"), pick_device(device))

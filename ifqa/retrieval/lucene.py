@@ -118,7 +118,32 @@ def build(
             indexer.add_batch_dict(batch)
         indexer.close()
         np.save(staged / OFFSETS, np.asarray(offsets, dtype=np.int64))
-        return finish_manifest(staged, "pyserini", params, record, len(offsets), started)
+        return finish_manifest(staged, "pyserini", params, record, len(offsets), started, lucene=lucene_version())
+
+
+#: What a manifest without the Lucene version was built with: every ifqa before it used pyserini 1.6.
+LUCENE_BEFORE_RECORDED = "9.9.1"
+
+
+def lucene_version() -> str:
+    """The Lucene this pyserini runs (9.9 under pyserini 1.6, 10.x under pyserini 2), read from the JVM."""
+    from jnius import autoclass
+
+    return str(autoclass("org.apache.lucene.util.Version").LATEST.toString())
+
+
+def check_lucene(index_dir: Path, manifest: dict) -> None:
+    """An index built by another Lucene major is one line naming it and both versions: Lucene 9 cannot
+    read Lucene 10's files, and a Lucene 9 index under Lucene 10 would be searched by another engine
+    than the one its figures were made with."""
+    built, running = manifest.get("lucene", LUCENE_BEFORE_RECORDED), lucene_version()
+    if built.split(".")[0] != running.split(".")[0]:
+        raise IfqaError(
+            f"built by Lucene {built}; this pyserini runs Lucene {running} (pyserini 1.6 on Python 3.11 runs "
+            "Lucene 9, pyserini 2 on Python 3.12+ Lucene 10): search it where it was built, or build it again "
+            "here with --force",
+            index_dir,
+        )
 
 
 def _last_line(said) -> str:
@@ -158,6 +183,7 @@ class LuceneRetriever:
         with _importing_pyserini():
             from pyserini.search.lucene import LuceneSearcher
 
+        check_lucene(Path(index_dir), manifest)
         searcher = LuceneSearcher(str(Path(index_dir) / LUCENE_DIR))
         settings = settings_of(cls, manifest, Path(index_dir))  # what it was built with, checked
         searcher.set_bm25(settings.k1, settings.b)

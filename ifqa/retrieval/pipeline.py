@@ -64,7 +64,7 @@ class RetrievalPipeline:
         if len(self.retrievers) > 1:
             check_same_collection(self.retrievers)
         if config.query_encoder:
-            from ifqa.retrieval.encoders import use_query_encoder
+            from ifqa.retrieval.encoders import use_query_encoder  # the model code of a stage the config asks for
 
             for retriever in self.retrievers:
                 use_query_encoder(retriever, config.query_encoder, config.device)
@@ -78,7 +78,7 @@ class RetrievalPipeline:
         # a run reads the same passage for many questions (half of them recur): parse each once
         self._passage = functools.lru_cache(maxsize=16384)(self.passages.__getitem__)  # ~1 KB each
         if config.rerank and not rerankers:
-            from ifqa.retrieval.rerank import load_reranker
+            from ifqa.retrieval.rerank import load_reranker  # the model code of a stage the config asks for
 
             self.rerankers = [
                 load_reranker(
@@ -170,4 +170,11 @@ class RetrievalPipeline:
             "fusion": config.fusion if len(self.retrievers) > 1 else None,
             "weights": list(config.weights) if config.weights else None,
             "rerankers": [r.describe() for r in self.rerankers],
+            **self.rewriting(),
         }
+
+    def rewriting(self) -> dict:
+        """The model that wrote the sub-queries (``--query-mode rewrite|hyde``), as every command records
+        its model session: backend, whether it thinks, its counters."""
+        session = getattr(self.formulate, "session", None)  # a formulation that asked a model keeps its session
+        return {"rewriting": session.record()} if session is not None else {}

@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 
 from ifqa.datasets.demo import load_demo
-from ifqa.devices import torch_dtype
+from ifqa.devices import pick_device, pick_precision, torch_dtype
 from ifqa.errors import IfqaError
 from ifqa.models import check_max_length, check_model, loading, pair_inputs
 from ifqa.paths import cache_dir
@@ -43,8 +43,6 @@ def load_cross_encoder(
     that holds no model is one clear error."""
     from sentence_transformers import CrossEncoder
     from transformers.utils import logging as hf_logging
-
-    from ifqa.devices import pick_device
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
@@ -94,7 +92,6 @@ class CrossEncoderReranker(RerankerKind):
         precision: str = "auto",
         backend: str = "torch",
     ):
-        from ifqa.devices import pick_device, pick_precision
 
         self.backend = Runtime.parse(backend)
         self.backend.check(device)

@@ -3,10 +3,11 @@ counterfactual question; ``hyde`` asks it to write the encyclopedia passage that
 facts (Gao et al., 2023, "HyDE"). Either way the cleaned question is kept as one more sub-query,
 and all are searched and fused, so a poor rewrite cannot lose what the question alone finds.
 
-Model access is a ``ModelSession`` as for every command that prompts: any OpenAI-compatible endpoint
-(``--rewrite-model``, ``--rewrite-base-url``; key from $OPENAI_API_KEY) or a local model
-(``--rewrite-backend hf|llamacpp``), through the persistent response cache, so a rerun costs nothing;
-a reasoning model's thinking is split off before its reply is read as queries.
+Model access is a ``ModelSession`` as for every command that prompts, with every model option as
+``--rewrite-...`` (``--rewrite-model``, ``--rewrite-base-url``, ``--rewrite-thinking``,
+``--rewrite-context-window`` ...; key from $OPENAI_API_KEY): through the persistent response cache,
+so a rerun costs nothing; a reasoning model's thinking is split off before its reply is read as
+queries; the session's record goes into the run's manifest (``pipeline.describe``).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
+from ifqa.configs import unprefixed
 from ifqa.errors import IfqaError
 from ifqa.llm.config import ModelAccess
 from ifqa.llm.session import Ask, ModelSession
@@ -45,14 +47,7 @@ class LLMFormulation:
                 f"query mode {self.mode!r} needs a model: --rewrite-model NAME (and --rewrite-base-url "
                 "for an OpenAI-compatible server)"
             )
-        access = ModelAccess(
-            model=config.rewrite_model,
-            backend=config.rewrite_backend,
-            base_url=config.rewrite_base_url,
-            cache=config.rewrite_cache,
-            device=config.device,
-            concurrency=8,
-        )
+        access = unprefixed(config, "rewrite_", ModelAccess)
         session = ModelSession.open(access, os.environ.get("OPENAI_API_KEY"))
         ask = Ask(session.max_tokens(MAX_TOKENS[self.mode]))
         template = PROMPTS[self.mode]
@@ -62,7 +57,7 @@ class LLMFormulation:
             # a reasoning model's thinking is split off by the session: only its answer holds queries
             return [[clean_cues(q)] + self.parse(r.answer) for q, r in zip(questions, replies)]
 
-        formulate.counters = session.counters  # type: ignore[attr-defined]
+        formulate.session = session  # type: ignore[attr-defined]  # what the run's manifest records of it
         return formulate
 
     def parse(self, text: str) -> list[str]:

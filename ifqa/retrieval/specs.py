@@ -16,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ifqa.errors import IfqaError
+from ifqa.io import write_json
+from ifqa.paths import cache_dir
 from ifqa.registry import ENGINES, INDEX_SCHEMES
 from ifqa.retrieval.index import MANIFEST, Retriever, read_manifest
 
@@ -79,10 +81,13 @@ class DemoIndexes:
     def recipe(self, name: str) -> dict:
         """The parameters a demo index is built with; an index made with others is rebuilt."""
         if name == "bm25":
-            from ifqa.retrieval.bm25 import DEFAULT_PARAMS
+            from ifqa.retrieval.bm25 import DEFAULT_PARAMS  # a scheme's builder, when its index is made or opened
 
             return dict(DEFAULT_PARAMS)
-        from ifqa.retrieval.engines import DenseSettings, settings_params
+        from ifqa.retrieval.engines import (  # a scheme's builder, when its index is made or opened
+            DenseSettings,
+            settings_params,
+        )
 
         return settings_params(DenseSettings())
 
@@ -107,12 +112,11 @@ class DemoIndexes:
 
     def reads(self, name: str) -> list[Path]:
         """The cache files ``demo:NAME`` is read from (the output guard's view; nothing is built)."""
-        from ifqa.datasets.demo import cached_corpus
+        from ifqa.datasets.demo import cached_corpus  # a scheme's builder, when its index is made or opened
 
         return [self._cached(name), cached_corpus()]
 
     def _cached(self, name: str) -> Path:
-        from ifqa.paths import cache_dir
 
         return cache_dir() / "indexes" / f"demo-{name}"
 
@@ -122,7 +126,7 @@ class DemoIndexes:
         folder), instead of failing on each other's build."""
         if name not in self.names:
             raise IfqaError(f"unknown demo index 'demo:{name}'; use demo:bm25 or demo:dense")
-        from ifqa.datasets.demo import checked_corpus
+        from ifqa.datasets.demo import checked_corpus  # a scheme's builder, when its index is made or opened
 
         folder = self._cached(name)
         if (folder / MANIFEST).exists():  # a complete cache is only read: no lock, nothing written (a
@@ -139,7 +143,7 @@ class DemoIndexes:
             os.close(descriptor)
 
     def _made(self, name: str, folder: Path) -> tuple[Path, Path]:
-        from ifqa.datasets.demo import checked_corpus
+        from ifqa.datasets.demo import checked_corpus  # a scheme's builder, when its index is made or opened
 
         corpus, digest = checked_corpus()
         if (folder / MANIFEST).exists() and self._fits(read_manifest(folder), name, digest):
@@ -176,8 +180,7 @@ class DemoIndexes:
 
 def _copy_index(source: Path, folder: Path, corpus: Path) -> None:
     """``source``'s files into ``folder`` (whole or not at all), its manifest naming ``corpus``."""
-    from ifqa.io import write_json
-    from ifqa.retrieval.index import corpus_record, staging
+    from ifqa.retrieval.index import corpus_record, staging  # a scheme's builder, when its index is made or opened
 
     with staging(folder, force=True) as temporary:
         for path in source.iterdir():
@@ -198,7 +201,7 @@ class PrebuiltIndexes:
         return {"engine": "pyserini", "corpus": {"sha256": f"prebuilt:{name}"}, "params": {}}
 
     def open(self, name: str, corpus: str | Path | None = None, device: str | None = None) -> Retriever:
-        from ifqa.retrieval.lucene import LuceneRetriever
+        from ifqa.retrieval.lucene import LuceneRetriever  # a scheme's builder, when its index is made or opened
 
         return LuceneRetriever.prebuilt(name)
 

@@ -32,6 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from ifqa.errors import IfqaError
+from ifqa.models import pair_inputs
 
 log = logging.getLogger(__name__)
 
@@ -295,7 +296,6 @@ class PairTokens:
 
     def matches(self, questions: list[str], texts: list[str]) -> bool:
         """Whether pairs built here equal the tokenizer's own (``only_second``, padded) on these pairs."""
-        from ifqa.models import pair_inputs
 
         own = pair_inputs(self.tokenizer, questions, texts, self.max_length, padding=True, return_tensors="np")
         q_ids = [np.asarray(i, "<i4") for i in self.tokenizer(questions, add_special_tokens=False)["input_ids"]]

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import numpy as np
 
+from ifqa.io import atomic_write
+
 TERMS, OFFSETS, IDS = "vocab.terms.bin", "vocab.offsets.npy", "vocab.ids.npy"
 
 
 def write_sorted(folder: Path, vocabulary: Mapping[str, int]) -> None:
     """The three files of ``vocabulary`` (the empty term, bm25s's placeholder, left out), written a
     term at a time: the build's peak memory gains the sorted list of terms, not their bytes too."""
-    from ifqa.io import atomic_write
 
     terms = sorted(term for term in vocabulary if term)
     offsets, ids = np.zeros(len(terms) + 1, dtype=np.int64), np.empty(len(terms), dtype=np.int32)

@@ -19,6 +19,7 @@ from pathlib import Path
 from ifqa.artifacts import Example
 from ifqa.errors import IfqaError
 from ifqa.eval.passages import GoldMatcher
+from ifqa.io import atomic_write
 from ifqa.retrieval.bm25 import MemoryBM25
 
 log = logging.getLogger(__name__)
@@ -105,7 +106,6 @@ def mine_groups(
 
 
 def write_groups(groups: Sequence[TrainingGroup], path: str | Path) -> None:
-    from ifqa.io import atomic_write
 
     with atomic_write(path) as handle:
         for group in groups:

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 from transformers import AutoTokenizer
 
-from ifqa import distributed
+from ifqa import devices, distributed
 from ifqa.artifacts import read_run
 from ifqa.devices import numerics, pick_precision
 from ifqa.distributed import World
@@ -72,13 +72,12 @@ def evaluate_em(
 
 def _use_compile(config: FiDTrainConfig, device: str) -> bool:
     """``--compile`` where it can run (else one line, before any work); by default on CUDA when it can."""
-    from ifqa.devices import compile_unavailable
 
     if config.compile and config.no_compile:
         raise IfqaError("--compile and --no-compile contradict each other; give one")
     if config.no_compile or not (config.compile or device.startswith("cuda")):
         return False
-    reason = compile_unavailable(device)
+    reason = devices.compile_unavailable(device)  # looked up at call time: a test stands in for it
     if reason and config.compile:
         raise IfqaError(f"--compile: {reason} (leave it out to train eagerly)")
     if reason:

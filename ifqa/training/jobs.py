@@ -148,9 +148,9 @@ def train_job(
         write_card(output / "model", card)
         return {"finished": True, **card}
     if kind == "reranker":
-        from ifqa.training.reranker import train_reranker as train
+        from ifqa.training.reranker import train_reranker as train  # the trainer of the kind asked
     else:
-        from ifqa.training.retriever import train_retriever as train
+        from ifqa.training.retriever import train_retriever as train  # the trainer of the kind asked
     result = train(groups, output, recipe, run)
     if not launched().main:  # the other ranks trained their share; rank 0 writes the card and scores dev
         return {

@@ -29,6 +29,7 @@ from ifqa.errors import IfqaError, check_step, restoring
 from ifqa.interrupts import held_interrupts
 from ifqa.io import atomic_dir, atomic_write, settled, write_json
 from ifqa.models import load_weights
+from ifqa.retrieval.batching import feed, out_of_memory_hint, to_device
 
 log = logging.getLogger(__name__)
 
@@ -202,8 +203,6 @@ def run_loop(
     """Train ``trainee`` for the steps [saved step, steps); returns the training record."""
     import torch
     from tqdm import tqdm
-
-    from ifqa.retrieval.batching import feed, out_of_memory_hint, to_device
 
     recorded = _finished(output, settings, world) if trainee.save_model is not None else None
     if recorded is not None:

@@ -14,6 +14,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from ifqa.errors import IfqaError
+from ifqa.io import atomic_dir
 from ifqa.models import pair_inputs
 from ifqa.retrieval.rerank import load_cross_encoder
 from ifqa.training.data import TrainingGroup, plan_steps
@@ -75,8 +76,6 @@ def train_reranker(
         return torch.stack(losses).mean()
 
     def save_model(folder: Path) -> None:
-        from ifqa.io import atomic_dir
-
         model.eval()
         with atomic_dir(folder / "model") as tmp:
             encoder.save(str(tmp))

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ifqa import distributed
 from ifqa.errors import IfqaError
+from ifqa.io import atomic_dir
 from ifqa.models import check_model, loading
 from ifqa.retrieval.encoders import resolve
 from ifqa.training.data import TrainingGroup, plan_steps
@@ -86,8 +87,6 @@ def train_retriever(
         return F.cross_entropy(scores, torch.tensor(targets, device=scores.device))
 
     def save_model(folder: Path) -> None:
-        from ifqa.io import atomic_dir
-
         with atomic_dir(folder / "model") as tmp:
             model.save(str(tmp))
 

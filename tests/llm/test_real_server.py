@@ -40,7 +40,7 @@ CHATTER = re.compile(r"^(?:the answer|answer\s*:|final answer|question\s*:|[\"'â
 def server(tmp_path_factory):
     """llama.cpp's OpenAI-compatible server on 127.0.0.1 with SmolLM2 (one thread: the other core is the
     other test worker's), on the F16 copy ifqa reads by default: the server cannot be told to keep
-    quantized weights out of llama.cpp's AMX kernel, which crashes it on a CPU with AMX (local_models.open_llama)."""
+    quantized weights out of llama.cpp's AMX kernel, which crashes it on a CPU with AMX (local_models.open_model)."""
     port = free_port()
     weights = f16_copy(SMOLLM2)
     log = tmp_path_factory.mktemp("llama-server") / "server.log"

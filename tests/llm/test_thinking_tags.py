@@ -11,7 +11,7 @@ import os
 import pytest
 
 from ifqa.datasets.demo import load_demo
-from ifqa.llm.backends import Completion
+from ifqa.llm.protocol import Backend, Completion
 from ifqa.llm.session import Ask, ModelSession
 from ifqa.llm.thinking import THINKING_TAGS
 from ifqa.readers.llm.answers import extract
@@ -30,7 +30,7 @@ LABELS = {
 }
 
 
-class _Backend:
+class _Backend(Backend):
     def describe(self):
         return {"backend": "stand-in", "model": "reasoner", "chat": True}
 
@@ -54,7 +54,7 @@ def _reply(tags, label: str, shape: str) -> Completion:
 @pytest.mark.parametrize("shape", ["inline", "opened by the template", "cut off"])
 @pytest.mark.parametrize("label", LABELS)
 def test_every_tag_with_every_label_in_every_shape(tags, shape, label):
-    reply = _session().read(_reply(tags, label, shape), Ask(64))
+    reply = _session().reply_of(_reply(tags, label, shape), Ask(64))
     if shape == "cut off":
         assert reply.truncated and reply.answer == ""  # no answer, never the draft
         return

@@ -41,3 +41,76 @@ def test_majority_votes_on_normalized_answers():
     assert majority(["The Beatles", "Queen", "beatles", "Queen."]) == "The Beatles"  # tie: earliest wins
     assert majority(["Queen", "the beatles", "Beatles"]) == "the beatles"
     assert majority([]) == ""
+
+
+#: Every shape a model writes an answer X in (issue #69): X must come back from each.
+SHAPES = (
+    "{x}",
+    "{x}.",
+    "The answer is: {x}.",
+    "So the answer is: {x}.",
+    "Answer: {x}",
+    "**{x}**",
+    "**Answer:** {x}",
+    "Sure!\n{x}",
+    "Here is the answer:\n{x}",
+    "Great question!\nThe answer is {x}.",
+    "The answer is {x} because the premise changes it.",
+)
+
+
+def _round_trip_failures(golds) -> list:
+    from ifqa.eval.answers import normalize_answer
+
+    failures = []
+    for gold in sorted(golds):
+        for shape in SHAPES:
+            got = extract(shape.format(x=gold))[0]
+            if normalize_answer(got) != normalize_answer(gold):
+                failures.append((shape, gold, got))
+    return failures
+
+
+def test_every_demo_and_wiqa_answer_survives_every_reply_shape():
+    from ifqa.datasets import QuestionSource
+    from ifqa.registry import DATASETS
+
+    golds = {"more", "less", "no effect"}  # WIQA's labels
+    for setting in ("demo", "wiqa-demo", "causalqa-demo"):
+        for split in DATASETS.get(setting).splits:
+            golds |= {a for e in QuestionSource(setting, split).load().examples for a in e.answers}
+    assert len(golds) > 50 and _round_trip_failures(golds) == []
+
+
+@pytest.mark.shared_data
+def test_every_ifqa_gold_answer_survives_every_reply_shape(shared):
+    import json
+
+    golds = set()
+    for name in ("full_split/train.json", "full_split/dev.json", "few_split/train.json"):
+        golds |= {a for e in json.loads((shared / "ifqa" / name).read_text()) for a in e["answers"]}
+    assert len(golds) > 3000 and _round_trip_failures(golds) == []
+
+
+@pytest.mark.parametrize(
+    "reply, answer",
+    [  # answers that look like chatter, and chatter around answers: the answer, or "" (none), never the chatter
+        ("The answer is: Great Britain.", "Great Britain"),
+        ("Oklahoma.", "Oklahoma"),
+        ("A New Hope.", "A New Hope"),
+        ("Good Friday.", "Good Friday"),
+        ("So the answer is: okapi1.", "okapi1"),
+        ("Greater New Orleans Bridge No. 2", "Greater New Orleans Bridge No. 2"),
+        ("It would be Paris.", "Paris"),
+        ("The answer is Paris because the premise moves the capital.", "Paris"),
+        ("Here is the answer:\nParis", "Paris"),
+        ("Sure!\nParis", "Paris"),
+        ("What a delightful question! Paris.", "Paris"),
+        ("The question asks what colour X would be. Paris.", "Paris"),
+        ("The answer is: If the river dried up, what would the bridge cross?", ""),
+        ("The answer is that the answer is that the answer is that", ""),
+        ("The answer is THAT Corporation.", "THAT Corporation"),
+    ],
+)
+def test_chatter_is_never_an_answer(reply, answer):
+    assert extract(reply)[0] == answer

@@ -4,7 +4,8 @@ import os
 import pytest
 
 from ifqa.datasets.demo import load_demo
-from ifqa.llm.backends import GenerationParams, HFBackend
+from ifqa.llm.hf_backend import HFBackend
+from ifqa.llm.protocol import GenerationParams
 from tests.readers.tiny_models import tiny_llama
 
 
@@ -27,7 +28,7 @@ def test_batched_generation_equals_one_at_a_time(model_dir):
 def test_the_precision_is_bfloat16_on_a_cpu_with_amx_else_float32_and_keys_the_cache(model_dir, monkeypatch, amx):
     import torch
 
-    from ifqa.llm import BackendOptions
+    from ifqa.llm.protocol import BackendOptions
 
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx, raising=False)
     auto = HFBackend.from_options(str(model_dir), BackendOptions(device="cpu"))

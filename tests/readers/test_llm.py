@@ -5,7 +5,7 @@ import pytest
 
 from ifqa.datasets.demo import load_demo
 from ifqa.errors import IfqaError
-from ifqa.llm import backends
+from ifqa.llm import openai_backend
 from ifqa.llm.cache import ResponseCache
 from ifqa.llm.session import ModelSession
 from ifqa.readers.llm import reader as llm
@@ -29,7 +29,7 @@ def env(tmp_path):
 
 
 def _reader(server, tmp_path, **config):
-    backend = backends.OpenAIBackend("test-model", server.url, SECRET, backoff=0.001, timeout=1.0)
+    backend = openai_backend.OpenAIBackend("test-model", server.url, SECRET, backoff=0.001, timeout=1.0)
     settings = LLMReaderConfig(**{"model": "test-model", **config})
     session = ModelSession(backend, settings, ResponseCache(tmp_path / "cache.sqlite"))
     return llm.LLMReader(session, settings, TRAIN, {e.question for e in DEV})
@@ -145,7 +145,7 @@ def test_retries_on_429_500_malformed_and_timeout(server, tmp_path):
     records = llm.read_to_file(reader, DEV[:2], tmp_path / "r.jsonl", progress=False)
     assert [r["prediction"] for r in records] == [ANSWERS[e.question] for e in DEV[:2]]
     assert len(server.requests) == 6  # four failures, then two answers
-    assert reader.session.counters.public()["retries"] == 4
+    assert reader.session.counters.as_dict()["retries"] == 4
     from ifqa.artifacts import read_manifest
 
     assert read_manifest(tmp_path / "r.jsonl")["counters"]["retries"] == 4
@@ -227,7 +227,7 @@ def test_completions_api_and_missing_key(cli, server, tmp_path, env):
 
 
 def test_credentials_in_the_endpoint_url_are_never_written(cli, server, env, tmp_path):
-    from ifqa.llm.backends import redact_url
+    from ifqa.redact import redact_url
 
     assert redact_url("https://h/v1?api-key=QUERYSECRET&x=1") == "https://h/v1?api-key=***&x=***"
     url = server.url.replace("http://", "http://user:URLSECRET@")

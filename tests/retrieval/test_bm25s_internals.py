@@ -16,9 +16,8 @@ from packaging.requirements import Requirement
 
 
 def test_the_bm25s_version_is_within_what_pyproject_admits():
-    from pathlib import Path
-
     import tomllib
+    from pathlib import Path
 
     project = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
     [spec] = [Requirement(r) for r in project["project"]["dependencies"] if r.startswith("bm25s")]

@@ -15,7 +15,7 @@ from ifqa.errors import IfqaError
 from ifqa.retrieval.config import RetrievalConfig
 
 #: Valid non-default values that depend on other fields (two indexes need two weights).
-DEPENDENT = {"weights": [0.3, 0.7]}
+DEPENDENT = {"weights": [0.3, 0.7], "device": "cpu", "rewrite_device": "cpu"}  # devices: checked as parsed
 
 
 def _other_value(field: dataclasses.Field):
@@ -27,10 +27,10 @@ def _other_value(field: dataclasses.Field):
         return next(name for name in meta["choices"] if name != default)
     if isinstance(default, bool):
         return True
-    if isinstance(default, int):
+    if isinstance(default, (int, float)):
         return default + 1
     if default is None and int in typing.get_args(typing.get_type_hints(RetrievalConfig)[field.name]):
-        return 2  # a count whose default is decided at run time
+        return max(2, meta.get("min") or 0)  # a count whose default is decided at run time
     if isinstance(default, list):
         return [*default, "second-index"]
     return f"{field.name}-value"

@@ -1,4 +1,7 @@
+import json
 import os
+import re
+import sys
 
 import pytest
 
@@ -8,6 +11,7 @@ from ifqa.datasets.demo import (
     corpus_path,  # noqa: E402
     load_demo,  # noqa: E402
 )
+from ifqa.errors import IfqaError  # noqa: E402
 from ifqa.retrieval import bm25, lucene  # noqa: E402
 from ifqa.retrieval.specs import open_index  # noqa: E402
 
@@ -19,6 +23,7 @@ def test_lucene_index_agrees_with_bm25s(tmp_path, monkeypatch):
     corpus = corpus_path()
     manifest = lucene.build(corpus, tmp_path / "lucene")
     assert manifest["engine"] == "pyserini" and manifest["passages"] == 4151
+    assert manifest["lucene"].split(".")[0] == ("9" if sys.version_info < (3, 12) else "10")  # pyserini 1.6 or 2
     assert "OPENAI_API_KEY" not in os.environ  # pyserini's import-time client got a placeholder only
     bm25.build(corpus, tmp_path / "bm25s", progress=False)
     a, b = open_index(tmp_path / "lucene"), open_index(tmp_path / "bm25s")
@@ -30,3 +35,10 @@ def test_lucene_index_agrees_with_bm25s(tmp_path, monkeypatch):
     # Lucene stores document lengths lossily (one byte), so near-tied scores can swap
     assert same_top >= 0.9 * len(questions)
     assert sum(overlaps) / len(overlaps) > 0.9
+
+    # an index another Lucene major built: one line naming it and both versions
+    manifest_path = tmp_path / "lucene" / "manifest.json"
+    other = "10.5.0" if manifest["lucene"].startswith("9.") else "9.9.1"
+    manifest_path.write_text(json.dumps({**manifest, "lucene": other}))
+    with pytest.raises(IfqaError, match=f"built by Lucene {re.escape(other)}; this pyserini runs Lucene "):
+        open_index(tmp_path / "lucene")

@@ -83,7 +83,7 @@ class FiDReaderEntry:
     model_key = "checkpoint"
 
     def read(self, config: FiDReaderConfig, job) -> dict:
-        from ifqa.readers.fid.predict import read_to_file
+        from ifqa.readers.fid.predict import read_to_file  # torch, for a FiD read alone (the config builds options)
 
         refuse_multiple_choice(job, "fid")
         if not config.checkpoint or not job.run:

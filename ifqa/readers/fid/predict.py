@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ifqa import distributed
 from ifqa.artifacts import QuestionSet, as_question_set, check_questions, read_run, write_manifest, write_predictions
+from ifqa.devices import bf16_supported
 from ifqa.errors import IfqaError
 from ifqa.readers.fid.data import FID_CONFIG, Collator, FiDSettings
 from ifqa.readers.fid.model import FiDT5, load_model
@@ -39,8 +40,6 @@ def predict(
     generation ran at a fraction of the card's speed), in fp32 on a CPU or with ``bf16=False``."""
     import torch
     from tqdm import tqdm
-
-    from ifqa.devices import bf16_supported
 
     collator = Collator(tokenizer, settings)
     device = next(model.parameters()).device
@@ -120,7 +119,6 @@ def read_to_file(
     if not world.main:
         return rows
     write_predictions(output, rows)
-    from ifqa.devices import bf16_supported
 
     precision = "bf16" if device.startswith("cuda") and bf16_supported(device) else "fp32"
     write_manifest(

@@ -140,7 +140,7 @@ def read_to_file(reader: IterativeReader, questions, output: str | Path, progres
             "host_ms_per_step": round(1000 * statistics.fmean(reader.host_seconds), 2) if reader.host_seconds else None,
         }
 
-    return runner.read_to_file(
+    return runner.read_in_waves(
         reader.session,
         questions,
         output,
@@ -170,7 +170,7 @@ class IterativeReaderEntry:
         session = ModelSession.open(config, job.api_key)
         reader = IterativeReader(session, config, pipeline, template)
         read_to_file(reader, job.questions, job.output, job.progress)
-        return session.counters.public()
+        return session.counters.as_dict()
 
 
 READER = IterativeReaderEntry()

@@ -40,11 +40,17 @@ class LLMReaderEntry:
     model_key = "model"
 
     def read(self, config: LLMReaderConfig, job) -> dict:
-        from ifqa.llm.session import ModelSession
-        from ifqa.readers.llm.reader import LLMReader, load_contexts, read_to_file
+        from ifqa.llm.session import ModelSession  # the model layer, for a read alone (the config builds options)
+        from ifqa.readers.llm.reader import (  # the model layer, for a read alone (the config builds options)
+            LLMReader,
+            check_contexts,
+            load_contexts,
+            read_to_file,
+        )
 
         config.require_model()
         contexts = load_contexts(job.run, job.questions)  # read and checked before any model is loaded or contacted
+        check_contexts(config.mode, job.questions, contexts, job.run)
         train, setting = demonstration_pool(config, job.source)  # a pool that cannot be named: before the model loads
         session = ModelSession.open(config, job.api_key)
         if config.demos:
@@ -52,7 +58,7 @@ class LLMReaderEntry:
         exclude = {e.question.strip() for e in job.questions}
         reader = LLMReader(session, config, train.examples, exclude, rationale_setting=setting, task=job.questions.task)
         read_to_file(reader, job.questions, job.output, job.run, progress=job.progress, contexts=contexts)
-        return session.counters.public()
+        return session.counters.as_dict()
 
 
 READER = LLMReaderEntry()

@@ -14,7 +14,7 @@ from ifqa.eval.answers import normalize_answer
 #: there gave no answer).
 _SO_THE_ANSWER = re.compile(
     r"(?:so\s+)?the\s+(?:final\s+|correct\s+|short\s+|right\s+)?answer(?:\s+to\s+(?:this|the|your|that)\s+question)?"
-    r"\s+(?:is|would\s+be|will\s+be)\b\s*:?[ \t]*(.*)",
+    r"\s+(?:is(?:\s+(?-i:that))?|would\s+be|will\s+be)\b\s*:?[ \t]*(.*)",
     re.I | re.S,
 )
 #: An answer label at a line's start, plain or in markdown: "Answer: X", "Final Answer: X",
@@ -24,10 +24,23 @@ _ANSWER_LABEL = re.compile(r"^[ \t#>*_-]*(?:final\s+|short\s+)?(?:answer|a)\s*[*
 #: asking ...", "If the river dried up, what would ...?").
 _RESTATES = re.compile(r"^\s*(?:\**\s*question\s*\**\s*:|the\s+question\s+(?:is|asks|was))", re.I)
 _RESTATED = re.compile(_RESTATES.pattern + r"|\?\s*$", re.I)
-#: Openers before an answer ("What a delightful question!", "Sure!", "Great question.").
+#: Openers before an answer, each a whole word and a phrase of its own, punctuated ("Sure!", "Okay,",
+#: "What a delightful question!", "Great question.", "Here is the answer:", "Let me think."): never
+#: the start of an answer that begins with such a word ("Great Britain", "Good Friday", "Oklahoma").
 _OPENER = re.compile(
-    r"^\s*(?:(?:what\s+an?\s+|a\s+|great|good|interesting|sure|certainly|okay|ok)[^.!?\n]{0,40}[.!]\s*)+", re.I
+    r"^\s*(?:(?:sure|certainly|of\s+course|okay|ok|alright|absolutely|hmm+)\s*[,.!:;]+\s*"
+    r"|(?:what\s+an?\s+)?(?:(?:very|really|truly)\s+)?(?:great|good|interesting|fascinating|excellent|delightful"
+    r"|intriguing|tricky|fun|nice|wonderful|thought-provoking|challenging)\s+question\b[^.!?:\n]{0,40}[.!?:]+\s*"
+    r"|here(?:\s+is|'s|\s+are)\s+(?:the|my|an?)\s+(?:short\s+|final\s+)?(?:answer|response)s?\b[^.!?:\n]{0,40}[.!?:]+\s*"
+    r"|let(?:'s|\s+me)\s+(?:think|see|answer)\b[^.!?:\n]{0,40}[.!?:]+\s*)+",
+    re.I,
 )
+#: A sentence that says the question back before the answer ("The question asks what colour it would be.").
+_RESTATEMENT = re.compile(r"^\s*the\s+question\s+(?:is|asks|was)\b[^?.!\n]*[?.!]\s*", re.I)
+#: An explanation after the answer ("Paris because the premise moves the capital").
+_BECAUSE = re.compile(r"(?:,\s*|\s+)(?:because|since)\s.*$", re.I | re.S)
+#: "It would be X": the answer in a sentence of its own.
+_IT_WOULD_BE = re.compile(r"^(?:it|this|that)\s+(?:would|will|could|might)\s+(?:be|have\s+been)\s+(?=\S)", re.I)
 _QUOTES = "\"'“”‘’`*_"
 #: An answer that starts with a double-quoted span (closed before the end).
 _QUOTED = re.compile(r'^\s*[*_]*["“]([^"“”\n]+)["”]')
@@ -42,7 +55,7 @@ _PREAMBLE = re.compile(
 #: markdown before it): taken off, as often as a model repeats it.
 _LEAD = re.compile(
     r"^[\s*_\"'“”]*(?:so\s+)?(?:the\s+)?(?:final\s+|correct\s+|short\s+|right\s+)?answer"
-    r"(?:\s+to\s+(?:this|the|your|that)\s+question)?\s*[*_]*\s*(?:is\b|would\s+be\b|will\s+be\b|:)[*_]*\s*:?\s*",
+    r"(?:\s+to\s+(?:this|the|your|that)\s+question)?\s*[*_]*\s*(?:is(?:\s+(?-i:that))?\b|would\s+be\b|will\s+be\b|:)[*_]*\s*:?\s*",
     re.I,
 )
 #: The start of such a lead and nothing after it ("The answer to this", cut off mid-loop), or the answer
@@ -71,11 +84,12 @@ def extract(output: str, reasoning: bool = False) -> tuple[str, str]:
     elif matches:
         rationale, candidate = text[: matches[-1].start()].strip(), matches[-1].group(1)
     else:
-        lines = [line for line in text.splitlines() if line.strip() and not _RESTATED.search(line)]
+        said = (_RESTATEMENT.sub("", line) for line in text.splitlines())  # a question said back, then an answer
+        lines = [line for line in said if line.strip() and not _RESTATED.search(line)]
         if reasoning:
             rationale, candidate = "\n".join(lines[:-1]), lines[-1] if lines else ""
-        else:
-            candidate = lines[0] if lines else ""
+        else:  # the first line that is more than chatter ("Sure!", "Here is the answer:" on a line of its own)
+            candidate = next((line for line in lines if clean(line)), "")
     return clean(candidate), rationale
 
 
@@ -84,14 +98,16 @@ def clean(candidate: str) -> str:
     answer is" and "Answer:" left-overs, quotes, markdown emphasis and a trailing period."""
     answer = candidate.strip().splitlines()[0] if candidate.strip() else ""
     answer = _OPENER.sub("", _PREAMBLE.sub("", answer))
+    answer = _RESTATEMENT.sub("", answer)  # the question said back, then the answer
     # "Answer: The answer is X", and a small model's loop ("The answer to this question is: "The answer
-    # to this question is: ...") however many times it goes round
+    # to this question is: ...", "The answer is that the answer is that ...") however often it goes round
     while _LEAD.match(answer):
         answer = _LEAD.sub("", answer, count=1)
     if _CUT_LEAD.match(answer):  # what is left is a lead cut off by the token limit: no answer
         return ""
-    if _RESTATES.search(answer):  # the question said back is no answer
+    if _RESTATES.search(answer) or answer.rstrip(_QUOTES + " .").endswith("?"):  # a question is no answer
         return ""
+    answer = _BECAUSE.sub("", _IT_WOULD_BE.sub("", answer))
     quoted = _QUOTED.match(answer)  # '"Alabama" would have climbed to 19': the quoted name is the answer
     if quoted:
         answer = quoted.group(1)
@@ -122,7 +138,7 @@ def for_task(answer: str, rationale: str, task: str, example=None) -> tuple[str,
         return (multiple_choice.shown_choice(label, choices) if label else ""), rationale
     if task != "wiqa":
         return answer, rationale
-    from ifqa.eval.wiqa import normalize_label
+    from ifqa.eval.wiqa import normalize_label  # WIQA's labels, for a WIQA answer alone
 
     found = _WIQA_LABEL.search(answer)
     return (normalize_label(found.group(1)) if found else ""), rationale

@@ -195,6 +195,7 @@ class DemoSelector:
             log.warning("asked for %d demonstrations, only %d available", k, len(demos))
         self._index = None
         if strategy == "similar" and demos and k:
+            # BM25 over the training questions, for similar demonstrations alone
             from ifqa.retrieval.bm25 import MemoryBM25
 
             self._index = MemoryBM25([d.question for d in demos])
@@ -255,8 +256,10 @@ def fit(
     passages: Sequence[str | dict],
     count_tokens: Callable[[str], int],
     budget: int,
+    remedy: str = "raise --max-prompt-tokens or lower --passages",
 ) -> Prompt:
-    """The longest prompt within ``budget`` tokens: shorten passages, then drop demonstrations."""
+    """The longest prompt within ``budget`` tokens: shorten passages, then drop demonstrations;
+    ``remedy`` names the user's own options that set the budget."""
     text = render(template, question, demos, passages)
     tokens = count_tokens(text)
     if tokens <= budget:
@@ -285,6 +288,5 @@ def fit(
             notes.append(f"{len(demos) - len(kept)} demonstration(s) dropped")
             return Prompt(text, len(kept), len(passages), words, notes, tokens)
     raise IfqaError(
-        f"the prompt does not fit in {budget} tokens even without demonstrations "
-        f"(question {question[:50]!r}); raise --max-prompt-tokens or lower --passages"
+        f"the prompt does not fit in {budget} tokens even without demonstrations (question {question[:50]!r}); {remedy}"
     )

@@ -56,10 +56,7 @@ class LLMReader:
             self.background_selector = prompts.DemoSelector(
                 prompts.pool(train, None, exclude_questions or set()), config.demos, config.selection, config.seed
             )
-        window = config.max_prompt_tokens
-        if window is None:
-            window = prompt_budget(session.context_window(), self._max_tokens(), session.thinks)
-        self.budget = window
+        self.budget, self.remedy = prompt_limit(config, session.context_window(), self._max_tokens(), session.thinks)
         self.prompt_lengths: list[int] = []
 
     def _shown(self, example) -> tuple[str, str]:
@@ -81,7 +78,7 @@ class LLMReader:
     def _prompt(self, template, selector, example, passages) -> prompts.Prompt:
         demos = selector.select(example.qid, example.question)
         question = answers.shown_question(example, self.task)
-        prompt = prompts.fit(template, question, demos, passages, self.session.count_tokens, self.budget)
+        prompt = prompts.fit(template, question, demos, passages, self.session.count_tokens, self.budget, self.remedy)
         for note in prompt.notes:
             log.info("question %s: %s", example.qid, note)
         self.prompt_lengths.append(prompt.tokens)
@@ -149,6 +146,22 @@ class LLMReader:
         return record
 
 
+def prompt_limit(config, context: int | None, max_tokens: int, thinks: bool) -> tuple[int, str]:
+    """The prompt's token budget and what the user can change to widen it, named by the options that
+    set it: ``--max-prompt-tokens`` (refused where it and ``--max-tokens`` overflow the model's window),
+    else the model's window (``--context-window``) less ``--max-tokens``."""
+    given = config.max_prompt_tokens
+    if given is not None:
+        if context is not None and given + max_tokens > context:
+            raise IfqaError(
+                f"--max-prompt-tokens {given} and {max_tokens} tokens to generate exceed the model's {context}-token "
+                "window; lower --max-prompt-tokens (or --max-tokens), or raise --context-window"
+            )
+        return given, "raise --max-prompt-tokens or lower --passages"
+    remedy = "raise --context-window, or lower --max-tokens or --passages"
+    return prompt_budget(context, max_tokens, thinks), remedy
+
+
 def prompt_budget(context: int | None, max_tokens: int, thinks: bool) -> int:
     """Tokens left for the prompt: the model's window less what it may generate (a window of 4096 assumed
     when unknown; a thinking model's prompt gets 4096, its window being larger than its generation)."""
@@ -160,6 +173,19 @@ def prompt_budget(context: int | None, max_tokens: int, thinks: bool) -> int:
             "lower --max-tokens (or --thinking-budget)"
         )
     return context - max_tokens
+
+
+def check_contexts(mode: str, questions: QuestionSet, contexts: dict, run_path) -> None:
+    """Open-book reading's passages: a run, holding every question (refused before any model is made)."""
+    if mode != "open":
+        return
+    if not contexts:
+        raise IfqaError("open-book reading needs --run (a run file with retrieved passages)")
+    missing = [e.qid for e in questions.examples if e.qid not in contexts]
+    if missing:
+        raise IfqaError(
+            f"{len(missing)} questions have no retrieved passages in the run (e.g. qid {missing[0]})", run_path
+        )
 
 
 def load_contexts(run_path: str | Path | None, questions: QuestionSet) -> dict[str, list[dict]]:
@@ -183,14 +209,7 @@ def read_to_file(
     questions = as_question_set(questions)
     if contexts is None:
         contexts = load_contexts(run_path, questions)
-    if reader.config.mode == "open":
-        if not contexts:
-            raise IfqaError("open-book reading needs --run (a run file with retrieved passages)")
-        missing = [e.qid for e in questions.examples if e.qid not in contexts]
-        if missing:
-            raise IfqaError(
-                f"{len(missing)} questions have no retrieved passages in the run (e.g. qid {missing[0]})", run_path
-            )
+    check_contexts(reader.config.mode, questions, contexts, run_path)
 
     def manifest(records: list[dict]) -> dict:
         lengths = reader.prompt_lengths
@@ -204,7 +223,7 @@ def read_to_file(
             else {},
         }
 
-    return runner.read_to_file(
+    return runner.read_in_waves(
         reader.session,
         questions,
         output,

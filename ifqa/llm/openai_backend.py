@@ -1,87 +1,36 @@
-"""Where completions come from: any OpenAI-compatible endpoint, or a local transformers model.
-
-Both answer ``complete(prompts, params) -> [Completion]``. The OpenAI backend retries 429s, 5xx,
-timeouts, dropped connections and malformed responses with exponential backoff; it never logs
-or returns the API key.
-"""
+"""Any OpenAI-compatible endpoint (OpenAI, vLLM's server, llama.cpp's server, Ollama): chat or
+completions. It retries 429s, 5xx, timeouts, dropped connections and malformed responses with
+exponential backoff; it never logs or returns the API key."""
 
 from __future__ import annotations
 
-import contextlib
-import importlib.util
 import logging
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass
-from unittest import mock
 
-from ifqa.devices import pick_device
 from ifqa.errors import IfqaError
 from ifqa.io import unpaired_surrogate
-from ifqa.llm.local_models import is_local_file_model, model_file
-from ifqa.llm.local_thinking import ThinkingBudget, chat_prompt, template_thinks
-from ifqa.llm.thinking import openai_reasoning_model, opened_tag
-from ifqa.models import check_model_location, loading
-from ifqa.redact import add_secret, add_url_secrets, redact, redact_url  # noqa: F401 (redact_url: imported from here elsewhere)
+from ifqa.llm.protocol import Backend, BackendOptions, Completion, Done, GenerationParams
+from ifqa.llm.thinking import openai_reasoning_model
+from ifqa.model_options import RETRIES, TIMEOUT
+from ifqa.redact import add_secret, add_url_secrets, redact, redact_url
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class Completion:
-    """What a model sent: its text (inline thinking included), a separate reasoning field's text, why
-    it stopped (``length``: the token limit) and its token counts (reasoning tokens counted apart)."""
-
-    text: str
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    retries: int = 0  # failed attempts before this answer (429, 5xx, timeouts, malformed replies)
-    reasoning: str = ""
-    finish_reason: str | None = None
-    reasoning_tokens: int = 0
-
-
-@dataclass(frozen=True)
-class GenerationParams:
-    """What is asked of the model. The reasoning settings go into a request (and the cache key) only
-    when set, so that a plain model's requests and cached answers are what they always were."""
-
-    max_tokens: int = 64
-    temperature: float = 0.0
-    top_p: float = 1.0
-    stop: tuple[str, ...] = ()
-    seed: int = 0
-    thinking: bool | None = None  # ask the chat template to think (True) or not (False); None: ask nothing
-    thinking_budget: int | None = None  # tokens of thinking, where the endpoint or backend takes a budget
-    reasoning_effort: str | None = None  # OpenAI's reasoning_effort (low, medium, high ...)
-
-    def as_dict(self) -> dict:
-        params = {
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "stop": list(self.stop),
-            "seed": self.seed,
-        }
-        for name in ("thinking", "thinking_budget", "reasoning_effort"):
-            if getattr(self, name) is not None:
-                params[name] = getattr(self, name)
-        return params
-
-    def template_kwargs(self) -> dict:
-        """The chat template's thinking switch (Qwen3's ``enable_thinking``), when one is asked for."""
-        return {} if self.thinking is None else {"enable_thinking": self.thinking}
 
 
 class TransientError(Exception):
     """A failure worth retrying (rate limit, server error, timeout, malformed response)."""
 
 
-class OpenAIBackend:
+class OpenAIBackend(Backend):
     """Chat or completions on any OpenAI-compatible server (OpenAI, vLLM, llama.cpp, Ollama)."""
 
+    reads = frozenset({"completions", "timeout", "retries"})
+
+    concurrent_requests = True
+
     @classmethod
-    def from_options(cls, model: str, options) -> OpenAIBackend:
+    def from_options(cls, model: str, options: BackendOptions) -> OpenAIBackend:
         return cls(
             model,
             options.base_url,
@@ -97,17 +46,17 @@ class OpenAIBackend:
         base_url: str | None = None,
         api_key: str | None = None,
         chat: bool = True,
-        timeout: float = 60.0,
-        retries: int = 6,
+        timeout: float = TIMEOUT,
+        retries: int = RETRIES,
         backoff: float = 1.0,
     ):
         import os
-        import threading
 
         import openai
 
+        super().__init__()
         self.model, self.chat, self.retries, self.backoff = model, chat, retries, backoff
-        self.stopping = threading.Event()  # set by the caller's concurrency on its way out (generation.concurrently)
+        self.name = model
         key = api_key or os.environ.get("OPENAI_API_KEY") or ("EMPTY" if base_url else None)
         if key is None:
             raise IfqaError("no API key: pass --api-key or set OPENAI_API_KEY (or --base-url for a local server)")
@@ -138,8 +87,13 @@ class OpenAIBackend:
     def describe(self) -> dict:
         return {"backend": "openai", "model": self.model, "base_url": self.base_url, "chat": self.chat}
 
-    def complete(self, prompts: Sequence[str], params: GenerationParams) -> list[Completion]:
-        return [self._complete_one(prompt, params) for prompt in prompts]
+    def complete(self, prompts: Sequence[str], params: GenerationParams, done: Done | None = None) -> list[Completion]:
+        completions = []
+        for i, prompt in enumerate(prompts):
+            completions.append(self._complete_one(prompt, params))
+            if done is not None:
+                done(i, completions[-1])
+        return completions
 
     def _complete_one(self, prompt: str, params: GenerationParams) -> Completion:
         for attempt in range(self.retries + 1):
@@ -261,131 +215,3 @@ def _safe_message(exc: Exception) -> str:
     message = str(getattr(exc, "message", "") or exc)
     # redacted whole before it is cut: a cut would leave a key's head too short to recognise
     return redact(message.splitlines()[0], from_endpoint=True)[:200] if message.strip() else type(exc).__name__
-
-
-def local_dtype(device: str) -> str:
-    """The precision a local transformers model runs in when none is asked: bfloat16 on a GPU, and on a
-    CPU with AMX tiles (Sapphire Rapids and later), where torch's bfloat16 matrix products run on them
-    (SmolLM2 reads prompts 3.1x faster than in float32 there: benchmarks/llamacpp_reader.py); float32
-    on other CPUs, whose bfloat16 products are emulated and slower than float32."""
-    import torch
-
-    if device.startswith("cuda"):
-        return "bfloat16"
-    amx = getattr(torch.cpu, "_is_amx_tile_supported", None)
-    return "bfloat16" if device == "cpu" and amx is not None and amx() else "float32"
-
-
-@contextlib.contextmanager
-def _quiet_gguf():
-    """transformers' bar over a GGUF file's tensors ignores its own progress switch: hidden while loading;
-    and its advice to load a GGUF file in float32 only (bfloat16 measured 2.5x faster on an AMX CPU,
-    benchmarks/llamacpp_reader.py) is not shown to the user."""
-    from transformers import modeling_gguf_pytorch_utils as gguf_utils
-
-    advice = logging.getLogger("transformers.quantizers.quantizer_gguf")
-    level = advice.level
-    advice.setLevel(logging.ERROR)
-    try:
-        with mock.patch.object(gguf_utils, "tqdm", lambda items, **_: items):
-            yield
-    finally:
-        advice.setLevel(level)
-
-
-class HFBackend:
-    """A local causal LM through transformers: batched generation, chat template when the model has one."""
-
-    @classmethod
-    def from_options(cls, model: str, options) -> HFBackend:
-        return cls(model, options.device, options.batch_size, dtype=None if options.dtype == "auto" else options.dtype)
-
-    def __init__(
-        self,
-        model: str,
-        device: str | None = None,
-        batch_size: int = 8,
-        chat: bool | None = None,
-        dtype: str | None = None,
-    ):
-        source, gguf = model, {}
-        if is_local_file_model(model) and not all(map(importlib.util.find_spec, ("gguf", "accelerate"))):
-            raise IfqaError("--backend hf reads a GGUF file with gguf and accelerate: pip install 'ifqa[llamacpp]'")
-        self.device = pick_device(device)
-        if is_local_file_model(model):  # a GGUF file (demo:smollm2 too): transformers dequantizes it
-            path = model_file(model)
-            source, gguf = str(path.parent), {"gguf_file": path.name}
-        else:
-            check_model_location(model)
-        import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-        from transformers.utils import logging as hf_logging
-
-        hf_logging.disable_progress_bar()
-        with loading(model, "model"), _quiet_gguf():
-            self.tokenizer = AutoTokenizer.from_pretrained(source, **gguf)
-            torch_dtype = getattr(torch, dtype or local_dtype(self.device))
-            self.model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, **gguf).to(self.device).eval()
-        self.tokenizer.padding_side = "left"
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.name, self.batch_size = model, batch_size
-        self.chat = bool(self.tokenizer.chat_template) if chat is None else chat
-
-    def describe(self) -> dict:
-        weights = str(self.model.dtype).removeprefix("torch.")  # in the cache key: other precision, other answers
-        return {"backend": "hf", "model": self.name, "chat": self.chat, "device": self.device, "weights": weights}
-
-    def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer(text)["input_ids"])
-
-    def context_window(self) -> int | None:
-        return getattr(self.model.config, "max_position_embeddings", None)
-
-    def _format(self, prompt: str, params: GenerationParams) -> str:
-        return chat_prompt(self.tokenizer, prompt, params.template_kwargs()) if self.chat else prompt
-
-    def template_thinks(self) -> bool:
-        return self.chat and template_thinks(self.tokenizer)
-
-    def complete(self, prompts: Sequence[str], params: GenerationParams) -> list[Completion]:
-        import torch
-        from transformers import LogitsProcessorList
-
-        out: list[Completion] = []
-        eos = self.tokenizer.eos_token_id
-        for start in range(0, len(prompts), self.batch_size):
-            batch = [self._format(p, params) for p in prompts[start : start + self.batch_size]]
-            opened = [opened_tag(text) if self.chat else "" for text in batch]
-            encoded = self.tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=not self.chat).to(
-                self.device
-            )
-            width = encoded["input_ids"].shape[1]
-            processors = LogitsProcessorList()
-            if params.thinking_budget is not None:
-                processors.append(
-                    ThinkingBudget(self.tokenizer, params.thinking_budget, width, [bool(tag) for tag in opened])
-                )
-            sampling = params.temperature > 0
-            if sampling:
-                torch.manual_seed(params.seed)
-            with torch.inference_mode():
-                generated = self.model.generate(
-                    **encoded,
-                    max_new_tokens=params.max_tokens,
-                    do_sample=sampling,
-                    temperature=params.temperature if sampling else None,
-                    top_p=params.top_p if sampling else None,
-                    pad_token_id=self.tokenizer.pad_token_id,
-                    logits_processor=processors,
-                )
-            for row, mask, tag in zip(generated, encoded["attention_mask"], opened):
-                new = row[width:]
-                produced = int((new != self.tokenizer.pad_token_id).sum())
-                ended = eos is not None and bool((new == eos).any())
-                text = tag + self.tokenizer.decode(new, skip_special_tokens=True)
-                for stop in params.stop:
-                    text = text.split(stop, 1)[0]
-                finish = "stop" if ended or produced < len(new) else "length"
-                out.append(Completion(text, int(mask.sum()), produced, finish_reason=finish))
-        return out  # reasoning tokens are counted by CachedGenerator, with count_tokens, for every backend

@@ -1,0 +1,107 @@
+"""The backend contract (ifqa/llm/protocol.py): every registered backend subclasses ``Backend`` and
+declares its capabilities there; a new backend is one module and one registry line; nothing in
+ifqa/llm probes a backend by ``getattr`` or names one by string."""
+
+from __future__ import annotations
+
+import ast
+import json
+from dataclasses import fields
+from pathlib import Path
+
+from ifqa.llm.config import ModelAccess
+from ifqa.llm.protocol import Backend, BackendOptions
+from ifqa.registry import LLM_BACKENDS
+
+LLM = Path(__file__).resolve().parents[2] / "ifqa" / "llm"
+
+
+def test_every_backend_subclasses_the_contract():
+    import importlib
+
+    for name in LLM_BACKENDS:
+        module, attribute = LLM_BACKENDS._entries[name].split(":")
+        kind = getattr(importlib.import_module(module, "ifqa.llm"), attribute)  # without the optional library
+        assert issubclass(kind, Backend), name
+        assert kind.from_options is not Backend.from_options and kind.complete is not Backend.complete, name
+
+
+def test_backend_options_are_model_access_fields_by_name():
+    access = {f.name for f in fields(ModelAccess)}
+    assert {f.name for f in fields(BackendOptions)} - access == {"api_key"}
+    given = ModelAccess(model="m", batch_size=3, model_threads=2, context_window=512, timeout=5.0, retries=1)
+    options = BackendOptions.from_access(given, "key")
+    assert (options.batch_size, options.model_threads, options.context_window, options.api_key) == (3, 2, 512, "key")
+    assert (BackendOptions().batch_size, BackendOptions().timeout, BackendOptions().retries) == (
+        ModelAccess().batch_size,
+        ModelAccess().timeout,
+        ModelAccess().retries,
+    )
+
+
+def test_nothing_in_ifqa_llm_probes_a_backend_or_names_one():
+    """Capabilities are read as the base class declares them; which backend a session has is never asked by name."""
+    found = []
+    for path in sorted(LLM.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("getattr", "hasattr") and node.args:
+                target = ast.unparse(node.args[0])
+                if "backend" in target:
+                    found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+            if isinstance(node, ast.Compare) and "['backend']" in ast.unparse(node.left):
+                found.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+    assert found == []
+
+
+def test_a_toy_backend_is_one_module_and_one_registry_line(monkeypatch, cli, tmp_path):
+    monkeypatch.setattr(
+        LLM_BACKENDS, "_entries", {**LLM_BACKENDS._entries, "shouting": "tests.toys.toy_backend:ShoutingBackend"}
+    )
+    env = {**__import__("os").environ, "IFQA_CACHE_DIR": str(tmp_path / "cache")}
+    out = tmp_path / "p.jsonl"
+    result = cli("read", "llm", "--backend", "shouting", "--model", "toy", "-o", out, "--no-progress", env=env)
+    assert result.returncode == 0, result.stderr
+    predictions = [json.loads(line) for line in out.read_text().splitlines()]
+    assert predictions and all(p["prediction"] and p["prediction"] == p["prediction"].upper() for p in predictions)
+    manifest = json.loads(Path(f"{out}.manifest.json").read_text())
+    assert manifest["backend"]["backend"] == "shouting"
+    refused = cli("read", "llm", "--backend", "shouting", "--model", "toy", "--thinking-budget", "8", "-o",
+                  tmp_path / "q.jsonl", env=env)  # fmt: skip
+    assert refused.returncode == 1 and "the shouting backend takes no thinking budget" in refused.stderr
+
+
+def test_every_model_a_run_used_is_on_its_record(monkeypatch, cli, tmp_path):
+    """The readers, the judge and query rewriting each keep their model session's record (backend,
+    whether it thinks, counters) in what they write."""
+    monkeypatch.setattr(
+        LLM_BACKENDS, "_entries", {**LLM_BACKENDS._entries, "shouting": "tests.toys.toy_backend:ShoutingBackend"}
+    )
+    env = {**__import__("os").environ, "IFQA_CACHE_DIR": str(tmp_path / "cache")}
+    model = ["--backend", "shouting", "--model", "toy"]
+    run, read, judged = tmp_path / "run.jsonl", tmp_path / "read.jsonl", tmp_path / "judged.jsonl"
+    commands = {
+        run: [
+            "retrieve",
+            "--query-mode",
+            "rewrite",
+            "--rewrite-backend",
+            "shouting",
+            "--rewrite-model",
+            "toy",
+            "--k",
+            "3",
+        ],
+        read: ["read", "llm", *model],
+        judged: ["judge", "--predictions", read, *model],
+    }
+    for output, args in commands.items():
+        result = cli(*args, "-o", output, "--no-progress", env=env)
+        assert result.returncode == 0, (args, result.stderr)
+    records = [
+        json.loads(Path(f"{run}.manifest.json").read_text())["rewriting"],
+        json.loads(Path(f"{read}.manifest.json").read_text()),
+        json.loads(Path(f"{judged}.manifest.json").read_text()),
+    ]
+    for record in records:
+        assert record["backend"]["backend"] == "shouting" and record["counters"]["requests"] > 0, record
+        assert record["thinks"] is False
