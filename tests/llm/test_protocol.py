@@ -105,3 +105,45 @@ def test_every_model_a_run_used_is_on_its_record(monkeypatch, cli, tmp_path):
     for record in records:
         assert record["backend"]["backend"] == "shouting" and record["counters"]["requests"] > 0, record
         assert record["thinks"] is False
+
+
+class _NotInstalled(Backend):
+    """A backend whose library is missing: made, it fails as an uninstalled ``openai`` would."""
+
+    @classmethod
+    def from_options(cls, model, options):
+        raise ModuleNotFoundError("No module named 'openai'", name="openai")
+
+
+#: Each prompting command with a flag that alone makes it refuse: the refusal comes before any backend
+#: is made (the user is told about the flag, not about a library they may not need).
+FLAG_REFUSALS = {
+    ("read", "llm"): (["--mode", "open"], "open-book reading needs --run"),
+    ("read", "iterative"): (["--index", "demo:no-such-index"], "no-such-index"),
+    ("judge",): (
+        ["--predictions", "{predictions}", "--thinking", "off", "--thinking-budget", "8"],
+        "--thinking-budget",
+    ),
+    ("retrieve",): (["--query-mode", "rewrite"], "needs a model: --rewrite-model"),
+    ("serve",): (["--thinking", "off", "--thinking-budget", "8"], "--thinking-budget"),
+    ("analyze", "premise"): (["--predictions", "{predictions}", "--twins", "llm"], "give --twin-predictions FILE"),
+}
+
+
+def test_every_refusal_a_flag_alone_decides_comes_before_any_backend(monkeypatch, cli, tmp_path):
+    from ifqa.cli import cli as root
+    from ifqa.cli.help import leaf_commands
+
+    commands = {tuple(name.split()[1:]): command for name, command in leaf_commands(root)}
+    prompting = {path for path, command in commands.items() if any(p.name == "backend" for p in command.params)}
+    assert prompting <= set(FLAG_REFUSALS), prompting - set(FLAG_REFUSALS)  # a new prompting command: add its row
+    entries = {**LLM_BACKENDS._entries, "openai": "tests.llm.test_protocol:_NotInstalled"}
+    monkeypatch.setattr(LLM_BACKENDS, "_entries", entries)
+    predictions = tmp_path / "p.jsonl"
+    predictions.write_text('{"qid": "1", "prediction": "Paris"}\n')
+    for path, (flags, said) in FLAG_REFUSALS.items():
+        params = {p.name for p in commands[path].params}
+        model = ["--model", "m"] if "model" in params else []
+        output = ["-o", tmp_path / f"{'-'.join(path)}.out"] if "output" in params else []
+        result = cli(*path, *model, *[a.format(predictions=predictions) for a in flags], *output)
+        assert result.returncode == 1 and said in result.stderr and "openai" not in result.stderr, (path, result.stderr)
