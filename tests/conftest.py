@@ -26,7 +26,7 @@ def _checkout_files() -> dict[str, tuple[int, int]]:
     """Every file of the checkout (beyond NOT_OURS) with its size and modification time."""
     files = {}
     for folder, subfolders, names in os.walk(ROOT):
-        subfolders[:] = [name for name in subfolders if name not in NOT_OURS]
+        subfolders[:] = [name for name in subfolders if name not in NOT_OURS and not name.startswith(".venv")]
         for name in names:
             path = os.path.join(folder, name)
             with contextlib.suppress(OSError):
