@@ -346,3 +346,16 @@ def test_every_function_local_ifqa_import_says_why_and_is_not_at_the_top_too():
                 if any((node.module, a.name) in top for a in node.names):
                     problems.append(f"{where}: imported at the top already")
     assert problems == []
+
+
+def test_no_docstring_holds_a_lone_surrogate():
+    """Python 3.13 dedents docstrings when it compiles them, through UTF-8: a docstring holding a lone
+    surrogate (``"\\ud800"`` written unescaped) fails the import of its module there, and only there."""
+    found = []
+    for path in sorted([*IFQA.rglob("*.py"), *IFQA.parent.joinpath("tests").rglob("*.py")]):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node, clean=False) or ""
+                if any("\ud800" <= c <= "\udfff" for c in doc):
+                    found.append(f"{path.relative_to(IFQA.parent)}:{getattr(node, 'lineno', 1)}")
+    assert found == []

@@ -231,7 +231,7 @@ _DOC_ATTRIBUTE = re.compile(r'(\w+)="([^"]*)"')
 
 def to_passages(format: str, raw: bytes, words: int) -> tuple[list[Passage], str | None]:
     """Passages of one raw record, or ``([], reason)`` when the record is skipped. A record holding an
-    unpaired surrogate (JSON's ``"\ud800"``) is no text: a passage file's is refused (as malformed,
+    unpaired surrogate (JSON's ``"\\ud800"``) is no text: a passage file's is refused (as malformed,
     named by its line), an article's skipped and counted."""
     passages, reason = _record_passages(format, raw, words)
     if passages and unpaired_surrogate(*(part for p in passages for part in p)):

@@ -9,6 +9,7 @@ not GGUF, or one cut short, is one line naming it, never a runtime's crash.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import importlib.util
 import json
@@ -173,7 +174,8 @@ def f16_copy(path: Path) -> Path:
             target.parent,
         ) from None
     finally:
-        partial.unlink(missing_ok=True)
+        with contextlib.suppress(OSError):  # a cache that cannot be written holds no partial copy either
+            partial.unlink(missing_ok=True)
     return target
 
 

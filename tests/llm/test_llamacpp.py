@@ -330,3 +330,25 @@ def test_a_read_killed_mid_wave_keeps_every_answer_already_made(cli, env, questi
     assert again.returncode == 0, again.stderr
     counts = re.search(r"requests: (\d+)\s+cache hits: (\d+)", again.stdout)
     assert counts and (int(counts[1]), int(counts[2])) == (len(DEV) - len(ended), len(ended)), again.stdout
+
+
+@needs_model
+def test_an_f16_copy_cut_short_is_made_again_and_an_unwritable_cache_is_named(cli, env, questions, tmp_path):
+    """ifqa's own derived file is checked on use (its size and a sample digest, recorded when made): one
+    cut short is made again with a note, never blamed on the user's model; a cache that cannot be
+    written is named as the cache, with what moves it."""
+    out = tmp_path / "p.jsonl"
+    assert _read(cli, env, questions, out, "--model", "demo:smollm2", "--gguf-weights", "f16").returncode == 0
+    [copy] = (Path(env["IFQA_CACHE_DIR"]) / "gguf").glob("*.gguf")
+    copy.write_bytes(copy.read_bytes()[: copy.stat().st_size // 2])
+    again = _read(cli, env, questions, out, "--model", "demo:smollm2", "--gguf-weights", "f16", "--no-cache")
+    assert again.returncode == 0 and "the F16 working copy holds" in again.stderr and "making it again" in again.stderr
+    assert copy.stat().st_size == json.loads(copy.with_suffix(".json").read_text())["size"]
+    blocked = tmp_path / "not-a-folder"
+    blocked.write_text("")
+    refused = _read(
+        cli, {**env, "IFQA_CACHE_DIR": str(blocked)}, questions, out, "--model", "demo:smollm2", "--gguf-weights", "f16"
+    )
+    line = refused.stderr.strip().splitlines()[-1]
+    assert refused.returncode == 1 and "cannot write the F16 working copy" in line and "IFQA_CACHE_DIR" in line
+    assert str(blocked) in line and "download it again" not in line
