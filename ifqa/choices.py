@@ -54,106 +54,60 @@ class AliasedOption(click.Option):
         return self._shown(super().get_error_hint, ctx)
 
 
-class LazyCommands(dict):
-    """A group's ``commands``: a name is known without importing anything (``names``), and its command
-    is made (``load(name)`` -> the commands of the module that holds it) the first time it is looked
-    up. Listing or iterating every command loads them all (``--help``, the tests' walks).
+class LazyGroup(click.Group):
+    """A group whose commands are imported when one is looked up, through click's own hooks
+    (``list_commands``, ``get_command``): ``names()`` lists them without importing anything, ``load(name)``
+    makes the commands of the module that holds one. ``summaries``: each command's line, so a group's
+    page lists its commands (``listing``) without importing any. What must hold for every command (the
+    output guard, the device check, the rename notice) is given once (``each``) and applied to each
+    command as it loads."""
 
-    What must hold for every command (the output guard, the rename notice) is given once as a
-    ``prepare`` function (``each``): applied to the commands loaded so far and to each one loaded later."""
-
-    def __init__(
-        self,
-        names: Callable[[], Iterable[str]],
-        load: Callable[[str], list[click.Command]],
-        summaries: dict[str, str] | None = None,
-    ):
-        super().__init__()
+    def __init__(self, *args, names: Callable[[], Iterable[str]], load, summaries: dict | None = None, **kwargs):
+        super().__init__(*args, **kwargs)
         self._names, self._load, self._prepare = names, load, []
-        self.summaries = summaries or {}
-        self.listing = False  # while a group's help lists its commands: summaries stand in for unloaded ones
+        self.summaries, self.listing = summaries or {}, False
 
     def each(self, prepare: Callable[[click.Command], None]) -> None:
         self._prepare.append(prepare)
-        for command in dict.values(self):
+        for command in self.commands.values():
             prepare(command)
 
-    def _ensure(self, name: object) -> None:
-        if isinstance(name, str) and not dict.__contains__(self, name) and name in self._names():
+    def list_commands(self, ctx) -> list[str]:
+        return sorted({*self._names(), *self.commands})
+
+    def get_command(self, ctx, name: str) -> click.Command | None:
+        if name not in self.commands and name in self._names():
+            if self.listing and self.summaries:  # a page listing commands: a stand-in holding its line
+                return click.Command(name, help=self.summaries.get(name, ""))
             for command in self._load(name):
-                if not dict.__contains__(self, command.name):
-                    for prepare in self._prepare:
-                        prepare(command)
-                    dict.__setitem__(self, command.name, command)
-
-    def _ensure_all(self) -> None:
-        for name in list(self._names()):
-            self._ensure(name)
-
-    def __contains__(self, name: object) -> bool:
-        return dict.__contains__(self, name) or (isinstance(name, str) and name in self._names())
-
-    def _listed(self) -> dict[str, click.Command] | None:
-        """While listing: every command, an unloaded one as a stand-in holding its line (None otherwise)."""
-        if not (self.listing and self.summaries):
-            return None
-        return {
-            name: dict.get(self, name) or click.Command(name, help=self.summaries.get(name, ""))
-            for name in self._names()
-        }
-
-    def __getitem__(self, name):
-        self._ensure(name)
-        return dict.__getitem__(self, name)
-
-    def get(self, name, default=None):
-        listed = self._listed()
-        if listed is not None and name in listed:
-            return listed[name]
-        self._ensure(name)
-        return dict.get(self, name, default)
-
-    def _all(self) -> dict:
-        """Every command: stand-ins while listing, else each one loaded."""
-        listed = self._listed()
-        if listed is None:
-            self._ensure_all()
-        return {name: dict.__getitem__(self, name) for name in dict.keys(self)} if listed is None else listed
-
-    def __iter__(self):
-        return iter(self._all())
-
-    def __len__(self) -> int:
-        return len(self._all())
-
-    def keys(self):
-        return self._all().keys()
-
-    def values(self):
-        return self._all().values()
-
-    def items(self):
-        return self._all().items()
+                for prepare in self._prepare:
+                    prepare(command)
+                self.commands.setdefault(command.name, command)
+        return self.commands.get(name)
 
 
-def each_command(command: click.Command, prepare: Callable[[click.Command], None]) -> bool:
-    """Apply ``prepare`` to every subcommand of a group whose commands load lazily, now and as they
-    load (True), or say it is not such a group (False): the walks of ``announce_renames`` and the
-    output guard, which would otherwise import every command to reach it."""
-    commands = getattr(command, "commands", None)
-    if isinstance(commands, LazyCommands):
-        commands.each(prepare)
-        return True
-    return False
+def subcommands(group: click.Command) -> dict[str, click.Command]:
+    """A group's commands by name (a lazy group's loaded as they are named); {} for a command."""
+    if not isinstance(group, click.Group):
+        return {}
+    return {name: group.get_command(None, name) for name in group.list_commands(None)}
+
+
+def each_command(command: click.Command, prepare: Callable[[click.Command], None]) -> None:
+    """Apply ``prepare`` to every subcommand of a group, now and (a lazy group's) as they load, without
+    importing the ones not loaded yet: the walks of ``announce_renames`` and the output guard."""
+    if isinstance(command, LazyGroup):
+        command.each(prepare)
+    else:
+        for sub in subcommands(command).values():
+            prepare(sub)
 
 
 def announce_renames(command: click.Command) -> None:
     """Make ``command`` (and every subcommand) say, once, the new name of a renamed option it is given
     by its former name: one mechanism, so an option renamed later is covered by declaring it."""
     if isinstance(command, click.Group):
-        if not each_command(command, announce_renames):
-            for sub in command.commands.values():
-                announce_renames(sub)
+        each_command(command, announce_renames)
         return
     renames = {
         alias: next(o for o in param.opts if o not in param.hidden_aliases)

@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from ifqa.choices import subcommands
 from ifqa.datasets.demo import load_demo
 
 
@@ -102,7 +103,7 @@ def test_every_option_says_what_it_does():
     missing = []
 
     def walk(command, path):
-        for name, sub in getattr(command, "commands", {}).items():
+        for name, sub in subcommands(command).items():
             walk(sub, path + [name])
         missing.extend(
             f"{' '.join(path)} {p.opts[0]}"
@@ -123,7 +124,7 @@ def test_inputs_and_outputs_are_spelled_the_same_on_every_command():
     outputs, runs = {}, {}
 
     def walk(command, path):
-        for name, sub in getattr(command, "commands", {}).items():
+        for name, sub in subcommands(command).items():
             walk(sub, path + [name])
         with click.Context(command) as ctx:
             for p in command.params:

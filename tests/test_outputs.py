@@ -12,6 +12,7 @@ import click
 import pytest
 
 import ifqa
+from ifqa.choices import subcommands
 from ifqa.cli import cli, main
 from ifqa.errors import IfqaError
 from ifqa.outputs import check_output
@@ -20,7 +21,7 @@ PRECIOUS = json.dumps([{"idx": 1, "question": "If rivers ran uphill, what then?"
 
 
 def _commands(group: click.Group, path: tuple[str, ...] = ()):
-    for name, command in sorted(group.commands.items()):
+    for name, command in sorted(subcommands(group).items()):
         if isinstance(command, click.Group):
             yield from _commands(command, (*path, name))
         else:

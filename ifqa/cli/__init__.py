@@ -15,7 +15,7 @@ import sys
 
 import click
 
-from ifqa.choices import LazyCommands, announce_renames
+from ifqa.choices import LazyGroup, announce_renames
 from ifqa.cli.options import check_devices, guard_outputs
 from ifqa.errors import IfqaError, system_error_line
 from ifqa.interrupts import Terminated, raise_lost, sigterm_as_interrupt
@@ -61,28 +61,6 @@ EXTRAS = {
 }
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="ifqa")
-@click.option("-v", "--verbose", count=True, help="More logging (-vv for debug).")
-@click.option("-q", "--quiet", is_flag=True, help="Warnings and errors only.")
-def cli(verbose: int, quiet: bool) -> None:
-    """ifqa: retrieve-then-read QA under counterfactual presuppositions (IfQA)."""
-    level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
-    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
-    # ifqa's own progress lines at INFO; every other library (ONNX Runtime's quantizer logging on the
-    # root logger, NNCF, pyjnius ...) at WARNING unless -v asks for its INFO too
-    logging.getLogger().setLevel(level if verbose else max(level, logging.WARNING))
-    logging.getLogger("ifqa").setLevel(level)
-
-    for handler in logging.getLogger().handlers:
-        handler.addFilter(RedactingFilter())
-    # libraries' own warnings (a hub's retries, a model's conversion notes) only with -v: by default an
-    # error is the one line ifqa prints
-    noisy_level = logging.ERROR if quiet else (logging.ERROR, logging.WARNING, logging.DEBUG)[min(verbose, 2)]
-    for noisy in NOISY_LOGGERS:
-        logging.getLogger(noisy).setLevel(noisy_level)
-
-
 #: Each command by name, held by the module of ``ifqa/cli/`` of that name (its ``COMMANDS``), with the
 #: line ``ifqa --help`` lists it with, so that listing the commands imports none of them
 #: (tests/test_cli.py holds each line to the command's own help).
@@ -108,7 +86,34 @@ def _commands_of(name: str) -> list[click.Command]:
     return importlib.import_module(f"ifqa.cli.{name}").COMMANDS
 
 
-cli.commands = LazyCommands(lambda: COMMAND_TABLE, _commands_of, COMMAND_TABLE)
+@click.group(
+    cls=LazyGroup,
+    names=lambda: COMMAND_TABLE,
+    load=_commands_of,
+    summaries=COMMAND_TABLE,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+@click.version_option(__version__, prog_name="ifqa")
+@click.option("-v", "--verbose", count=True, help="More logging (-vv for debug).")
+@click.option("-q", "--quiet", is_flag=True, help="Warnings and errors only.")
+def cli(verbose: int, quiet: bool) -> None:
+    """ifqa: retrieve-then-read QA under counterfactual presuppositions (IfQA)."""
+    level = logging.WARNING if quiet else (logging.DEBUG if verbose > 1 else logging.INFO)
+    logging.basicConfig(format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S", stream=sys.stderr)
+    # ifqa's own progress lines at INFO; every other library (ONNX Runtime's quantizer logging on the
+    # root logger, NNCF, pyjnius ...) at WARNING unless -v asks for its INFO too
+    logging.getLogger().setLevel(level if verbose else max(level, logging.WARNING))
+    logging.getLogger("ifqa").setLevel(level)
+
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(RedactingFilter())
+    # libraries' own warnings (a hub's retries, a model's conversion notes) only with -v: by default an
+    # error is the one line ifqa prints
+    noisy_level = logging.ERROR if quiet else (logging.ERROR, logging.WARNING, logging.DEBUG)[min(verbose, 2)]
+    for noisy in NOISY_LOGGERS:
+        logging.getLogger(noisy).setLevel(noisy_level)
+
+
 guard_outputs(cli)
 check_devices(cli)
 announce_renames(cli)
@@ -146,8 +151,8 @@ def _help_path(argv: list[str]) -> list[str] | None:
     for arg in argv[:end]:
         if arg in ("-h", "--help"):
             return path
-        if isinstance(command, click.Group) and arg in command.commands:
-            command = command.commands[arg]
+        if isinstance(command, click.Group) and arg in command.list_commands(None):
+            command = command.get_command(None, arg)
             path.append(arg)
         elif not arg.startswith("-"):
             return None  # an argument: the command runs (or reports an unknown name)
@@ -160,9 +165,9 @@ def _value_options(args: list[str]) -> set[str]:
     names: set[str] = set()
     for arg in [None, *args]:
         if arg is not None:
-            if not (isinstance(command, click.Group) and arg in command.commands):
+            if not (isinstance(command, click.Group) and arg in command.list_commands(None)):
                 continue
-            command = command.commands[arg]
+            command = command.get_command(None, arg)
         for param in command.params:
             if isinstance(param, click.Option) and not param.is_flag and not param.count:
                 names.update(param.opts)
@@ -255,7 +260,7 @@ def main(argv: list[str] | None = None) -> None:
         from ifqa.cli.help import use_rich_help  # help's own code, loaded for a help page alone
 
         use_rich_help(cli, asked)
-    cli.commands.listing = asked == []  # ifqa's own page lists the commands by their lines, importing none
+    cli.listing = asked == []  # ifqa's own page lists the commands by their lines, importing none
     try:
         with sigterm_as_interrupt():
             # click's own main (rich-click's, once help swapped it in, exits by itself): ifqa's exits below
@@ -292,4 +297,4 @@ def main(argv: list[str] | None = None) -> None:
         _say(f"ifqa: error: {line or where + str(exc.strerror or exc)}")
         sys.exit(1)
     finally:
-        cli.commands.listing = False
+        cli.listing = False

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import click
 
-from ifqa.choices import AliasedOption
+from ifqa.choices import AliasedOption, subcommands
 
 #: Group titles in the order a page shows them; an option none of the rules claims goes to ``OTHER``
 #: (never rich-click's own "Options" panel, which would then collect every option a second time).
@@ -84,7 +84,7 @@ def group_of(param: click.Parameter) -> str:
 
 def leaf_commands(group: click.Group, path: str = "ifqa"):
     """``(path, command)`` for every command under ``group`` (groups walked, not yielded)."""
-    for name, command in sorted(group.commands.items()):
+    for name, command in sorted(subcommands(group).items()):
         if isinstance(command, click.Group):
             yield from leaf_commands(command, f"{path} {name}")
         else:
@@ -117,7 +117,7 @@ def use_rich_help(root: click.Group, asked: list[str] | None = None) -> None:
     config.OPTIONS_TABLE_HELP_SECTIONS = ["metavar", "help", "deprecated", "envvar", "default", "required"]
     groups, target, path = [root], root, "ifqa"
     for name in asked or []:
-        target, path = target.commands[name], f"{path} {name}"
+        target, path = target.get_command(None, name), f"{path} {name}"
         if isinstance(target, click.Group):
             groups.append(target)
     if asked is None:
@@ -162,7 +162,7 @@ def _hide_aliases(command: click.Command) -> None:
 
 
 def _groups_under(group: click.Group):
-    for command in group.commands.values():
+    for command in subcommands(group).values():
         if isinstance(command, click.Group):
             yield command
             yield from _groups_under(command)

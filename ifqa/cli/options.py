@@ -209,9 +209,7 @@ def check_devices(command: click.Command) -> None:
     (``devices.check_device``: its form, then this machine's GPUs): one check, so a command added later
     is covered by naming its option ``device`` (or ``..._device``), and a bad one is one line before anything is read or written."""
     if isinstance(command, click.Group):
-        if not each_command(command, check_devices):
-            for sub in command.commands.values():
-                check_devices(sub)
+        each_command(command, check_devices)
         return
     for param in command.params:
         if (param.name == "device" or param.name.endswith("_device")) and not getattr(param, "checks_device", False):
@@ -232,9 +230,7 @@ def guard_outputs(command: click.Command) -> None:
     other options names as an input (``ifqa.outputs.check_output``): one guard, so a command added
     later is covered by declaring its output with ``output_option``."""
     if isinstance(command, click.Group):
-        if not each_command(command, guard_outputs):
-            for sub in command.commands.values():
-                guard_outputs(sub)
+        each_command(command, guard_outputs)
         return
     outputs = [param for param in command.params if getattr(param, "writes", False)]
     if not outputs or command.callback is None or getattr(command.callback, "guards_outputs", False):

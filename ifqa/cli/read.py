@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from ifqa.choices import LazyCommands
+from ifqa.choices import LazyGroup
 from ifqa.cli.options import output_option, question_options, question_source
 from ifqa.configs import click_options, from_options
 from ifqa.llm.config import ModelAccess
@@ -16,7 +16,7 @@ from ifqa.readers import ReadJob
 from ifqa.registry import READERS
 
 
-class ReadGroup(click.Group):
+class ReadGroup(LazyGroup):
     """Accepts the first version's ``--reader NAME`` anywhere before the options, as ``read NAME``."""
 
     def parse_args(self, ctx, args):
@@ -31,7 +31,7 @@ class ReadGroup(click.Group):
         return super().parse_args(ctx, args)
 
 
-@click.group(cls=ReadGroup)
+@click.group(cls=ReadGroup, names=READERS.names, load=lambda name: [_make_command(name)])
 def read() -> None:
     """Answer questions with a reader; writes predictions JSONL (+ manifest)."""
 
@@ -85,7 +85,5 @@ def _make_command(name: str) -> click.Command:
 
     return command
 
-
-read.commands = LazyCommands(READERS.names, lambda name: [_make_command(name)])
 
 COMMANDS = [read]

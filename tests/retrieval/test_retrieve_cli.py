@@ -3,6 +3,7 @@ import os
 
 import pytest
 
+from ifqa.choices import subcommands
 from ifqa.retrieval import bm25, dense
 
 
@@ -141,8 +142,10 @@ def test_settings_that_act_through_another_are_refused_without_it(cli):
 def _index_commands_with_force():
     from ifqa.cli import cli as group
 
-    index = group.commands["index"]
-    return sorted(name for name, command in index.commands.items() if any(p.name == "force" for p in command.params))
+    index = subcommands(group)["index"]
+    return sorted(
+        name for name, command in subcommands(index).items() if any(p.name == "force" for p in command.params)
+    )
 
 
 @pytest.mark.parametrize("kind", _index_commands_with_force())
