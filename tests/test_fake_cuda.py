@@ -3,7 +3,6 @@ and under it the training commands on a GPU machine's default device reach the d
 then fail where a GPU would (the crash the first real GPU found: ``torch.cuda.set_device("cuda")``)."""
 
 import ast
-import json
 import os
 from pathlib import Path
 
@@ -11,8 +10,10 @@ import pytest
 import torch
 
 from tests.fake_cuda import COVERED, FakeCuda
-from tests.readers.test_fid import TOY
+from tests.readers import test_fid
+from tests.training.test_reranker import TRAIN
 
+toy_run = test_fid.toy_run  # the toy FiD run fixture, shared
 IFQA = Path(__file__).resolve().parents[1] / "ifqa"
 NOT_COMPILED = "Torch not compiled with CUDA enabled"
 
@@ -60,17 +61,6 @@ def test_the_fake_covers_every_torch_cuda_call_in_ifqa():
     assert {name: where for name, where in calls.items() if name not in COVERED} == {}
 
 
-@pytest.fixture
-def toy_run(tmp_path):
-    path = tmp_path / "toy.jsonl"
-    rows = [
-        {"qid": str(i), "question": q, "answers": [a], "ctxs": [{"id": f"{i}", "title": "T", "text": f"{a} here"}]}
-        for i, (q, a) in enumerate(TOY)
-    ]
-    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    return path
-
-
 def test_training_on_a_gpu_machines_default_device_reaches_the_device(cli, monkeypatch, tmp_path, toy_run, tiny_model):
     """`ifqa train fid` and `ifqa train reranker` with no --device on a machine with GPUs: they get as
     far as moving the model to the GPU (torch's own "not compiled with CUDA" here), never a device
@@ -94,26 +84,7 @@ def test_training_on_a_gpu_machines_default_device_reaches_the_device(cli, monke
         "--no-progress",
         env=env,
     )
-    reranker = cli(
-        "train",
-        "reranker",
-        "--index",
-        "demo:bm25",
-        "--setting",
-        "demo",
-        "--questions-per-step",
-        "2",
-        "--group-size",
-        "4",
-        "--max-length",
-        "64",
-        "--model",
-        tiny_model,
-        "-o",
-        tmp_path / "r",
-        "--no-progress",
-        env=env,
-    )
+    reranker = cli("train", "reranker", *TRAIN, "--model", tiny_model, "-o", tmp_path / "r", env=env)
     for result in (fid, reranker):
         assert result.returncode == 1 and NOT_COMPILED in result.stderr, result.stderr
         assert "specified index" not in result.stderr

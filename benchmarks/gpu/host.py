@@ -77,17 +77,15 @@ def host_rerank(suite: Suite) -> list[dict]:
     questions = -(-suite.pairs // depth)
     n = questions * depth
     questions_file, run, startup_run = write_ifqa_run(folder, questions, depth, 1)
-    env_cache = str(folder / "cache")
+    cache = {"IFQA_CACHE_DIR": str(folder / "cache")}  # the token cache these runs share, the suite's own
 
     def rerank(run_file, out, repeats: int = REPEATS) -> tuple[float, float, dict]:
-        import os
-
-        os.environ["IFQA_CACHE_DIR"] = env_cache
         runs = []
         for _ in range(repeats):
             _, seconds, result = command(
                 "rerank", "--run", run_file, "--model", suite.folders["reranker"], "--depth", depth,
                 "--questions", questions_file, "-o", out, "--json", "--no-progress", "--device", "cpu",
+                env=cache,
             )  # fmt: skip
             runs.append((seconds, result.cpu_seconds, json.loads(result.stdout)))
         return min(runs, key=lambda run: run[1])

@@ -244,8 +244,6 @@ def _run_batches(
         total=sum(s.size for s in sources), unit="B", unit_scale=True, desc="corpus", disable=not show, smoothing=0.1
     )
     counts = collections.Counter()
-    if workers > 1:
-        check_file_limit(workers)
     executor = (
         concurrent.futures.ProcessPoolExecutor(workers, initializer=_worker_setup, initargs=(os.getpid(),))
         if workers > 1

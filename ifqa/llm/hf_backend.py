@@ -91,12 +91,13 @@ class HFBackend(Backend):
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.name, self.batch_size = model, batch_size
+        self.content = model_content(model)  # in the response cache's key: read once, not at every wave
         self.chat = bool(self.tokenizer.chat_template) if chat is None else chat
 
     def describe(self) -> dict:
         weights = str(self.model.dtype).removeprefix("torch.")  # in the cache key: other precision, other answers
         described = {"backend": "hf", "model": self.name, "chat": self.chat, "device": self.device, "weights": weights}
-        return {**described, **model_content(self.name)}
+        return {**described, **self.content}
 
     def count_tokens(self, text: str) -> int:
         return len(self.tokenizer(text)["input_ids"])

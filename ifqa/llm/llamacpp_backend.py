@@ -58,6 +58,7 @@ class LlamaCppBackend(Backend):
                 "(it builds llama.cpp from source: about 10 minutes on 2 cores)"
             ) from None
         self.name, self.path, self.batch_size = model, path, options.batch_size
+        self.content = model_content(model)  # in the response cache's key: read once, not at every wave
         self.threads = options.model_threads or cpu_threads()
         header = _loaded(path, "its header and vocabulary", lambda: open_model(path, vocab_only=True))
         metadata = header.metadata()
@@ -89,7 +90,7 @@ class LlamaCppBackend(Backend):
             "chat": self.chat,
             "file": self.path.name,
             "weights": self.weights,
-            **model_content(self.name),
+            **self.content,
         }
 
     def context_window(self) -> int:

@@ -15,8 +15,6 @@ import logging
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
-import numpy as np
-
 from ifqa.datasets.demo import load_demo
 from ifqa.devices import pick_device, pick_precision, torch_dtype
 from ifqa.errors import IfqaError
@@ -194,8 +192,7 @@ class CrossEncoderReranker(RerankerKind):
         texts = list(dict.fromkeys(t for items in groups for _, texts, _ in items for t in texts))
         passage_ids = dict(zip(texts, self._tokens.ids(texts, pairs.max_length)))
         questions = list(dict.fromkeys(q for items in groups for q, _, _ in items))
-        encoded = tokenizer(questions, add_special_tokens=False)["input_ids"] if questions else []
-        question_ids = {q: np.asarray(ids, "<i4") for q, ids in zip(questions, encoded)}
+        question_ids = dict(zip(questions, self._tokens.tokenize(questions)))  # once each, kept nowhere
         return [
             [
                 (q, t, question_ids[q], passage_ids[t], pairs.room(question_ids[q], passage_ids[t]))

@@ -52,6 +52,29 @@ def tokenizer_identity(tokenizer) -> str | None:
     return hashlib.sha256(f"{type(tokenizer).__name__}\0{backend.to_str()}".encode()).hexdigest()
 
 
+def batch_encoder(tokenizer, max_length: int | None = None, padded: bool = False):
+    """The Rust tokenizer's batch call on a copy of ``tokenizer``'s own (which stays as it was), its
+    settings fixed once (cut at ``max_length``, padded to the longest as the tokenizer pads), so threads
+    may share it; without offsets where the library has that call."""
+    import copy
+
+    backend = copy.deepcopy(tokenizer.backend_tokenizer)
+    if max_length:
+        backend.enable_truncation(max_length)
+    else:
+        backend.no_truncation()
+    if padded:
+        backend.enable_padding(
+            direction=getattr(tokenizer, "padding_side", "right"),
+            pad_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0,
+            pad_type_id=getattr(tokenizer, "pad_token_type_id", 0),
+            pad_token=tokenizer.pad_token or "[PAD]",
+        )
+    else:
+        backend.no_padding()
+    return getattr(backend, "encode_batch_fast", backend.encode_batch)
+
+
 class BatchTokens:
     """Texts tokenized as ``tokenizer(texts, truncation=True, max_length=max_length, padding=True)``
     tokenizes them (the model's input names, right- or left-padded as the tokenizer pads), by the
@@ -59,21 +82,8 @@ class BatchTokens:
     library's own keys). ``matches`` holds it to a reference on probe texts."""
 
     def __init__(self, tokenizer, max_length: int | None, extra: dict | None = None):
-        import copy
-
-        backend = copy.deepcopy(tokenizer.backend_tokenizer)  # the tokenizer's own stays as it was
-        if max_length:
-            backend.enable_truncation(max_length)
-        else:
-            backend.no_truncation()
-        backend.enable_padding(
-            direction=getattr(tokenizer, "padding_side", "right"),
-            pad_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0,
-            pad_type_id=getattr(tokenizer, "pad_token_type_id", 0),
-            pad_token=tokenizer.pad_token or "[PAD]",
-        )
-        self.backend, self.names, self.extra = backend, list(tokenizer.model_input_names), extra or {}
-        self._encode = getattr(backend, "encode_batch_fast", backend.encode_batch)  # without offsets where it can
+        self._encode = batch_encoder(tokenizer, max_length, padded=True)
+        self.names, self.extra = list(tokenizer.model_input_names), extra or {}
 
     def __call__(self, texts: Sequence[str]) -> dict:
         import torch
@@ -124,6 +134,7 @@ class TokenCache:
 
     def __init__(self, tokenizer, identity: str, folder: Path | None = None):
         self.tokenizer, self.identity = tokenizer, identity
+        self._encode = batch_encoder(tokenizer)
         self.path = None if folder is None else Path(folder) / "tokens" / f"{identity[:24]}.sqlite"
         self._db: sqlite3.Connection | None = None
         self._memory: dict[bytes, np.ndarray] = {}
@@ -170,7 +181,7 @@ class TokenCache:
         found = self._lookup(set(keys), need)
         missing = {key: text for key, text in zip(keys, texts) if key not in found}
         if missing:
-            made = self._tokenize(list(missing.values()))
+            made = self.tokenize(list(missing.values()))
             found.update(zip(missing, made))
             self._store(dict(zip(missing, made)))
         return [found[key] for key in keys]
@@ -193,17 +204,11 @@ class TokenCache:
                 found[key] = ids
         return found
 
-    def _tokenize(self, texts: list[str]) -> list[np.ndarray]:
-        """The texts' ids by the Rust tokenizer's batch call (no special tokens, no truncation)."""
-        import copy
-
-        backend = copy.deepcopy(self.tokenizer.backend_tokenizer)
-        backend.no_truncation()
-        backend.no_padding()
-        encode = getattr(backend, "encode_batch_fast", backend.encode_batch)
+    def tokenize(self, texts: list[str]) -> list[np.ndarray]:
+        """The texts' ids by the Rust tokenizer's batch call (no special tokens, no truncation), kept nowhere."""
         made = []
         for start in range(0, len(texts), _BATCH):
-            encoded = encode(texts[start : start + _BATCH], add_special_tokens=False)
+            encoded = self._encode(texts[start : start + _BATCH], add_special_tokens=False)
             made.extend(np.asarray(e.ids, dtype="<i4") for e in encoded)
         return made
 

@@ -76,7 +76,7 @@ def test_passages_are_tokenized_once_and_read_back(minilm, tmp_path, monkeypatch
     assert [list(i) for i in ids[:50]] == minilm(texts, add_special_tokens=False)["input_ids"]
     calls = []
     second = TokenCache(minilm, tokenizer_identity(minilm), tmp_path)
-    monkeypatch.setattr(second, "_tokenize", lambda texts: calls.append(texts) or [])
+    monkeypatch.setattr(second, "tokenize", lambda texts: calls.append(texts) or [])
     assert [list(i) for i in second.ids(texts, 512)] == [list(i) for i in ids[:50]] and calls == []
 
 
@@ -107,7 +107,7 @@ def test_a_damaged_or_foreign_cache_is_rebuilt_never_used(minilm, tmp_path, harm
     if harm is not _a_row_flipped:
         assert "tokenizing its passages again" in caplog.text
     third = TokenCache(minilm, tokenizer_identity(minilm), tmp_path)  # and the rebuilt file reads back
-    third._tokenize = lambda texts: pytest.fail("tokenized again: the rebuilt cache was not kept")
+    third.tokenize = lambda texts: pytest.fail("tokenized again: the rebuilt cache was not kept")
     assert [list(i) for i in third.ids(texts, 512)] == expected
 
 
