@@ -59,6 +59,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -184,6 +185,9 @@ def main() -> None:
         parser.exit(1, f"gpu_suite: --work {work_folder}: {exc.strerror or exc}\n")
     except Refused as exc:
         parser.exit(1, f"gpu_suite: {exc}\n")
+    # Nothing is downloaded: every command and test this suite starts looks at no Hub (a machine whose
+    # name lookups hang instead of failing would stall each of them for minutes).
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
     import torch
 
     on_cpu = mode in ("smoke", "host")

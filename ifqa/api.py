@@ -144,10 +144,6 @@ def open_index(index: str | Path, corpus: str | Path | None = None, device: str 
     return Searcher(index, corpus, device)
 
 
-def _retrieval_config(name: str, value: Any):
-    return arg.one_of(RetrievalConfig)(name, value)
-
-
 def _searchers(name: str, value: Any) -> list | None:
     """Opened indexes for a pipeline: ``Searcher`` objects (or engines)."""
     if value is None:
@@ -184,7 +180,7 @@ class Pipeline(RetrievalPipeline):
     (24, 5, ['gold', 'has_answer', 'id', 'score', 'text', 'title'])
     """
 
-    @checked(config=arg.optional(_retrieval_config), searchers=_searchers, rerankers=_rerankers)
+    @checked(config=arg.optional(arg.one_of(RetrievalConfig)), searchers=_searchers, rerankers=_rerankers)
     def __init__(self, config=None, searchers=None, rerankers=(), **fields: Any):
         config = config or RetrievalConfig()
         super().__init__(replace(config, **fields) if fields else config, searchers, rerankers)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import glob
 import gzip
 import io
 import json
@@ -304,7 +305,7 @@ def staging_prefix(path: str | Path) -> str:
     the next run of the same command leaves nothing a user could mistake for output."""
     path = Path(path)
     pattern = re.compile(re.escape(f".{path.name}.") + r"(\d+)\..*\.tmp$")
-    _remove_stale(path.parent.glob(f".{glob_escape(path.name)}.*.tmp"), pattern)
+    _remove_stale(path.parent.glob(f".{glob.escape(path.name)}.*.tmp"), pattern)
     return f".{path.name}.{os.getpid()}."
 
 
@@ -335,12 +336,6 @@ def _remove_stale(candidates: Iterable[Path], pattern: re.Pattern) -> None:
             else:
                 with contextlib.suppress(OSError):
                     leftover.unlink()
-
-
-def glob_escape(name: str) -> str:
-    import glob
-
-    return glob.escape(name)
 
 
 def _alive(pid: int) -> bool:

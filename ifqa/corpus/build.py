@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ifqa.artifacts import manifest_path
 from ifqa.corpus import multistream
 from ifqa.corpus.multistream import Segment
 from ifqa.corpus.passages import DEFAULT_WORDS, TSV_FIELDS_HINT, TSV_HEADER
@@ -56,10 +57,6 @@ class BuildSummary:
         self.words += other["words"]
         for reason, count in other["skipped"].items():
             self.skipped[reason] = self.skipped.get(reason, 0) + count
-
-
-def manifest_path(output: str | Path) -> Path:
-    return Path(f"{output}.manifest.json")
 
 
 def build(

@@ -32,18 +32,6 @@ from ifqa.errors import IfqaError
 log = logging.getLogger(__name__)
 
 DEFAULT_URL = "https://zenodo.org/record/7186761/files/Webis-CausalQA-22-v-1.0.zip"
-SOURCES = (
-    "paq",
-    "gooaq",
-    "msmarco",
-    "naturalquestions",
-    "eli5",
-    "searchqa",
-    "squad2",
-    "newsqa",
-    "hotpotqa",
-    "triviaqa",
-)
 SPLIT_FILES = {"train": "train", "dev": "valid"}
 QUESTION_COLUMNS = ("question_processed", "question")
 ANSWER_COLUMNS = ("answer", "answer_processed")

@@ -98,10 +98,6 @@ class Stage:
         raise NotImplementedError
 
 
-def _retrieval_fields() -> list:
-    return option_fields(RetrievalConfig)
-
-
 #: Settings that change how a run is made, not which passages it holds: left out of its staleness key.
 HOW_NOT_WHAT = {"device", "threads", "batch_size", "corpus", "verify_corpus"} | {
     "rewrite_" + name for name in ModelOptions.OPERATIONAL
@@ -121,7 +117,7 @@ class RetrieveStage(Stage):
             raise IfqaError(f"retrieve stage {spec['name']!r} needs 'indexes': a list of index folders or specs", path)
         for index in spec["indexes"]:  # folders, specs, or earlier index stages
             earlier({**spec, "indexes": index}, "indexes", names, ("index",), path, stage_only=False)
-        for field in _retrieval_fields():
+        for field in option_fields(RetrievalConfig):
             if field.metadata.get("stage_output") and field.name != "indexes":
                 earlier(spec, field.name, names, ("train",), path, stage_only=False)
         if spec.get("compare_to") is not None:
@@ -165,7 +161,8 @@ class RetrieveStage(Stage):
             "rewrite_model",
             "rewrite_backend",
         }
-        for field in _retrieval_fields():  # any other setting that changes the passages, when not at its default
+        # any other setting that changes the passages, when not at its default
+        for field in option_fields(RetrievalConfig):
             value = getattr(config, field.name)
             if field.name not in covered | HOW_NOT_WHAT and value != field_default(field):
                 params[field.name] = value
@@ -195,7 +192,7 @@ def retrieval_config(spec: dict, resolve, k: int, where: str | None = None):
     (``resolve``: stage names to their outputs; ``k``: the experiment's default; ``where``: the
     stage, for errors)."""
 
-    outputs = {f.name for f in _retrieval_fields() if f.metadata.get("stage_output")}
+    outputs = {f.name for f in option_fields(RetrievalConfig) if f.metadata.get("stage_output")}
     values = {}
     for key in accepted_keys(RetrievalConfig) & set(spec):  # a former name is read as its field (from_options)
         value = spec[key]

@@ -24,8 +24,6 @@ from ifqa.retrieval.tokens import BatchTokens
 
 log = logging.getLogger(__name__)
 
-DPR_CONTEXT = "facebook/dpr-ctx_encoder-single-nq-base"
-
 
 def resolve(name: str) -> str:
     """A local folder for the default model when its offline package is installed, else ``name``."""

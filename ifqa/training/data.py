@@ -19,7 +19,7 @@ from pathlib import Path
 from ifqa.artifacts import Example
 from ifqa.errors import IfqaError
 from ifqa.eval.passages import GoldMatcher
-from ifqa.io import atomic_write
+from ifqa.io import write_jsonl
 from ifqa.retrieval.bm25 import MemoryBM25
 
 log = logging.getLogger(__name__)
@@ -106,10 +106,7 @@ def mine_groups(
 
 
 def write_groups(groups: Sequence[TrainingGroup], path: str | Path) -> None:
-
-    with atomic_write(path) as handle:
-        for group in groups:
-            handle.write(json.dumps(asdict(group), ensure_ascii=False) + "\n")
+    write_jsonl(path, map(asdict, groups))
 
 
 def read_groups(path: str | Path) -> list[TrainingGroup]:

@@ -46,15 +46,8 @@ class IterativeConfig(ModelAccess):
 
     def retrieval(self) -> RetrievalConfig:
         """The ``RetrievalConfig`` of these settings (the reader's device serves retrieval too)."""
-        return RetrievalConfig(
-            indexes=list(self.indexes),
-            k=self.k,
-            query_mode=self.query_mode,
-            fusion=self.fusion,
-            rerank=self.rerank,
-            rerank_depth=self.rerank_depth,
-            device=self.device,
-        )
+        shared = ("k", "query_mode", "fusion", "rerank", "rerank_depth", "device")
+        return RetrievalConfig(indexes=list(self.indexes), **{name: getattr(self, name) for name in shared})
 
     def output_name(self, label: str) -> str:
         model = (self.model or "model").rstrip("/").replace("/", "_").replace(":", "_")
