@@ -14,6 +14,7 @@ from gpu.suite import row
 
 TEST_SECONDS = 120  # a GPU test still running after this dumps every thread's stack into the log
 SECTION_SECONDS = 420  # the whole section's limit, so that a hang leaves time for the others
+QUICK_SECONDS = 150  # its limit under --quick, whose every section shares one 8-minute call
 
 
 def _text(data) -> str:
@@ -31,13 +32,14 @@ def gpu_test_modules() -> list[str]:
 def gpu_tests(suite) -> dict:
     """The GPU tests' summary and failures; their whole output goes to ``gpu-tests.log`` in the work folder."""
     started = time.time()
+    limit = QUICK_SECONDS if suite.args.quick else SECTION_SECONDS
     line = [sys.executable, "-m", "pytest", "-o", "addopts=", "-m", "gpu", "-q", "-p", "no:cacheprovider", "-rfE"]
     line += ["-o", f"faulthandler_timeout={TEST_SECONDS}", *gpu_test_modules()]  # a hung test's stacks, dumped
     try:
-        result = subprocess.run(line, cwd=ROOT, capture_output=True, text=True, timeout=SECTION_SECONDS)
+        result = subprocess.run(line, cwd=ROOT, capture_output=True, text=True, timeout=limit)
         out, err = result.stdout, result.stderr
     except subprocess.TimeoutExpired as exc:
-        out = _text(exc.stdout) + f"\nTIMED OUT after {SECTION_SECONDS} s (stacks above)\n"
+        out = _text(exc.stdout) + f"\nTIMED OUT after {limit} s (stacks above)\n"
         err = _text(exc.stderr)
     suite.work.new("gpu-tests.log").write_text(out + err, encoding="utf-8")
     lines = out.strip().splitlines() or ["no output"]
