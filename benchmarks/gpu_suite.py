@@ -1,6 +1,6 @@
 """Every GPU path of ifqa measured beside its references, in sections that each fit one device call.
 
-    python benchmarks/gpu_suite.py [--sections fid,dense,rerank,tests] [--passages N] [--pairs N] [--out FILE]
+    python benchmarks/gpu_suite.py [--sections tests,fid,dense,rerank] [--passages N] [--pairs N] [--out FILE]
     python benchmarks/gpu_suite.py --quick     # every section in at most 8 minutes on one H100 or H200
     python benchmarks/gpu_suite.py --host      # the host's share of the GPU commands, on any CPU
     python benchmarks/gpu_suite.py --smoke     # every measurement at toy sizes on the CPU (the tests run it)
@@ -8,6 +8,8 @@
 Sections (``--sections``, all by default, in this order; one module each in ``benchmarks/gpu/``),
 each planned to finish in under 8 minutes on one H100 at its default size, which is the goal's:
 
+- ``tests``: the GPU tests (``pytest -m gpu``), first: correctness before speed (under ``--quick``
+  stopped at 150 s, its share of the one call, with a hung test's stacks in the log).
 - ``fid``: FiD training examples/s, the model alone eager and compiled (batch 1/4/8, peak memory;
   where ``torch.compile`` cannot run, the eager rate a user would get), and `ifqa train fid` itself
   (t5-base shape, 20 passages x 250 tokens, batch 8; the steady rate of one fresh run, data path
@@ -22,7 +24,6 @@ each planned to finish in under 8 minutes on one H100 at its default size, which
   naming the questions as `ifqa retrieve` writes them (every passage's words rotated by a per-slot
   amount, so no two slots share a text); then reranker training seconds and `ifqa serve --rerank`
   ``/search`` p50.
-- ``tests``: the GPU tests (``pytest -m gpu``).
 
 The commands run in their own process, as typed; each also runs on a tiny input (one chunk of
 4,096 passages, once for both token lengths; one question), whose wall time is the command's

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -307,4 +308,6 @@ def test_gpu_suite_sections_each_run_only_their_measurements(monkeypatch):
         "FiD reading",
     ]
     assert names(list(module.SECTIONS))[0] == "GPU tests"
+    documented = re.findall(r"^- ``(\w+)``:", module.__doc__, flags=re.M)
+    assert documented == list(module.SECTIONS)  # the docstring lists the sections in the order they run
     assert [name for name, _ in module.sections(["dense"], host=True)] == ["host: index dense", "host: rerank"]
