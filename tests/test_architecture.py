@@ -359,3 +359,18 @@ def test_no_docstring_holds_a_lone_surrogate():
                 if any("\ud800" <= c <= "\udfff" for c in doc):
                     found.append(f"{path.relative_to(IFQA.parent)}:{getattr(node, 'lineno', 1)}")
     assert found == []
+
+
+def test_every_sqlite_connection_serves_any_thread():
+    """``ifqa serve`` answers each request on a thread of a pool: a connection ifqa keeps (the response
+    cache, the token cache) is made on one thread and used on others, so each opts out of sqlite3's
+    same-thread check (and its owner serializes the calls). Walks every ``sqlite3.connect`` in ifqa/."""
+    found, problems = 0, []
+    for path in sorted(IFQA.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and ast.unparse(node.func) == "sqlite3.connect":
+                found += 1
+                shared = any(k.arg == "check_same_thread" and ast.unparse(k.value) == "False" for k in node.keywords)
+                if not shared:
+                    problems.append(f"{path.relative_to(IFQA.parent)}:{node.lineno}")
+    assert found >= 2 and problems == []

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -130,7 +131,8 @@ def _digest(text: str) -> bytes:
 
 class TokenCache:
     """The ids of passage texts under one tokenizer (no special tokens, at most ``KEPT``), kept in
-    ``<cache>/tokens/<identity>.sqlite``; ``folder=None`` keeps them in memory only."""
+    ``<cache>/tokens/<identity>.sqlite``; ``folder=None`` keeps them in memory only. One connection
+    serves every thread (``ifqa serve`` answers each request on a thread of its pool), one at a time."""
 
     def __init__(self, tokenizer, identity: str, folder: Path | None = None):
         self.tokenizer, self.identity = tokenizer, identity
@@ -138,6 +140,7 @@ class TokenCache:
         self.path = None if folder is None else Path(folder) / "tokens" / f"{identity[:24]}.sqlite"
         self._db: sqlite3.Connection | None = None
         self._memory: dict[bytes, np.ndarray] = {}
+        self._lock = threading.Lock()
 
     def _open(self) -> sqlite3.Connection | None:
         if self.path is None or self._db is not None:
@@ -156,7 +159,7 @@ class TokenCache:
 
     def _connect(self) -> sqlite3.Connection:
         try:
-            db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+            db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
             db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
             db.execute("CREATE TABLE IF NOT EXISTS ids (key BLOB PRIMARY KEY, total INTEGER, crc INTEGER, ids BLOB)")
             db.execute("INSERT OR IGNORE INTO meta VALUES ('tokenizer', ?)", (self.identity,))
@@ -187,6 +190,10 @@ class TokenCache:
         return [found[key] for key in keys]
 
     def _lookup(self, keys: set[bytes], need: int) -> dict[bytes, np.ndarray]:
+        with self._lock:
+            return self._look_up(keys, need)
+
+    def _look_up(self, keys: set[bytes], need: int) -> dict[bytes, np.ndarray]:
         found = {key: self._memory[key] for key in keys if key in self._memory}
         db = self._open()
         wanted = [key for key in keys if key not in found]
@@ -213,6 +220,10 @@ class TokenCache:
         return made
 
     def _store(self, made: dict[bytes, np.ndarray]) -> None:
+        with self._lock:
+            self._put(made)
+
+    def _put(self, made: dict[bytes, np.ndarray]) -> None:
         db = self._open()
         if db is None:
             self._memory.update(made)

@@ -5,6 +5,7 @@ damaged, made by another tokenizer or cannot be written is rebuilt or named, nev
 from __future__ import annotations
 
 import sqlite3
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
@@ -80,6 +81,17 @@ def test_passages_are_tokenized_once_and_read_back(minilm, tmp_path, monkeypatch
     assert [list(i) for i in second.ids(texts, 512)] == [list(i) for i in ids[:50]] and calls == []
 
 
+def test_one_cache_serves_many_threads(minilm, tmp_path):
+    """As ``ifqa serve --rerank`` uses it: each request on a thread of a pool, the file opened on the first."""
+    texts = demo_texts()[:60]
+    cache = TokenCache(minilm, tokenizer_identity(minilm), tmp_path)
+    cache.ids(texts[:10], 512)  # the connection is made on this thread
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda i: cache.ids(texts[i : i + 30], 512), range(0, 30, 3)))
+    for i, ids in zip(range(0, 30, 3), results):
+        assert [list(x) for x in ids] == minilm(texts[i : i + 30], add_special_tokens=False)["input_ids"]
+
+
 def _damage(path):
     path.write_bytes(b"not a database" * 100)
 
@@ -140,3 +152,5 @@ def test_reranker_scores_are_those_of_pairs_tokenized_one_by_one(tiny_model, tmp
     expected = slow.score_many(items)
     for got, want in zip(scores, expected):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    with ThreadPoolExecutor(1) as pool:  # as `ifqa serve` calls it: on another thread than the first call's
+        assert pool.submit(fast.score_many, items).result() == scores
