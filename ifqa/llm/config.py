@@ -6,6 +6,7 @@ once and means the same everywhere."""
 from __future__ import annotations
 
 from dataclasses import dataclass, fields, replace
+from typing import ClassVar
 
 from ifqa.configs import flag
 from ifqa.errors import IfqaError
@@ -21,7 +22,11 @@ from ifqa.registry import LLM_BACKENDS
 @dataclass(frozen=True)
 class ModelAccess(ModelOptions):
     """``ModelOptions`` and what is made of them: the backend, the response cache, the generation
-    parameters. A command's config subclasses it."""
+    parameters. A command's config subclasses it; ``ALSO_USED`` names the options the command reads
+    besides the model (``--device`` places retrieval too), so a backend that ignores them is no reason
+    to refuse them."""
+
+    ALSO_USED: ClassVar[frozenset[str]] = frozenset()
 
     @property
     def backend_name(self) -> str:
@@ -54,7 +59,7 @@ class ModelAccess(ModelOptions):
         """The backend these settings name (an ``LLM_BACKENDS`` entry made from ``BackendOptions``); a
         thinking budget for a backend that takes none (vLLM's offline engine) is refused before it is made."""
         kind = LLM_BACKENDS.get(self.backend_name)
-        ignored = [f for f in fields(ModelOptions) if f.name in SPECIFIC and f.name not in kind.reads]
+        ignored = [f for f in fields(ModelOptions) if f.name in SPECIFIC and f.name not in kind.reads | self.ALSO_USED]
         for field in ignored:
             if getattr(self, field.name) != field.default:
                 raise IfqaError(

@@ -36,7 +36,7 @@ def default_workers(device: str, asked: int | None = None) -> int:
     ``asked`` (0 from a caller whose tokenizing parallelizes itself: ``tokens.BatchTokens``), else
     several, where one tokenizing thread fed the H100 half of what it could take. Only where ``fork``
     exists: the work and its tokenizer reach the workers without pickling. ``IFQA_FEED_WORKERS=N``
-    decides on CUDA whatever the caller asks (0: on the calling process, a thread ahead of the GPU)."""
+    decides on CUDA whatever the caller asks (0: in the calling process; see ``feed``)."""
     if not device.startswith("cuda") or sys.platform != "linux":
         return 0
     value = os.environ.get(WORKERS_ENV, "")
@@ -103,11 +103,17 @@ def feed(work: Sequence, prepare: Callable[[Any], Any], device: str, workers: in
     """``prepare(item)`` for each item of ``work`` in order, computed ahead on CUDA: by worker
     processes, or (no workers) by threads of this process, pinned, while the GPU runs.
 
+    Threads only for a caller that asks for no workers: it vouches that ``prepare`` may run on several
+    threads at once (a Hugging Face tokenizer's call changes the tokenizer's settings, so two threads
+    calling one can cut each other's inputs). Without workers otherwise (``IFQA_FEED_WORKERS=0``),
+    ``prepare`` runs on the calling thread.
+
     The first item is also prepared here, to be measured (planned batches come longest first): its
     size bounds what the workers keep in flight (``in_flight``)."""
+    on_threads = workers == 0
     if workers is None or device.startswith("cuda"):  # a count asked for runs as asked (the tests' workers on a CPU)
         workers = default_workers(device, workers)
-    if len(work) < 2 or (workers == 0 and not device.startswith("cuda")):
+    if len(work) < 2 or (workers == 0 and not (on_threads and device.startswith("cuda"))):
         yield from map(prepare, work)
         return
     if workers == 0:

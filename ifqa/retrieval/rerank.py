@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
@@ -109,6 +110,7 @@ class CrossEncoderReranker(RerankerKind):
         if self.precision != "fp32":
             self.encoder.model.to(torch_dtype(self.precision))
         self._exported, self._pairs, self._tokens = None, None, None
+        self._tokenizing = threading.Lock()  # the feed's threads share one tokenizer (see _rows)
         if self.backend.exported:
             pairs = _probe_pairs()
             self._exported = load_exported(
@@ -166,11 +168,11 @@ class CrossEncoderReranker(RerankerKind):
         """How pairs are built from their ids (``tokens``), checked once against the tokenizer's
         own pairs on the first pairs here and a long one (None: this tokenizer's pairs are tokenized
         pair by pair)."""
-        if self._pairs is None:
+        probe = [(q, t) for items in groups for q, texts, _ in items for t in texts][:16]
+        if self._pairs is None and probe:  # decided on the first call with pairs (a served question may have none)
             self._pairs = False
             tokenizer, max_length = self.encoder.tokenizer, self.encoder.max_seq_length
-            probe = [(q, t) for items in groups for q, texts, _ in items for t in texts][:16]
-            if probe and max_length and tokenizer_identity(tokenizer):
+            if max_length and tokenizer_identity(tokenizer):
                 probe.append((probe[0][0], " ".join([probe[0][1]] * 40)))  # one the passage is cut in
                 try:
                     built = PairTokens(tokenizer, max_length)
@@ -206,7 +208,8 @@ class CrossEncoderReranker(RerankerKind):
         """A batch's tensors: laid out from ids, or (a pair whose question must be cut too) tokenized."""
         if all(kept is not None for *_, kept in batch):
             return self._pairs.rows([(q, p, kept) for _, _, q, p, kept in batch])
-        return self._inputs([(q, t) for q, t, *_ in batch])
+        with self._tokenizing:  # the tokenizer's call sets its truncation: one thread at a time
+            return self._inputs([(q, t) for q, t, *_ in batch])
 
     def score_groups(self, groups: Sequence[Sequence[Item]]) -> Iterator[list[list[float]]]:
         """``score_many`` for each group of items in turn, yielded as each finishes; one feed of

@@ -18,11 +18,13 @@ microseconds a pair. ``PairTokens.check`` holds the layout to the tokenizer's ow
 pairs; a tokenizer whose pairs come out otherwise is tokenized pair by pair, as before.
 
 The cache file records the tokenizer's identity (a digest of its whole definition) and each row a
-checksum of its ids: a file made by another tokenizer or damaged is rebuilt with a note, never used.
+checksum of its ids: a file made by another tokenizer or damaged is rebuilt with a note, never used;
+one that cannot be written leaves the ids in memory for the run, with a note.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sqlite3
 import threading
@@ -32,7 +34,6 @@ from pathlib import Path
 
 import numpy as np
 
-from ifqa.errors import IfqaError
 from ifqa.models import pair_inputs
 
 log = logging.getLogger(__name__)
@@ -132,7 +133,11 @@ def _digest(text: str) -> bytes:
 class TokenCache:
     """The ids of passage texts under one tokenizer (no special tokens, at most ``KEPT``), kept in
     ``<cache>/tokens/<identity>.sqlite``; ``folder=None`` keeps them in memory only. One connection
-    serves every thread (``ifqa serve`` answers each request on a thread of its pool), one at a time."""
+    serves every thread (``ifqa serve`` answers each request on a thread of its pool), one at a time.
+
+    A file found damaged (or made by another tokenizer) is made again, with a note; one that cannot be
+    used (a cache that cannot be written, a full disk, another process holding it past a minute) is said
+    once, and this process keeps its ids in memory: the cache saves time, it never stops a ranking."""
 
     def __init__(self, tokenizer, identity: str, folder: Path | None = None):
         self.tokenizer, self.identity = tokenizer, identity
@@ -142,60 +147,69 @@ class TokenCache:
         self._memory: dict[bytes, np.ndarray] = {}
         self._lock = threading.Lock()
 
-    def _open(self) -> sqlite3.Connection | None:
-        if self.path is None or self._db is not None:
-            return self._db
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = self._connect()
-        except sqlite3.DatabaseError as exc:  # not a database, a damaged page, another tokenizer's file
-            log.warning("%s: %s; tokenizing its passages again into a new one", self.path, exc)
-            self._close()
-            self.path.unlink(missing_ok=True)
-            self._db = self._connect()
-        except OSError as exc:
-            raise _unwritable(self.path, exc) from None
-        return self._db
-
-    def _connect(self) -> sqlite3.Connection:
-        try:
-            db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
-            db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-            db.execute("CREATE TABLE IF NOT EXISTS ids (key BLOB PRIMARY KEY, total INTEGER, crc INTEGER, ids BLOB)")
-            db.execute("INSERT OR IGNORE INTO meta VALUES ('tokenizer', ?)", (self.identity,))
-            (recorded,) = db.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
-        except sqlite3.OperationalError as exc:
-            if "readonly" in str(exc) or "unable to open" in str(exc) or "disk" in str(exc):
-                raise _unwritable(self.path, exc) from None
-            raise sqlite3.DatabaseError(str(exc)) from None
-        if recorded != self.identity:
-            db.close()
-            raise sqlite3.DatabaseError("made by another tokenizer")
-        return db
-
-    def _close(self) -> None:
-        if self._db is not None:
-            self._db.close()
-            self._db = None
-
     def ids(self, texts: Sequence[str], need: int) -> list[np.ndarray]:
         """Each text's first ``need`` ids at least (all of them when it has fewer), int32."""
         keys = [_digest(text) for text in texts]
-        found = self._lookup(set(keys), need)
+        found = self._use(lambda db: self._lookup(db, set(keys), need))
         missing = {key: text for key, text in zip(keys, texts) if key not in found}
         if missing:
-            made = self.tokenize(list(missing.values()))
-            found.update(zip(missing, made))
-            self._store(dict(zip(missing, made)))
+            made = dict(zip(missing, self.tokenize(list(missing.values()))))
+            found.update(made)
+            self._use(lambda db: self._store(db, made))
         return [found[key] for key in keys]
 
-    def _lookup(self, keys: set[bytes], need: int) -> dict[bytes, np.ndarray]:
-        with self._lock:
-            return self._look_up(keys, need)
+    def tokenize(self, texts: list[str]) -> list[np.ndarray]:
+        """The texts' ids by the Rust tokenizer's batch call (no special tokens, no truncation), kept nowhere."""
+        made = []
+        for start in range(0, len(texts), _BATCH):
+            encoded = self._encode(texts[start : start + _BATCH], add_special_tokens=False)
+            made.extend(np.asarray(e.ids, dtype="<i4") for e in encoded)
+        return made
 
-    def _look_up(self, keys: set[bytes], need: int) -> dict[bytes, np.ndarray]:
+    def _use(self, action):
+        """``action(db)`` under the lock (``db`` None: in memory), with the file's failures handled."""
+        with self._lock:
+            for _ in range(2):
+                try:
+                    return action(self._open())
+                except (sqlite3.DatabaseError, OSError) as exc:
+                    self._close()
+                    if _unusable(exc):
+                        log.warning(
+                            "%s: the token cache cannot be used (%s); this run keeps passages' ids in memory "
+                            "(make it writable, or move ifqa's cache with IFQA_CACHE_DIR)",
+                            self.path.parent,
+                            getattr(exc, "strerror", None) or exc,
+                        )
+                        self.path = None
+                    else:  # not a database, a damaged page, another tokenizer's file
+                        log.warning("%s: %s; tokenizing its passages again into a new one", self.path, exc)
+                        self.path.unlink(missing_ok=True)
+            self.path = None  # damaged again at once: this run goes on in memory
+            return action(None)
+
+    def _open(self) -> sqlite3.Connection | None:
+        if self.path is not None and self._db is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
+            self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS ids (key BLOB PRIMARY KEY, total INTEGER, crc INTEGER, ids BLOB)"
+            )
+            self._db.execute("INSERT OR IGNORE INTO meta VALUES ('tokenizer', ?)", (self.identity,))
+            (recorded,) = self._db.execute("SELECT value FROM meta WHERE key = 'tokenizer'").fetchone()
+            if recorded != self.identity:
+                raise sqlite3.DatabaseError("made by another tokenizer")
+        return self._db
+
+    def _close(self) -> None:
+        if self._db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()  # an open transaction is rolled back with it
+            self._db = None
+
+    def _lookup(self, db: sqlite3.Connection | None, keys: set[bytes], need: int) -> dict[bytes, np.ndarray]:
         found = {key: self._memory[key] for key in keys if key in self._memory}
-        db = self._open()
         wanted = [key for key in keys if key not in found]
         if db is None or not wanted:
             return found
@@ -211,20 +225,7 @@ class TokenCache:
                 found[key] = ids
         return found
 
-    def tokenize(self, texts: list[str]) -> list[np.ndarray]:
-        """The texts' ids by the Rust tokenizer's batch call (no special tokens, no truncation), kept nowhere."""
-        made = []
-        for start in range(0, len(texts), _BATCH):
-            encoded = self._encode(texts[start : start + _BATCH], add_special_tokens=False)
-            made.extend(np.asarray(e.ids, dtype="<i4") for e in encoded)
-        return made
-
-    def _store(self, made: dict[bytes, np.ndarray]) -> None:
-        with self._lock:
-            self._put(made)
-
-    def _put(self, made: dict[bytes, np.ndarray]) -> None:
-        db = self._open()
+    def _store(self, db: sqlite3.Connection | None, made: dict[bytes, np.ndarray]) -> None:
         if db is None:
             self._memory.update(made)
             return
@@ -232,20 +233,21 @@ class TokenCache:
         for key, ids in made.items():
             blob = ids[:KEPT].tobytes()
             rows.append((key, len(ids), zlib.crc32(blob), blob))
+        db.execute("BEGIN")
         try:
-            db.execute("BEGIN")
             db.executemany("INSERT OR REPLACE INTO ids VALUES (?, ?, ?, ?)", rows)
             db.execute("COMMIT")
-        except sqlite3.OperationalError as exc:
-            raise _unwritable(self.path, exc) from None
+        finally:
+            if db.in_transaction:  # failed or interrupted: nothing half-written stays open
+                db.execute("ROLLBACK")
 
 
-def _unwritable(path: Path, exc: BaseException) -> IfqaError:
-    return IfqaError(
-        f"the token cache cannot be written ({getattr(exc, 'strerror', None) or exc}); make it writable, or "
-        "move ifqa's cache with IFQA_CACHE_DIR",
-        path.parent,
-    )
+def _unusable(exc: BaseException) -> bool:
+    """A failure of the place (permissions, space, a lock held too long), not of the file's content."""
+    if isinstance(exc, OSError):
+        return True
+    words = ("readonly", "read-only", "unable to open", "disk", "locked", "busy", "i/o")
+    return isinstance(exc, sqlite3.OperationalError) and any(word in str(exc).lower() for word in words)
 
 
 class PairTokens:

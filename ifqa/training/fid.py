@@ -158,6 +158,12 @@ def train(
     if not train_records:
         raise IfqaError("no training questions", train_run)
     resuming = (settled(output / STATE) / TRAINER).exists() or (output / RESULT).exists()
+    if not resuming and (output / "last" / "trainer_state.pt").exists():  # never trained over from step 0
+        raise IfqaError(
+            "holds a run an earlier ifqa saved (last/trainer_state.pt), which this one cannot resume; finish it "
+            "with that version, or train into a new --output",
+            output,
+        )
     what = {k: v for k, v in asdict(config).items() if k not in FiDTrainConfig.HOW_NOT_WHAT}
     if resuming:
         saved = json.loads((output / "train_config.json").read_text())

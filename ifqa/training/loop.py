@@ -173,6 +173,11 @@ def _finished(output: Path, settings: LoopSettings, world: World) -> dict | None
     return recorded
 
 
+def _log_of(losses) -> list:
+    """The step log of a state saved before it had one (each step's loss alone, as ``losses``)."""
+    return [{"step": n, "loss": loss} for n, loss in enumerate(losses, 1)] if isinstance(losses, list) else losses
+
+
 class _Progress:
     """The run's record: each step's loss (the ranks' mean), a running average every 50 steps."""
 
@@ -225,7 +230,7 @@ def run_loop(
             scheduler.load_state_dict(saved["scheduler"])
             record.step = check_step(saved["step"], settings.steps, state_dir, start_over)
             record.history, record.running = json.loads(saved["history"]), saved.get("running_loss")
-            record.log = json.loads(saved.get("log", "[]"))
+            record.log = json.loads(saved["log"]) if "log" in saved else _log_of(json.loads(saved.get("losses", "[]")))
             if not isinstance(record.history, list) or not isinstance(record.log, list):
                 raise TypeError("its history or log are not lists")
             trainee.restore(saved.get("extra") or {})

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from ifqa.datasets.demo import load_demo
+from ifqa.errors import IfqaError
 from tests.readers.fake_openai import FakeOpenAI
 
 DEV = load_demo("dev")
@@ -171,3 +172,23 @@ def test_only_the_session_splits_a_reply_or_makes_a_backend():
             if isinstance(node, ast.Attribute) and node.attr == "backend_instance":
                 offenders.append(f"{path.name}: backend_instance")
     assert offenders == []
+
+
+@pytest.mark.parametrize("command", ["read llm", "read iterative"])
+def test_device_is_refused_only_where_nothing_but_the_model_would_read_it(cli, env, tmp_path, command):
+    """An endpoint's model reads no --device: `read llm` refuses it in one line; `read iterative` and
+    `serve` read it for retrieval and reranking too, so they take it."""
+    from ifqa.cli.serve import ServedReaderConfig
+    from ifqa.readers.llm.config import LLMReaderConfig
+
+    with FakeOpenAI({}) as server:
+        server.script = _answers
+        result, out = PROMPTING[command](cli, env, tmp_path, server.url, "--device", "cpu")
+    if command == "read llm":
+        assert result.returncode == 1 and "--device cpu: the openai backend does not read it" in result.stderr
+        assert result.stderr.count("\n") == 1 and not Path(out).exists()
+    else:
+        assert result.returncode == 0, result.stderr
+    assert ServedReaderConfig(model="m", device="cpu").backend_instance(api_key="sk-test").describe()["model"] == "m"
+    with pytest.raises(IfqaError, match="does not read it"):
+        LLMReaderConfig(model="m", device="cpu").backend_instance(api_key="sk-test")

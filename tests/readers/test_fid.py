@@ -360,6 +360,19 @@ def test_a_missing_model_folder_leaves_nothing(cli, toy_run, tmp_path):
     assert len(result.stderr.strip().splitlines()) == 1 and not out.exists()
 
 
+def test_a_run_an_earlier_ifqa_saved_is_never_trained_over(cli, t5_dir, toy_run, tmp_path):
+    """Its state in last/trainer_state.pt, which this version does not resume: one line, the folder as it was."""
+    out = tmp_path / "fid"
+    (out / "last").mkdir(parents=True)
+    (out / "last" / "trainer_state.pt").write_bytes(b"an earlier run's state")
+    (out / "train_config.json").write_text("{}")
+    before = sorted((p.name, p.read_bytes()) for p in out.rglob("*") if p.is_file())
+    result = cli("train", "fid", "--run", toy_run, "--model", t5_dir, "-o", out, "--steps", "1")
+    assert result.returncode == 1 and "an earlier ifqa saved (last/trainer_state.pt)" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert sorted((p.name, p.read_bytes()) for p in out.rglob("*") if p.is_file()) == before
+
+
 @pytest.mark.parametrize("stop", ["interrupt", "out of memory"])
 def test_interrupted_training_keeps_whole_steps(t5_dir, toy_run, tmp_path, monkeypatch, stop):
     """A stop inside a step (Ctrl-C, SIGTERM, a GPU out of memory) saves the steps before it; the same

@@ -2,6 +2,7 @@
 
 import os
 import signal
+import threading
 
 import pytest
 import torch
@@ -91,6 +92,9 @@ def test_without_workers_a_gpu_is_fed_by_threads_ahead_pinned_and_in_order(monke
         taken.append(item)
     assert [t["x"].tolist() for t in taken] == work and {t["note"] for t in taken} == {"kept"}
     assert len(pinned) == len(work)
+    monkeypatch.setenv(batching.WORKERS_ENV, "0")  # no workers for a caller that did not vouch for threads:
+    threads = set(batching.feed(work, lambda batch: threading.get_ident(), "cuda"))
+    assert threads == {threading.get_ident()}  # its prepare runs on the calling thread, never on two at once
     monkeypatch.setenv(batching.WORKERS_ENV, "3")  # the user's count wins on CUDA
     assert batching.default_workers("cuda", 0) == 3 and batching.default_workers("cpu", 0) == 0
     monkeypatch.setenv(batching.WORKERS_ENV, "many")

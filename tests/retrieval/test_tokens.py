@@ -9,9 +9,9 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
+import torch
 from transformers import AutoTokenizer
 
-from ifqa.errors import IfqaError
 from ifqa.retrieval.encoders import demo_texts, resolve
 from ifqa.retrieval.tokens import PairTokens, TokenCache, tokenizer_identity
 
@@ -123,25 +123,77 @@ def test_a_damaged_or_foreign_cache_is_rebuilt_never_used(minilm, tmp_path, harm
     assert [list(i) for i in third.ids(texts, 512)] == expected
 
 
-def test_a_cache_that_cannot_be_written_is_named_with_what_moves_it(minilm, tmp_path):
+def test_a_cache_that_cannot_be_used_is_named_and_the_ids_kept_in_memory(minilm, tmp_path, caplog):
     blocked = tmp_path / "cache"
     blocked.write_text("a file where the cache folder should be")
-    with pytest.raises(IfqaError, match="token cache cannot be written.*IFQA_CACHE_DIR") as error:
-        TokenCache(minilm, tokenizer_identity(minilm), blocked).ids(["text"], 512)
-    assert str(blocked) in str(error.value)
+    cache = TokenCache(minilm, tokenizer_identity(minilm), blocked)
+    texts = demo_texts()[:5]
+    assert [list(i) for i in cache.ids(texts, 512)] == minilm(texts, add_special_tokens=False)["input_ids"]
+    assert "IFQA_CACHE_DIR" in caplog.text and str(blocked) in caplog.text and caplog.text.count("cannot be used") == 1
+    cache.tokenize = lambda texts: pytest.fail("tokenized again: the ids were not kept in memory")
+    assert [list(i) for i in cache.ids(texts, 512)] == minilm(texts, add_special_tokens=False)["input_ids"]
 
 
-def test_reranker_scores_are_those_of_pairs_tokenized_one_by_one(tiny_model, tmp_path, monkeypatch):
-    """The reranker's pairs laid out from cached ids score as pairs the tokenizer makes itself (fp32)."""
+def test_a_cache_held_by_another_process_is_left_to_it(minilm, tmp_path, caplog, monkeypatch):
+    """Locked past the wait (another ranking writing it): this process goes on in memory, the file stays
+    whole (never taken for damage and removed) for the next run to read."""
+    import ifqa.retrieval.tokens as tokens
+
+    texts = demo_texts()[:10]
+    real = sqlite3.connect
+    monkeypatch.setattr(tokens.sqlite3, "connect", lambda *a, **k: real(*a, **{**k, "timeout": 0.1}))
+    cache = TokenCache(minilm, tokenizer_identity(minilm), tmp_path)
+    cache.ids(texts[:5], 512)
+    other = real(cache.path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # holds the write lock
+    try:
+        assert [list(i) for i in cache.ids(texts, 512)] == minilm(texts, add_special_tokens=False)["input_ids"]
+        later = TokenCache(minilm, tokenizer_identity(minilm), tmp_path)
+        assert [list(i) for i in later.ids(texts[5:], 512)] == minilm(texts[5:], add_special_tokens=False)["input_ids"]
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert "locked" in caplog.text and "tokenizing its passages again" not in caplog.text
+    kept = TokenCache(minilm, tokenizer_identity(minilm), tmp_path)  # the first five are still in the file
+    kept.tokenize = lambda texts: pytest.fail("the file holding the first passages was removed")
+    assert len(kept.ids(texts[:5], 512)) == 5
+
+
+def _a_page_overwritten(path):
+    data = bytearray(path.read_bytes())
+    page = 4096
+    data[3 * page : 4 * page] = b"\xff" * page
+    path.write_bytes(bytes(data))
+
+
+def test_a_page_damaged_past_the_header_is_rebuilt(minilm, tmp_path, caplog):
+    texts = demo_texts()[:300]
+    cache = TokenCache(minilm, tokenizer_identity(minilm), tmp_path)
+    cache.ids(texts, 512)
+    cache._close()
+    assert cache.path.stat().st_size > 4 * 4096
+    _a_page_overwritten(cache.path)
+    again = TokenCache(minilm, tokenizer_identity(minilm), tmp_path)
+    assert [list(i) for i in again.ids(texts, 512)] == minilm(texts, add_special_tokens=False)["input_ids"]
+    assert "tokenizing its passages again" in caplog.text
+
+
+@pytest.fixture(scope="module")
+def cross_encoder(tiny_model, tmp_path_factory):
     from transformers import AutoModelForSequenceClassification
 
+    model = tmp_path_factory.mktemp("tokens") / "cross-encoder"
+    AutoModelForSequenceClassification.from_pretrained(str(tiny_model), num_labels=1).save_pretrained(model)
+    AutoTokenizer.from_pretrained(str(tiny_model)).save_pretrained(model)
+    return model
+
+
+def test_reranker_scores_are_those_of_pairs_tokenized_one_by_one(cross_encoder, tmp_path, monkeypatch):
+    """The reranker's pairs laid out from cached ids score as pairs the tokenizer makes itself (fp32)."""
     from ifqa.retrieval.rerank import load_reranker
 
     monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
-    model = tmp_path / "cross-encoder"
-    AutoModelForSequenceClassification.from_pretrained(str(tiny_model), num_labels=1).save_pretrained(model)
-    AutoTokenizer.from_pretrained(str(tiny_model)).save_pretrained(model)
-    tiny_model = model
+    tiny_model = cross_encoder
     texts = demo_texts()[:30]
     items = [(q, texts[i::4], [0.0] * len(texts[i::4])) for i, q in enumerate(QUESTIONS)]
     fast = load_reranker(str(tiny_model), depth=10, device="cpu", max_length=48)
@@ -154,3 +206,27 @@ def test_reranker_scores_are_those_of_pairs_tokenized_one_by_one(tiny_model, tmp
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
     with ThreadPoolExecutor(1) as pool:  # as `ifqa serve` calls it: on another thread than the first call's
         assert pool.submit(fast.score_many, items).result() == scores
+
+
+def test_pairs_cut_on_both_sides_are_prepared_alike_on_the_feeds_threads(cross_encoder, tmp_path, monkeypatch):
+    """A batch holding a question too long for --max-length is tokenized by the tokenizer itself, whose
+    call changes its truncation setting: prepared ahead on the GPU feed's threads, every batch is the
+    one prepared alone (two threads sharing the tokenizer once cut each other's pairs, or failed)."""
+    from ifqa.retrieval import batching
+    from ifqa.retrieval.rerank import load_reranker
+    from tests.fake_cuda import FakeCuda
+
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
+    reranker = load_reranker(str(cross_encoder), depth=10, device="cpu", max_length=24)
+    texts = demo_texts()[:40]
+    long_question = " ".join(QUESTIONS)  # leaves no room for a passage in 24 tokens
+    items = [(long_question if i % 2 else q, texts[i::8], [0.0] * 5) for i, q in enumerate(QUESTIONS * 2)]
+    reranker.score_many(items[:1])  # the layout decided
+    rows = [row for group in reranker._token_rows([items], reranker._pairs) for row in group]
+    batches = [rows[i : i + 3] for i in range(0, len(rows), 3)] * 30
+    assert any(kept is None for *_, kept in rows)
+    alone = [reranker._rows(batch) for batch in batches]
+    FakeCuda(count=1).install(monkeypatch)
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: self)
+    for got, want in zip(batching.feed(batches, reranker._rows, "cuda", workers=0), alone, strict=True):
+        assert {k: v.tolist() for k, v in got.items()} == {k: v.tolist() for k, v in want.items()}

@@ -380,3 +380,21 @@ def test_a_pair_is_cut_the_same_way_whatever_its_batch_mates():
         assert together["input_ids"][i, :width].tolist() == alone["input_ids"][0, :width].tolist()
         assert int(together["attention_mask"][i].sum()) == width
     assert together["input_ids"].shape == (2, 48)
+
+
+def test_a_state_saved_before_the_step_log_resumes_with_every_steps_loss(tmp_path, tiny_model, cli):
+    """A state an earlier ifqa saved holds each step's loss as ``losses``: resumed, the run's
+    train_log.jsonl still has every step, the ones before the stop included."""
+    import torch
+
+    out = tmp_path / "rr"
+    first = cli("train", "reranker", *TRAIN, "--model", tiny_model, "-o", out, "--stop-after", "2")
+    assert first.returncode == 0, first.stderr
+    path = out / "state" / "trainer.pt"
+    saved = torch.load(path, weights_only=False)
+    saved["losses"] = json.dumps([entry["loss"] for entry in json.loads(saved.pop("log"))])
+    torch.save(saved, path)
+    second = cli("train", "reranker", *TRAIN, "--model", tiny_model, "-o", out)
+    assert second.returncode == 0, second.stderr
+    steps = [json.loads(line)["step"] for line in (out / "train_log.jsonl").read_text().splitlines()]
+    assert steps == list(range(1, 7))

@@ -25,6 +25,8 @@ def _as_in_retrieve(name: str, default=dataclasses.MISSING):
 
 @dataclass(frozen=True)
 class IterativeConfig(ModelAccess):
+    ALSO_USED = frozenset({"device"})  # the reader's device serves retrieval and reranking too
+
     protocol: str = option(
         "search-tags",
         "How the model asks for evidence: <search>query</search> as it reasons, answered with passages "
