@@ -12,12 +12,14 @@ drift apart; ``to_args`` writes only the fields that differ from their defaults.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import math
+import re
 import shlex
 import typing
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from typing import Any, TypeVar
 
 from ifqa.errors import IfqaError
@@ -68,6 +70,19 @@ def prefixed(cls: type, prefix: str, what: str) -> type:
 def unprefixed(config: Any, prefix: str, cls: type[T]) -> T:
     """The ``cls`` whose fields ``config`` holds under ``prefix`` (see ``prefixed``)."""
     return cls(**{f.name: getattr(config, prefix + f.name) for f in option_fields(cls)})
+
+
+@contextlib.contextmanager
+def flags_prefixed(cls: type, prefix: str) -> Iterator[None]:
+    """A refusal made while ``unprefixed`` settings are in use names the user's own flags: ``--dtype``
+    in its text becomes ``--rewrite-dtype`` (each of ``cls``'s flags, whole words only)."""
+    try:
+        yield
+    except IfqaError as exc:
+        flags = sorted((flag(f) for f in option_fields(cls)), key=len, reverse=True)
+        words = re.compile(r"(?<![\w-])(" + "|".join(map(re.escape, flags)) + r")(?![\w-])")
+        lead = "--" + prefix.replace("_", "-")
+        raise IfqaError(words.sub(lambda m: lead + m.group(1)[2:], str(exc))) from None
 
 
 def option_fields(cls: type) -> list[dataclasses.Field]:

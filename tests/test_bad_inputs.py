@@ -578,6 +578,20 @@ CASES = [
         "needs a model: --rewrite-model",
         "r7.jsonl",
     ),
+    (  # the rewriting model's refusals name its own flags (--rewrite-...), never the reader's
+        "a rewriting option its backend does not read",
+        ["retrieve", "--query-mode", "rewrite", "--rewrite-model", "demo:smollm2", "--rewrite-dtype", "float32"]
+        + ["-o", f"{B}/r8.jsonl"],
+        "--rewrite-dtype float32: the llamacpp backend does not read it (it reads --rewrite-completions",
+        "r8.jsonl",
+    ),
+    (
+        "a rewriting thinking budget with its thinking off",
+        ["retrieve", "--query-mode", "rewrite", "--rewrite-model", "demo:smollm2", "--rewrite-thinking", "off"]
+        + ["--rewrite-thinking-budget", "5", "-o", f"{B}/r9.jsonl"],
+        "--rewrite-thinking-budget is for a model that thinks; drop it or pass --rewrite-thinking on",
+        "r9.jsonl",
+    ),
     (
         "train on dev",
         ["train", "--reranker", *TRAIN, "--split", "dev", "-o", f"{B}/m1"],
@@ -1446,6 +1460,24 @@ CASES = [
     ),
     ("a required choice left out", ["convert", "--run", f"{B}/demo-run.jsonl"], "'--to'. Choose from: run, trec", None),
     (
+        "a rewriting model without a query mode that asks one",
+        ["retrieve", "--index", "demo:bm25", "--rewrite-model", "demo:smollm2", "-o", f"{B}/r10.jsonl"],
+        "rewrite_model (--rewrite-model) applies to a query mode that asks a model",
+        "r10.jsonl",
+    ),
+    (
+        "an iterative reader asked for a second model's queries",
+        ["read", "iterative", "--model", "demo:smollm2", "--query-mode", "rewrite", "-o", f"{B}/it1.jsonl"],
+        "--query-mode rewrite asks a second model to write the queries; here the model writes its own",
+        "it1.jsonl",
+    ),
+    (
+        "no CUDA for the rewriting model",
+        ["retrieve", "--index", "demo:bm25", "--rewrite-device", "cuda:0", "-o", f"{B}/s10.jsonl"],
+        "'cuda:0': no CUDA device is available here (use --rewrite-device cpu)",
+        "s10.jsonl",
+    ),
+    (
         "retrieve on the demo dense index with no GPU",
         ["retrieve", "--index", "demo:dense", "--device", "cuda", "-o", f"{B}/s9.jsonl"],
         "no CUDA device",
@@ -1474,7 +1506,7 @@ def outcomes(work, request):
 
 @pytest.mark.parametrize("name, args, expected, output", CASES, ids=[c[0] for c in CASES])
 def test_bad_input_is_one_line_and_leaves_nothing(work, outcomes, name, args, expected, output):
-    if name == "no CUDA":
+    if name in ("no CUDA", "no CUDA for the rewriting model"):
         import torch
 
         if torch.cuda.is_available():

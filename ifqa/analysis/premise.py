@@ -87,7 +87,15 @@ class Reading:
             )
         shared = {f.name for f in fields(ModelAccess)} | {"seed"}
         given = {k: v for k, v in (self.manifest.get("config") or {}).items() if k in shared}
-        return from_options(LLMReaderConfig, {**given, "mode": "qa", "demos": 0})
+        return from_options(TwinReaderConfig, {**given, "mode": "qa", "demos": 0})
+
+
+@dataclass(frozen=True)
+class TwinReaderConfig(LLMReaderConfig):
+    """The predictions' own settings, read back: a recorded ``--device`` may have placed the iterative
+    reader's retrieval, not the model, so a backend that reads no device is no reason to refuse it."""
+
+    ALSO_USED = frozenset({"device"})
 
 
 def make_twins(

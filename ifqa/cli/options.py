@@ -219,7 +219,8 @@ def check_devices(command: click.Command) -> None:
                 try:
                     check_device(value)  # imports torch only when a device is named
                 except IfqaError as exc:
-                    raise click.BadParameter(f"{value!r}: {str(exc).split(': ', 1)[-1]}", ctx, param) from None
+                    problem = str(exc).split(": ", 1)[-1].replace("--device", param.opts[0])  # its own flag
+                    raise click.BadParameter(f"{value!r}: {problem}", ctx, param) from None
                 return given(ctx, param, value) if given else value
 
             param.callback, param.checks_device = checked, True  # type: ignore[attr-defined]

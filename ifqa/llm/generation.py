@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 from ifqa.llm.cache import ResponseCache, key
-from ifqa.llm.protocol import Backend, Completion, GenerationParams
+from ifqa.llm.protocol import Backend, Completion, GenerationParams, on_call
 from ifqa.llm.thinking import split
 
 
@@ -53,20 +53,21 @@ class Counters:
         return counts
 
 
-def concurrently(function, items: Sequence, workers: int, stopping: threading.Event | None = None):
+def concurrently(function, items: Sequence, workers: int):
     """``(item, function(item))`` as each call finishes, ``workers`` at a time on daemon threads.
 
-    Ctrl-C or SIGTERM stops it at once: the calls still waiting never start, ``stopping`` (set on
-    the way out) ends a call's retry backoff, and a request still in flight is abandoned with its
-    thread instead of being waited for (a thread pool joins its threads at exit: up to a request's
-    timeout, minutes with retries)."""
+    A failure, Ctrl-C or SIGTERM stops it at once: the calls still waiting never start, a request
+    waiting to retry ends (``protocol.call_stop``: this call's, so calls beside it on the same backend go
+    on), and a request still in flight is abandoned with its thread instead of being waited for (a
+    thread pool joins its threads at exit: up to a request's timeout, minutes with retries)."""
     pending: queue.SimpleQueue = queue.SimpleQueue()
     for item in items:
         pending.put(item)
     done: queue.SimpleQueue = queue.SimpleQueue()
-    stop = stopping or threading.Event()
+    stop = threading.Event()
 
     def work() -> None:
+        on_call(stop)
         while not stop.is_set():
             try:
                 item = pending.get_nowait()
@@ -79,7 +80,6 @@ def concurrently(function, items: Sequence, workers: int, stopping: threading.Ev
                 done.put((item, None, exc))
                 return
 
-    stop.clear()
     for _ in range(max(1, min(workers, len(items)))):
         threading.Thread(target=work, daemon=True, name="ifqa-request").start()
     try:
@@ -143,7 +143,6 @@ class CachedGenerator:
                 lambda i: store(i, self.backend.complete([prompts_[i]], params[i])[0]),
                 todo,
                 self.concurrency,
-                self.backend.stopping,
             )
             for i, completion in calls:
                 finish(i, completion)

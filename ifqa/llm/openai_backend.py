@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from ifqa.errors import IfqaError
 from ifqa.io import unpaired_surrogate
-from ifqa.llm.protocol import Backend, BackendOptions, Completion, Done, GenerationParams
+from ifqa.llm.protocol import Backend, BackendOptions, Completion, Done, GenerationParams, call_stop
 from ifqa.llm.thinking import openai_reasoning_model
 from ifqa.model_options import RETRIES, TIMEOUT
 from ifqa.redact import add_secret, add_url_secrets, redact, redact_url
@@ -25,7 +25,7 @@ class TransientError(Exception):
 class OpenAIBackend(Backend):
     """Chat or completions on any OpenAI-compatible server (OpenAI, vLLM, llama.cpp, Ollama)."""
 
-    reads = frozenset({"completions", "timeout", "retries"})
+    reads = frozenset({"completions", "timeout", "retries", "reasoning_effort"})
 
     concurrent_requests = True
 
@@ -106,7 +106,7 @@ class OpenAIBackend(Backend):
                     raise IfqaError(f"{self.base_url}: giving up after {attempt + 1} attempts ({exc})") from None
                 delay = self.backoff * (2**attempt) * (0.5 + random.random() / 2)
                 log.warning("request failed (%s); retrying in %.1f s", exc, delay)
-                if self.stopping.wait(delay):  # the job is stopping (Ctrl-C, SIGTERM): no more attempts
+                if call_stop().wait(delay):  # its call is stopping (a failure, Ctrl-C, SIGTERM): no more attempts
                     raise IfqaError(f"{self.base_url}: stopped while retrying") from None
         raise AssertionError("unreachable")
 

@@ -42,7 +42,10 @@ class BackendOptions:
 
 
 #: The options only some backends read (the rest every command uses, or comes from the environment).
-SPECIFIC = ("completions", "device", "timeout", "retries", "model_threads", "context_window", "gguf_weights", "dtype")
+SPECIFIC = (
+    *("completions", "device", "timeout", "retries", "model_threads", "context_window", "gguf_weights", "dtype"),
+    "reasoning_effort",  # sent by the OpenAI-compatible backend alone (no local chat template takes it)
+)
 
 
 @dataclass
@@ -107,15 +110,31 @@ def estimate_tokens(text: str) -> int:
     return math.ceil(len(text) / 4 * 1.1)
 
 
+_CALL = threading.local()  # the call a request thread works for (``generation.concurrently`` sets it)
+_NEVER = threading.Event()
+
+
+def call_stop() -> threading.Event:
+    """Set when the call this thread's request belongs to stops (it failed, Ctrl-C, SIGTERM): a retry
+    backoff waits on it. Per call, not per backend: ``ifqa serve`` runs many calls on one backend, and one
+    request failing must not stop another's retries."""
+    return getattr(_CALL, "stop", None) or _NEVER
+
+
+def on_call(stop: threading.Event) -> None:
+    """Tie this thread's requests to ``stop`` (``call_stop``)."""
+    _CALL.stop = stop
+
+
 class Backend:
     """A backend: ``from_options``, ``complete`` and ``describe``; the rest says what it can do.
 
     ``concurrent_requests``: requests go out on threads, ``concurrency`` at a time (an HTTP endpoint),
     each reply stored as it arrives; otherwise a wave of prompts is handed over at once (local models).
     ``batch_size``: prompts a local backend generates together (a wave keeps several batches busy).
-    ``takes_thinking_budget``: a thinking budget can be asked of it. ``stopping``: set by the caller
-    when the job stops, to end a request's retry backoff. ``chat``: prompts go through a chat template
-    (its opened thinking tag is then the completion's first words: ``prefill``)."""
+    ``takes_thinking_budget``: a thinking budget can be asked of it. ``chat``: prompts go through a chat
+    template (its opened thinking tag is then the completion's first words: ``prefill``). A request
+    waiting to retry ends when its call stops (``call_stop``)."""
 
     name: str = ""
     chat: bool = False
@@ -125,9 +144,6 @@ class Backend:
     #: The backend-specific ``BackendOptions`` it reads; one of ``SPECIFIC`` set to another value for a
     #: backend that does not read it is refused (``ModelAccess.backend_instance``), never ignored.
     reads: frozenset[str] = frozenset()
-
-    def __init__(self) -> None:
-        self.stopping = threading.Event()
 
     @classmethod
     def from_options(cls, model: str, options: BackendOptions) -> Backend:

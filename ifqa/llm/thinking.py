@@ -119,7 +119,9 @@ def _join(parts: list[str]) -> str:
 
 
 def looks_like_reasoning_model(model: str | None) -> bool:
-    return bool(model and REASONING_NAMES.search(model))
+    """By the model's own name: the last part of a hub id or a path (a file's folders, such as
+    ``/data/reasoning-eval/``, say nothing of the model in it)."""
+    return bool(model and REASONING_NAMES.search(model.rstrip("/").rsplit("/", 1)[-1]))
 
 
 def openai_reasoning_model(model: str | None) -> bool:

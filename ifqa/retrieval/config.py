@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, fields
 
-from ifqa.configs import flag, option, prefixed
+from ifqa.configs import field_default, flag, option, prefixed
 from ifqa.devices import PRECISIONS
 from ifqa.errors import IfqaError
 from ifqa.model_options import ModelOptions
@@ -131,7 +131,15 @@ class RetrievalConfig(RewriteAccess):
                 raise IfqaError(f"{_named(name)} must be a string, got {getattr(self, name)!r}"[:200])
         if not isinstance(self.query_mode, str):
             raise IfqaError(f"query mode must be a string, got {self.query_mode!r}")
-        QUERY_MODES.get(self.query_mode)  # an unknown mode fails here, before any index is opened
+        asks_a_model = hasattr(QUERY_MODES.get(self.query_mode), "for_config")  # an unknown mode fails here
+        rewriting = [
+            f.name for f in fields(self) if f.name.startswith("rewrite_") and getattr(self, f.name) != field_default(f)
+        ]
+        if rewriting and not asks_a_model:  # the rewriting model's settings would do nothing
+            raise IfqaError(
+                f"{_named(rewriting[0])} applies to a query mode that asks a model (--query-mode rewrite or "
+                f"hyde), not {self.query_mode!r}"
+            )
         for name, needed in DEPENDS_ON.items():  # a setting that would do nothing without another is refused
             if getattr(self, name) != getattr(RetrievalConfig, name, None) and getattr(self, needed) is None:
                 raise IfqaError(f"{_named(name)} applies to {_named(needed)}, which is not given")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from ifqa.configs import unprefixed
+from ifqa.configs import flags_prefixed, unprefixed
 from ifqa.errors import IfqaError
 from ifqa.llm.config import ModelAccess
 from ifqa.llm.session import Ask, ModelSession
@@ -47,8 +47,8 @@ class LLMFormulation:
                 f"query mode {self.mode!r} needs a model: --rewrite-model NAME (and --rewrite-base-url "
                 "for an OpenAI-compatible server)"
             )
-        access = unprefixed(config, "rewrite_", ModelAccess)
-        session = ModelSession.open(access, os.environ.get("OPENAI_API_KEY"))
+        with flags_prefixed(ModelAccess, "rewrite_"):  # a refusal names --rewrite-dtype, not --dtype
+            session = ModelSession.open(unprefixed(config, "rewrite_", ModelAccess), os.environ.get("OPENAI_API_KEY"))
         ask = Ask(session.max_tokens(MAX_TOKENS[self.mode]))
         template = PROMPTS[self.mode]
 

@@ -147,3 +147,41 @@ def test_every_refusal_a_flag_alone_decides_comes_before_any_backend(monkeypatch
         output = ["-o", tmp_path / f"{'-'.join(path)}.out"] if "output" in params else []
         result = cli(*path, *model, *[a.format(predictions=predictions) for a in flags], *output)
         assert result.returncode == 1 and said in result.stderr and "openai" not in result.stderr, (path, result.stderr)
+
+
+def test_a_failing_call_stops_its_own_retries_and_never_another_calls():
+    """`ifqa serve` runs many calls on one backend at once: a call that fails ends its own requests'
+    retry backoffs (``call_stop``), while another call's requests keep waiting and finish."""
+    import threading
+
+    import pytest
+
+    from ifqa.llm.generation import concurrently
+    from ifqa.llm.protocol import call_stop
+
+    waiting, retrying, ended = threading.Event(), threading.Event(), []
+
+    def beside(i: int) -> bool:  # a request of another call, in a retry backoff
+        waiting.set()
+        return call_stop().wait(0.3)  # True: its call was stopped
+
+    def failing(i: int) -> bool:
+        if i == 0:
+            waiting.wait(5) and retrying.wait(5)
+            raise RuntimeError("HTTP 400")
+        retrying.set()
+        ended.append(call_stop().wait(5))  # this call's other request, waiting to retry
+        return True
+
+    other: list = []
+    thread = threading.Thread(target=lambda: other.extend(concurrently(beside, [1, 2, 3], 1)))
+    thread.start()
+    with pytest.raises(RuntimeError, match="HTTP 400"):
+        list(concurrently(failing, [0, 1], 2))
+    thread.join(10)
+    assert sorted(other) == [(1, False), (2, False), (3, False)]  # every request of the other call finished
+    for _ in range(50):  # the failing call's own waiting request ends at once, not after its 5 s
+        if ended:
+            break
+        threading.Event().wait(0.05)
+    assert ended == [True]

@@ -177,18 +177,22 @@ def test_only_the_session_splits_a_reply_or_makes_a_backend():
 @pytest.mark.parametrize("command", ["read llm", "read iterative"])
 def test_device_is_refused_only_where_nothing_but_the_model_would_read_it(cli, env, tmp_path, command):
     """An endpoint's model reads no --device: `read llm` refuses it in one line; `read iterative` and
-    `serve` read it for retrieval and reranking too, so they take it."""
+    `serve` read it for retrieval and reranking too, so they take it (and so does the premise analysis
+    reading the iterative predictions' settings back)."""
     from ifqa.cli.serve import ServedReaderConfig
     from ifqa.readers.llm.config import LLMReaderConfig
 
     with FakeOpenAI({}) as server:
         server.script = _answers
         result, out = PROMPTING[command](cli, env, tmp_path, server.url, "--device", "cpu")
-    if command == "read llm":
-        assert result.returncode == 1 and "--device cpu: the openai backend does not read it" in result.stderr
-        assert result.stderr.count("\n") == 1 and not Path(out).exists()
-    else:
-        assert result.returncode == 0, result.stderr
+        if command == "read llm":
+            assert result.returncode == 1 and "--device cpu: the openai backend does not read it" in result.stderr
+            assert result.stderr.count("\n") == 1 and not Path(out).exists()
+        else:  # and its predictions' own model, asked their twins, reads as they were read
+            assert result.returncode == 0, result.stderr
+            args = ["analyze", "premise", "--predictions", out, "--twins", "llm", "-o", tmp_path / "premise"]
+            analyzed = cli(*args, "--no-progress", env=env)
+            assert analyzed.returncode == 0, analyzed.stderr
     assert ServedReaderConfig(model="m", device="cpu").backend_instance(api_key="sk-test").describe()["model"] == "m"
     with pytest.raises(IfqaError, match="does not read it"):
         LLMReaderConfig(model="m", device="cpu").backend_instance(api_key="sk-test")

@@ -193,3 +193,20 @@ def test_reading_and_judging_keep_the_endpoint_busy(cli, env, tmp_path, job):
             out = judged
     seconds = json.loads((tmp_path / f"{out.name}.manifest.json").read_text())["seconds"]
     assert seconds <= 1.1 * len(DEV) * latency / concurrency + 0.2, seconds
+
+
+@pytest.mark.parametrize(
+    "model, thinks",
+    [
+        ("deepseek-ai/DeepSeek-R1-Distill-Qwen-7B", True),
+        ("Qwen/QwQ-32B", True),
+        ("/models/gpt-oss-20b/", True),
+        ("/home/me/reasoning-eval/models/Llama-3.2-1B-Instruct-Q4_K_M.gguf", False),
+        ("/data/o1/llama.gguf", False),
+        ("/scratch/thinking/phi-3.gguf", False),
+    ],
+)
+def test_a_reasoning_model_is_told_by_its_own_name_not_its_folders(model, thinks):
+    from ifqa.llm.thinking import resolve
+
+    assert resolve("auto", model) is thinks

@@ -15,7 +15,12 @@ from ifqa.errors import IfqaError
 from ifqa.retrieval.config import RetrievalConfig
 
 #: Valid non-default values that depend on other fields (two indexes need two weights).
-DEPENDENT = {"weights": [0.3, 0.7], "device": "cpu", "rewrite_device": "cpu"}  # devices: checked as parsed
+DEPENDENT = {
+    "weights": [0.3, 0.7],
+    "device": "cpu",
+    "rewrite_device": "cpu",
+    "query_mode": "rewrite",
+}  # devices: checked as parsed; rewrite_*: a mode that asks a model
 
 
 def _other_value(field: dataclasses.Field):
@@ -84,6 +89,8 @@ def test_a_stage_key_is_checked_as_the_option_is(tmp_path):
         retrieval_config({"indexes": ["demo:bm25"], "rerank": "r", "rerank_runtime": "tpu"}, str, 20, "stage 'run'")
     with pytest.raises(IfqaError, match=r"stage 'run'.*rerank_depth \(--rerank-depth\) applies to rerank"):
         retrieval_config({"indexes": ["demo:bm25"], "rerank_depth": 5}, str, 20, "stage 'run'")
+    with pytest.raises(IfqaError, match=r"stage 'run'.*rewrite_model \(--rewrite-model\) applies to a query mode"):
+        retrieval_config({"indexes": ["demo:bm25"], "rewrite_model": "m"}, str, 20, "stage 'run'")
 
 
 def test_a_former_key_reads_as_its_new_name_and_says_so(caplog):

@@ -7,7 +7,9 @@ import dataclasses
 from dataclasses import dataclass
 
 from ifqa.configs import option
+from ifqa.errors import IfqaError
 from ifqa.llm.config import ModelAccess
+from ifqa.registry import QUERY_MODES
 from ifqa.retrieval.config import FIELDS, RetrievalConfig
 
 PROTOCOLS = ("search-tags", "ircot")
@@ -48,6 +50,11 @@ class IterativeConfig(ModelAccess):
 
     def retrieval(self) -> RetrievalConfig:
         """The ``RetrievalConfig`` of these settings (the reader's device serves retrieval too)."""
+        if hasattr(QUERY_MODES.get(self.query_mode), "for_config"):  # rewrite, hyde: a second model's queries
+            raise IfqaError(
+                f"--query-mode {self.query_mode} asks a second model to write the queries; here the model writes "
+                "its own searches: use question, clean, premise, main-clause or split"
+            )
         shared = ("k", "query_mode", "fusion", "rerank", "rerank_depth", "device")
         return RetrievalConfig(indexes=list(self.indexes), **{name: getattr(self, name) for name in shared})
 
