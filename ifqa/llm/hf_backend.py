@@ -12,7 +12,7 @@ from ifqa.devices import pick_device
 from ifqa.errors import IfqaError
 from ifqa.llm.local_models import is_local_file_model, model_content, model_file
 from ifqa.llm.local_thinking import ThinkingBudget, chat_prompt, template_thinks
-from ifqa.llm.protocol import Backend, BackendOptions, Completion, Done, GenerationParams, cut_at_stops
+from ifqa.llm.protocol import TEMPLATE_PROBE, Backend, BackendOptions, Completion, Done, GenerationParams, cut_at_stops
 from ifqa.model_options import BATCH_SIZE
 from ifqa.models import check_model_location, loading
 
@@ -110,6 +110,10 @@ class HFBackend(Backend):
 
     def template_thinks(self) -> bool:
         return self.chat and template_thinks(self.tokenizer)
+
+    def template_tokens(self, params: GenerationParams) -> int:
+        probe = TEMPLATE_PROBE  # +2: a join may tokenize one token longer on each side
+        return self.count_tokens(self._format(probe, params)) - self.count_tokens(probe) + 2
 
     def complete(self, prompts: Sequence[str], params: GenerationParams, done: Done | None = None) -> list[Completion]:
         import torch

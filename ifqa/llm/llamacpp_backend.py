@@ -24,7 +24,7 @@ from ifqa.errors import IfqaError
 from ifqa.llm.llamacpp_batch import BatchedGenerator
 from ifqa.llm.local_models import f16_copy, model_content, model_file, open_model, wants_f16
 from ifqa.llm.local_thinking import BudgetState, closing_for, template_thinks
-from ifqa.llm.protocol import Backend, BackendOptions, Completion, Done, GenerationParams
+from ifqa.llm.protocol import TEMPLATE_PROBE, Backend, BackendOptions, Completion, Done, GenerationParams
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +119,10 @@ class LlamaCppBackend(Backend):
                 "model with --completions to send prompts as they are",
                 self.path,
             ) from None
+
+    def template_tokens(self, params: GenerationParams) -> int:
+        probe = TEMPLATE_PROBE  # +2: a join may tokenize one token longer on each side
+        return len(self.tokens(self.format(probe, params))) - self.count_tokens(probe) + 2
 
     def tokens(self, text: str) -> list[int]:
         bos = self.add_bos and not (self.bos and text.startswith(self.bos))

@@ -41,6 +41,9 @@ class BackendOptions:
         return cls(api_key=api_key, **given)
 
 
+#: A prompt's shape, for measuring what a chat template adds around one (``Backend.template_tokens``).
+TEMPLATE_PROBE = "Question: Who wrote it?\nAnswer:"
+
 #: The options only some backends read (the rest every command uses, or comes from the environment).
 SPECIFIC = (
     *("completions", "device", "timeout", "retries", "model_threads", "context_window", "gguf_weights", "dtype"),
@@ -165,6 +168,11 @@ class Backend:
 
     def context_window(self) -> int | None:
         return None
+
+    def template_tokens(self, params: GenerationParams) -> int:
+        """Tokens a local chat template adds around a prompt (its turn markers), which the model's window
+        must hold besides the prompt (0 where the server applies its template and counts nothing here)."""
+        return 0
 
     def template_thinks(self) -> bool:
         return False

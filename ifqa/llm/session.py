@@ -63,6 +63,10 @@ class ModelSession:
         )
         self.count_tokens = backend.count_tokens
 
+    def template_tokens(self) -> int:
+        """Tokens the backend's chat template adds around each prompt (with this session's thinking switch)."""
+        return self.backend.template_tokens(self.access.params(1, 0.0, (), 0))
+
     @classmethod
     def open(cls, access, api_key: str | None = None) -> ModelSession:
         """The session of ``access`` (a ``ModelAccess``): its settings checked, its backend made, its cache opened."""

@@ -352,3 +352,18 @@ def test_an_f16_copy_cut_short_is_made_again_and_an_unwritable_cache_is_named(cl
     line = refused.stderr.strip().splitlines()[-1]
     assert refused.returncode == 1 and "cannot write the F16 working copy" in line and "IFQA_CACHE_DIR" in line
     assert str(blocked) in line and "download it again" not in line
+
+
+@needs_model
+def test_passages_fitted_to_the_window_leave_room_for_the_chat_template(cli, env, questions, tmp_path):
+    """The reader fits its prompt to the window less what the chat template adds around it (its turn
+    markers), so the prompt it fitted is never refused as too long by the backend."""
+    run = tmp_path / "run.jsonl"
+    retrieved = cli("retrieve", "--index", "demo:bm25", "--k", "8", "--questions", questions, "-o", run, env=env)
+    assert retrieved.returncode == 0, retrieved.stderr
+    out = tmp_path / "open.jsonl"
+    options = ("--model", "demo:smollm2", "--mode", "open", "--run", run, "--passages", "8", "--max-tokens", "8")
+    result = _read(cli, env, questions, out, *options, "--context-window", "400")
+    assert result.returncode == 0, result.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert all(r["fit"] and r["prompt_tokens"] + 8 < 400 for r in records)  # fitted (cut), then not refused

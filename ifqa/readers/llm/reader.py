@@ -56,7 +56,9 @@ class LLMReader:
             self.background_selector = prompts.DemoSelector(
                 prompts.pool(train, None, exclude_questions or set()), config.demos, config.selection, config.seed
             )
-        self.budget, self.remedy = prompt_limit(config, session.context_window(), self._max_tokens(), session.thinks)
+        self.budget, self.remedy = prompt_limit(
+            config, session.context_window(), self._max_tokens(), session.thinks, session.template_tokens()
+        )
         self.prompt_lengths: list[int] = []
 
     def _shown(self, example) -> tuple[str, str]:
@@ -146,20 +148,22 @@ class LLMReader:
         return record
 
 
-def prompt_limit(config, context: int | None, max_tokens: int, thinks: bool) -> tuple[int, str]:
+def prompt_limit(config, context: int | None, max_tokens: int, thinks: bool, template: int = 0) -> tuple[int, str]:
     """The prompt's token budget and what the user can change to widen it, named by the options that
-    set it: ``--max-prompt-tokens`` (refused where it and ``--max-tokens`` overflow the model's window),
-    else the model's window (``--context-window``) less ``--max-tokens``."""
+    set it: ``--max-prompt-tokens`` (refused where it, the chat template's ``template`` tokens and
+    ``--max-tokens`` overflow the model's window), else the model's window (``--context-window``) less
+    the template and ``--max-tokens``."""
     given = config.max_prompt_tokens
     if given is not None:
-        if context is not None and given + max_tokens > context:
+        if context is not None and given + template + max_tokens > context:
             raise IfqaError(
-                f"--max-prompt-tokens {given} and {max_tokens} tokens to generate exceed the model's {context}-token "
-                "window; lower --max-prompt-tokens (or --max-tokens), or raise --context-window"
+                f"--max-prompt-tokens {given}, the chat template's {template} and {max_tokens} tokens to generate "
+                f"exceed the model's {context}-token window; lower --max-prompt-tokens (or --max-tokens), or raise "
+                "--context-window"
             )
         return given, "raise --max-prompt-tokens or lower --passages"
     remedy = "raise --context-window, or lower --max-tokens or --passages"
-    return prompt_budget(context, max_tokens, thinks), remedy
+    return prompt_budget(context, max_tokens, thinks) - template, remedy
 
 
 def prompt_budget(context: int | None, max_tokens: int, thinks: bool) -> int:
