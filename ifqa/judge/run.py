@@ -17,9 +17,12 @@ from ifqa.readers.llm.prompts import load_whole_prompt
 log = logging.getLogger(__name__)
 
 #: A labelled verdict, plain or in markdown: "Verdict: yes", "**Verdict:** no", "The answer is yes.",
-#: "Final verdict - NO", "Judgement: yes".
+#: "Final verdict - NO", "Judgement: yes". Not an answer the reply names (a yes/no question's): "the
+#: predicted answer is no", "the gold answer is yes" say what was compared, not the verdict.
 _VERDICT = re.compile(
-    r"(?:verdict|judg(?:e)?ment|decision|final\s+answer|the\s+answer\s+is|answer)\W{0,6}(?:is\s+)?\**\s*(yes|no)\b",
+    r"(?:verdict|judg(?:e)?ment|decision|final\s+answer|the\s+answer\s+is|"
+    r"(?<!predicted\s)(?<!prediction\s)(?<!gold\s)(?<!expected\s)(?<!reference\s)(?<!correct\s)(?<!model's\s)answer)"
+    r"\W{0,6}(?:is\s+)?\**\s*(yes|no)\b",
     re.I,
 )
 #: A reply that opens with yes or no as a sentence of its own ("Yes.", "No, it names another city"), not

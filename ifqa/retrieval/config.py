@@ -135,6 +135,11 @@ class RetrievalConfig(RewriteAccess):
         rewriting = [
             f.name for f in fields(self) if f.name.startswith("rewrite_") and getattr(self, f.name) != field_default(f)
         ]
+        if asks_a_model and not self.rewrite_model:  # before any index opens
+            raise IfqaError(
+                f"query mode {self.query_mode!r} needs a model: --rewrite-model NAME (and --rewrite-base-url "
+                "for an OpenAI-compatible server)"
+            )
         if rewriting and not asks_a_model:  # the rewriting model's settings would do nothing
             raise IfqaError(
                 f"{_named(rewriting[0])} applies to a query mode that asks a model (--query-mode rewrite or "

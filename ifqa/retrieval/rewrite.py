@@ -16,7 +16,6 @@ import os
 from collections.abc import Sequence
 
 from ifqa.configs import flags_prefixed, unprefixed
-from ifqa.errors import IfqaError
 from ifqa.llm.config import ModelAccess
 from ifqa.llm.session import Ask, ModelSession
 from ifqa.retrieval.queries import clean_cues
@@ -42,11 +41,6 @@ class LLMFormulation:
         self.mode = mode
 
     def for_config(self, config):
-        if not config.rewrite_model:
-            raise IfqaError(
-                f"query mode {self.mode!r} needs a model: --rewrite-model NAME (and --rewrite-base-url "
-                "for an OpenAI-compatible server)"
-            )
         with flags_prefixed(ModelAccess, "rewrite_"):  # a refusal names --rewrite-dtype, not --dtype
             session = ModelSession.open(unprefixed(config, "rewrite_", ModelAccess), os.environ.get("OPENAI_API_KEY"))
         ask = Ask(session.max_tokens(MAX_TOKENS[self.mode]))

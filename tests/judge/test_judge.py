@@ -125,6 +125,9 @@ def test_predictions_for_other_questions_are_refused_before_any_request(cli, env
         ("It is not wrong.", True),
         ("No doubt, it is correct.", True),
         ("It is correct. No, it is wrong.", None),
+        # the answers compared are no verdict (a yes/no question's): the reply's own words decide
+        ("The predicted answer is no, matching the gold answer.", None),
+        ("The gold answer is yes and the prediction is correct.", True),
     ],
 )
 def test_verdicts_are_read_as_judges_write_them(reply, verdict):

@@ -75,3 +75,5 @@ def test_llm_mode_without_a_model_is_one_clear_error(index):
 
     with pytest.raises(IfqaError, match="needs a model: --rewrite-model"):
         Pipeline(indexes=[str(index)], query_mode="rewrite")
+    with pytest.raises(IfqaError, match="needs a model: --rewrite-model"):  # said before any index is opened
+        Pipeline(indexes=[str(index / "no-such-index")], query_mode="hyde")
