@@ -38,7 +38,7 @@ from ifqa.eval.significance import bootstrap_ci, interval
 from ifqa.io import files_into, read_jsonl, write_json, write_jsonl
 from ifqa.llm.config import ModelAccess
 from ifqa.readers import ReadJob
-from ifqa.readers.llm.config import LLMReaderConfig
+from ifqa.readers.llm.config import LLMReaderConfig, SharedDeviceReaderConfig
 from ifqa.registry import READERS
 from ifqa.tables import table
 
@@ -87,15 +87,7 @@ class Reading:
             )
         shared = {f.name for f in fields(ModelAccess)} | {"seed"}
         given = {k: v for k, v in (self.manifest.get("config") or {}).items() if k in shared}
-        return from_options(TwinReaderConfig, {**given, "mode": "qa", "demos": 0})
-
-
-@dataclass(frozen=True)
-class TwinReaderConfig(LLMReaderConfig):
-    """The predictions' own settings, read back: a recorded ``--device`` may have placed the iterative
-    reader's retrieval, not the model, so a backend that reads no device is no reason to refuse it."""
-
-    ALSO_USED = frozenset({"device"})
+        return from_options(SharedDeviceReaderConfig, {**given, "mode": "qa", "demos": 0})
 
 
 def make_twins(

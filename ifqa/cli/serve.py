@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 import click
 
 from ifqa.cli.options import question_options, question_source, retrieval_config, retrieval_options
 from ifqa.configs import click_options, from_options, option_fields
-from ifqa.readers.llm.config import LLMReaderConfig
+from ifqa.readers.llm.config import LLMReaderConfig, SharedDeviceReaderConfig
 from ifqa.serve.service import Limits, QAService
 
 log = logging.getLogger(__name__)
@@ -17,11 +16,6 @@ log = logging.getLogger(__name__)
 #: What differs from `ifqa read llm`: a page shows retrieved passages, so the reader reads them.
 READER_DEFAULTS = {"mode": "open"}
 READER_FIELDS = {f.name for f in option_fields(LLMReaderConfig)}
-
-
-@dataclass(frozen=True)
-class ServedReaderConfig(LLMReaderConfig):
-    ALSO_USED = frozenset({"device"})  # --device places retrieval and the reranker too
 
 
 #: Retrieval settings ``ifqa serve`` sets another way: ``k`` per request (``?k=``, at most
@@ -56,7 +50,7 @@ def serve(api_key, setting, split, questions, data_dir, host, port, max_k, **opt
 
     reader_options = {k: v for k, v in options.items() if k in READER_FIELDS}
     reader = from_options(
-        ServedReaderConfig, {k: READER_DEFAULTS.get(k) if v is None else v for k, v in reader_options.items()}
+        SharedDeviceReaderConfig, {k: READER_DEFAULTS.get(k) if v is None else v for k, v in reader_options.items()}
     )
     retrieval = retrieval_config(options, k=10, device=reader.device)
     service = QAService(

@@ -46,7 +46,14 @@ TEMPLATE_PROBE = "Question: Who wrote it?\nAnswer:"
 
 #: The options only some backends read (the rest every command uses, or comes from the environment).
 SPECIFIC = (
-    *("completions", "device", "timeout", "retries", "model_threads", "context_window", "gguf_weights", "dtype"),
+    "completions",
+    "device",
+    "timeout",
+    "retries",
+    "model_threads",
+    "context_window",
+    "gguf_weights",
+    "dtype",
     "reasoning_effort",  # sent by the OpenAI-compatible backend alone (no local chat template takes it)
 )
 

@@ -131,16 +131,16 @@ class RetrievalConfig(RewriteAccess):
                 raise IfqaError(f"{_named(name)} must be a string, got {getattr(self, name)!r}"[:200])
         if not isinstance(self.query_mode, str):
             raise IfqaError(f"query mode must be a string, got {self.query_mode!r}")
-        asks_a_model = hasattr(QUERY_MODES.get(self.query_mode), "for_config")  # an unknown mode fails here
+        model_asked = asks_a_model(self.query_mode)  # an unknown mode fails here
         rewriting = [
             f.name for f in fields(self) if f.name.startswith("rewrite_") and getattr(self, f.name) != field_default(f)
         ]
-        if asks_a_model and not self.rewrite_model:  # before any index opens
+        if model_asked and not self.rewrite_model:  # before any index opens
             raise IfqaError(
                 f"query mode {self.query_mode!r} needs a model: --rewrite-model NAME (and --rewrite-base-url "
                 "for an OpenAI-compatible server)"
             )
-        if rewriting and not asks_a_model:  # the rewriting model's settings would do nothing
+        if rewriting and not model_asked:  # the rewriting model's settings would do nothing
             raise IfqaError(
                 f"{_named(rewriting[0])} applies to a query mode that asks a model (--query-mode rewrite or "
                 f"hyde), not {self.query_mode!r}"
@@ -148,6 +148,11 @@ class RetrievalConfig(RewriteAccess):
         for name, needed in DEPENDS_ON.items():  # a setting that would do nothing without another is refused
             if getattr(self, name) != getattr(RetrievalConfig, name, None) and getattr(self, needed) is None:
                 raise IfqaError(f"{_named(name)} applies to {_named(needed)}, which is not given")
+
+
+def asks_a_model(query_mode: str) -> bool:
+    """Whether a query mode's queries are written by a model (rewrite, hyde: ``LLMFormulation``)."""
+    return hasattr(QUERY_MODES.get(query_mode), "for_config")
 
 
 FIELDS = {f.name: f for f in fields(RetrievalConfig)}

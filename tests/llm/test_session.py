@@ -179,8 +179,7 @@ def test_device_is_refused_only_where_nothing_but_the_model_would_read_it(cli, e
     """An endpoint's model reads no --device: `read llm` refuses it in one line; `read iterative` and
     `serve` read it for retrieval and reranking too, so they take it (and so does the premise analysis
     reading the iterative predictions' settings back)."""
-    from ifqa.cli.serve import ServedReaderConfig
-    from ifqa.readers.llm.config import LLMReaderConfig
+    from ifqa.readers.llm.config import LLMReaderConfig, SharedDeviceReaderConfig
 
     with FakeOpenAI({}) as server:
         server.script = _answers
@@ -193,6 +192,8 @@ def test_device_is_refused_only_where_nothing_but_the_model_would_read_it(cli, e
             args = ["analyze", "premise", "--predictions", out, "--twins", "llm", "-o", tmp_path / "premise"]
             analyzed = cli(*args, "--no-progress", env=env)
             assert analyzed.returncode == 0, analyzed.stderr
-    assert ServedReaderConfig(model="m", device="cpu").backend_instance(api_key="sk-test").describe()["model"] == "m"
+    assert (
+        SharedDeviceReaderConfig(model="m", device="cpu").backend_instance(api_key="sk-test").describe()["model"] == "m"
+    )
     with pytest.raises(IfqaError, match="does not read it"):
         LLMReaderConfig(model="m", device="cpu").backend_instance(api_key="sk-test")

@@ -9,8 +9,7 @@ from dataclasses import dataclass
 from ifqa.configs import option
 from ifqa.errors import IfqaError
 from ifqa.llm.config import ModelAccess
-from ifqa.registry import QUERY_MODES
-from ifqa.retrieval.config import FIELDS, RetrievalConfig
+from ifqa.retrieval.config import FIELDS, RetrievalConfig, asks_a_model
 
 PROTOCOLS = ("search-tags", "ircot")
 
@@ -50,7 +49,7 @@ class IterativeConfig(ModelAccess):
 
     def retrieval(self) -> RetrievalConfig:
         """The ``RetrievalConfig`` of these settings (the reader's device serves retrieval too)."""
-        if hasattr(QUERY_MODES.get(self.query_mode), "for_config"):  # rewrite, hyde: a second model's queries
+        if asks_a_model(self.query_mode):  # rewrite, hyde: a second model's queries
             raise IfqaError(
                 f"--query-mode {self.query_mode} asks a second model to write the queries; here the model writes "
                 "its own searches: use question, clean, premise, main-clause or split"

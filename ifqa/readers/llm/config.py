@@ -70,3 +70,12 @@ class LLMReaderConfig(ModelAccess):
 
     def purpose(self) -> str:
         return "the LLM reader"
+
+
+@dataclass(frozen=True)
+class SharedDeviceReaderConfig(LLMReaderConfig):
+    """An LLM reader whose ``--device`` also places retrieval and reranking: ``ifqa serve``'s, and the
+    iterative reader's settings read back from its predictions (the premise analysis's twin model). A
+    backend that reads no device is then no reason to refuse it."""
+
+    ALSO_USED = frozenset({"device"})
