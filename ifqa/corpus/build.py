@@ -210,10 +210,6 @@ def _prepare_parts(parts: Path, settings: dict) -> None:
     write_json(settings_file, settings)
 
 
-def _part_name(source_index: int, batch_index: int) -> str:
-    return f"{source_index:05d}-{batch_index:09d}"
-
-
 def _batches(source: Source, batch_size: int, progress) -> Iterator[list[bytes] | Segment]:
     if source.multistream:  # the workers decompress
         yield from multistream.segments(source.path, progress)
@@ -269,7 +265,7 @@ def _run_batches(
                 position["last"] = now
 
             for batch_index, batch in enumerate(_batches(source, batch_size, advance)):
-                name = _part_name(index, batch_index)
+                name = f"{index:05d}-{batch_index:09d}"
                 if (parts / f"{name}.part").exists():
                     continue
                 if executor is None:
@@ -361,10 +357,6 @@ def _join_parts(parts: Path, output: Path, tsv: bool) -> tuple[BuildSummary, str
     return summary, digest.hexdigest()
 
 
-def _line_id(line: bytes, tsv: bool) -> bytes:
-    return line.split(b"\t", 1)[0] if tsv else json.loads(line)["id"].encode()
-
-
 def _id_hash(passage_id: bytes) -> int:
     return int.from_bytes(hashlib.blake2b(passage_id, digest_size=8).digest(), "little")
 
@@ -380,7 +372,7 @@ def _check_unique(ids: array.array, parts: Path, tsv: bool) -> None:
     for part in sorted(parts.glob("*.part")):
         with open(part, "rb") as handle:
             for line in handle:
-                passage_id = _line_id(line, tsv)
+                passage_id = line.split(b"\t", 1)[0] if tsv else json.loads(line)["id"].encode()
                 if _id_hash(passage_id) == target:
                     raise IfqaError(
                         f"passage id {passage_id.decode()!r} occurs more than once: two inputs hold the same "

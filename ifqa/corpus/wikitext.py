@@ -18,27 +18,10 @@ from __future__ import annotations
 import html
 import re
 
-_DROPPED_NAMESPACES = {
-    "file",
-    "image",
-    "category",
-    "media",
-    "wikipedia",
-    "wp",
-    "template",
-    "help",
-    "portal",
-    "special",
-    "user",
-    "talk",
-    "module",
-    "draft",
-    "wikt",
-    "wiktionary",
-    "s",
-    "q",
-    "commons",
-}
+_DROPPED_NAMESPACES = set(
+    "file image category media wikipedia wp template help portal special user talk module draft wikt wiktionary "
+    "s q commons".split()
+)
 _INTERWIKI = re.compile(r"[a-z]{2,3}(?:-[a-z]+)?:(?! )")  # "de:Foo", not "Ali: Fear Eats the Soul"
 _DISAMBIGUATION = re.compile(
     r"\{\{\s*(?:disambiguation|disambig|dab|disamb|hndis|geodis|numberdis|letter-numbercombdisambig|"

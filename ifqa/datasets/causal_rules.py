@@ -67,10 +67,6 @@ def causal_rule(question: str) -> str | None:
     return next((rule.name for rule in RULES if rule.matches(question)), None)
 
 
-def is_causal(question: str) -> bool:
-    return causal_rule(question) is not None
-
-
 def rule_counts(questions: Iterable[str]) -> dict[str, int]:
     """Questions per assigned rule (R1..R7, then ``none``), over any iterable of questions."""
     counts = Counter(causal_rule(question) or "none" for question in questions)

@@ -142,13 +142,9 @@ def load_file(path: str | Path) -> list[Example]:
     return examples
 
 
-def split_files(folder: Path, split: str, kind: str) -> list[Path]:
-    return sorted(folder.glob(f"{kind}-splits/*_{SPLIT_FILES[split]}_{kind}_split.csv"))
-
-
 def load_folder(folder: Path, split: str, kind: str) -> list[Example]:
     examples = []
-    for path in split_files(folder, split, kind):
+    for path in sorted(folder.glob(f"{kind}-splits/*_{SPLIT_FILES[split]}_{kind}_split.csv")):
         if _ids_only(path):
             log.warning(
                 "%s: ids only (%s may not be redistributed); rebuild its text to use it", path.name, source_of(path)

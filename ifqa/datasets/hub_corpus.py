@@ -53,8 +53,11 @@ def _corpus_file(spec: HubSpec, name: str, progress: bool) -> Path:
         files = {chosen: [table["filename"] for table in cached[chosen].cache_files]}
     parquet = [Path(f) for f in files[chosen] if str(f).endswith(".parquet") and Path(f).is_file()]
     local = len(parquet) == len(files[chosen])
-    columns = parquet_columns(parquet) if local else None
-    if not local:
+    if local:
+        import pyarrow.parquet as pq
+
+        columns = list(pq.ParquetFile(str(parquet[0])).schema_arrow.names)
+    else:
         data = cached[chosen] if cached is not None else load_splits(spec, name, streaming=True)[chosen]
         columns = list(data.column_names or [])
     mapped = {ours: find_column(spec, ours, columns, name, CANDIDATES, REQUIRED) for ours in CANDIDATES}
@@ -131,12 +134,6 @@ def data_files(spec: HubSpec, source: str) -> dict[str, list]:
         raise
     files = {split: list(paths) for split, paths in (builder.config.data_files or {}).items()}
     return files
-
-
-def parquet_columns(files: list[Path]) -> list[str]:
-    import pyarrow.parquet as pq
-
-    return list(pq.ParquetFile(str(files[0])).schema_arrow.names)
 
 
 def parquet_batches(files: list[Path], columns: list[str]) -> Iterator[dict[str, list]]:

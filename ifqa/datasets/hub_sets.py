@@ -35,14 +35,11 @@ class HubSet:
     task: str
     premise: str = "question"  # where the counterfactual is stated: "question" (IfQA's) or "context"
 
-    def location(self) -> str:
-        return os.environ.get(self.env) or self.hub_id
-
     def questions(self, split: str) -> QuestionSet:
         """The split, with the Hub record (id, split, revision, fingerprint) manifests keep."""
         if split not in self.splits:
             raise IfqaError(f"{self.name} has {', '.join(self.splits)} splits, not {split!r}")
-        location = self.location()  # may carry options of its own: ID?revision=SHA
+        location = os.environ.get(self.env) or self.hub_id  # may carry options of its own: ID?revision=SHA
         return load_hub_questions(f"{PREFIX}{location}{'&' if '?' in location else '?'}split={split}", self.name)
 
     def load(self, split: str, directory: str | Path | None = None) -> list[Example]:

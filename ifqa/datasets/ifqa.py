@@ -29,24 +29,16 @@ DEFAULT_BASE_URL = "https://raw.githubusercontent.com/wyu97/IfQA/main/dataset"
 
 def data_dir(override: str | Path | None = None) -> Path:
     """The IfQA cache: ``override``, else ``$IFQA_DATA_DIR``, else ``<ifqa cache>/data``."""
-    if override:
-        return Path(override)
-    if os.environ.get("IFQA_DATA_DIR"):
-        return Path(os.environ["IFQA_DATA_DIR"])
-    return cache_dir() / "data"
+    return Path(override or os.environ.get("IFQA_DATA_DIR") or cache_dir() / "data")
 
 
 def split_path(setting: str, split: str, directory: str | Path | None = None) -> Path:
     """Where a split lives in the cache (the release's own layout: ``full_split/dev.json``)."""
-    check_setting_split(setting, split)
-    return data_dir(directory) / SETTINGS[setting] / f"{split}.json"
-
-
-def check_setting_split(setting: str, split: str) -> None:
     if setting not in SETTINGS:
         raise IfqaError(f"unknown setting {setting!r}; choose from {', '.join(SETTINGS)}")
     if split not in SPLITS:
         raise IfqaError(f"unknown split {split!r}; choose from {', '.join(SPLITS)}")
+    return data_dir(directory) / SETTINGS[setting] / f"{split}.json"
 
 
 def download(
@@ -86,12 +78,10 @@ def download(
     return fetched
 
 
-def load_split(setting: str, split: str, directory: str | Path | None = None, fetch: bool = True) -> list[Example]:
-    """Load an official split from the cache, downloading it first if it is missing and ``fetch``."""
+def load_split(setting: str, split: str, directory: str | Path | None = None) -> list[Example]:
+    """Load an official split from the cache, downloading it first if it is missing."""
     path = split_path(setting, split, directory)
     if not path.exists():
-        if not fetch:
-            raise IfqaError("not downloaded; run `ifqa data download` (or set IFQA_DATA_DIR)", path)
         download([setting], [split], directory)
     return load_examples(path)
 

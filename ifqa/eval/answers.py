@@ -102,14 +102,9 @@ def score_predictions(examples: Sequence[Any], predictions: Mapping[str, str]) -
         if prediction is None:
             scores.append(QuestionScore(example.qid, 0.0, 0.0, 0.0, False))
             continue
-        scores.append(
-            QuestionScore(
-                example.qid,
-                best_over_answers(exact_match, prediction, example.answers),
-                best_over_answers(token_f1, prediction, example.answers),
-                best_over_answers(lenient_match, prediction, example.answers),
-                True,
-                best_over_answers(contains_answer, prediction, example.answers),
-            )
+        em, f1, lenient, contained = (
+            best_over_answers(metric, prediction, example.answers)
+            for metric in (exact_match, token_f1, lenient_match, contains_answer)
         )
+        scores.append(QuestionScore(example.qid, em, f1, lenient, True, contained))
     return scores

@@ -59,9 +59,7 @@ def summarize_causalqa(
         "n": len(examples),
         "answered": sum(1 for e in examples if predictions.get(e.qid, "").strip()),
         **_means(scores),
-        "rouge_l_f1_ci95": list(bootstrap_ci([s["rouge_l_f1"] for s in scores])),
-        "em_ci95": list(bootstrap_ci([s["em"] for s in scores])),
-        "f1_ci95": list(bootstrap_ci([s["f1"] for s in scores])),
+        **{f"{m}_ci95": list(bootstrap_ci([s[m] for s in scores])) for m in ("rouge_l_f1", "em", "f1")},
         "by_source": sources,
         "macro": {m: round(sum(g[m] for g in sources.values()) / len(sources), 2) if sources else 0.0 for m in METRICS},
         "unknown_qids": len(set(predictions) - {e.qid for e in examples}),
@@ -90,23 +88,13 @@ def format_causalqa_report(report: dict[str, Any]) -> str:
         table(header, rows),
     ]
     if "compare" in report:
-        c = report["compare"]
-        parts.append(
-            table(
-                ["metric", "A", "B", "A-B", "95% CI", "p (paired permutation)"],
-                [
-                    [
-                        m,
-                        f"{report[m]:.2f}",
-                        f"{c[m]:.2f}",
-                        f"{c[m + '_difference']['difference']:+.2f}",
-                        interval(c[m + "_difference"]["ci95"], 2),
-                        c[m + "_difference"]["p_value"],
-                    ]
-                    for m in ("rouge_l_f1", "em", "f1")
-                ],
+        c, rows = report["compare"], []
+        for m in ("rouge_l_f1", "em", "f1"):
+            d = c[f"{m}_difference"]
+            rows.append(
+                [m, f"{report[m]:.2f}", f"{c[m]:.2f}", f"{d['difference']:+.2f}", interval(d["ci95"], 2), d["p_value"]]
             )
-        )
+        parts.append(table(["metric", "A", "B", "A-B", "95% CI", "p (paired permutation)"], rows))
     if report["unknown_qids"]:
         parts.append(f"{report['unknown_qids']} predictions name questions not in the set (ignored)")
     return "\n\n".join(parts)

@@ -43,19 +43,10 @@ def format_prediction_report(report: dict[str, Any]) -> str:
         ]
         parts.append(table([label, "n", *[short for k, short in grouped]], rows))
     if "compare" in report:
-        compare = report["compare"]
-        rows = [
-            [
-                label,
-                report[metric],
-                compare[metric],
-                compare[f"{metric}_difference"]["difference"],
-                interval(compare[f"{metric}_difference"]["ci95"], 2),
-                compare[f"{metric}_difference"]["p_value"],
-            ]
-            for metric, label in grouped
-            if metric in compare
-        ]
+        c, rows = report["compare"], []
+        for metric, label in [(m, label) for m, label in grouped if m in c]:
+            d = c[f"{metric}_difference"]
+            rows.append([label, report[metric], c[metric], d["difference"], interval(d["ci95"], 2), d["p_value"]])
         parts.append(table(["metric", "A", "B", "A-B", "95% CI", "p (paired permutation)"], rows))
     return "\n\n".join(parts)
 

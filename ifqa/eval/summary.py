@@ -24,26 +24,19 @@ def summarize_predictions(
 ) -> dict[str, Any]:
     """The ``ifqa evaluate --predictions`` report: EM/F1 with CIs, breakdowns, optional paired test."""
     scores = score_predictions(examples, predictions)
-    em = [score.em for score in scores]
-    f1 = [score.f1 for score in scores]
-    contained = [score.containment for score in scores]
+    values = {m: [getattr(score, m) for score in scores] for m in METRICS}
     report: dict[str, Any] = {
         "n": len(scores),
         "answered": sum(score.answered for score in scores),
-        "em": round(percent(em), 2),
-        "f1": round(percent(f1), 2),
-        "containment": round(percent(contained), 2),
-        "em_ci95": list(bootstrap_ci(em)),
-        "f1_ci95": list(bootstrap_ci(f1)),
-        "containment_ci95": list(bootstrap_ci(contained)),
+        **{m: round(percent(v), 2) for m, v in values.items()},
+        **{f"{m}_ci95": list(bootstrap_ci(v)) for m, v in values.items()},
         "em_lenient": round(percent([score.em_lenient for score in scores]), 2),
         "by_answer_type": _breakdown(examples, scores, lambda example: answer_type(example.answers[0]), ANSWER_TYPES),
         "by_question_word": _breakdown(
             examples, scores, lambda example: question_word(example.question), QUESTION_WORDS
         ),
+        "unknown_qids": len(set(predictions) - {example.qid for example in examples}),
     }
-    known = set(predictions)
-    report["unknown_qids"] = len(known - {example.qid for example in examples})
     if compare is not None:
         other = score_predictions(examples, compare)
         test = paired_comparison(examples, predictions, compare, (scores, other))
@@ -130,7 +123,6 @@ def compare_runs(
 ) -> dict[str, Any]:
     """Gold recall@k of ``records`` with 95% bootstrap intervals, and the paired permutation test
     against ``baseline`` on the questions both runs hold (matched by qid)."""
-
     other = {str(r.get("qid")): r for r in baseline}
     mine = [r for r in records if str(r.get("qid")) in other]
     if not mine:

@@ -69,11 +69,7 @@ def premise_effect(retriever, examples: list, k: int = 5) -> dict[str, Any]:
     main, _ = hits("main-clause")
     premise, _ = hits("premise")
     misled = [
-        {
-            "qid": e.qid,
-            "question": e.question,
-            "top passage (whole question)": found[0].title if found else "",
-        }
+        {"qid": e.qid, "question": e.question, "top passage (whole question)": found[0].title if found else ""}
         for e, w, m, found in zip(examples, whole, main, whole_results)
         if m and not w
     ]

@@ -8,7 +8,9 @@ that key holds. Later stages name earlier ones by stage name (``indexes: [bm25]`
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import shutil
 from pathlib import Path
 
 from ifqa.cards import CARD
@@ -125,8 +127,6 @@ class IndexStage(Stage):
         stage_settings(spec, path)
 
     def run(self, context, spec: dict) -> None:
-        import shutil
-
         corpus = context.artifacts[spec["collection"]]
         folder = context.output / "indexes" / spec["name"]
         engine, settings = stage_settings(spec, None, context.resolve)
@@ -147,11 +147,7 @@ class IndexStage(Stage):
         context.artifacts[spec["name"]] = folder
 
 
-RECIPES = {"reranker": "RerankerRecipe", "retriever": "RetrieverRecipe", "control": "ControlRecipe"}
-
-
-def _recipe_class(kind: str):
-    return getattr(recipes, RECIPES[kind])
+RECIPES = {"reranker": recipes.RerankerRecipe, "retriever": recipes.RetrieverRecipe, "control": recipes.ControlRecipe}
 
 
 class TrainStage(Stage):
@@ -166,14 +162,10 @@ class TrainStage(Stage):
             raise IfqaError(f"train stage {spec['name']!r}: 'kind' must be reranker, retriever or control", path)
         earlier(spec, "index", names, ("index",), path)
         recipe = typed(spec, "recipe", dict, path) or {}
-        from_options(
-            _recipe_class(spec["kind"]), {**recipe, "index": spec["index"]}, f"{path}: train stage {spec['name']!r}"
-        )
+        from_options(RECIPES[spec["kind"]], {**recipe, "index": spec["index"]}, f"{path}: train stage {spec['name']!r}")
 
     def run(self, context, spec: dict) -> None:
-        import dataclasses
-
-        recipe_class = _recipe_class(spec["kind"])
+        recipe_class = RECIPES[spec["kind"]]
         index = context.artifacts[spec["index"]]
         options = {**(spec.get("recipe") or {}), "index": str(index)}
         if "model" in options:
@@ -200,8 +192,6 @@ class TrainStage(Stage):
         if not context.up_to_date(card, key):
             log.info("train: %s (%s)", spec["name"], spec["kind"])
             if folder.exists():  # another recipe: its model, state and recorded result go (mined groups stay)
-                import shutil
-
                 shutil.rmtree(folder / "model", ignore_errors=True)
                 shutil.rmtree(folder / STATE, ignore_errors=True)
                 (folder / RESULT).unlink(missing_ok=True)

@@ -79,10 +79,9 @@ def enabled(spec: dict) -> bool:
 
 def question_source(config: dict, spec: dict) -> QuestionSource:
     if "file" in spec:
+        local = Path(config["_root"]) / spec["file"]
         return QuestionSource(
-            file=str(Path(config["_root"]) / spec["file"])
-            if not Path(spec["file"]).is_absolute() and (Path(config["_root"]) / spec["file"]).exists()
-            else spec["file"]
+            file=str(local) if not Path(spec["file"]).is_absolute() and local.exists() else spec["file"]
         )
     return QuestionSource(spec.get("setting"), spec.get("split"))
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ifqa.api import Pipeline
-from ifqa.artifacts import read_predictions
+from ifqa.artifacts import check_questions, read_predictions, read_run
 from ifqa.cards import add_dev_scores, read_card
 from ifqa.configs import accepted_keys, field_default, from_options, option_fields
 from ifqa.datasets import QuestionSource
@@ -25,6 +25,7 @@ from ifqa.eval.significance import bootstrap_ci, paired_test
 from ifqa.eval.summary import gold_hits_at, summarize_run
 from ifqa.eval.tasks import task_for
 from ifqa.experiments.config import SWITCH_WORDS
+from ifqa.experiments.runner import question_source, stage_key
 from ifqa.judge.config import JudgeConfig
 from ifqa.judge.run import judge, load_prompt
 from ifqa.llm.local_models import default_backend
@@ -125,14 +126,8 @@ class RetrieveStage(Stage):
         # every value as `ifqa retrieve` checks it (types, ranges, modes), before any stage runs
         retrieval_config(spec, lambda value: value, 20, f"{path}: retrieve stage {spec['name']!r}")
 
-    def config(self, context, spec: dict):
-        return retrieval_config(spec, context.resolve, context.config["k"])
-
     def run(self, context, spec: dict) -> None:
-        from ifqa.artifacts import read_run  # the runner imports the stages: its helpers, at run time
-        from ifqa.experiments.runner import stage_key  # the runner imports the stages: its helpers, at run time
-
-        config = self.config(context, spec)
+        config = retrieval_config(spec, context.resolve, context.config["k"])
         target = context.output / "runs" / f"{spec['name']}-k{config.k}.jsonl"
         manifests = [index_manifest(i) for i in config.indexes]  # enough to tell whether the run is stale
         params = {
@@ -145,22 +140,13 @@ class RetrieveStage(Stage):
         }
         if config.query_mode != "question":
             params["query_mode"] = config.query_mode
-        for name in ("rerank", "query_encoder"):
-            if getattr(config, name):
-                params[name] = _model_identity(getattr(config, name))
-                params[name + "_depth" if name == "rerank" else name + "_path"] = (
-                    config.rerank_depth if name == "rerank" else getattr(config, name)
-                )
+        if config.rerank:
+            params.update(rerank=_model_identity(config.rerank), rerank_depth=config.rerank_depth)
+        if config.query_encoder:
+            params.update(query_encoder=_model_identity(config.query_encoder), query_encoder_path=config.query_encoder)
         if config.rewrite_model:
             params["rewrite"] = [config.rewrite_backend or default_backend(config.rewrite_model), config.rewrite_model]
-        covered = set(params) | {
-            "indexes",
-            "rerank",
-            "rerank_depth",
-            "query_encoder",
-            "rewrite_model",
-            "rewrite_backend",
-        }
+        covered = {*params, "indexes", "rerank", "rerank_depth", "query_encoder", "rewrite_model", "rewrite_backend"}
         # any other setting that changes the passages, when not at its default
         for field in option_fields(RetrievalConfig):
             value = getattr(config, field.name)
@@ -269,7 +255,6 @@ def judge_predictions(context, path: Path, named: Path | None = None) -> dict:
     settings = context.config.get("judge")
     if not settings or not settings.get("model") or getattr(context.questions, "task", "qa") != "qa":
         return {}
-    from ifqa.experiments.runner import stage_key  # the runner imports the stages: its helpers, at run time
 
     config = from_options(JudgeConfig, settings, where=f"{context.config['_path']}: judge")
     target = (named or path).with_suffix(".judgments.jsonl")
@@ -303,11 +288,6 @@ class ReadStage(Stage):
             earlier(spec, "compare_to", names, ("read",), path)
 
     def run(self, context, spec: dict) -> None:
-        from ifqa.experiments.runner import (  # the runner imports the stages: its helpers, at run time
-            question_source,
-            stage_key,
-        )
-
         name = spec.get("reader", "llm")
         entry = READERS.get(name)
         options = {k: v for k, v in spec.items() if k not in self.NON_CONFIG}
@@ -366,8 +346,6 @@ class EvaluateStage(Stage):
         typed(spec, "run", str, path)
 
     def run(self, context, spec: dict) -> None:
-        from ifqa.artifacts import check_questions, read_run  # the runner imports the stages: its helpers, at run time
-
         path = Path(context.resolve(spec.get("predictions") or spec["run"]))
         check_questions(path, context.questions)
         if spec.get("run"):

@@ -76,12 +76,10 @@ class QAService:
     ):
         """``reader_config`` is an ``LLMReaderConfig`` (None: search only); ``known`` are
         ``QuestionSource``s whose questions get answer and gold flags when asked verbatim."""
-
         self.config, self.limits = retrieval, limits
         first_stage = {name: getattr(RetrievalConfig, name) for name in DEPENDS_ON}  # the reranker's settings stay here
-        self.pipeline = Pipeline(
-            replace(retrieval, rerank=None, **first_stage)
-        )  # the reranker runs here, to show ranks
+        # the reranker runs here, to show ranks
+        self.pipeline = Pipeline(replace(retrieval, rerank=None, **first_stage))
         self.reranker = (
             Reranker(
                 retrieval.rerank,
@@ -187,11 +185,8 @@ class QAService:
                 "--mode context reads a question's own passages (WIQA's procedure, CausalQA's source "
                 "passage); this question is not in the loaded split"
             )
-        example = (
-            known[1]
-            if known
-            else Example("ask-" + hashlib.sha1(question.encode("utf-8")).hexdigest()[:12], question, [])
-        )
+        asked = Example(f"ask-{hashlib.sha1(question.encode()).hexdigest()[:12]}", question, [])
+        example = known[1] if known else asked
         contexts = {example.qid: [{"title": p["title"], "text": p["text"]} for p in result["passages"]]}
         with self._read_lock if self.local_reader else contextlib.nullcontext():
             try:
@@ -215,7 +210,7 @@ class QAService:
         return result
 
     def health(self) -> dict[str, Any]:
-        retrievers = self.pipeline.retrievers
+        retrievers, reader = self.pipeline.retrievers, self.reader_config
         return {
             "status": "ok",
             "uptime_s": round(time.time() - self.started, 1),
@@ -224,16 +219,8 @@ class QAService:
             ],
             "query_mode": self.config.query_mode,
             "reranker": self.reranker_info,
-            "reader": (
-                {
-                    "model": self.reader_config.model,
-                    "mode": self.reader_config.mode,
-                    "backend": self.reader_config.backend_name,
-                }
-                if self.reader_config
-                else None
-            ),
-            "reader_hint": None if self.reader_config else f"start it with: {configure_hint(self.config)}",
+            "reader": reader and {"model": reader.model, "mode": reader.mode, "backend": reader.backend_name},
+            "reader_hint": None if reader else f"start it with: {configure_hint(self.config)}",
             "known_questions": len(self.known),
             "limits": vars(self.limits),
         }

@@ -25,11 +25,6 @@ from ifqa.retrieval.bm25 import MemoryBM25
 log = logging.getLogger(__name__)
 
 
-def passage_text(passage: dict) -> str:
-    """What learned components read of a passage: its text, never its title (gold passages have none)."""
-    return passage["text"]
-
-
 @dataclass
 class TrainingGroup:
     qid: str
@@ -68,9 +63,7 @@ def mine_groups(
     check_has_gold(examples, "training data")
     rng = random.Random(seed)
     pool = sorted({text for e in examples for text in e.context if text.strip()})
-    nearest = None
-    if closest:
-        nearest = MemoryBM25(pool)
+    nearest = MemoryBM25(pool) if closest else None
     groups: list[TrainingGroup] = []
     size = 64
     with tqdm(total=len(examples), desc="mine negatives", unit="q", disable=not progress) as bar:
@@ -82,11 +75,8 @@ def mine_groups(
                 batch, subqueries, pipeline.batch_search(questions, subqueries=subqueries)
             ):
                 matcher = GoldMatcher(example.context)
-                negatives = []
-                for hit in hits[:depth]:
-                    text = passage_text({"title": hit.title, "text": hit.text})
-                    if not matcher.matches(text):
-                        negatives.append(text)
+                # a passage's text, never its title: what learned components read (gold passages have none)
+                negatives = [hit.text for hit in hits[:depth] if not matcher.matches(hit.text)]
                 if nearest is not None:
                     others = [
                         pool[i]

@@ -49,30 +49,8 @@ def _batch_order(n: int, batch_size: int, seed: int, step: int) -> list[int]:
     return order[position * batch_size : (position + 1) * batch_size]
 
 
-def evaluate_em(
-    model,
-    tokenizer,
-    records: Sequence[dict],
-    settings: FiDSettings,
-    batch_size: int,
-    bf16: bool = True,
-    world: World = World(),
-) -> float:
-    """Dev EM; under several ranks each predicts its share of whole batches and all gather the answers."""
-    share = world.blocks(len(records), batch_size)
-    predictions = distributed.gather_objects(
-        predict(model, tokenizer, records[share.start : share.stop], settings, batch_size, bf16=bf16), world
-    )
-    return (
-        100.0
-        * sum(best_over_answers(exact_match, p, r["answers"]) for p, r in zip(predictions, records))
-        / max(1, len(records))
-    )
-
-
 def _use_compile(config: FiDTrainConfig, device: str) -> bool:
     """``--compile`` where it can run (else one line, before any work); by default on CUDA when it can."""
-
     if config.compile and config.no_compile:
         raise IfqaError("--compile and --no-compile contradict each other; give one")
     if config.no_compile or not (config.compile or device.startswith("cuda")):
@@ -91,16 +69,9 @@ class _Batches:
     compiled model labels are padded to ``answer_maxlength`` (loss unchanged: padded positions are
     ignored and the decoder is causal), so every step has one shape and nothing recompiles."""
 
-    def __init__(
-        self,
-        records: Sequence[dict],
-        collator: Collator,
-        config: FiDTrainConfig,
-        fixed_shape: bool,
-        world: World = World(),
-    ):
+    def __init__(self, records: Sequence[dict], collator: Collator, config: FiDTrainConfig, fixed_shape: bool, world):
         self.records, self.collator, self.config, self.fixed_shape = records, collator, config, fixed_shape
-        self.world = world
+        self.world: World = world
 
     def __call__(self, g: int) -> dict:
         config = self.config
@@ -238,10 +209,12 @@ class _DevScore:
         """Score dev when due (the state is then saved, so ``best/`` and the best EM agree on resuming)."""
         if not self.records or (step % self.config.eval_every and step != self.config.steps):
             return False
-        model = self.model
-        entry["dev_em"] = evaluate_em(
-            model, self.tokenizer, self.records, self.settings, self.config.eval_batch_size, self.bf16, self.world
-        )
+        model, records, size = self.model, self.records, self.config.eval_batch_size
+        share = self.world.blocks(len(records), size)  # each rank predicts its share of whole batches
+        mine = predict(model, self.tokenizer, records[share.start : share.stop], self.settings, size, bf16=self.bf16)
+        predictions = distributed.gather_objects(mine, self.world)
+        correct = sum(best_over_answers(exact_match, p, r["answers"]) for p, r in zip(predictions, records))
+        entry["dev_em"] = 100.0 * correct / len(records)
         model.train()
         if entry["dev_em"] > self.best_em:
             self.best_em = entry["dev_em"]

@@ -32,14 +32,6 @@ log = logging.getLogger(__name__)
 EVALUATION_SPLITS = ("dev", "test", "validation")
 
 
-def check_training_split(source) -> None:
-    """Never train on an evaluation split: selection is done on dev, and test is held out."""
-    if not source.file:
-        _, split = source.resolved()
-        if split in EVALUATION_SPLITS:
-            raise IfqaError(f"refusing to train on the {split} split; train on 'train' and keep {split} for evaluation")
-
-
 def check_before_mining(kind: str, recipe, questions: int, device: str | None) -> None:
     """What would stop training after minutes of mining, checked first: the device, the starting
     model, and recipe values that cannot make a step."""
@@ -120,7 +112,9 @@ def train_job(
     """Train a ``reranker`` or ``retriever`` into ``output/model``; returns its card (plus progress fields).
     A folder whose model was trained, to the end, by this same command (kind, recipe, training questions
     and collection) is the work done: its card is returned as it is (``already``)."""
-    check_training_split(source)
+    split = None if source.file else source.resolved()[1]
+    if split in EVALUATION_SPLITS:  # selection is done on dev, and test is held out
+        raise IfqaError(f"refusing to train on the {split} split; train on 'train' and keep {split} for evaluation")
     questions = source.load()
     done = completed_run(output, kind, recipe, questions)
     if done is not None:
@@ -153,12 +147,7 @@ def train_job(
         from ifqa.training.retriever import train_retriever as train  # the trainer of the kind asked
     result = train(groups, output, recipe, run)
     if not launched().main:  # the other ranks trained their share; rank 0 writes the card and scores dev
-        return {
-            "finished": result["finished"],
-            "step": result["step"],
-            "steps": result["steps"],
-            "rank": launched().rank,
-        }
+        return {**{key: result[key] for key in ("finished", "step", "steps")}, "rank": launched().rank}
     if not result["finished"]:
         return {"finished": False, "step": result["step"], "steps": result["steps"]}
     card = {

@@ -13,16 +13,6 @@ from ifqa.registry import QUERY_MODES
 from ifqa.retrieval import DEFAULT_ENCODER
 
 
-def training_precision():
-    """The ``--precision`` of the training recipes (``devices.pick_precision``'s ``train`` work)."""
-    return option(
-        "auto",
-        "auto: bf16 autocast on a GPU with native bf16, else fp32 (every CPU: the same losses on any CPU); "
-        "bf16 on a CPU with AMX or AVX-512 BF16 when asked.",
-        choices=("auto", "fp32", "bf16"),
-    )
-
-
 @dataclass(frozen=True)
 class MiningRecipe:
     """How hard negatives are mined: the first stage's top passages for each training question."""
@@ -45,7 +35,12 @@ class LoopRecipe(MiningRecipe):
     """What the training loop reads of a learned model's recipe (``loop.train_recipe``)."""
 
     epochs: int = option(1, "Passes over the training questions.", min=1)
-    precision: str = training_precision()
+    precision: str = option(  # devices.pick_precision's ``train`` work
+        "auto",
+        "auto: bf16 autocast on a GPU with native bf16, else fp32 (every CPU: the same losses on any CPU); "
+        "bf16 on a CPU with AMX or AVX-512 BF16 when asked.",
+        choices=("auto", "fp32", "bf16"),
+    )
     save_every: int = option(200, "Also save the resumable state every N steps (Ctrl-C saves it too).", min=1)
 
 

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from ifqa.datasets.causal_rules import RULES, causal_rule, is_causal, matching_rules, rule_counts
+from ifqa.datasets.causal_rules import RULES, causal_rule, matching_rules, rule_counts
 
 POSITIVES = {
     "R1": ["Why does a kettle whistle?", "So why is the sea salty", "WHY do owls hoot at night?"],
@@ -50,7 +50,7 @@ def test_each_rule_matches_its_positives(rule, question):
 
 @pytest.mark.parametrize("question", NEAR_MISSES)
 def test_near_misses_are_not_causal(question):
-    assert causal_rule(question) is None and not is_causal(question)
+    assert causal_rule(question) is None
 
 
 def test_the_papers_own_examples_match_their_rule():
