@@ -151,7 +151,6 @@ def device(name: str, value: Any) -> str | None:
 
 def questions(name: str, value: Any):
     """A ``QuestionSet``, a list of ``Example``s, or a questions file's path (loaded here)."""
-
     if isinstance(value, QuestionSet):
         return unique_qids(name, value)
     if isinstance(value, (str, os.PathLike)):

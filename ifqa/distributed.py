@@ -46,7 +46,6 @@ def pick_device(requested: str | None, world: World) -> str:
     task its own (``srun --gpus-per-task=1``: every task sees one GPU, while SLURM_LOCALID still
     counts 0..N-1). A launch whose ranks would land on different kinds of device (some on a GPU, some
     on the CPU) and a ``--device`` that contradicts the launch are one line before any work."""
-
     if not world.active:
         return devices.pick_device(requested)
     import torch

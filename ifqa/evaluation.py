@@ -202,7 +202,6 @@ def exact_match(prediction: str, answers: Sequence[str]) -> float:
     >>> exact_match("The Hudson river", ["Hudson River"])
     1.0
     """
-
     return best_over_answers(answers_exact_match, prediction, list(answers))
 
 

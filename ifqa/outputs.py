@@ -95,7 +95,6 @@ def read_through(path: Path) -> list[Path]:
 
 def _refuse_spec(text: str, option: str) -> None:
     """An index spec (``demo:dense``, ``prebuilt:NAME``) names an index to read, never a path to write."""
-
     scheme, sep, _ = text.partition(":")
     if sep and scheme in INDEX_SCHEMES:
         raise IfqaError(f"{option} {text}: an index spec names an index to read, not a folder to write; name a folder")
@@ -104,7 +103,6 @@ def _refuse_spec(text: str, option: str) -> None:
 def spec_paths(text: str) -> list[Path]:
     """The files behind an index spec (``demo:bm25``): what its scheme says it reads (cache files),
     whether or not they exist yet. Nothing for a text that is no registered spec."""
-
     scheme, sep, name = text.partition(":")
     if not sep or scheme not in INDEX_SCHEMES:
         return []

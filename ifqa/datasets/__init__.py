@@ -118,7 +118,6 @@ def questions_for(path: str | Path, source: QuestionSource, records: list[dict] 
     """The questions a file (run or predictions) is scored against: the ones ``source`` names, else
     the set its manifest records (else ``source``'s default); a file made for another set is refused
     (``records``: the file's, where the caller has read them, so it is not read again)."""
-
     if not source.given:
         recorded = recorded_questions(path)
         if recorded:

@@ -48,7 +48,6 @@ def download(
 ) -> list[Path]:
     """Fetch the release's CSV files into ``<data dir>/causalqa/{original,random}-splits/``
     (``$IFQA_CAUSALQA_URL`` overrides the location); each is validated before it is kept."""
-
     folder = cache_folder(directory)
     existing = installed(folder)  # the whole release, as its record says (not the files a killed run left)
     if existing and not force:

@@ -43,7 +43,6 @@ def download(
 ) -> list[Path]:
     """Fetch the release into ``<data dir>/wiqa/`` (``$IFQA_WIQA_URL`` overrides the location);
     each split is validated before it is kept."""
-
     folder = cache_folder(directory)
     targets = [folder / f"{split}.jsonl" for split in SPLITS]
     if installed(folder) and not force:  # the whole release, as its record says
@@ -59,7 +58,6 @@ def download(
 
 def load_file(path: str | Path) -> list[Example]:
     """Read and validate a WIQA JSONL file; every problem is one line naming the file and line."""
-
     examples, seen = [], {}
     for number, record in read_jsonl(path):
         example = parse_record(record, path, number)

@@ -77,5 +77,4 @@ MULTIPLE_CHOICE = Task(
 
 def task_for(questions) -> Task:
     """The task of a ``QuestionSet``."""
-
     return TASKS.get(getattr(questions, "task", "qa"))

@@ -40,7 +40,6 @@ def to_label(prediction: str) -> str:
 
 def read_label_predictions(path: str | Path) -> dict[str, str]:
     """``qid -> label`` from a predictions JSONL whose predictions must be WIQA labels."""
-
     return read_predictions(path, to_label)
 
 

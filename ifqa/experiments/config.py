@@ -117,7 +117,6 @@ def stage_list(config: dict, path: Path) -> list[dict]:
 
 def _check_questions(value: Any, what: str, path: Path) -> None:
     """``questions:`` / ``train:``: a known setting and split, or a file."""
-
     questions = _mapping(value, what, path)
     unknown = set(questions) - {"setting", "split", "file"}
     if unknown:

@@ -38,13 +38,11 @@ class Experiment:
 
     def questions(self) -> QuestionSet:
         """The questions the experiment is scored on (its ``questions:`` entry, loaded)."""
-
         return question_source(self._config, self._config["questions"]).load()
 
     @checked(force=arg.flag, progress=arg.flag)
     def run(self, force: bool = False, progress: bool = True) -> dict:
         """Every stage that is not up to date (``ifqa experiment run``); returns the results."""
-
         return run_experiment(self.path, force, progress)
 
     @checked(spec=arg.text)

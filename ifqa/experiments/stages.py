@@ -177,7 +177,6 @@ def retrieval_config(spec: dict, resolve, k: int, where: str | None = None):
     """A retrieve stage's ``RetrievalConfig``, checked as ``ifqa retrieve`` checks its options
     (``resolve``: stage names to their outputs; ``k``: the experiment's default; ``where``: the
     stage, for errors)."""
-
     outputs = {f.name for f in option_fields(RetrievalConfig) if f.metadata.get("stage_output")}
     values = {}
     for key in accepted_keys(RetrievalConfig) & set(spec):  # a former name is read as its field (from_options)
@@ -196,7 +195,6 @@ TESTED_DEPTHS = (1, 5, 20)
 def gold_uncertainty(context, spec: dict, records: list, k: int) -> dict:
     """95% bootstrap intervals of gold recall@K and, with ``compare_to``, the paired permutation test
     against that earlier retrieve stage on the same questions."""
-
     if not any(r.get("ctxs") and all("gold" in c for c in r["ctxs"]) for r in records):
         context.gold_hits[spec["name"]] = {}  # still a stage a later one may compare_to
         return {}  # questions without gold passages have no gold recall to bound (the report leaves it out)
@@ -218,7 +216,6 @@ def gold_uncertainty(context, spec: dict, records: list, k: int) -> dict:
 
 def _model_identity(model: str) -> str:
     """What makes a trained model's results stale: its card (written once per training) or its name."""
-
     card = {k: v for k, v in read_card(model).items() if k != "dev"} if Path(model).is_dir() else {}
     return json.dumps(card, sort_keys=True) if card else model
 
@@ -244,7 +241,6 @@ def _reader_row(context, spec: dict, report: dict, status: str, command: str) ->
 def score_predictions_file(context, path, compare: Path | None = None) -> dict:
     """The report of a predictions file, by the questions' task (EM/F1, WIQA accuracy, ROUGE-L), with
     the paired tests against ``compare`` (another predictions file) when given."""
-
     task = task_for(context.questions)
     return task.summarize(context.questions.examples, task.read(path), task.read(compare) if compare else None)
 

@@ -48,7 +48,6 @@ def estimate_peak(passages: int, chunk_docs: int) -> int:
 
 def plan_chunks(passages: int, budget: int, source: str, chunk_docs: int = DEFAULT_CHUNK_DOCS) -> int:
     """The chunk size that keeps the estimated peak within ``budget``; an error if none does."""
-
     while estimate_peak(passages, chunk_docs) > budget and chunk_docs > MIN_CHUNK_DOCS:
         chunk_docs = max(MIN_CHUNK_DOCS, chunk_docs // 2)
     needed = estimate_peak(passages, chunk_docs)

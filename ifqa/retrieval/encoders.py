@@ -38,7 +38,6 @@ def resolve(name: str) -> str:
 
 def check_encoder_location(name: str) -> None:
     """A local encoder that is not there, or a folder that holds no model, is refused before any work."""
-
     check_model(resolve(name), "; --encoder takes a sentence-transformers or DPR model")
 
 
@@ -81,7 +80,6 @@ class _BatchedEncoder:
 
 def _inference(model, precision: str):
     """The model in eval mode, in ``precision`` (weights cast: faster than autocast for inference)."""
-
     model.eval()
     return model.to(torch_dtype(precision)) if precision != "fp32" else model
 
@@ -267,7 +265,6 @@ def load_encoder(
 def query_encoder(name: str, question_name: str | None, params: dict, device: str | None):
     """The encoder of an index's questions: the backend that encoded its passages, in the precision
     they were encoded in where ``device`` runs it, else fp32 (``devices.search_precision``)."""
-
     backend = params.get("backend", "torch")
     precision = "fp32" if backend != "torch" else search_precision(params.get("precision"), pick_device(device))
     return load_encoder(name, question_name, device, params.get("max_length"), precision, backend=backend)
@@ -279,7 +276,6 @@ def use_query_encoder(retriever, name: str, device: str | None = None) -> None:
     Refused unless the encoder's model card says it was trained question-side only against this
     index's passage encoder, reading passages without titles as this index encodes them.
     """
-
     if retriever.manifest.get("engine") != "faiss":
         raise IfqaError(
             f"--query-encoder encodes questions for a dense index; {retriever.name} is a "

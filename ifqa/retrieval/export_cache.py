@@ -58,7 +58,6 @@ def staging_folder(folder: Path) -> Path:
 def publish(staging: Path, folder: Path, manifest: dict) -> None:
     """Rename ``staging`` into place atomically. A damaged export there is moved aside first; a sound
     one another process published meanwhile wins, and this process's copy is dropped."""
-
     umask_modes(staging)
     for _ in range(3):
         try:

@@ -181,7 +181,6 @@ def load_exported(
 ) -> Exported:
     """The export of ``module`` (a ``features -> tensor`` PyTorch module) for ``backend``: from the
     cache when its manifest matches, else exported, checked on ``probe`` and cached."""
-
     backend.check("cpu")
     source = checksum(module)
     folder = cache_dir() / "exported" / f"{source[:20]}-{kind}-{backend.label}"

@@ -59,7 +59,6 @@ class Retriever(Protocol):
 def corpus_record(corpus: Path) -> dict[str, Any]:
     """Identify a collection: its manifest's checksum when the builder left one, else computed. A
     collection without a single passage is refused (every builder comes here first)."""
-
     if next(iter_corpus(corpus), None) is None:
         raise IfqaError("holds no passages; an index needs at least one", corpus)
     corpus = Path(corpus).resolve()

@@ -60,7 +60,6 @@ def load_cross_encoder(
 
 def check_scoring_head(model: str) -> None:
     """A local encoder without a trained scoring head would score with a random one: refuse it."""
-
     config = Path(model) / "config.json"
     if not config.exists():
         return  # a hub id, or load_cross_encoder's own error
@@ -239,7 +238,6 @@ class CrossEncoderReranker(RerankerKind):
 def _probe_pairs() -> list[tuple[str, str]]:
     """(question, passage) pairs from the packaged demo set: each question with its gold passages and
     others, so the probe and int8 calibration see relevant and irrelevant pairs."""
-
     texts = demo_texts()
     examples = load_demo("dev") + load_demo("train")
     pairs = []

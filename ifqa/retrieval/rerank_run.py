@@ -26,7 +26,6 @@ def questions_per_group(reranker) -> int:
 
 def read_rerankable(run_path: str | Path, depth: int) -> list:
     """The run's records, refused with the line of the first passage (within ``depth``) without text."""
-
     records = read_run(run_path)
     for number, record in enumerate(records, start=1):
         for ctx in record["ctxs"][:depth]:
@@ -51,7 +50,6 @@ def rerank_run(
     it was made for them, else recomputed; the output and its manifest appear only when every
     question is done.
     """
-
     with exclusive(output, "another ifqa rerank is writing this output; wait for it, or name another --output"):
         return _rerank_run(run_path, reranker, output, questions, progress, records)
 
@@ -146,7 +144,6 @@ def _read_partial(path: Path, header: dict, qids: set[str]) -> dict[str, dict]:
     """Questions finished by an interrupted rerank of the same run with the same reranker (else
     none: the file is started afresh); a torn last line is dropped and redone, a line that is no
     reranked question of this run (a hand edit) is one line naming it."""
-
     done: dict[str, dict] = {}
     if path.exists():
         with open(path, "rb+") as handle, restoring(path, "delete it to rerank from the start"):

@@ -314,7 +314,6 @@ class PairTokens:
 
     def matches(self, questions: list[str], texts: list[str]) -> bool:
         """Whether pairs built here equal the tokenizer's own (``only_second``, padded) on these pairs."""
-
         own = pair_inputs(self.tokenizer, questions, texts, self.max_length, padding=True, return_tensors="np")
         q_ids = [np.asarray(i, "<i4") for i in self.tokenizer(questions, add_special_tokens=False)["input_ids"]]
         p_ids = [np.asarray(i, "<i4") for i in self.tokenizer(texts, add_special_tokens=False)["input_ids"]]

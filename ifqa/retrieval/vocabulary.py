@@ -25,7 +25,6 @@ TERMS, OFFSETS, IDS = "vocab.terms.bin", "vocab.offsets.npy", "vocab.ids.npy"
 def write_sorted(folder: Path, vocabulary: Mapping[str, int]) -> None:
     """The three files of ``vocabulary`` (the empty term, bm25s's placeholder, left out), written a
     term at a time: the build's peak memory gains the sorted list of terms, not their bytes too."""
-
     terms = sorted(term for term in vocabulary if term)
     offsets, ids = np.zeros(len(terms) + 1, dtype=np.int64), np.empty(len(terms), dtype=np.int32)
     with atomic_write(folder / TERMS, "wb") as handle:

@@ -44,7 +44,6 @@ class Ask(BaseModel):
     @classmethod
     def unicode_text(cls, question: str) -> str:
         """JSON can carry half of a UTF-16 pair (``"\\ud800"``): not text anything downstream can read."""
-
         if unpaired_surrogate(question):
             raise ValueError(SURROGATE_PROBLEM)
         return question
@@ -52,7 +51,6 @@ class Ask(BaseModel):
 
 def _error(status: int, message: str) -> JSONResponse:
     """``{"error": one line}``, secrets redacted (an endpoint's refusal may quote the key it was sent)."""
-
     return JSONResponse({"error": redact(" ".join(message.split()))}, status_code=status)
 
 

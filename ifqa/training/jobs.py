@@ -35,7 +35,6 @@ EVALUATION_SPLITS = ("dev", "test", "validation")
 def check_before_mining(kind: str, recipe, questions: int, device: str | None) -> None:
     """What would stop training after minutes of mining, checked first: the device, the starting
     model, and recipe values that cannot make a step."""
-
     world = distributed.launched()
     picked = distributed.pick_device(device, world)  # a device this machine, or this launch, cannot give: one line now
     if kind == "control":
@@ -66,7 +65,6 @@ def check_before_mining(kind: str, recipe, questions: int, device: str | None) -
 
 def _groups(recipe, questions, output: Path, corpus: str | None, progress: bool):
     """Mined groups, reused when the questions and mining settings are those already mined."""
-
     if not recipe.index:
         raise IfqaError("--index is needed: the collection's index that hard negatives are mined from")
     identity = {
@@ -212,7 +210,6 @@ def score_dev_run(
     kind: str, model_dir: Path, dev_run: str, data_dir: str | None, device: str | None, progress: bool
 ) -> None:
     """Rerank a dev run with the new reranker and record gold recall before and after in the card."""
-
     recorded = recorded_questions(dev_run)
     if not recorded:
         raise IfqaError("--dev-run needs a run made by ifqa (its manifest names the question set)", dev_run)

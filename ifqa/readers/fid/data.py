@@ -47,7 +47,6 @@ class Collator:
 
     def _check_room(self, records: Sequence[dict]) -> None:
         """A question that fills ``text_maxlength`` alone leaves its passages out of every input: said once."""
-
         limit = self.settings.text_maxlength
         prefixes = self.tokenizer([f"question: {r['question']} title:" for r in records])["input_ids"]
         if max(map(len, prefixes), default=0) >= limit:

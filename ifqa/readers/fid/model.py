@@ -93,7 +93,6 @@ def rename_original_fid_keys(state_dict: dict[str, torch.Tensor]) -> dict[str, t
 
 def load_model(path: str | Path, device: str | None = None) -> FiDT5:
     """A FiD model from our checkpoint, a T5 hub id or folder, or an original FiD checkpoint."""
-
     check_model_location(path)
     kind = model_type(path)
     if kind not in (None, "t5"):

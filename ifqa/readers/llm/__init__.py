@@ -21,7 +21,6 @@ def demonstration_pool(config: LLMReaderConfig, source):
     Questions given as a file have no setting to take a train split from, so the pool must be named
     (never silently the embedded demo set).
     """
-
     if config.demos == 0:  # no demonstrations: no pool is read (a set may have no train split: FaithEval)
         return QuestionSet("none", []), "none"
     pool = source.training_source(config.train)
