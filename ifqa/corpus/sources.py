@@ -119,12 +119,11 @@ def _sniff(head: bytes, path: Path) -> str:
     raise IfqaError(f"not a recognized input ({kinds}); use --format to say which", path)
 
 
+_OPENERS = {"bz2": bz2.open, "gz": gzip.open}  # bz2 reads multistream dumps too
+
+
 def open_binary(source: Source) -> BinaryIO:
-    if source.compression == "bz2":
-        return bz2.open(source.path, "rb")  # reads multistream dumps too
-    if source.compression == "gz":
-        return gzip.open(source.path, "rb")
-    return open(source.path, "rb")
+    return _OPENERS.get(source.compression, open)(source.path, "rb")
 
 
 # --- streaming raw records -------------------------------------------------------------------
@@ -135,11 +134,7 @@ def stream_records(source: Source, progress: Callable[[int], None] | None = None
     reader = {"xml": _xml_pages, "wikiextractor-doc": _doc_blocks}.get(source.format, _lines)
     raw = open(source.path, "rb")
     try:
-        handle: BinaryIO = raw
-        if source.compression == "bz2":
-            handle = bz2.open(raw, "rb")
-        elif source.compression == "gz":
-            handle = gzip.open(raw, "rb")
+        handle: BinaryIO = _OPENERS[source.compression](raw, "rb") if source.compression else raw
         chunks = _chunks(handle, raw, source, progress)
         yield from reader(chunks, source)
     finally:

@@ -180,8 +180,7 @@ class CausalQASet:
             raise IfqaError(f"no {self.kind}-split {split} files with questions", folder)
         return examples
 
-    def load_file(self, path: str | Path) -> list[Example]:
-        return load_file(path)
+    load_file = staticmethod(load_file)
 
 
 CAUSALQA = CausalQASet()

@@ -1,14 +1,6 @@
-"""Question sets from the Hugging Face Hub or a local folder in Hub layout, read with ``datasets``.
-
-Named as ``hf:OWNER/NAME`` or ``hf:PATH`` (a folder of Parquet or JSONL files with a dataset card),
-with options after ``?``: ``split`` (default ``dev``, else ``validation``, else the only one),
-``config``, ``revision`` and ``fields`` (``fields=question:query,answers:golden_answers``: which
-column holds each of ifqa's fields, where the defaults below do not find it). A dataset with options
-and an answer key (ARC's layout: ``choices: {label, text}``, ``answerKey``; FaithEval's) is a
-multiple-choice set (task ``mc``): its answer is the right option's text, its label in ``meta``. The whole spec is the
-question set's name, so a manifest that records it reopens the same questions; the manifest also
-records the dataset's id, config, split, revision and ``datasets``' fingerprint of its content.
-"""
+"""Question sets from the Hugging Face Hub or a local folder in Hub layout (``--questions hf:...``), read
+with ``datasets``. The whole spec is the set's name, so a manifest that records it reopens the same
+questions; the options (split, config, revision, fields) and the multiple-choice layouts: docs/data.md."""
 
 from __future__ import annotations
 

@@ -1,14 +1,6 @@
-"""Passage collections from the Hugging Face Hub or a local folder in Hub layout (``--corpus hf:...``).
-
-``hf:OWNER/NAME`` or ``hf:PATH`` with ``?split=`` (default: ``train``, else the only one),
-``config``, ``revision`` and ``fields`` (``fields=id:docid,text:contents``: which column holds
-each of ``id``, ``title``, ``text`` where the defaults below do not find it). ``datasets`` reads the
-dataset into its memory-mapped Arrow cache; its rows are streamed once, in batches, into the
-passages JSONL every engine reads (``<ifqa cache>/corpora/``, written atomically and named by the
-dataset's content fingerprint, so a second index of the same dataset reuses it). Its manifest
-records the dataset's id, config, split, revision, fingerprint and field mapping, and its sha256,
-which the index's manifest then carries.
-"""
+"""Passage collections from the Hugging Face Hub or a local folder in Hub layout (``--corpus hf:...``),
+streamed once into the passages JSONL every engine reads, named by the dataset's content fingerprint so a
+second index reuses it. Its options and manifest: docs/data.md."""
 
 from __future__ import annotations
 

@@ -1,16 +1,6 @@
-"""Question sets published only on the Hugging Face Hub, registered as settings and read with ``datasets``.
-
-FaithEval's counterfactual set (Ming et al., 2024; ``Salesforce/FaithEval-counterfactual-v1.0``,
-1,000 questions, one ``test`` split): ARC-Challenge questions whose ``context`` was rewritten to
-support a counterfactual answer ("the moon is made of marshmallows"), each with options
-(``choices: {label, text}``) and the option the context supports (``answerKey``). It is a
-multiple-choice set (task ``mc``) whose premise is in its context, not its question: read in
-``context`` mode it asks whether a reader follows the context; closed-book, each question is its own
-factual twin for ``ifqa analyze premise``.
-
-CofCA (Wu et al., ICLR 2025) is not here: its data is published outside the Hub (an anonymous
-4open.science repository) without a documented schema; a converted copy reads as ``hf:FOLDER``.
-"""
+"""Question sets published only on the Hugging Face Hub, registered as settings and read with ``datasets``:
+FaithEval's counterfactual set (multiple choice, its premise in its context). docs/data.md says what each
+holds and why CofCA is not among them."""
 
 from __future__ import annotations
 

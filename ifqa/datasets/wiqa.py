@@ -121,8 +121,7 @@ class WiqaSet:
             download(directory)
         return load_file(path)
 
-    def load_file(self, path: str | Path) -> list[Example]:
-        return load_file(path)
+    load_file = staticmethod(load_file)
 
 
 WIQA = WiqaSet()

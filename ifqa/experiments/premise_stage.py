@@ -41,11 +41,5 @@ class PremiseStage(Stage):
             analyze(predictions, context.questions, folder, twins, progress=context.progress)
             context.mark(folder / "premise.json", key, {"predictions": spec["predictions"], "twins": str(twins)})
         report = read_json(folder / "premise.json")
-        context.results.setdefault("premise", []).append(
-            {
-                "name": spec["name"],
-                "predictions": spec["predictions"],
-                **report["all"],
-                "no_premise": report["no_premise"]["n"],
-            }
-        )
+        entry = {"name": spec["name"], "predictions": spec["predictions"], **report["all"]}
+        context.results.setdefault("premise", []).append({**entry, "no_premise": report["no_premise"]["n"]})

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import io
 from pathlib import Path
 from typing import Any
 
@@ -92,28 +91,18 @@ def write_results(output: Path, results: dict) -> None:
         for r in results["readers"]:
             paper = r.get("paper") or {}
             paper_cell = " / ".join(str(paper.get(metric, "")) for metric, _ in headline) if paper else ""
-            if r["status"] == "ran":
-                cells = " | ".join(
-                    f"{r[metric]:.2f} | {interval(r[metric + '_ci95'])}" if r.get(metric) is not None else "– | "
-                    for metric, _ in headline
-                )
-                lines.append(f"| {r['name']} | {r.get('retriever') or 'none'} | {cells} | {paper_cell} | ran |")
-            else:
-                cells = " | ".join("– | " for _ in headline)
-                lines.append(
-                    f"| {r['name']} | {r.get('retriever') or 'none'} | {cells} | {paper_cell} | "
-                    f"{r['status']}: `{r['command']}` |"
-                )
+            ran = r["status"] == "ran"
+            cells = " | ".join(
+                f"{r[metric]:.2f} | {interval(r[metric + '_ci95'])}" if ran and r.get(metric) is not None else "– | "
+                for metric, _ in headline
+            )
+            status = "ran" if ran else f"{r['status']}: `{r['command']}`"
+            lines.append(f"| {r['name']} | {r.get('retriever') or 'none'} | {cells} | {paper_cell} | {status} |")
             row = {"system": r["name"], "kind": "reader", "retriever": r.get("retriever"), "status": r["status"]}
             for metric, _ in headline:
-                row.update(
-                    {
-                        metric: r.get(metric),
-                        f"{metric}_low": (r.get(f"{metric}_ci95") or [None])[0],
-                        f"{metric}_high": (r.get(f"{metric}_ci95") or [None, None])[1],
-                        f"paper_{metric}": paper.get(metric),
-                    }
-                )
+                low, high = r.get(f"{metric}_ci95") or (None, None)
+                row.update({metric: r.get(metric), f"{metric}_low": low, f"{metric}_high": high})
+                row[f"paper_{metric}"] = paper.get(metric)
             if r.get("judge"):
                 row["judge_kappa_em"] = r["judge"]["kappa_em"]
             rows.append({**row, "command": r["command"]})
@@ -122,15 +111,10 @@ def write_results(output: Path, results: dict) -> None:
     lines += _premise_table(results)
     with atomic_write(output / "results.md") as handle:
         handle.write("\n".join(lines) + "\n")
-    columns: list[str] = []
-    for row in rows:
-        columns += [c for c in row if c not in columns]
-    buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=columns)
-    writer.writeheader()
-    writer.writerows(rows)
     with atomic_write(output / "results.csv") as handle:
-        handle.write(buffer.getvalue())
+        writer = csv.DictWriter(handle, fieldnames=list(dict.fromkeys(c for row in rows for c in row)))
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def _comparison_table(results: dict, headline) -> list[str]:
@@ -190,9 +174,7 @@ def _breakdown_table(results: dict, task) -> list[str]:
     ran = [r for r in results["readers"] if r["status"] == "ran" and r.get(key)]
     if not ran:
         return []
-    groups: list[str] = []
-    for r in ran:
-        groups += [g for g in r[key] if g not in groups]
+    groups = list(dict.fromkeys(g for r in ran for g in r[key]))
     label = dict(task.headline).get(metric, metric)
     lines = [
         "",

@@ -68,12 +68,7 @@ def train_reranker(
     def loss_of(inputs: dict, forward) -> torch.Tensor:
         groups = inputs.pop("groups")
         logits = forward(**inputs).logits.float().view(-1)
-        losses, start = [], 0
-        for size in groups:
-            scores = logits[start : start + size]
-            losses.append(torch.logsumexp(scores, 0) - scores[0])
-            start += size
-        return torch.stack(losses).mean()
+        return torch.stack([torch.logsumexp(scores, 0) - scores[0] for scores in logits.split(groups)]).mean()
 
     def save_model(folder: Path) -> None:
         model.eval()

@@ -27,25 +27,19 @@ from ifqa.training.recipes import RetrieverRecipe
 log = logging.getLogger(__name__)
 
 
-def load_bi_encoder(name: str, max_length: int):
-    from sentence_transformers import SentenceTransformer
-
-    path = check_model(resolve(name))
-    with loading(name, "sentence-transformers model"):
-        model = SentenceTransformer(str(path) if path.exists() else name, device="cpu")
-    model.max_seq_length = max_length
-    return model
-
-
 def train_retriever(
     groups: Sequence[TrainingGroup], output: str | Path, recipe: RetrieverRecipe, run: Invocation = Invocation()
 ) -> dict:
     import torch
     import torch.nn.functional as F
+    from sentence_transformers import SentenceTransformer
 
     output = Path(output)
     world, device = start(recipe.seed, run.device)
-    model = load_bi_encoder(recipe.model, recipe.max_length)
+    path = check_model(resolve(recipe.model))
+    with loading(recipe.model, "sentence-transformers model"):
+        model = SentenceTransformer(str(path) if path.exists() else recipe.model, device="cpu")
+    model.max_seq_length = recipe.max_length
     passage_model = copy.deepcopy(model).to(device).eval() if recipe.question_side_only else model
     steps = plan_steps(
         [g for g in groups if g.positives],
