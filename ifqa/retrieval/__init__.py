@@ -1,11 +1,6 @@
-"""Retrieval: one module per engine behind one interface (``search`` over a passage store).
-
-``index`` holds what every index folder shares (manifest, offsets, atomic creation), ``specs``
-opens an index from its spec through the engine registry, ``bm25`` the bm25s engine, ``lucene``
-the pyserini engine, ``dense`` + ``encoders`` bi-encoders with FAISS, ``fusion`` hybrid ranking,
-``queries`` query formulation, ``pipeline`` the stages from questions to a run file, ``convert``
-TREC/DPR formats. ``engines`` what an engine class provides and the settings indexes are built with. This module
-stays light: the command line reads the defaults from it.
+"""Retrieval: one module per engine behind one interface (``search`` over a passage store); the package
+tree of docs/ARCHITECTURE.md says what each module holds. This module stays light: the command line
+reads the defaults from it.
 """
 
 from __future__ import annotations

@@ -1,16 +1,14 @@
 """Length-sorted batches fed by background workers: the CPU side of neural inference on a GPU.
 
 A model on a GPU waits for its inputs when tokenizing, padding and Python run on the thread that
-calls it (sentence-transformers' ``encode``; one question's 100 pairs at a time): on an H100 that
-left all-MiniLM-L6-v2 at a sixth of what the card does. Here the batches are planned up front,
-longest first so padding stays small, tokenized ahead by DataLoader worker processes on CUDA
-(inline on a CPU, where the model itself is the cost), pinned, and copied without blocking; the
-results stay on the device until the whole call is done, so there is one synchronisation per call,
-not one per batch.
+calls it (sentence-transformers' ``encode``): on an H100 that left all-MiniLM-L6-v2 at a sixth of
+what the card does. Here batches are planned up front, longest first, prepared ahead (``feed``),
+pinned and copied without blocking, with one synchronisation per call, not one per batch.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -194,19 +192,6 @@ def to_device(features: dict, device: str) -> dict:
     }
 
 
-def run_planned(
-    items: Sequence,
-    lengths: Sequence[int],
-    batch_size: int,
-    prepare: Callable[[list], dict],
-    model: Callable[[dict], Any],
-    device: str,
-) -> Any:
-    """``model(prepare(batch))`` over length-planned batches of ``items``, rows back in the items' order
-    (one tensor on ``device``, or None for no items)."""
-    return next(run_planned_groups([items], [lengths], batch_size, prepare, model, device))
-
-
 def run_planned_groups(
     groups: Sequence[Sequence],
     lengths: Sequence[Sequence[int]],
@@ -216,9 +201,10 @@ def run_planned_groups(
     device: str,
     workers: int | None = None,
 ) -> Iterator:
-    """``run_planned`` for each group in turn, yielded as each group finishes, with one feed for all of
-    them: worker processes (``workers``, by default ``default_workers``) start once and tokenize ahead
-    across group boundaries."""
+    """``model(prepare(batch))`` over length-planned batches of each group in turn, each group's rows
+    yielded in its items' order as it finishes (one tensor on ``device``, or None for no items), with one
+    feed for all of them: worker processes (``workers``, by default ``default_workers``) start once and
+    tokenize ahead across group boundaries."""
     import torch
 
     plans = [plan(group_lengths, batch_size) for group_lengths in lengths]
@@ -241,19 +227,15 @@ def run_planned_groups(
             g, batches = next(pending, (None, None))
 
 
-class out_of_memory_hint:
+@contextlib.contextmanager
+def out_of_memory_hint(what: str, option: str = "--batch-size", kept: str = "") -> Iterator[None]:
     """A GPU out of memory becomes one line that names the batch size to lower."""
+    try:
+        yield
+    except Exception as exc:
+        if type(exc).__name__ != "OutOfMemoryError":
+            raise
+        import torch
 
-    def __init__(self, what: str, option: str = "--batch-size", kept: str = ""):
-        self.what, self.option, self.kept = what, option, kept
-
-    def __enter__(self) -> out_of_memory_hint:
-        return self
-
-    def __exit__(self, kind, exc, tb) -> bool:
-        if kind is not None and kind.__name__ == "OutOfMemoryError":
-            import torch
-
-            torch.cuda.empty_cache()  # the current device's cache: the loops that run on a GPU enter theirs
-            raise IfqaError(f"the GPU ran out of memory on {self.what}; lower {self.option}{self.kept}") from None
-        return False
+        torch.cuda.empty_cache()  # the current device's cache: the loops that run on a GPU enter theirs
+        raise IfqaError(f"the GPU ran out of memory on {what}; lower {option}{kept}") from None

@@ -24,7 +24,7 @@ from ifqa.artifacts import UniqueIds
 from ifqa.retrieval import BM25_B, BM25_K1
 from ifqa.retrieval.engines import BM25Settings, settings_of
 from ifqa.retrieval.index import OFFSETS, Positions, corpus_record, finish_manifest, finished, passage_store, staging
-from ifqa.retrieval.store import PassageStore, iter_corpus
+from ifqa.retrieval.store import PassageStore, iter_corpus, release_pages
 from ifqa.retrieval.vocabulary import SortedVocabulary, has_sorted
 
 log = logging.getLogger(__name__)
@@ -41,18 +41,12 @@ DEFAULT_PARAMS = {
 _POSSESSIVE = re.compile(r"(\w)['\u2019]s\b")
 
 
-def _quiet_bm25s() -> None:
-    """bm25s sets its logger to DEBUG on import; keep its per-call messages out of our logs."""
-    logging.getLogger("bm25s").setLevel(logging.WARNING)
-
-
 def analyzer(params: dict = DEFAULT_PARAMS):
     """The bm25s tokenizer for these index parameters (Lucene-like, see the module docstring)."""
     import Stemmer
     from bm25s.tokenization import Tokenizer
 
-    _quiet_bm25s()
-
+    logging.getLogger("bm25s").setLevel(logging.WARNING)  # bm25s sets DEBUG on import; keep its per-call lines out
     token = re.compile(params["token_pattern"])
     if params.get("possessives"):
 
@@ -110,7 +104,7 @@ def build(
                 yield document_text(passage)
             bar.update(record["bytes"] - last)
 
-        build_scores(documents(), tokenizer, staged, k1, b, params["method"], chunk_docs or DEFAULT_CHUNK_DOCS)
+        build_scores(documents(), tokenizer, staged, k1, b, chunk_docs or DEFAULT_CHUNK_DOCS)
         bar.close()
         ids.check(lambda: (passage["id"] for _, passage in iter_corpus(corpus)))
         tokenizer.save_vocab(str(staged))
@@ -137,11 +131,8 @@ class MemoryBM25:
     def top(self, query: str, k: int) -> list[int]:
         """Positions of the ``k`` best-scoring texts, best first (ties and zero scores in bm25s's order;
         none when no query word is known)."""
-        words = [
-            w
-            for w in self.tokenizer.tokenize([query], update_vocab=False, return_as="string", show_progress=False)[0]
-            if w
-        ]
+        tokens = self.tokenizer.tokenize([query], update_vocab=False, return_as="string", show_progress=False)[0]
+        words = [w for w in tokens if w]
         if not words or not self.size or k < 1:
             return []
         documents, _ = self.model.retrieve([words], k=min(k, self.size), show_progress=False)
@@ -214,15 +205,3 @@ class BM25Retriever:
                 results[i] = [(int(d), float(s)) for d, s in zip(documents[row], scores[row]) if s > 0]
             release_pages(self.model.scores.values())
         return results
-
-
-def release_pages(arrays) -> None:
-    """Let go of the memory-mapped postings a search read: they stay in the kernel's page cache (the
-    next search reads them from there) but leave this process's resident memory, which would
-    otherwise grow towards the whole index over a run of thousands of questions."""
-    import mmap
-
-    for mapped_array in arrays:
-        mapped = getattr(mapped_array, "_mmap", None)
-        if mapped is not None and hasattr(mapped, "madvise"):
-            mapped.madvise(mmap.MADV_DONTNEED)

@@ -21,7 +21,6 @@ from __future__ import annotations
 import itertools
 import json
 import math
-import mmap
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -30,6 +29,7 @@ import numpy as np
 
 from ifqa.errors import IfqaError
 from ifqa.memory import size_text
+from ifqa.retrieval.store import release_pages
 from ifqa.retrieval.vocabulary import write_sorted
 
 DEFAULT_CHUNK_DOCS = 50_000
@@ -131,21 +131,12 @@ def idf_array(doc_freqs: np.ndarray, n_docs: int) -> np.ndarray:
     return out
 
 
-def _drop_pages(array: np.memmap) -> None:
-    """Write the pages back and drop them from this process's memory (the file keeps them)."""
-    array.flush()
-    handle = getattr(array, "_mmap", None)
-    if handle is not None and hasattr(mmap, "MADV_DONTNEED"):
-        handle.madvise(mmap.MADV_DONTNEED)
-
-
 def build_scores(
     documents: Iterable[str],
     tokenizer,
     folder: Path,
     k1: float,
     b: float,
-    method: str = "lucene",
     chunk_docs: int = DEFAULT_CHUNK_DOCS,
     on_chunk: Callable[[int], None] = lambda n: None,
 ) -> int:
@@ -153,9 +144,6 @@ def build_scores(
     returns the number of documents. ``on_chunk(n)`` is called after each chunk of n documents."""
     import bm25s
     from bm25s.utils import json_functions
-
-    if method != "lucene":
-        raise ValueError(f"the streaming builder computes bm25s's 'lucene' scores, not {method!r}")
 
     with tempfile.TemporaryDirectory(dir=folder, prefix=".chunks-") as scratch:
         chunks = _Chunks(Path(scratch))
@@ -200,26 +188,17 @@ def build_scores(
             data[positions] = scores[order]
             indices[positions] = rows[order].astype(np.int32)
             heads[tokens] += sizes
-            _drop_pages(data)
-            _drop_pages(indices)
+            for written in (data, indices):
+                written.flush()  # the pages back to the file, then out of this process's memory
+            release_pages((data, indices))
         del data, indices
     np.save(folder / "indptr.csc.index.npy", indptr)
     if "" not in vocab:  # bm25s adds the empty token after the matrix is built
         vocab[""] = max(vocab.values(), default=-1) + 1
     (folder / "vocab.index.json").write_text(json_functions.dumps(vocab, ensure_ascii=False), encoding="utf-8")
     write_sorted(folder, vocab)  # what ifqa searches with: bm25s's JSON stays for bm25s's own tools
-    model = bm25s.BM25(k1=k1, b=b, method=method)
-    params = {
-        "k1": model.k1,
-        "b": model.b,
-        "delta": model.delta,
-        "method": model.method,
-        "idf_method": model.idf_method,
-        "dtype": model.dtype,
-        "int_dtype": model.int_dtype,
-        "num_docs": n_docs,
-        "version": bm25s.__version__,
-        "backend": model.backend,
-    }
+    model = bm25s.BM25(k1=k1, b=b, method="lucene")  # the only scores this builder computes
+    params = {name: getattr(model, name) for name in ("k1", "b", "delta", "method", "idf_method", "dtype", "int_dtype")}
+    params |= {"num_docs": n_docs, "version": bm25s.__version__, "backend": model.backend}
     (folder / "params.index.json").write_text(json.dumps(params, indent=4))
     return n_docs

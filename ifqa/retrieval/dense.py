@@ -25,13 +25,14 @@ from ifqa.cards import read_card
 from ifqa.devices import cpu_threads, pick_device, pick_precision
 from ifqa.errors import IfqaError, restoring
 from ifqa.io import atomic_write, publish_dir, settled, staging_prefix, umask_modes, write_json
+from ifqa.models import check_model
 from ifqa.retrieval.bm25_build import count_passages
 from ifqa.retrieval.chunks import ChunkEncoder, check_chunks, chunk_path, chunks_to_encode
 from ifqa.retrieval.dense_ray import encode_on_ray
-from ifqa.retrieval.encoders import check_encoder_location, resolve
+from ifqa.retrieval.encoders import resolve
 from ifqa.retrieval.engines import DenseSettings, settings_params
 from ifqa.retrieval.exported import Runtime
-from ifqa.retrieval.index import MANIFEST, OFFSETS, corpus_record, finish_manifest, finished, replacement_folder
+from ifqa.retrieval.index import MANIFEST, OFFSETS, corpus_record, finish_manifest, finished
 from ifqa.retrieval.store import iter_corpus
 
 log = logging.getLogger(__name__)
@@ -53,10 +54,6 @@ def parse_shard(value: str | None) -> tuple[int, int] | None:
     if not 0 <= i < n:
         raise IfqaError(f"--shard {value}: need 0 <= i < N")
     return i, n
-
-
-def _chunk_size(folder: Path) -> int:
-    return int(json.loads((folder / "embeddings" / "settings.json").read_text())["chunk"])
 
 
 def _offsets(corpus: Path, folder: Path) -> np.ndarray:
@@ -126,19 +123,14 @@ def encode(
     from tqdm import tqdm
 
     corpus, folder = Path(corpus), Path(index_dir)
-    encoder_name, query_encoder, max_length, titles = (
-        settings.encoder,
-        settings.query_encoder,
-        settings.max_length,
-        settings.titles,
-    )
+    encoder_name, query_encoder = settings.encoder, settings.query_encoder
+    max_length, titles = settings.max_length, settings.titles
     if (folder / MANIFEST).exists():
         raise IfqaError(
             "index folder already exists, built from other inputs or settings (use --force to replace it)", folder
         )
-    if titles:
-        if read_card(encoder_name).get("kind") == "retriever":
-            raise IfqaError(f"{encoder_name} was trained on passages without titles; encode with --no-titles")
+    if titles and read_card(encoder_name).get("kind") == "retriever":
+        raise IfqaError(f"{encoder_name} was trained on passages without titles; encode with --no-titles")
     (folder / "embeddings").mkdir(parents=True, exist_ok=True)
     record = corpus_record(corpus)
     if not ray:  # the precision the chunks are encoded in, recorded so that questions are encoded alike
@@ -275,7 +267,8 @@ def merge(
     started = started or time.time()
     folder = Path(index_dir)
     offsets = np.load(folder / OFFSETS, mmap_mode="r")
-    chunk = _chunk_size(folder)
+    settings = json.loads((folder / "embeddings" / "settings.json").read_text())  # what encoded the chunks
+    chunk = int(settings["chunk"])
     chunks = math.ceil(len(offsets) / chunk)
     missing = [j for j in range(chunks) if not chunk_path(folder, j).exists()]
     if missing:
@@ -310,7 +303,6 @@ def merge(
             "the same command",
             folder,
         ) from None
-    settings = json.loads((folder / "embeddings" / "settings.json").read_text())
     params = {
         "encoder": settings["encoder"],
         "query_encoder": settings["query_encoder"],
@@ -325,16 +317,8 @@ def merge(
         params["backend"] = settings["backend"]
     if settings.get("precision") in ("fp16", "bf16"):  # questions are encoded alike (devices.search_precision)
         params["precision"] = settings["precision"]
-    return finish_manifest(
-        folder,
-        "faiss",
-        params,
-        corpus_record(Path(corpus)),
-        total,
-        started,
-        index_bytes=(folder / FAISS_FILE).stat().st_size,
-        embeddings_bytes=sum(a.nbytes for a in arrays),
-    )
+    sizes = {"index_bytes": (folder / FAISS_FILE).stat().st_size, "embeddings_bytes": sum(a.nbytes for a in arrays)}
+    return finish_manifest(folder, "faiss", params, corpus_record(Path(corpus)), total, started, **sizes)
 
 
 def build(
@@ -362,7 +346,7 @@ def build(
     budget = memory.limit(max_memory)  # a bad --max-memory is an error even for a --shard run
     if shard is None and (dim := embedding_size(encoder_name)):
         check_memory(index_type, count_passages(Path(corpus)), dim, budget, about=True, chunk=chunk)
-    check_encoder_location(encoder_name)
+    check_model(resolve(encoder_name), "; --encoder takes a sentence-transformers or DPR model")  # before any work
     if shard is None:  # a whole build that is already done is said so, not refused or redone
         expected = {**settings_params(settings), **({"backend": backend} if backend != "torch" else {})}
         done = finished(folder, "faiss", expected, corpus_record(Path(corpus)), force)
@@ -370,9 +354,10 @@ def build(
             return done
     target = settled(folder)
 
-    # --force over an existing folder builds beside it and replaces it only once the new index is
-    # complete: a refused corpus or an interrupted build never costs the index that was there
-    building = replacement_folder(target) if force and target.exists() else target
+    # --force over an existing folder builds beside it (a fixed name, so an interrupted rebuild resumes) and
+    # replaces it only once the new index is complete: a refused corpus or an interrupted build never costs
+    # the index that was there
+    building = target.parent / f".{target.name}.replacement" if force and target.exists() else target
     if force and shard is not None and building != target:
         raise IfqaError("--force with --shard: shards add chunks to one folder; remove it yourself first", target)
     if building != target and (building / MANIFEST).exists():  # built, then killed before the swap: merged again

@@ -21,16 +21,6 @@ log = logging.getLogger(__name__)
 CHUNKS_PER_CALL = 4
 
 
-def _pool_size(ray, workers: int | None) -> tuple[int, dict]:
-    """Actors and each one's resources: every GPU Ray knows, else its CPUs."""
-    resources = ray.cluster_resources()
-    gpus = int(resources.get("GPU", 0))
-    if gpus:
-        return (min(workers, gpus) if workers else gpus), {"num_gpus": 1, "num_cpus": 1}
-    cpus = max(1, int(resources.get("CPU", 1)))
-    return (min(workers, cpus) if workers else cpus), {"num_cpus": 1}
-
-
 def encode_on_ray(
     address: str,
     worker: type,
@@ -63,7 +53,10 @@ def encode_on_ray(
         except (ConnectionError, RuntimeError, ValueError) as exc:
             raise IfqaError(f"cannot start or reach Ray at {address!r} ({str(exc).splitlines()[0]})") from None
     try:
-        size, resources = _pool_size(ray, workers)
+        cluster = ray.cluster_resources()  # an actor per GPU Ray knows, else per CPU
+        gpus, cpus = int(cluster.get("GPU", 0)), max(1, int(cluster.get("CPU", 1)))
+        size, resources = (gpus, {"num_gpus": 1, "num_cpus": 1}) if gpus else (cpus, {"num_cpus": 1})
+        size = min(workers, size) if workers else size
         log.info("encoding %d chunks on %d Ray actors (%s)", len(todo), size, resources)
         actor = ray.remote(**resources)(worker)
         # one thread per actor unless told: a local run with the same --threads writes the same bytes

@@ -19,19 +19,6 @@ from ifqa.retrieval.engines import DenseSettings, settings_of
 from ifqa.retrieval.index import Positions, passage_store
 from ifqa.retrieval.store import PassageStore
 
-
-def check_params(params: dict, folder: Path) -> None:
-    """What ``settings_of`` cannot check of the manifest's dense parameters: an encoder is named (a
-    missing one would read as the default encoder) and IVF-PQ's list count, which FAISS reads."""
-    problems = []
-    if not isinstance(params.get("encoder"), str) or not params["encoder"]:
-        problems.append("'encoder' must name a model")
-    if params.get("index_type") == "ivfpq" and not (isinstance(params.get("nlist"), int) and params["nlist"] > 0):
-        problems.append("'nlist' must be a positive integer")
-    if problems:
-        raise IfqaError(f"damaged manifest: {'; '.join(problems)}", folder / "manifest.json")
-
-
 #: the index types faiss-gpu holds; HNSW has no GPU form
 GPU_INDEX_TYPES = ("flat", "ivfpq")
 
@@ -88,7 +75,13 @@ class DenseRetriever:
                 path,
             )
         params = manifest["params"]
-        check_params(params, Path(index_dir))
+        problems = []  # what settings_of cannot check: an encoder named (none would read as the default one), nlist
+        if not isinstance(params.get("encoder"), str) or not params["encoder"]:
+            problems.append("'encoder' must name a model")
+        if params.get("index_type") == "ivfpq" and not (isinstance(params.get("nlist"), int) and params["nlist"] > 0):
+            problems.append("'nlist' must be a positive integer")
+        if problems:
+            raise IfqaError(f"damaged manifest: {'; '.join(problems)}", Path(index_dir) / "manifest.json")
         settings_of(cls, manifest, Path(index_dir))  # what it was built with, checked
         index = faiss.read_index(str(path))
         if params["index_type"] == "hnsw":

@@ -16,9 +16,9 @@ import numpy as np
 from ifqa.cards import read_card
 from ifqa.devices import pick_device, pick_precision, search_precision, torch_dtype
 from ifqa.errors import IfqaError
-from ifqa.models import check_max_length, check_model, loading
+from ifqa.models import check_max_length, loading
 from ifqa.retrieval import DEFAULT_ENCODER
-from ifqa.retrieval.batching import default_batch_size, run_planned
+from ifqa.retrieval.batching import default_batch_size, run_planned_groups
 from ifqa.retrieval.exported import Runtime, embedding_module, load_exported
 from ifqa.retrieval.tokens import BatchTokens
 
@@ -36,11 +36,6 @@ def resolve(name: str) -> str:
     return name
 
 
-def check_encoder_location(name: str) -> None:
-    """A local encoder that is not there, or a folder that holds no model, is refused before any work."""
-    check_model(resolve(name), "; --encoder takes a sentence-transformers or DPR model")
-
-
 def is_dpr(name: str) -> bool:
     if "dpr" in Path(name).name.lower() or "dpr-" in name.lower():
         return True
@@ -56,16 +51,15 @@ def passage_text(passage: dict) -> str:
 class _BatchedEncoder:
     """Encoding split in two halves so that a GPU never waits on Python: ``*_inputs`` tokenizes on the
     CPU (in worker processes on CUDA, ``batching.feed``) and ``*_vectors`` runs the model on the device.
-    Batches are planned by length over the whole call (``batching.run_planned``)."""
+    Batches are planned by length over the whole call (``batching.run_planned_groups``)."""
 
     device: str
     dim: int
     tokenizes_in_parallel = False  # tokenizing runs the tokenizer's own threads (then no worker processes)
 
     def _run(self, items: Sequence, lengths: Sequence[int], prepare, model, batch_size: int | None) -> np.ndarray:
-        vectors = run_planned(
-            items, lengths, batch_size or default_batch_size(self.device), prepare, model, self.device
-        )
+        batch_size = batch_size or default_batch_size(self.device)
+        vectors = next(run_planned_groups([items], [lengths], batch_size, prepare, model, self.device))
         if vectors is None:
             return np.zeros((0, self.dim), np.float32)
         return vectors.float().cpu().numpy()
@@ -127,11 +121,8 @@ class SentenceEncoder(_BatchedEncoder):
             check_max_length(max_length, getattr(getattr(self.model[0], "auto_model", None), "config", None), name)
             self.model.max_seq_length = max_length
         self.name = name
-        self.dim = int(
-            self.model.get_embedding_dimension()
-            if hasattr(self.model, "get_embedding_dimension")
-            else self.model.get_sentence_embedding_dimension()
-        )
+        dimension = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        self.dim = int(dimension())
         prompts, default = getattr(self.model, "prompts", {}) or {}, getattr(self.model, "default_prompt_name", None)
         self._prompt = prompts.get(default) if default else None
         self._fast = None  # texts tokenized by the Rust tokenizer's batch call, where it gives the library's batches
@@ -141,15 +132,8 @@ class SentenceEncoder(_BatchedEncoder):
             )
         self._exported = None
         if self.backend.exported:
-            texts = demo_texts()
-            self._exported = load_exported(
-                embedding_module(self.model),
-                self._inputs,
-                "embedding",
-                self.backend,
-                probe=texts[:64],
-                calibration=texts[64:320],
-            )
+            texts, module = demo_texts(), embedding_module(self.model)
+            self._exported = load_exported(module, self._inputs, "embedding", self.backend, texts[:64], texts[64:320])
 
     @property
     def tokenizes_in_parallel(self) -> bool:
@@ -204,11 +188,8 @@ class DPREncoder(_BatchedEncoder):
                 DPRQuestionEncoder.from_pretrained(question_name).to(self.device), self.precision
             )
         self.name, self.question_name, self.max_length = context_name, question_name, max_length or 256
-        self.dim = int(
-            self.context.config.hidden_size
-            if self.context.config.projection_dim == 0
-            else self.context.config.projection_dim
-        )
+        config = self.context.config
+        self.dim = int(config.hidden_size if config.projection_dim == 0 else config.projection_dim)
 
     def _tokenize(self, first: list[str], second: list[str] | None = None) -> dict:
         return dict(

@@ -1,25 +1,9 @@
 """What an index engine is: one class, registered in ``ifqa.registry.ENGINES``, that builds an index
-folder and opens it again. ``ifqa index``, an experiment's ``index`` stage, the demo indexes,
-``ifqa retrieve`` and ``ifqa serve`` all reach an engine through that entry, so a new engine is one
-module plus one registry line (tests/retrieval/test_engines.py registers a toy one).
-
-An engine class has:
-
-- ``Settings``: a dataclass of what its indexes are built with (``configs.option`` fields, so the
-  command line, YAML and their checks come from it). Its values are the manifest's ``params``
-  and are read back (``settings_of``, which checks them) whenever the index is opened.
-- ``build(corpus, folder, settings, *, progress=True, force=False, **how) -> manifest``: three
-  positional arguments, every other one keyword-only with a default. ``how`` are the engine's own
-  operational options (bm25s's ``chunk_docs``, Lucene's ``threads``, dense's shards, batches and
-  device): they change how the build runs, never the index, so callers that know only the contract
-  (experiments' index stages, the demo indexes, ``ifqa index NAME``) leave them out.
-- ``load(folder, manifest, corpus, device) -> Retriever``, reading its settings through ``settings_of``.
-(tests/test_architecture.py holds every registered engine to both.)
-
-``ifqa index NAME`` is made from ``Settings`` for any engine the hand-written ``ifqa index bm25``
-and ``ifqa index dense`` (which add operational options: threads, memory, shards, Ray) do not build.
-
-This module stays light (the command line reads the settings' defaults and help from it).
+folder (``build``) and opens it again (``load``), with a ``Settings`` dataclass of what its indexes are
+built with (the manifest's ``params``, read back and checked by ``settings_of`` on every open). The
+contract is ``Engine`` below and the ``ENGINES`` row of docs/ARCHITECTURE.md; tests/test_architecture.py
+holds every registered engine to it. This module stays light (the command line reads the settings'
+defaults and help from it).
 """
 
 from __future__ import annotations

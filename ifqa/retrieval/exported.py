@@ -1,23 +1,12 @@
 """Encoders and cross-encoders exported for CPU inference: ONNX Runtime or OpenVINO, fp32 or int8.
 
-Measured by benchmarks/cpu_backends.py (docs/benchmarks.md), and which is fastest depends on the
-CPU: on 2 cores of an AMD EPYC with AVX-512 VNNI, OpenVINO int8 (NNCF post-training quantization,
-the rest in f32) encodes 3.3x the passages/s of fp32 PyTorch with dense recall within 0.5 points
-(ONNX Runtime's dynamic int8 2.2x); on 2 cores with AVX2 only, OpenVINO's int8 is no faster than
-fp32 and ONNX Runtime's dynamic int8 is the fastest. ``--runtime auto`` picks by the CPU's flags
-(``fastest_export``). PyTorch's own dynamic int8 is not offered: it moved MiniLM's embeddings to a
-cosine of 0.85.
-
-An export is a derived artifact: made on first use, cached under
-``<cache>/exported/<checksum>-<backend>/`` with a manifest of its settings, the checksum of the
-source (its configuration and every weight), so a changed model gets a new export and is never
-served a stale one, and the checksum of every file it caches, checked before each use: a truncated,
-deleted or swapped file (or a damaged manifest) is exported again. Each export is made in a staging
-folder of its own and renamed into place, so two processes exporting the same model both succeed
-(the second uses the first's). Before it is cached, the export's outputs on a probe batch are compared with
-the PyTorch model's; beyond tolerance it is refused and nothing is written. int8 calibration and
-the probe use the packaged demo passages and questions (real Wikipedia text), so an export is the
-same whichever command made it.
+Which is fastest depends on the CPU (``fastest_export``, ``--runtime auto``); PyTorch's own dynamic
+int8 is not offered: it moved MiniLM's embeddings to a cosine of 0.85. An export is a derived artifact,
+made on first use and cached (``export_cache``) under a checksum of its source (its configuration and
+every weight), so a changed model is never served a stale one. Before it is cached, its outputs on a
+probe batch are compared with the PyTorch model's; beyond tolerance it is refused and nothing is
+written. int8 calibration and the probe use the packaged demo passages and questions (real Wikipedia
+text), so an export is the same whichever command made it.
 """
 
 from __future__ import annotations
@@ -152,12 +141,12 @@ def checksum(module) -> str:
 class Exported:
     """An exported model called like the PyTorch one: tokenized features in, a float tensor out."""
 
-    def __init__(self, folder: Path, backend: Runtime, threads: int | None = None):
+    def __init__(self, folder: Path, backend: Runtime):
         import torch
 
         self.folder, self.backend = folder, backend
         self._names, self._run, self.precision = RUNTIMES.get(backend.name).load(
-            folder, threads or torch.get_num_threads(), backend.quantize
+            folder, torch.get_num_threads(), backend.quantize
         )
 
     def __call__(self, features: dict):
@@ -171,30 +160,19 @@ class Exported:
 
 
 def load_exported(
-    module,
-    tokenize: Callable[[list], dict],
-    kind: str,
-    backend: Runtime,
-    probe: list,
-    calibration: list,
-    threads: int | None = None,
+    module, tokenize: Callable[[list], dict], kind: str, backend: Runtime, probe: list, calibration: list
 ) -> Exported:
     """The export of ``module`` (a ``features -> tensor`` PyTorch module) for ``backend``: from the
     cache when its manifest matches, else exported, checked on ``probe`` and cached."""
     backend.check("cpu")
     source = checksum(module)
     folder = cache_dir() / "exported" / f"{source[:20]}-{kind}-{backend.label}"
-    manifest = {
-        "kind": kind,
-        "backend": backend.name,
-        "quantize": backend.quantize,
-        "source_sha256": source,
-        "inputs": list(tokenize(probe[:2])),
-    }
+    manifest = {"kind": kind, "backend": backend.name, "quantize": backend.quantize, "source_sha256": source}
+    manifest["inputs"] = list(tokenize(probe[:2]))
     problem = cached_problem(folder, manifest)
     if problem is None:
         try:
-            return Exported(folder, backend, threads)
+            return Exported(folder, backend)
         except Exception as exc:  # noqa: BLE001 - removed or replaced between the check and the load
             problem = f"it could not be loaded ({type(exc).__name__})"
     if problem != "not exported yet":
@@ -206,7 +184,7 @@ def load_exported(
     staging = staging_folder(folder)  # private to this process: a concurrent export of the same model has its own
     try:
         _export(module, tokenize, backend, staging, calibration)
-        agreement = _agreement(module, Exported(staging, backend, threads), tokenize(probe), kind)
+        agreement = _agreement(module, Exported(staging, backend), tokenize(probe), kind)
         if agreement < TOLERANCE[backend.quantize]:
             raise IfqaError(
                 f"the {backend.label} export of this model differs from it on a probe batch "
@@ -214,11 +192,8 @@ def load_exported(
                 f"needs {TOLERANCE[backend.quantize]}); use --runtime torch"
             )
         files = {str(p.relative_to(staging)): sha256(p) for p in sorted(staging.rglob("*")) if p.is_file()}
-        (staging / MANIFEST).write_text(
-            json.dumps(
-                {**manifest, "ifqa": __version__, "probe_agreement": round(agreement, 6), "files": files}, indent=2
-            )
-        )
+        record = {**manifest, "ifqa": __version__, "probe_agreement": round(agreement, 6), "files": files}
+        (staging / MANIFEST).write_text(json.dumps(record, indent=2))
         publish(staging, folder, manifest)
         log.info("exported %s to %s in %.0f s", kind, backend.label, time.perf_counter() - started)
     except IfqaError:
@@ -230,7 +205,7 @@ def load_exported(
         ) from None
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    return Exported(folder, backend, threads)
+    return Exported(folder, backend)
 
 
 def _modules():
@@ -247,12 +222,8 @@ def _modules():
         def forward(self, features: dict):
             return self.inner(features)["sentence_embedding"]
 
-    class Score(torch.nn.Module):
+    class Score(Embedding):
         """A cross-encoder's last logit."""
-
-        def __init__(self, model):
-            super().__init__()
-            self.inner = model
 
         def forward(self, features: dict):
             return self.inner(**features).logits[:, -1]

@@ -15,14 +15,12 @@ if TYPE_CHECKING:
 RRF_K = 60
 
 
-def reciprocal_rank(
-    lists: Sequence[Positions], k: int, weights: Sequence[float] | None = None, rrf_k: int = RRF_K
-) -> Positions:
+def reciprocal_rank(lists: Sequence[Positions], k: int, weights: Sequence[float] | None = None) -> Positions:
     weights = weights or [1.0] * len(lists)
     scores: dict[int, float] = {}
     for weight, hits in zip(weights, lists):
         for rank, (doc, _) in enumerate(hits, start=1):
-            scores[doc] = scores.get(doc, 0.0) + weight / (rrf_k + rank)
+            scores[doc] = scores.get(doc, 0.0) + weight / (RRF_K + rank)
     return _top(scores, k)
 
 

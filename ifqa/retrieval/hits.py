@@ -30,11 +30,8 @@ class Hit:
 
 def hits_at(positions: Sequence[tuple[int, float]], passage: Callable[[int], dict]) -> list[Hit]:
     """``Hit`` objects for an engine's ``(position, score)`` list, ranked from 1."""
-    out = []
-    for rank, (position, score) in enumerate(positions, start=1):
-        record = passage(position)
-        out.append(Hit(record["id"], record["title"], record["text"], float(score), rank))
-    return out
+    records = [(passage(position), score) for position, score in positions]
+    return [Hit(r["id"], r["title"], r["text"], float(s), rank) for rank, (r, s) in enumerate(records, start=1)]
 
 
 def reorder(items: Sequence[T], scores: Sequence[float], rescored: Callable[[T, float], T]) -> list[T]:

@@ -249,8 +249,3 @@ def verify_collection(retriever) -> None:
         raise IfqaError(
             f"not the collection {retriever.name} was built from (its sha256 differs from the index manifest's)", corpus
         )
-
-
-def replacement_folder(target: Path) -> Path:
-    """Where ``--force`` rebuilds ``target``: a fixed name beside it, so an interrupted rebuild resumes."""
-    return target.parent / f".{target.name}.replacement"

@@ -10,6 +10,7 @@ contents), so hits map straight back to the passage store.
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import logging
 import os
@@ -106,8 +107,7 @@ def build(
 
     with staging(folder, force) as staged:
         indexer = LuceneIndexer(str(staged / LUCENE_DIR), threads=threads)
-        offsets = []
-        batch = []
+        offsets, batch = [], []
         for position, (offset, passage) in enumerate(iter_corpus(corpus)):
             offsets.append(offset)
             batch.append({"id": str(position), "contents": document_text(passage)})
@@ -196,9 +196,6 @@ class LuceneRetriever:
         """pyserini's prebuilt index (downloaded by pyserini on first use, e.g. wikipedia-dpr-100w)."""
         with _importing_pyserini():
             from pyserini.search.lucene import LuceneSearcher
-
-        import contextlib
-        import io
 
         said = io.StringIO()  # pyserini prints its download attempts: their last line is the cause
         try:

@@ -3,7 +3,7 @@ fusion -> reranking -> run records (DPR/FiD retrieval JSON, one question per lin
 
 ``ifqa retrieve`` and the experiment runner both build it from a ``RetrievalConfig``, so the two
 cannot drift apart. Each stage is a slot: query modes and engines come from the registries, and a
-reranker is a ``reordering.RerankerKindKind`` (every kind, through one interface).
+reranker is a ``reordering.RerankerKind`` (every kind, through one interface).
 """
 
 from __future__ import annotations
@@ -31,13 +31,6 @@ from ifqa.retrieval.specs import open_index
 log = logging.getLogger(__name__)
 
 
-def check_same_collection(retrievers: Sequence[Retriever]) -> None:
-    """Fusion merges passage positions, so every index must cover the same collection."""
-    checksums = {r.manifest.get("corpus", {}).get("sha256") for r in retrievers}
-    if len(checksums) > 1:
-        raise IfqaError("hybrid retrieval needs indexes of the same collection (their corpus checksums differ)")
-
-
 class RetrievalPipeline:
     def __init__(
         self,
@@ -61,8 +54,9 @@ class RetrievalPipeline:
         if config.verify_corpus:
             for retriever in self.retrievers:
                 verify_collection(retriever)
-        if len(self.retrievers) > 1:
-            check_same_collection(self.retrievers)
+        if len(self.retrievers) > 1:  # fusion merges passage positions: every index must cover one collection
+            if len({r.manifest.get("corpus", {}).get("sha256") for r in self.retrievers}) > 1:
+                raise IfqaError("hybrid retrieval needs indexes of the same collection (their corpus checksums differ)")
         if config.query_encoder:
             from ifqa.retrieval.encoders import use_query_encoder  # the model code of a stage the config asks for
 
@@ -76,23 +70,12 @@ class RetrievalPipeline:
         )
         self.rerankers = list(rerankers)
         # a run reads the same passage for many questions (half of them recur): parse each once
-        self._passage = functools.lru_cache(maxsize=16384)(self.passages.__getitem__)  # ~1 KB each
+        self._passage = functools.lru_cache(maxsize=16384)(self.retrievers[0].passages.__getitem__)  # ~1 KB each
         if config.rerank and not rerankers:
             from ifqa.retrieval.rerank import load_reranker  # the model code of a stage the config asks for
 
-            self.rerankers = [
-                load_reranker(
-                    config.rerank,
-                    config.rerank_depth,
-                    device=config.device,
-                    backend=config.rerank_runtime,
-                    precision=config.rerank_precision,
-                )
-            ]
-
-    @property
-    def passages(self):
-        return self.retrievers[0].passages
+            options = {"device": config.device, "backend": config.rerank_runtime, "precision": config.rerank_precision}
+            self.rerankers = [load_reranker(config.rerank, config.rerank_depth, **options)]
 
     def batch_search(
         self, questions: Sequence[str], k: int | None = None, subqueries: Sequence[Sequence[str]] | None = None
@@ -124,15 +107,12 @@ class RetrievalPipeline:
             results = reranker.rerank_many(questions, results)
         return [hits[:k] for hits in results]
 
-    def _record(self, example: Example, hits: Sequence[Hit]) -> RunRecord:
-        return run_record(example, [hit.as_context() for hit in hits])
-
     def _records(self, examples: Sequence[Example]) -> Iterator[RunRecord]:
         size = max(1, self.config.batch_size)
         for start in range(0, len(examples), size):
             batch = examples[start : start + size]
             for example, hits in zip(batch, self.batch_search([e.question for e in batch])):
-                yield self._record(example, hits)
+                yield run_record(example, [hit.as_context() for hit in hits])
 
     def run_to_file(self, questions: QuestionSet, output: str | Path, progress: bool = True) -> list[RunRecord]:
         """Retrieve for every question, write ``output`` atomically plus ``<output>.manifest.json``."""
@@ -159,12 +139,7 @@ class RetrievalPipeline:
             "k": config.k,
             "query_mode": config.query_mode,
             "indexes": [
-                {
-                    "name": r.name,
-                    "engine": r.manifest["engine"],
-                    "params": r.manifest.get("params"),
-                    "corpus": r.manifest.get("corpus"),
-                }
+                {"name": r.name, "engine": r.manifest["engine"], **{k: r.manifest.get(k) for k in ("params", "corpus")}}
                 for r in self.retrievers
             ],
             "fusion": config.fusion if len(self.retrievers) > 1 else None,

@@ -1,11 +1,6 @@
 """The one reranker interface, shared by every kind (the cross-encoders of ``rerank``, the
 question-agnostic control of ``control``) and every caller (the pipeline, ``ifqa rerank``, the
-server, ``ifqa.Reranker``).
-
-A reranker kind subclasses ``RerankerKind``: it gives ``depth``, ``describe()``, ``claims(model)``,
-``load(model, depth, **settings)`` and one scoring method, ``score_many`` (several questions'
-(question, texts, first-stage scores) at once); ``score_groups`` (groups scored in turn, as
-``ifqa rerank`` feeds them), ``score``, ``rerank`` and ``rerank_many`` over ``Hit`` lists follow.
+server, ``ifqa.Reranker``): a kind gives one scoring method, ``score_many``, and the rest follows.
 Kinds are registered in ``ifqa.registry.RERANKERS`` and found by ``rerank.load_reranker``.
 """
 

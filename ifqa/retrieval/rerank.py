@@ -10,6 +10,7 @@ is asked for (2-3 times faster on AMX, but its scores, and so ranks, then depend
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import threading
@@ -77,7 +78,7 @@ def check_scoring_head(model: str) -> None:
 
 class CrossEncoderReranker(RerankerKind):
     """A cross-encoder scoring (question, passage) pairs. Pairs of many questions are scored together
-    in length-planned batches (``batching.run_planned``: tokenized ahead by worker processes on
+    in length-planned batches (``batching.run_planned_groups``: tokenized ahead by worker processes on
     CUDA), in ``precision`` (``devices.pick_precision``: reduced on a GPU, fp32 on a CPU by default)."""
 
     def __init__(
@@ -90,7 +91,6 @@ class CrossEncoderReranker(RerankerKind):
         precision: str = "auto",
         backend: str = "torch",
     ):
-
         self.backend = Runtime.parse(backend)
         self.backend.check(device)
         self.device = pick_device(device or ("cpu" if self.backend.exported else None))
@@ -111,15 +111,8 @@ class CrossEncoderReranker(RerankerKind):
         self._exported, self._pairs, self._tokens = None, None, None
         self._tokenizing = threading.Lock()  # the feed's threads share one tokenizer (see _rows)
         if self.backend.exported:
-            pairs = _probe_pairs()
-            self._exported = load_exported(
-                score_module(self.encoder.model),
-                self._inputs,
-                "score",
-                self.backend,
-                probe=pairs[:64],
-                calibration=pairs[64:256],
-            )
+            pairs, module = _probe_pairs(), score_module(self.encoder.model)
+            self._exported = load_exported(module, self._inputs, "score", self.backend, pairs[:64], pairs[64:256])
 
     @classmethod
     def claims(cls, model: str) -> bool:
@@ -139,17 +132,8 @@ class CrossEncoderReranker(RerankerKind):
 
     def _inputs(self, pairs: list[tuple[str, str]]) -> dict:
         questions, texts = zip(*pairs)
-
-        return dict(
-            pair_inputs(
-                self.encoder.tokenizer,
-                list(questions),
-                list(texts),
-                self.encoder.max_seq_length,
-                padding=True,
-                return_tensors="pt",
-            )
-        )
+        tokenizer, max_length = self.encoder.tokenizer, self.encoder.max_seq_length
+        return dict(pair_inputs(tokenizer, list(questions), list(texts), max_length, padding=True, return_tensors="pt"))
 
     def _logits(self, features: dict):
         import torch
@@ -227,12 +211,8 @@ class CrossEncoderReranker(RerankerKind):
             groups,
             run_planned_groups(work, lengths, self.batch_size, prepare, self._logits, self.device, workers),
         ):
-            flat = logits.cpu().tolist() if logits is not None else []
-            out, start = [], 0
-            for _, texts, _ in items:
-                out.append(flat[start : start + len(texts)])
-                start += len(texts)
-            yield out
+            flat = iter(logits.cpu().tolist() if logits is not None else [])
+            yield [list(itertools.islice(flat, len(texts))) for _, texts, _ in items]
 
 
 def _probe_pairs() -> list[tuple[str, str]]:
@@ -240,18 +220,14 @@ def _probe_pairs() -> list[tuple[str, str]]:
     others, so the probe and int8 calibration see relevant and irrelevant pairs."""
     texts = demo_texts()
     examples = load_demo("dev") + load_demo("train")
-    pairs = []
-    for i in range(8):
-        for n, example in enumerate(examples):
-            pairs.append(
-                (
-                    example.question,
-                    example.context[i % len(example.context)]
-                    if i % 2 == 0 and example.context
-                    else texts[(7 * n + 13 * i) % len(texts)],
-                )
-            )
-    return pairs
+    return [
+        (
+            e.question,
+            e.context[i % len(e.context)] if i % 2 == 0 and e.context else texts[(7 * n + 13 * i) % len(texts)],
+        )
+        for i in range(8)
+        for n, e in enumerate(examples)
+    ]
 
 
 def load_reranker(model: str, depth: int = 100, **options) -> RerankerKind:

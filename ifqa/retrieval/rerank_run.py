@@ -68,12 +68,11 @@ def _rerank_run(run_path, reranker, output, questions, progress: bool, records: 
     done = _read_partial(partial, header, {record["qid"] for record in records})
     started = time.time()
     todo = [record for record in records if record["qid"] not in done]
-    per_group = questions_per_group(reranker)
 
     recorded = recorded_questions(run_path)  # a run made for these very questions: its flags are theirs
     flags_kept = bool(recorded) and recorded.get("id") == questions.identity
     try:
-        _rerank_groups(reranker, todo, examples, partial, done, per_group, len(records), progress, flags_kept)
+        _rerank_groups(reranker, todo, examples, partial, done, len(records), progress, flags_kept)
     except IfqaError:
         if fresh and not done:  # failed before any question was finished: nothing to resume from
             partial.unlink(missing_ok=True)
@@ -85,11 +84,7 @@ def _rerank_run(run_path, reranker, output, questions, progress: bool, records: 
         output,
         questions,
         n=len(ordered),
-        k=previous.get("k"),
-        query_mode=previous.get("query_mode"),
-        indexes=previous.get("indexes"),
-        fusion=previous.get("fusion"),
-        weights=previous.get("weights"),
+        **{key: previous.get(key) for key in ("k", "query_mode", "indexes", "fusion", "weights")},
         rerankers=list(previous.get("rerankers") or []) + [reranker.describe()],
         source_run=str(run_path),
         seconds=round(time.time() - started, 2),
@@ -99,15 +94,7 @@ def _rerank_run(run_path, reranker, output, questions, progress: bool, records: 
 
 
 def _rerank_groups(
-    reranker,
-    todo: list,
-    examples: dict,
-    partial: Path,
-    done: dict,
-    per_group: int,
-    total: int,
-    progress: bool,
-    flags_kept: bool = False,
+    reranker, todo: list, examples: dict, partial: Path, done: dict, total: int, progress: bool, flags_kept: bool
 ) -> None:
     """Score ``todo`` a group of questions at a time, each finished question's line appended to ``partial``.
     ``flags_kept``: the run was made for these questions, so its passages' flags are reused
@@ -118,6 +105,7 @@ def _rerank_groups(
         open(partial, "a", encoding="utf-8") as handle,
         tqdm(total=total, initial=len(done), desc="rerank", unit="q", disable=not progress) as bar,
     ):
+        per_group = questions_per_group(reranker)
         groups = [todo[start : start + per_group] for start in range(0, len(todo), per_group)]
         items = [
             [

@@ -3,11 +3,8 @@ counterfactual question; ``hyde`` asks it to write the encyclopedia passage that
 facts (Gao et al., 2023, "HyDE"). Either way the cleaned question is kept as one more sub-query,
 and all are searched and fused, so a poor rewrite cannot lose what the question alone finds.
 
-Model access is a ``ModelSession`` as for every command that prompts, with every model option as
-``--rewrite-...`` (``--rewrite-model``, ``--rewrite-base-url``, ``--rewrite-thinking``,
-``--rewrite-context-window`` ...; key from $OPENAI_API_KEY): through the persistent response cache,
-so a rerun costs nothing; a reasoning model's thinking is split off before its reply is read as
-queries; the session's record goes into the run's manifest (``pipeline.describe``).
+The model is a ``ModelSession`` with every model option as ``--rewrite-...`` (``config.RewriteAccess``),
+as for every command that prompts; its record goes into the run's manifest (``pipeline.describe``).
 """
 
 from __future__ import annotations

@@ -84,10 +84,7 @@ class DemoIndexes:
             from ifqa.retrieval.bm25 import DEFAULT_PARAMS  # a scheme's builder, when its index is made or opened
 
             return dict(DEFAULT_PARAMS)
-        from ifqa.retrieval.engines import (  # a scheme's builder, when its index is made or opened
-            DenseSettings,
-            settings_params,
-        )
+        from ifqa.retrieval.engines import DenseSettings, settings_params  # a scheme's builder
 
         return settings_params(DenseSettings())
 
@@ -117,7 +114,6 @@ class DemoIndexes:
         return [self._cached(name), cached_corpus()]
 
     def _cached(self, name: str) -> Path:
-
         return cache_dir() / "indexes" / f"demo-{name}"
 
     def _ready(self, name: str) -> tuple[Path, Path]:
@@ -173,9 +169,8 @@ class DemoIndexes:
 
     def _fits(self, manifest: dict, name: str, corpus_sha256: str) -> bool:
         """Built from this collection with this recipe (an index made otherwise is rebuilt)."""
-        return (manifest.get("corpus") or {}).get("sha256") == corpus_sha256 and self.recipe(
-            name
-        ).items() <= manifest.get("params", {}).items()
+        same_collection = (manifest.get("corpus") or {}).get("sha256") == corpus_sha256
+        return same_collection and self.recipe(name).items() <= manifest.get("params", {}).items()
 
 
 def _copy_index(source: Path, folder: Path, corpus: Path) -> None:

@@ -10,21 +10,15 @@ makes the arrays in one step: the same ids, about 15 µs of Python a passage.
 A cross-encoder reads each (question, passage) pair; tokenizing the pair costs about 300 µs of CPU
 for a 100-word passage, while a GPU scores tens of thousands of pairs a second, so a reranker that
 tokenizes every pair again starves the GPU (and a run puts a passage under many questions, and
-every rerun or second reranker reads the same passages again). Here a passage's ids are looked up
-by a digest of its text in an SQLite file per tokenizer in the cache, made the first time they are
-needed (the tokenizer's own batch call, its threads in parallel), and a pair is the ids laid out as
-the tokenizer's own pair template lays them out, cut as ``truncation="only_second"`` cuts them:
-microseconds a pair. ``PairTokens.check`` holds the layout to the tokenizer's own output on probe
-pairs; a tokenizer whose pairs come out otherwise is tokenized pair by pair, as before.
-
-The cache file records the tokenizer's identity (a digest of its whole definition) and each row a
-checksum of its ids: a file made by another tokenizer or damaged is rebuilt with a note, never used;
-one that cannot be written leaves the ids in memory for the run, with a note.
+every rerun or second reranker reads the same passages again). Here a passage's ids are tokenized
+once per tokenizer (``TokenCache``) and a pair is laid out from ids as the tokenizer lays it out
+(``PairTokens``, held to the tokenizer's own pairs): microseconds a pair.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import sqlite3
 import threading
@@ -46,8 +40,6 @@ _QUERY = 900  # digests looked up per SELECT (under SQLite's limit of variables)
 def tokenizer_identity(tokenizer) -> str | None:
     """A digest of everything that decides a fast tokenizer's ids (normalizer, pre-tokenizer, vocabulary,
     added tokens), or None for a tokenizer without that definition (a slow one: tokenized pair by pair)."""
-    import hashlib
-
     backend = getattr(tokenizer, "backend_tokenizer", None)
     if backend is None:
         return None
@@ -124,12 +116,6 @@ class BatchTokens:
             return None
 
 
-def _digest(text: str) -> bytes:
-    import hashlib
-
-    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-
-
 class TokenCache:
     """The ids of passage texts under one tokenizer (no special tokens, at most ``KEPT``), kept in
     ``<cache>/tokens/<identity>.sqlite``; ``folder=None`` keeps them in memory only. One connection
@@ -149,7 +135,7 @@ class TokenCache:
 
     def ids(self, texts: Sequence[str], need: int) -> list[np.ndarray]:
         """Each text's first ``need`` ids at least (all of them when it has fewer), int32."""
-        keys = [_digest(text) for text in texts]
+        keys = [hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest() for text in texts]
         found = self._use(lambda db: self._lookup(db, set(keys), need))
         missing = {key: text for key, text in zip(keys, texts) if key not in found}
         if missing:
@@ -229,10 +215,7 @@ class TokenCache:
         if db is None:
             self._memory.update(made)
             return
-        rows = []
-        for key, ids in made.items():
-            blob = ids[:KEPT].tobytes()
-            rows.append((key, len(ids), zlib.crc32(blob), blob))
+        rows = [(key, len(ids), zlib.crc32(blob := ids[:KEPT].tobytes()), blob) for key, ids in made.items()]
         db.execute("BEGIN")
         try:
             db.executemany("INSERT OR REPLACE INTO ids VALUES (?, ?, ?, ?)", rows)
@@ -295,22 +278,15 @@ class PairTokens:
             line = np.concatenate([prefix, question, middle, passage[:kept], suffix])
             ids[row, start : start + length] = line
             mask[row, start : start + length] = 1
-            if types is not None:
+            if types is not None:  # each part's token type: prefix, first part, middle, second part, suffix
                 before = len(prefix) + len(question) + len(middle)
-                types[row, start : start + before] = self._first_types(len(question))
-                types[row, start + before : start + length] = self._second_types(kept)
+                t_prefix, t_first, t_middle, t_second, t_suffix = self.types
+                types[row, start : start + before] = [*t_prefix, *[t_first] * len(question), *t_middle]
+                types[row, start + before : start + length] = [*[t_second] * kept, *t_suffix]
         batch = {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(mask)}
         if types is not None:
             batch["token_type_ids"] = torch.from_numpy(types)
         return batch
-
-    def _first_types(self, n: int) -> list[int]:
-        prefix, first, middle, _, _ = self.types
-        return [*prefix, *[first] * n, *middle]
-
-    def _second_types(self, n: int) -> list[int]:
-        _, _, _, second, suffix = self.types
-        return [*[second] * n, *suffix]
 
     def matches(self, questions: list[str], texts: list[str]) -> bool:
         """Whether pairs built here equal the tokenizer's own (``only_second``, padded) on these pairs."""

@@ -26,7 +26,8 @@ def test_groups_come_back_each_in_its_items_order(monkeypatch, workers):
     outputs = list(batching.run_planned_groups(groups, lengths, 2, _prepare, _model, "cpu"))
     assert outputs[1] is None
     assert [o.tolist() for i, o in enumerate(outputs) if i != 1] == [[2 * x for x in g] for g in groups if g]
-    assert batching.run_planned(groups[2], lengths[2], 4, _prepare, _model, "cpu").tolist() == [18, 4, 12, 6, 16, 14]
+    alone = next(batching.run_planned_groups([groups[2]], [lengths[2]], 4, _prepare, _model, "cpu"))
+    assert alone.tolist() == [18, 4, 12, 6, 16, 14]
 
 
 def _signals(batch: list[int]) -> dict:

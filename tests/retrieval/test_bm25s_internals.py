@@ -40,9 +40,9 @@ def test_a_loaded_index_keeps_its_postings_in_three_named_arrays(tmp_path):
     )
     model.save(str(tmp_path))
     loaded = bm25s.BM25.load(str(tmp_path), mmap=True, show_progress=False, verbosity=0)
-    assert {"data", "indices", "indptr"} <= set(loaded.scores)  # bm25.release_pages walks these
+    assert {"data", "indices", "indptr"} <= set(loaded.scores)  # store.release_pages walks these
 
 
 def test_a_numpy_memmap_holds_its_mmap_as_mmap(tmp_path):
     array = np.lib.format.open_memmap(tmp_path / "x.npy", mode="w+", dtype=np.float32, shape=(4,))
-    assert isinstance(getattr(array, "_mmap", None), mmap.mmap)  # bm25.release_pages, bm25_build._drop_pages
+    assert isinstance(getattr(array, "_mmap", None), mmap.mmap)  # store.release_pages, for searches and builds
