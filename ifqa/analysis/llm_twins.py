@@ -29,18 +29,13 @@ _ASKS = re.compile(
 )
 
 
-def is_question(text: str) -> bool:
-    """A question: it ends with a question mark, or starts as one ("What is ...")."""
-    return text.rstrip().endswith("?") or bool(_ASKS.match(text.strip()))
-
-
 def parse_twin(reply: str) -> str:
     """The rewritten question: the reply's first non-empty line, a label such as "Factual twin:" and
     quotes removed; empty when the reply holds no text, or no question ("I cannot rewrite this.")."""
     for line in reply.splitlines():
         line = _LABEL.sub("", line).strip().strip("\"'`*").strip()
         if line:
-            return line if is_question(line) else ""
+            return line if line.endswith("?") or _ASKS.match(line) else ""  # a question mark, or a question's start
     return ""
 
 

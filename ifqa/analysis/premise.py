@@ -1,19 +1,7 @@
-"""Does a reader follow the premise, or answer from memory?
-
-A counterfactual answer holds only under its premise; a model that ignores the premise gives the
-factual answer it remembers. The same model answers each question's factual twin (``twins``)
-closed-book, with no demonstrations: that answer is its memory. Each counterfactual prediction is then
-
-- ``correct``: it gives a gold answer (exact match, or the gold answer contained in it);
-- ``memory``: it is wrong and gives the model's own factual answer (the twin's prediction);
-- ``other``: wrong in some other way.
-
-Reported with 95% intervals, over all questions and over those whose twin answer differs from the
-gold one (where memory and a correct answer can be told apart), by IfQA's answer types and question
-words, and by whether a gold answer appears in the passages the reader read (``in passages``), it
-read passages without one (``derived``), or it read none (closed-book: ``no passages``). The per-question
-classes are written beside the report, so its numbers recompute from the files.
-"""
+"""Does a reader follow the premise, or answer from memory? Each counterfactual prediction is
+``correct`` (it gives a gold answer), ``memory`` (wrong, and the model's own answer to the factual
+twin, asked closed-book) or ``other``, reported with intervals and breakdowns (docs/evaluation.md);
+the per-question classes are written beside the report, so its numbers recompute from the files."""
 
 from __future__ import annotations
 
@@ -25,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ifqa.analysis.llm_twins import twins_by_llm
-from ifqa.analysis.twins import twin_set, twins_by_rule, twins_from_file
+from ifqa.analysis.twins import rule_twin, twin_set, twins_from_file
 from ifqa.artifacts import QuestionSet, check_questions, read_manifest, read_predictions, read_run
 from ifqa.configs import from_options
 from ifqa.datasets import QuestionSource, premise_in_context
@@ -53,7 +41,6 @@ class Reading:
     """The predictions under analysis, read once: their file, manifest, answers and records, and the
     passages an open-book reading read (from the run its manifest names)."""
 
-    path: Path
     manifest: dict
     predictions: dict[str, str]
     records: dict[str, dict]
@@ -61,7 +48,6 @@ class Reading:
 
     @classmethod
     def load(cls, path: str | Path, questions: QuestionSet) -> Reading:
-        path = Path(path)
         check_questions(path, questions)
         manifest = read_manifest(path) or {}
         records = {str(r["qid"]): r for _, r in read_jsonl(path) if isinstance(r, dict) and "qid" in r}
@@ -72,7 +58,7 @@ class Reading:
                     "the run these open-book predictions read is gone; the evidence needs it", manifest["run"]
                 )
             contexts = {r["qid"]: r["ctxs"] for r in read_run(manifest["run"])}
-        return cls(path, manifest, read_predictions(path), records, contexts)
+        return cls(manifest, read_predictions(path), records, contexts)
 
     @functools.cached_property
     def twin_config(self) -> LLMReaderConfig:
@@ -93,9 +79,8 @@ class Reading:
 def make_twins(
     how: str | Path, questions: QuestionSet, reading: Reading, api_key: str | None = None, progress: bool = True
 ) -> tuple[QuestionSet, list[dict] | None, dict | None]:
-    """The twins by ``how`` (with the records to keep, and the twin model's session record): ``rule``, ``llm`` (written by the predictions' own model, each kept with
-    the prompt's SHA-256 and the model's reply) or a ``{qid, question}`` file; with the records to keep.
-    A set whose premise is in its context (FaithEval) has no premise to take out of a question: each
+    """The twins by ``how`` (with the records to keep, and the twin model's session record): ``rule``,
+    ``llm`` (written by the predictions' own model) or a ``{qid, question}`` file. A set whose premise is in its context (FaithEval) has no premise to take out of a question: each
     question is its own twin, asked without the context."""
     if str(how) in ("rule", "llm") and premise_in_context(questions):
         log.info(
@@ -103,7 +88,7 @@ def make_twins(
         )
         return twin_set(questions, {e.qid: e.question for e in questions.examples}, "context"), None, None
     if str(how) == "rule":
-        return twins_by_rule(questions), None, None
+        return twin_set(questions, {e.qid: rule_twin(e.question) for e in questions.examples}, "rule"), None, None
     if str(how) == "llm":
         return twins_by_llm(questions, reading.twin_config, api_key, progress)
     return twins_from_file(questions, how), None, None

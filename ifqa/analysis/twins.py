@@ -1,11 +1,7 @@
-"""A counterfactual question's factual twin: the question without its premise, in the factual tense.
-
-"If Los Angeles was on the east coast of the U.S., what would be the time difference between Los
-Angeles and Paris?" -> "What is the time difference between Los Angeles and Paris?". Made by a rule
-(the premise split off at its first comma, as the ``main-clause`` query mode does, then the
-conditional put back in the indicative: rough English where the premise holds a comma or the verb
-is irregular, which is why twins can also be written by an LLM, ``llm_twins``, or read from a file), or read from a file of ``{"qid", "question"}`` lines (made by hand or by an LLM, with its
-prompt and output kept there)."""
+"""A counterfactual question's factual twin: the question without its premise, in the factual tense
+("If Los Angeles was on the east coast of the U.S., what would be the time difference between Los
+Angeles and Paris?" -> "What is the time difference between Los Angeles and Paris?"), by a rule (rough
+English where the premise holds a comma or the verb is irregular, hence ``llm_twins``) or from a file."""
 
 from __future__ import annotations
 
@@ -44,10 +40,6 @@ def rule_twin(question: str) -> str:
             break
     main = re.sub(r"\s+([?.,!])", r"\1", " ".join(main.split()))
     return main[:1].upper() + main[1:]
-
-
-def twins_by_rule(questions: QuestionSet) -> QuestionSet:
-    return twin_set(questions, {e.qid: rule_twin(e.question) for e in questions.examples}, "rule")
 
 
 def twins_from_file(questions: QuestionSet, path: str | Path) -> QuestionSet:

@@ -17,17 +17,13 @@ from ifqa.errors import IfqaError
 from ifqa.paths import cache_dir
 
 
-def default_path() -> Path:
-    return cache_dir() / "llm-cache.sqlite"
-
-
 def key(payload: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(payload, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 class ResponseCache:
     def __init__(self, path: str | Path | None = None):
-        self.path = Path(path) if path else default_path()
+        self.path = Path(path) if path else cache_dir() / "llm-cache.sqlite"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.Lock()
         if self.path.is_dir():
@@ -58,7 +54,3 @@ class ResponseCache:
                 "INSERT OR REPLACE INTO responses (key, value) VALUES (?, ?)",
                 (cache_key, json.dumps(value, ensure_ascii=False)),
             )
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()

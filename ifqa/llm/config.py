@@ -10,8 +10,6 @@ from typing import ClassVar
 
 from ifqa.configs import flag
 from ifqa.errors import IfqaError
-from ifqa.llm import thinking
-from ifqa.llm.cache import ResponseCache
 from ifqa.llm.local_models import default_backend
 from ifqa.llm.protocol import SPECIFIC, Backend, BackendOptions, GenerationParams
 from ifqa.model_options import ModelOptions
@@ -27,6 +25,7 @@ class ModelAccess(ModelOptions):
     to refuse them."""
 
     ALSO_USED: ClassVar[frozenset[str]] = frozenset()
+    PURPOSE: ClassVar[str] = "the model"  # what --model is required for
 
     @property
     def backend_name(self) -> str:
@@ -41,7 +40,7 @@ class ModelAccess(ModelOptions):
     def require_model(self) -> None:
         """The settings that cannot work together, refused before anything is read or contacted."""
         if not self.model:
-            raise IfqaError(f"--model is required for {self.purpose()}")
+            raise IfqaError(f"--model is required for {self.PURPOSE}")
         max_tokens = getattr(self, "max_tokens", None)
         if self.thinking_budget is not None:
             if self.thinking == "off":
@@ -51,9 +50,6 @@ class ModelAccess(ModelOptions):
                     f"--thinking-budget {self.thinking_budget} leaves no tokens for the answer within --max-tokens "
                     f"{max_tokens}; lower the budget or raise --max-tokens"
                 )
-
-    def purpose(self) -> str:
-        return "the model"
 
     def backend_instance(self, api_key: str | None = None) -> Backend:
         """The backend these settings name (an ``LLM_BACKENDS`` entry made from ``BackendOptions``); a
@@ -73,21 +69,6 @@ class ModelAccess(ModelOptions):
                 "and read with --backend openai, which sends it, or drop --thinking-budget"
             )
         return kind.from_options(self.model, BackendOptions.from_access(self, api_key))
-
-    def response_cache(self) -> ResponseCache | None:
-        return None if self.no_cache else ResponseCache(self.cache)
-
-    def thinks(self, backend: Backend) -> bool:
-        """Whether the backend's model thinks first (``thinking.resolve`` on its name and chat template)."""
-        template = backend.template_thinks()
-        asked = self.thinking_budget is not None or self.reasoning_effort is not None
-        return thinking.resolve(self.thinking, backend.describe().get("model"), template, asked)
-
-    def thinking_max_tokens(self) -> int:
-        """A thinking model's default token limit: the reasoning default, or the budget plus room to answer."""
-        if self.thinking_budget is None:
-            return thinking.REASONING_MAX_TOKENS
-        return max(thinking.REASONING_MAX_TOKENS, self.thinking_budget + thinking.ANSWER_ROOM)
 
     def params(self, max_tokens: int, temperature: float, stop: tuple[str, ...], seed: int) -> GenerationParams:
         """What is asked of the model, these settings' reasoning requests included."""

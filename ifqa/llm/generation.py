@@ -42,11 +42,7 @@ class Counters:
     def as_dict(self) -> dict:
         """The counts, as a manifest records them."""
         counts = {
-            "requests": self.requests,
-            "cache_hits": self.cache_hits,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "retries": self.retries,
+            k: getattr(self, k) for k in ("requests", "cache_hits", "prompt_tokens", "completion_tokens", "retries")
         }
         if self.reasoning_tokens or self.truncated:  # a plain model's counters read as they always did
             counts.update(reasoning_tokens=self.reasoning_tokens, truncated=self.truncated)
@@ -103,12 +99,6 @@ class CachedGenerator:
 
     def __init__(self, backend: Backend, cache: ResponseCache | None, concurrency: int, counters: Counters):
         self.backend, self.cache, self.concurrency, self.counters = backend, cache, concurrency, counters
-
-    @property
-    def wave(self) -> int:
-        """Prompts a caller hands over at once: enough to keep every request slot (or a local batch) busy
-        several times over, few enough for a progress bar to move."""
-        return max(self.concurrency, self.backend.batch_size) * 4
 
     def __call__(self, prompts_: Sequence[str], params: Sequence[GenerationParams]) -> list[Completion]:
         description = self.backend.describe()

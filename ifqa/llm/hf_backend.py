@@ -68,7 +68,6 @@ class HFBackend(Backend):
         chat: bool | None = None,
         dtype: str | None = None,
     ):
-        super().__init__()
         source, gguf = model, {}
         if is_local_file_model(model) and not all(map(importlib.util.find_spec, ("gguf", "accelerate"))):
             raise IfqaError("--backend hf reads a GGUF file with gguf and accelerate: pip install 'ifqa[llamacpp]'")

@@ -1,17 +1,9 @@
 """GGUF models in this process through llama.cpp (llama-cpp-python): the runtime CPU users run GGUF
-files with, and the one ``demo:smollm2`` is read by.
-
-The model file says how to prompt it: its chat template (``tokenizer.chat_template``, rendered as
-transformers renders it, with the thinking switch when one is asked) and its context window
-(``<arch>.context_length``, at most ``MAX_CONTEXT`` unless ``--context-window`` says otherwise). The
-prompts of a wave are generated together, ``--batch-size`` at a time, by
-``llamacpp_batch.BatchedGenerator``: one KV stream each, sized to what the prompts need, their shared
-prefix (the template's system turn, the instruction, demonstrations) evaluated once and kept for the
-next wave, their generation steps taken together. Flash attention is on. Same interface as every backend (``complete``,
-``count_tokens``, ``context_window``, ``template_thinks``, ``describe``), so the response cache, the
-counters and resuming are the ones every command has (benchmarks/llamacpp_reader.py measures it
-against llama-cpp-python's own one-by-one reading).
-"""
+files with, and the one ``demo:smollm2`` is read by. The file says how to prompt it: its chat template
+(rendered as transformers renders it) and its context window (at most ``MAX_CONTEXT`` unless
+``--context-window`` says otherwise). A wave's prompts are generated together by
+``llamacpp_batch.BatchedGenerator`` (benchmarks/llamacpp_reader.py measures it against llama-cpp-python's
+own one-by-one reading)."""
 
 from __future__ import annotations
 
@@ -38,17 +30,10 @@ class LlamaCppBackend(Backend):
 
     reads = frozenset({"completions", "model_threads", "context_window", "gguf_weights"})
 
-    takes_thinking_budget = True
-
-    @classmethod
-    def from_options(cls, model: str, options: BackendOptions) -> LlamaCppBackend:
-        return cls(model, options)
-
     def __init__(self, model: str, options: BackendOptions = BackendOptions()):
         """Reads ``options``' model_threads (None: ``devices.cpu_threads``), context_window (None: the
         file's, at most ``MAX_CONTEXT``), completions (plain text, no chat template), gguf_weights and
         batch_size (sequences decoded together). Each step's failure is named for what it is."""
-        super().__init__()
         path = model_file(model)  # a demo model's package, a file that is there and is GGUF: one line each
         try:
             import llama_cpp  # noqa: F401 - the runtime, or the line saying how to install it
@@ -150,16 +135,8 @@ class LlamaCppBackend(Backend):
         def completion(i: int, g) -> Completion:
             return Completion(tags[i] + g.text, g.prompt_tokens, g.completion_tokens, finish_reason=g.finish_reason)
 
-        generated = self.engine.generate(
-            tokens,
-            max_tokens=params.max_tokens,
-            temperature=params.temperature,
-            top_p=params.top_p,
-            seed=params.seed,
-            stop=params.stop,
-            budgets=budgets,
-            done=None if done is None else lambda i, g: done(i, completion(i, g)),
-        )
+        report = None if done is None else lambda i, g: done(i, completion(i, g))
+        generated = self.engine.generate(tokens, params, budgets, report)
         return [completion(i, g) for i, g in enumerate(generated)]
 
     def _text(self, ids: list[int]) -> str:

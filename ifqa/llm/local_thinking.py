@@ -1,13 +1,7 @@
-"""Reasoning on local models (transformers, vLLM's engine): the chat template's thinking switch, the
-opening tag a template writes for the model, and a thinking budget enforced while generating.
-
-A template with a thinking switch (Qwen3's ``enable_thinking``) takes it as a keyword; a template
-that ends its generation prompt with ``<think>`` makes the completion start inside the thinking, so
-that tag is put back in front of the completion's text (the record shows the whole block, and
-``thinking.split`` sees where the thinking starts). The budget works as llama.cpp's does: once a
-row has spent ``budget`` tokens inside an open thinking block, the closing tag is forced token by
-token and the model goes on to its answer.
-"""
+"""Reasoning on local models (transformers, vLLM's engine, llama.cpp): the chat template's thinking
+switch, the opening tag a template writes for the model (put back in front of the completion, so
+``thinking.split`` sees where the thinking starts), and a thinking budget enforced as llama.cpp's is
+(``BudgetState``)."""
 
 from __future__ import annotations
 

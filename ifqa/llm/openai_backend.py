@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from ifqa.errors import IfqaError
 from ifqa.io import unpaired_surrogate
 from ifqa.llm.protocol import Backend, BackendOptions, Completion, Done, GenerationParams, call_stop
-from ifqa.llm.thinking import openai_reasoning_model
+from ifqa.llm.thinking import OPENAI_REASONING
 from ifqa.model_options import RETRIES, TIMEOUT
 from ifqa.redact import add_secret, add_url_secrets, redact, redact_url
 
@@ -54,9 +54,7 @@ class OpenAIBackend(Backend):
 
         import openai
 
-        super().__init__()
         self.model, self.chat, self.retries, self.backoff = model, chat, retries, backoff
-        self.name = model
         key = api_key or os.environ.get("OPENAI_API_KEY") or ("EMPTY" if base_url else None)
         if key is None:
             raise IfqaError("no API key: pass --api-key or set OPENAI_API_KEY (or --base-url for a local server)")
@@ -119,7 +117,7 @@ class OpenAIBackend(Backend):
         SGLang and llama.cpp pass to the chat template (never to OpenAI's own API, which refuses it)."""
         body: dict = {"model": self.model, "seed": params.seed}
         asked: list[str] = []
-        if openai_reasoning_model(self.model):
+        if OPENAI_REASONING.search(self.model):
             body["max_completion_tokens"] = params.max_tokens
         else:
             body.update(max_tokens=params.max_tokens, temperature=params.temperature, top_p=params.top_p)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, fields
 
 from ifqa.llm.thinking import opened_tag
 from ifqa.model_options import BATCH_SIZE, RETRIES, TIMEOUT
@@ -35,9 +35,7 @@ class BackendOptions:
     @classmethod
     def from_access(cls, access, api_key: str | None = None) -> BackendOptions:
         """The options of a ``ModelAccess`` (any object holding these names), field by field."""
-        given = {
-            f.name: getattr(access, f.name) for f in fields(cls) if f.name != "api_key" and hasattr(access, f.name)
-        }
+        given = {f.name: getattr(access, f.name) for f in fields(cls) if f.name != "api_key"}
         return cls(api_key=api_key, **given)
 
 
@@ -87,17 +85,7 @@ class GenerationParams:
     reasoning_effort: str | None = None  # OpenAI's reasoning_effort (low, medium, high ...)
 
     def as_dict(self) -> dict:
-        params = {
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "stop": list(self.stop),
-            "seed": self.seed,
-        }
-        for name in ("thinking", "thinking_budget", "reasoning_effort"):
-            if getattr(self, name) is not None:
-                params[name] = getattr(self, name)
-        return params
+        return {name: value for name, value in asdict(self).items() if value is not None}
 
     def template_kwargs(self) -> dict:
         """The chat template's thinking switch (Qwen3's ``enable_thinking``), when one is asked for."""
@@ -113,11 +101,6 @@ def cut_at_stops(text: str, stops: Sequence[str]) -> str:
     for stop in stops:
         text = text.split(stop, 1)[0]
     return text
-
-
-def estimate_tokens(text: str) -> int:
-    """About four characters a token for English (an over-estimate by ~10% keeps prompts inside the window)."""
-    return math.ceil(len(text) / 4 * 1.1)
 
 
 _CALL = threading.local()  # the call a request thread works for (``generation.concurrently`` sets it)
@@ -146,7 +129,6 @@ class Backend:
     template (its opened thinking tag is then the completion's first words: ``prefill``). A request
     waiting to retry ends when its call stops (``call_stop``)."""
 
-    name: str = ""
     chat: bool = False
     concurrent_requests: bool = False
     batch_size: int = 1
@@ -157,7 +139,7 @@ class Backend:
 
     @classmethod
     def from_options(cls, model: str, options: BackendOptions) -> Backend:
-        raise NotImplementedError
+        return cls(model, options)  # a backend whose constructor takes other arguments overrides it
 
     def complete(self, prompts: Sequence[str], params: GenerationParams, done: Done | None = None) -> list[Completion]:
         """One completion per prompt; ``done(i, completion)`` as each is finished (a local batch's
@@ -171,7 +153,8 @@ class Backend:
         raise NotImplementedError
 
     def count_tokens(self, text: str) -> int:
-        return estimate_tokens(text)
+        """About four characters a token for English (an over-estimate by ~10% keeps prompts inside the window)."""
+        return math.ceil(len(text) / 4 * 1.1)
 
     def context_window(self) -> int | None:
         return None

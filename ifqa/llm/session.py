@@ -1,13 +1,7 @@
-"""One model session: what every caller of a model shares, in one object.
-
-The LLM reader, the iterative reader, the judge, the LLM twins, query rewriting and ``ifqa serve``
-each prompt a model. A ``ModelSession`` holds that model's backend, whether it thinks first, the
-response cache and the counters, and turns prompts into ``Reply``s: the thinking split off
-(``thinking.split``, in every shape servers send), the answer cut at the caller's stop sequences
-(which apply after the thinking, never inside it), and every reply cut off while thinking counted
-once, here. Callers never see a raw completion's shape, so a reasoning model reads the same in
-every command.
-"""
+"""One model session: what every caller of a model shares, in one object (docs/ARCHITECTURE.md, "One
+model session"). It turns prompts into ``Reply``s, the thinking split off in every shape servers send
+and the answer cut at the caller's stops after it, so a reasoning model reads the same in every
+command and no caller sees a raw completion's shape."""
 
 from __future__ import annotations
 
@@ -54,13 +48,14 @@ class Reply:
 class ModelSession:
     """A model's backend, whether it thinks, its response cache and its counters (see the module)."""
 
-    def __init__(self, backend: Backend, access, cache: ResponseCache | None = None, concurrency: int | None = None):
+    def __init__(self, backend: Backend, access, cache: ResponseCache | None = None):
         self.backend, self.access = backend, access
-        self.thinks = access.thinks(backend)
-        self.counters = Counters()
-        self._generate = CachedGenerator(
-            backend, cache, access.concurrency if concurrency is None else concurrency, self.counters
+        asked = access.thinking_budget is not None or access.reasoning_effort is not None  # a reasoning setting
+        self.thinks = thinking.resolve(
+            access.thinking, backend.describe().get("model"), backend.template_thinks(), asked
         )
+        self.counters = Counters()
+        self._generate = CachedGenerator(backend, cache, access.concurrency, self.counters)
         self.count_tokens = backend.count_tokens
 
     def template_tokens(self) -> int:
@@ -71,26 +66,17 @@ class ModelSession:
     def open(cls, access, api_key: str | None = None) -> ModelSession:
         """The session of ``access`` (a ``ModelAccess``): its settings checked, its backend made, its cache opened."""
         access.require_model()
-        return cls(access.backend_instance(api_key), access, access.response_cache())
-
-    @property
-    def wave(self) -> int:
-        """Prompts to hand over at once (enough to keep every request slot or local batch busy)."""
-        return self._generate.wave
-
-    def describe(self) -> dict:
-        return self.backend.describe()
-
-    def context_window(self) -> int | None:
-        return self.backend.context_window()
+        return cls(access.backend_instance(api_key), access, None if access.no_cache else ResponseCache(access.cache))
 
     def max_tokens(self, plain: int) -> int:
-        """Tokens to generate: the command's ``--max-tokens``, else ``plain`` (a model that thinks gets
-        its thinking allowance instead)."""
-        given = getattr(self.access, "max_tokens", None)
-        if given:
-            return given
-        return self.access.thinking_max_tokens() if self.thinks else plain
+        """Tokens to generate: the command's ``--max-tokens``, else ``plain``; a model that thinks gets the
+        reasoning default instead, or its thinking budget plus room to answer."""
+        given, budget = getattr(self.access, "max_tokens", None), self.access.thinking_budget
+        if given or not self.thinks:
+            return given or plain
+        if budget is None:
+            return thinking.REASONING_MAX_TOKENS
+        return max(thinking.REASONING_MAX_TOKENS, budget + thinking.ANSWER_ROOM)
 
     def params(self, ask: Ask) -> GenerationParams:
         """What is sent: a thinking model gets only the turn's ends as stop sequences (see ``Ask``)."""
@@ -110,13 +96,15 @@ class ModelSession:
         return [reply for wave in self.in_waves(prompts, desc, progress) for reply in self.ask(wave, ask)]
 
     def in_waves(self, items: Sequence, desc: str, progress: bool = True) -> Iterator[Sequence]:
-        """``items`` in waves of ``wave``, a progress bar (with the counters) moved as each is done."""
+        """``items`` in waves, a progress bar (with the counters) moved as each is done: a wave keeps every
+        request slot (or local batch) busy several times over, and is few enough for the bar to move."""
         from tqdm import tqdm
 
+        wave = max(self._generate.concurrency, self.backend.batch_size) * 4
         with tqdm(total=len(items), desc=desc, unit="q", disable=not progress) as bar:
-            for start in range(0, len(items), self.wave):
-                yield items[start : start + self.wave]
-                bar.update(min(self.wave, len(items) - start))
+            for start in range(0, len(items), wave):
+                yield items[start : start + wave]
+                bar.update(min(wave, len(items) - start))
                 bar.set_postfix(self.counters.as_dict(), refresh=False)
 
     def reply_of(self, completion: Completion, ask: Ask) -> Reply:
@@ -129,4 +117,4 @@ class ModelSession:
 
     def record(self) -> dict:
         """What a manifest keeps of the session: the backend, whether it thinks, the counters."""
-        return {"backend": self.describe(), "thinks": self.thinks, "counters": self.counters.as_dict()}
+        return {"backend": self.backend.describe(), "thinks": self.thinks, "counters": self.counters.as_dict()}

@@ -1,18 +1,6 @@
-"""Reasoning models: their thinking told apart from their answer, in every shape servers send it.
-
-A reasoning model writes its thinking before its answer: inline between the tags of ``THINKING_TAGS``
-(``<think>`` for DeepSeek-R1 and Qwen3, ``[THINK]`` for Magistral, gpt-oss's analysis channel ...),
-with the opening tag sometimes already written by the chat template so the completion starts inside
-the thinking, or in a separate ``reasoning_content`` / ``reasoning`` field (vLLM and SGLang with a
-reasoning parser, llama.cpp, DeepSeek's API). ``split``
-returns what follows the thinking as the text to read an answer from, the thinking itself, and
-whether the thinking was cut off (the token limit, or a stop sequence) before the model answered:
-such a completion has no answer, never a draft from inside its thinking.
-
-Which models think is decided by ``resolve``: ``--thinking on|off`` says so; ``auto`` (the default)
-recognises a reasoning model by its name (``REASONING_NAMES``) or, for a local model, by a chat
-template that opens a thinking block.
-"""
+"""Reasoning models: their thinking told apart from their answer (``split``), in every shape servers send
+it (docs/readers.md, "Reasoning models"), and which models think (``resolve``). A completion cut off
+inside its thinking has no answer, never a draft from inside its thinking."""
 
 from __future__ import annotations
 
@@ -118,23 +106,13 @@ def _join(parts: list[str]) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def looks_like_reasoning_model(model: str | None) -> bool:
-    """By the model's own name: the last part of a hub id or a path (a file's folders, such as
-    ``/data/reasoning-eval/``, say nothing of the model in it)."""
-    return bool(model and REASONING_NAMES.search(model.rstrip("/").rsplit("/", 1)[-1]))
-
-
-def openai_reasoning_model(model: str | None) -> bool:
-    """OpenAI's o-series and GPT-5: max_completion_tokens and reasoning_effort, no sampling parameters."""
-    return bool(model and OPENAI_REASONING.search(model))
-
-
 def resolve(thinking: str, model: str | None, template_thinks: bool = False, asked: bool = False) -> bool:
     """Whether the model thinks: ``on``/``off`` as said; ``auto`` from its name, its chat template, or a
     reasoning setting asked for (``asked``: a thinking budget or a reasoning effort)."""
     if thinking != "auto":
         return thinking == "on"
-    return asked or template_thinks or looks_like_reasoning_model(model)
+    # by the model's own name: the last part of a hub id or a path (its folders say nothing of the model)
+    return asked or template_thinks or bool(model and REASONING_NAMES.search(model.rstrip("/").rsplit("/", 1)[-1]))
 
 
 def opened_tag(prompt: str) -> str:

@@ -25,17 +25,12 @@ class VLLMBackend(Backend):
 
     takes_thinking_budget = False  # the offline engine has no budget of its own; a served vLLM takes one
 
-    @classmethod
-    def from_options(cls, model: str, options: BackendOptions) -> VLLMBackend:
-        return cls(model, options)
-
     def __init__(self, model: str, options: BackendOptions = BackendOptions()):
         """Tensor parallel over every visible GPU; ``options.context_window`` caps the model's length
         (None: the model's own); ``options.completions``: plain text, no chat template."""
         import torch
         from vllm import LLM
 
-        super().__init__()
         self.batch_size = options.batch_size * VLLM_WAVE
         if not torch.cuda.is_available():
             raise IfqaError("--backend vllm needs a CUDA GPU; use --backend hf on CPU")

@@ -26,15 +26,6 @@ class MajorityConfig:
         return f"{label}-majority.jsonl"
 
 
-def most_frequent_answer(examples) -> str:
-    """The most frequent first answer; ties go to the alphabetically first (deterministic)."""
-    counts = collections.Counter(example.answers[0] for example in examples if example.answers)
-    if not counts:
-        raise IfqaError("the training questions have no answers to count")
-    best = max(counts.values())
-    return min(answer for answer, count in counts.items() if count == best)
-
-
 class MajorityReaderEntry:
     """Majority class: predicts the training split's most frequent answer for every question."""
 
@@ -47,7 +38,11 @@ class MajorityReaderEntry:
         if pool is None:
             raise IfqaError("with --questions FILE, name the training questions: --train FILE or --setting NAME")
         train = pool.load()
-        answer = most_frequent_answer(train.examples)
+        counts = collections.Counter(example.answers[0] for example in train.examples if example.answers)
+        if not counts:
+            raise IfqaError("the training questions have no answers to count")
+        best = max(counts.values())  # the most frequent first answer; ties go to the alphabetically first
+        answer = min(answer for answer, count in counts.items() if count == best)
         write_predictions(job.output, [{"qid": e.qid, "prediction": answer} for e in job.questions])
         write_manifest(job.output, job.questions, reader="majority", answer=answer, train=train.describe())
         return {}

@@ -1,9 +1,6 @@
 """The run around a reader that prompts a model: questions in waves, a progress bar, the predictions
-file and its manifest. The LLM and iterative readers differ in what one wave does; everything around
-it is here once. Resuming is the response cache's: every reply is stored as it arrives, so a rerun
-after a kill sends only the requests that were not answered, and the predictions file (written
-atomically at the end) never holds half a run.
-"""
+file and its manifest, here once for the LLM and iterative readers. Resuming is the response cache's:
+every reply is stored as it arrives, and the predictions file is written atomically at the end."""
 
 from __future__ import annotations
 

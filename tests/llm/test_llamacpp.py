@@ -187,7 +187,7 @@ def test_a_thinking_budget_forces_the_closing_tag(backend):
     closing = backend.model.tokenize(CLOSING.encode(), add_bos=False, special=True)
     budget = BudgetState(backend._text, closing, 4, inside=True)
     tokens = backend.tokens(backend.format("Say hello.", GenerationParams()))
-    [made] = backend.engine.generate([tokens], max_tokens=16, temperature=0, top_p=1, seed=0, stop=(), budgets=[budget])
+    [made] = backend.engine.generate([tokens], GenerationParams(max_tokens=16), [budget])
     assert "</think>" in made.text and made.completion_tokens >= 4 + len(closing)
 
 

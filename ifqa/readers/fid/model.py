@@ -109,11 +109,8 @@ def load_model(path: str | Path, device: str | None = None) -> FiDT5:
             state = torch.load(original, map_location="cpu", weights_only=True)
         if any(key.startswith("encoder.encoder.") for key in state):
             missing, unexpected = model.load_state_dict(rename_original_fid_keys(state), strict=False)
-            missing = [
-                m
-                for m in missing
-                if m not in ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight")
-            ]
+            tied = ("encoder.embed_tokens.weight", "decoder.embed_tokens.weight", "lm_head.weight")
+            missing = [m for m in missing if m not in tied]
             if missing or unexpected:
                 raise IfqaError(f"not a FiD checkpoint: missing {missing[:3]}, unexpected {unexpected[:3]}", original)
             model.tie_weights()

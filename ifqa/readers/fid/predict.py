@@ -74,11 +74,8 @@ def read_to_file(
     from transformers import AutoTokenizer
 
     folder = resolve_checkpoint(checkpoint)
-    settings = (
-        FiDSettings(**json.loads((folder / FID_CONFIG).read_text()))
-        if (folder / FID_CONFIG).exists()
-        else FiDSettings()
-    )
+    saved = folder / FID_CONFIG
+    settings = FiDSettings(**json.loads(saved.read_text())) if saved.exists() else FiDSettings()
     if n_context:
         settings.n_context = n_context
     world = distributed.launched()
@@ -97,20 +94,11 @@ def read_to_file(
     if world.active:  # each rank reads its run of whole batches; rank 0 writes them all, in question order
         distributed.start(device)
         share = world.blocks(len(records), batch_size)
+        mine = records[share.start : share.stop]
         try:
             with distributed.collective_errors(world):
-                predictions = distributed.gather_objects(
-                    predict(
-                        model,
-                        tokenizer,
-                        records[share.start : share.stop],
-                        settings,
-                        batch_size,
-                        beams,
-                        progress and world.main,
-                    ),
-                    world,
-                )
+                made = predict(model, tokenizer, mine, settings, batch_size, beams, progress and world.main)
+                predictions = distributed.gather_objects(made, world)
         finally:
             distributed.stop()
     else:

@@ -1,12 +1,6 @@
-"""Iterative reading: the model asks for evidence while it reasons (``ifqa read iterative``).
-
-The retrieval it asks is any ``ifqa retrieve`` can do (an index or spec, several fused, a reranker:
-the API's ``Pipeline``, opened once per run, in this process); the model is any ``read llm`` takes,
-reasoning models included, through the same ``ModelSession`` (cache, retries, concurrency, thinking
-split off, counters). Each question's steps are recorded in its prediction (the model's text, the
-query, the passages and whether each is gold), so ``ifqa evaluate`` reports gold-passage recall over
-all steps and steps per question.
-"""
+"""Iterative reading (``ifqa read iterative``, docs/readers.md): the model asks for evidence while it
+reasons, over any retrieval ``ifqa retrieve`` does (the API's ``Pipeline``, opened once per run), through
+the same ``ModelSession`` as ``read llm``; each question's steps are recorded in its prediction."""
 
 from __future__ import annotations
 
@@ -20,8 +14,8 @@ from ifqa.eval.passages import GoldMatcher
 from ifqa.llm.session import Ask, ModelSession
 from ifqa.readers import refuse_multiple_choice, runner
 from ifqa.readers.iterative.config import IterativeConfig
-from ifqa.readers.iterative.loop import NO_PASSAGES, SEARCHED_BEFORE, Trace, add_passages, passage_lines, read_step
-from ifqa.readers.llm.prompts import load_whole_prompt
+from ifqa.readers.iterative.loop import NO_PASSAGES, SEARCHED_BEFORE, Trace, add_passages, read_step
+from ifqa.readers.llm.prompts import load_whole_prompt, number_passages
 
 log = logging.getLogger(__name__)
 
@@ -37,20 +31,15 @@ def load_template(config: IterativeConfig) -> tuple[str, str]:
 
 
 class IterativeReader:
-    def __init__(
-        self, session: ModelSession, config: IterativeConfig, pipeline, template: tuple[str, str] | None = None
-    ):
+    def __init__(self, session: ModelSession, config: IterativeConfig, pipeline, template: tuple[str, str]):
         self.session, self.config, self.pipeline = session, config, pipeline
-        self.template, self.prompt_sha256 = template or load_template(config)
+        self.template, self.prompt_sha256 = template
         self.host_seconds: list[float] = []  # per step: prompts, retrieval and parsing (the model's time apart)
 
     def ask(self) -> Ask:
         """A step's request: search tags end the turn wherever they stand (a thinking model's search
         too); an IRCoT step is one line of the answer after any thinking."""
-        if self.config.protocol == "search-tags":
-            ending = {"ends": ("</search>", "</answer>")}
-        else:
-            ending = {"stops": ("\n",)}
+        ending = {"ends": ("</search>", "</answer>")} if self.config.protocol == "search-tags" else {"stops": ("\n",)}
         return Ask(self.session.max_tokens(STEP_MAX_TOKENS), 0.0, self.config.seed, **ending)
 
     def prompt(self, trace: Trace) -> str | None:
@@ -62,7 +51,7 @@ class IterativeReader:
             text = self.template.format(
                 question=trace.example.question,
                 transcript=trace.transcript(set(window)),
-                passages=passage_lines([trace.shown[i] for i in window]),
+                passages=number_passages([trace.shown[i] for i in window]) if window else NO_PASSAGES,
             )
             if self.session.count_tokens(text) <= self.config.max_prompt_tokens:
                 return text

@@ -27,6 +27,7 @@ def _as_in_retrieve(name: str, default=dataclasses.MISSING):
 @dataclass(frozen=True)
 class IterativeConfig(ModelAccess):
     ALSO_USED = frozenset({"device"})  # the reader's device serves retrieval and reranking too
+    PURPOSE = "the iterative reader"
 
     protocol: str = option(
         "search-tags",
@@ -60,6 +61,3 @@ class IterativeConfig(ModelAccess):
     def output_name(self, label: str) -> str:
         model = (self.model or "model").rstrip("/").replace("/", "_").replace(":", "_")
         return f"{label}-iterative-{self.protocol}-{model}.jsonl"
-
-    def purpose(self) -> str:
-        return "the iterative reader"

@@ -1,22 +1,8 @@
-"""The iterative reading loop: the model reasons, asks for evidence, reads it, goes on.
-
-Every question advances one step at a time, all active questions of a wave together (their requests
-go out concurrently, through the response cache, so a resumed run sends no request twice: retrieval
-is deterministic, so a cached step meets the same passages). A step is one model turn:
-
-- ``search-tags`` (Search-o1, Search-R1, R1-Searcher): the model writes ``<search>query</search>``
-  (generation ends at the closing tag, a thinking model's too); the passages go back between
-  ``<result>`` tags and the model continues; ``<answer>...</answer>`` ends the question.
-- ``ircot`` (IRCoT, Trivedi et al. 2023): the question retrieves first; each step writes one sentence of
-  reasoning, which is the next query, its new passages joining the prompt; a sentence that gives "the
-  answer is" ends the question.
-
-The model's text is data: a query is what stands inside the innermost ``<search>`` tag, with no tag
-text in it. A query asked before is not searched again; passages already shown are not shown twice.
-The prompt shows a sliding window of passages: the newest stay, the oldest leave first, within the
-passage count and the prompt's token budget. A question the step budget stops has no answer
-(``stopped: budget``), as has one whose own reasoning outgrew the prompt (``stopped: window``).
-"""
+"""The iterative reading loop: the model reasons, asks for evidence, reads it, goes on (the protocols,
+``search-tags`` and ``ircot``, as docs/readers.md describes them). Every active question of a wave
+advances one step at a time, together. The model's text is data: a query is what stands inside the
+innermost ``<search>`` tag, with no tag text in it. The prompt shows a sliding window of passages:
+the newest stay, the oldest leave first, within the passage count and the prompt's token budget."""
 
 from __future__ import annotations
 
@@ -81,9 +67,6 @@ class Trace:
     def done(self) -> bool:
         return self.stopped is not None
 
-    def write(self, text: str) -> None:
-        self.parts.append(text)
-
     def transcript(self, window: set[str] | None = None) -> str:
         """The transcript, each result block showing its passages that are in ``window`` (None: all);
         IRCoT's is the model's sentences joined by spaces."""
@@ -115,11 +98,6 @@ class Trace:
         }
 
 
-def passage_lines(passages: list[dict]) -> str:
-    """Passages as every prompt shows them (``prompts.number_passages``), or a line saying none was found."""
-    return number_passages(passages) if passages else NO_PASSAGES
-
-
 def read_step(trace: Trace, reply, protocol: str) -> str | None:
     """Take one model turn (a ``session.Reply``) into ``trace``; returns the query it asks (None:
     answered, stopped or no query)."""
@@ -138,16 +116,16 @@ def _search_tags(trace: Trace, step: dict, text: str, answer_text: str) -> str |
     search, answer = find_search(text), _ANSWER.search(text)
     if answer and (search is None or answer.start() < search.start):
         closed = answer.group(2) != ""
-        trace.write(text[: answer.end()] + ("" if closed else "</answer>") + "\n")
+        trace.parts.append(text[: answer.end()] + ("" if closed else "</answer>") + "\n")
         trace.answer, trace.stopped = answers.clean(_TAG.sub(" ", answer.group(1))), "answer"
         return None
     if search is not None:
-        trace.write(text[: search.start] + f"<search>{search.query}</search>\n")
+        trace.parts.append(text[: search.start] + f"<search>{search.query}</search>\n")
         step["query"] = search.query
         if not search.query:
             step["note"] = "empty query"
         return search.query or None
-    trace.write(text + "\n")
+    trace.parts.append(text + "\n")
     if _SENTENCE_ANSWER.search(answer_text) or _LABEL.search(answer_text):  # answered without the tags
         trace.answer, trace.stopped = answers.extract(answer_text, reasoning=True)[0], "answer"
         return None
@@ -157,7 +135,7 @@ def _search_tags(trace: Trace, step: dict, text: str, answer_text: str) -> str |
 
 def _ircot(trace: Trace, step: dict, text: str) -> str | None:
     sentence = " ".join(_TAG.sub(" ", text).split())
-    trace.write(sentence)
+    trace.parts.append(sentence)
     found = _SENTENCE_ANSWER.search(sentence)
     if found:
         trace.answer, trace.stopped = answers.clean(found.group(1)), "answer"

@@ -40,12 +40,7 @@ class LLMReaderEntry:
 
     def read(self, config: LLMReaderConfig, job) -> dict:
         from ifqa.llm.session import ModelSession  # the model layer, for a read alone (the config builds options)
-        from ifqa.readers.llm.reader import (  # the model layer, for a read alone (the config builds options)
-            LLMReader,
-            check_contexts,
-            load_contexts,
-            read_to_file,
-        )
+        from ifqa.readers.llm.reader import LLMReader, check_contexts, load_contexts, read_to_file  # likewise
 
         config.require_model()
         contexts = load_contexts(job.run, job.questions)  # read and checked before any model is loaded or contacted

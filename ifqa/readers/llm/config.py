@@ -15,6 +15,8 @@ SAMPLING_TEMPERATURE = 0.7
 
 @dataclass(frozen=True)
 class LLMReaderConfig(ModelAccess):
+    PURPOSE = "the LLM reader"
+
     mode: str = option(
         "qa",
         "closed-book (qa), chain-of-thought (cot), GenRead, open-book (retrieved passages) or "
@@ -59,17 +61,10 @@ class LLMReaderConfig(ModelAccess):
             return self.temperature
         return SAMPLING_TEMPERATURE if self.samples > 1 else 0.0
 
-    @property
-    def reasoning(self) -> bool:
-        return self.mode == "cot" or (self.cot and self.mode in ("open", "genread", "context"))
-
     def output_name(self, label: str) -> str:
         """Default predictions file name: the questions, the mode and the model."""
         model = (self.model or "model").rstrip("/").replace("/", "_").replace(":", "_")
         return f"{label}-llm-{self.mode}{'-cot' if self.cot and self.mode in ('open', 'genread', 'context') else ''}-{model}.jsonl"
-
-    def purpose(self) -> str:
-        return "the LLM reader"
 
 
 @dataclass(frozen=True)

@@ -157,7 +157,6 @@ class Prompt:
     text: str
     demos: int
     passages: int
-    passage_words: int | None = None
     notes: list[str] = field(default_factory=list)
     tokens: int = 0
 
@@ -233,20 +232,12 @@ def number_passages(passages: Sequence[str | dict], words: int | None = None) ->
 def render(
     template: Template, question: str, demos: Sequence[Demo], passages: Sequence[str | dict], words: int | None = None
 ) -> str:
-    blocks = [template.instruction]
-    for demo in demos:
-        blocks.append(
-            template.demonstration.format(
-                question=demo.question,
-                answer=demo.answer,
-                rationale=demo.rationale,
-                passages=number_passages(demo.passages, words),
-            )
-        )
-    blocks.append(
-        template.query.format(question=question, passages=number_passages(passages, words), answer="", rationale="")
-    )
-    return "\n\n".join(blocks)
+    shown = [(template.demonstration, d.question, d.answer, d.rationale, d.passages) for d in demos]
+    shown.append((template.query, question, "", "", passages))  # the query: the answer is the model's to write
+    blocks = [
+        t.format(question=q, answer=a, rationale=r, passages=number_passages(p, words)) for t, q, a, r, p in shown
+    ]
+    return "\n\n".join([template.instruction, *blocks])
 
 
 def fit(
@@ -260,33 +251,23 @@ def fit(
 ) -> Prompt:
     """The longest prompt within ``budget`` tokens: shorten passages, then drop demonstrations;
     ``remedy`` names the user's own options that set the budget."""
-    text = render(template, question, demos, passages)
-    tokens = count_tokens(text)
-    if tokens <= budget:
-        return Prompt(text, len(demos), len(passages), tokens=tokens)
-    notes = []
-    longest = max(
+    words = max(
         [len(str(p.get("text", "") if isinstance(p, dict) else p).split()) for p in passages]
         + [len(p.split()) for d in demos for p in d.passages]
         + [1]
     )
-    words = longest
+    tries = [(0, None)]  # (demonstrations dropped, words a passage keeps): whole, then shorter, then fewer
     while words > 20:
         words = max(20, words * 3 // 4)
-        text = render(template, question, demos, passages, words)
+        tries.append((0, words))
+    tries += [(dropped, words) for dropped in range(1, len(demos) + 1)]  # the farthest from the query first
+    for dropped, cut in tries:
+        text = render(template, question, demos[dropped:], passages, cut)
         tokens = count_tokens(text)
         if tokens <= budget:
-            notes.append(f"passages cut to {words} words")
-            return Prompt(text, len(demos), len(passages), words, notes, tokens)
-    notes.append(f"passages cut to {words} words")
-    kept = list(demos)
-    while kept:
-        kept.pop(0)  # the demonstration farthest from the query goes first
-        text = render(template, question, kept, passages, words)
-        tokens = count_tokens(text)
-        if tokens <= budget:
-            notes.append(f"{len(demos) - len(kept)} demonstration(s) dropped")
-            return Prompt(text, len(kept), len(passages), words, notes, tokens)
+            notes = [f"passages cut to {cut} words"] if cut else []
+            notes += [f"{dropped} demonstration(s) dropped"] if dropped else []
+            return Prompt(text, len(demos) - dropped, len(passages), notes, tokens)
     raise IfqaError(
         f"the prompt does not fit in {budget} tokens even without demonstrations (question {question[:50]!r}); {remedy}"
     )

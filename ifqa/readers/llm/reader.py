@@ -57,7 +57,7 @@ class LLMReader:
                 prompts.pool(train, None, exclude_questions or set()), config.demos, config.selection, config.seed
             )
         self.budget, self.remedy = prompt_limit(
-            config, session.context_window(), self._max_tokens(), session.thinks, session.template_tokens()
+            config, session.backend.context_window(), self._max_tokens(), session.thinks, session.template_tokens()
         )
         self.prompt_lengths: list[int] = []
 
@@ -151,8 +151,9 @@ class LLMReader:
 def prompt_limit(config, context: int | None, max_tokens: int, thinks: bool, template: int = 0) -> tuple[int, str]:
     """The prompt's token budget and what the user can change to widen it, named by the options that
     set it: ``--max-prompt-tokens`` (refused where it, the chat template's ``template`` tokens and
-    ``--max-tokens`` overflow the model's window), else the model's window (``--context-window``) less
-    the template and ``--max-tokens``."""
+    ``--max-tokens`` overflow the model's window), else the model's window (``--context-window``; 4096
+    when unknown, all of it a thinking model's, its window being larger than its generation) less the
+    template and ``--max-tokens``."""
     given = config.max_prompt_tokens
     if given is not None:
         if context is not None and given + template + max_tokens > context:
@@ -163,20 +164,14 @@ def prompt_limit(config, context: int | None, max_tokens: int, thinks: bool, tem
             )
         return given, "raise --max-prompt-tokens or lower --passages"
     remedy = "raise --context-window, or lower --max-tokens or --passages"
-    return prompt_budget(context, max_tokens, thinks) - template, remedy
-
-
-def prompt_budget(context: int | None, max_tokens: int, thinks: bool) -> int:
-    """Tokens left for the prompt: the model's window less what it may generate (a window of 4096 assumed
-    when unknown; a thinking model's prompt gets 4096, its window being larger than its generation)."""
     if context is None:
-        return 4096 if thinks else 4096 - max_tokens
+        return (4096 if thinks else 4096 - max_tokens) - template, remedy
     if context - max_tokens < 64:
         raise IfqaError(
             f"--max-tokens {max_tokens} leaves no room for the prompt in the model's {context}-token window; "
             "lower --max-tokens (or --thinking-budget)"
         )
-    return context - max_tokens
+    return context - max_tokens - template, remedy
 
 
 def check_contexts(mode: str, questions: QuestionSet, contexts: dict, run_path) -> None:
