@@ -1,16 +1,7 @@
 """ifqa: retrieve-then-read question answering under counterfactual presuppositions (IfQA).
 
-From Python, the public names are importable from here and loaded on first use, so ``import ifqa``
-stays cheap (the command line imports it too)::
-
-    import ifqa
-    questions = ifqa.load_questions("demo", "dev")
-    hits = ifqa.open_index("demo:bm25").search(questions[0].question, k=5)
-    records = ifqa.Pipeline(k=20, query_mode="clean").run(questions)
-    print(ifqa.evaluate_run(records, questions)["recall"]["gold"])
-
-``ifqa.api`` documents each name (docs/api.md); the stages live in ``datasets``, ``corpus``,
-``retrieval``, ``training``, ``readers``, ``eval``, ``experiments`` and ``serve``.
+The public names (``ifqa.api``, docs/api.md; README.md's tour) are importable from here and loaded
+on first use, so ``import ifqa`` stays cheap (the command line imports it too).
 """
 
 from __future__ import annotations

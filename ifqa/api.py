@@ -1,10 +1,6 @@
-"""ifqa from Python: the objects the command line and the notebooks are built on.
-
-Every name here is importable from ``ifqa`` itself (``ifqa.open_index``, ...), loaded on first use
-so ``import ifqa`` stays cheap. Results are typed: a search returns ``Hit`` objects (passage id,
-title, text, score, rank), a pipeline returns run records (DPR's retrieval JSON, as ``ifqa
-retrieve`` writes them), a reader returns predictions, the scorer returns the report ``ifqa
-evaluate`` prints.
+"""ifqa from Python: the objects the command line and the notebooks are built on, each importable
+from ``ifqa`` itself. Results are typed: a search returns ``Hit`` objects, a pipeline run records (as
+``ifqa retrieve`` writes them), a reader predictions, the scorer the report ``ifqa evaluate`` prints.
 
 >>> import ifqa
 >>> questions = ifqa.load_questions("demo", "dev")
@@ -27,15 +23,18 @@ from typing import Any
 from ifqa import _API
 from ifqa import arguments as arg
 from ifqa.arguments import checked
-from ifqa.artifacts import Example, QuestionSet, RunRecord, as_question_set
-from ifqa.configs import document_fields
-from ifqa.datasets import QuestionSource
+from ifqa.artifacts import Example, QuestionSet, RunRecord, as_question_set, check_questions
+from ifqa.configs import changed, document_fields, from_options
+from ifqa.datasets import QuestionSource, questions_for
 from ifqa.errors import IfqaError  # noqa: F401 (public: __all__)
 from ifqa.evaluation import evaluate_predictions, evaluate_run, exact_match, f1  # noqa: F401
+from ifqa.outputs import check_output
+from ifqa.registry import READERS
 from ifqa.retrieval.config import RetrievalConfig
 from ifqa.retrieval.hits import Hit, hits_at
 from ifqa.retrieval.pipeline import RetrievalPipeline
 from ifqa.retrieval.reordering import RerankerKind
+from ifqa.retrieval.specs import open_index as open_engine
 
 __all__ = list(_API)  # one list: ifqa/__init__.py loads each of these from here
 
@@ -76,13 +75,8 @@ def load_questions(
     >>> load_questions("demo", "train").name
     'demo:train'
     """
-    source = QuestionSource(
-        setting if not path or setting != "demo" else None,
-        split,
-        str(path) if path else None,
-        str(data_dir) if data_dir else None,
-    )
-    return source.load()
+    file, folder = str(path) if path else None, str(data_dir) if data_dir else None
+    return QuestionSource(setting if not path or setting != "demo" else None, split, file, folder).load()
 
 
 class Searcher:
@@ -96,9 +90,7 @@ class Searcher:
 
     @checked(index=arg.path_like, corpus=arg.optional(arg.path_like), device=arg.device)
     def __init__(self, index: str | Path, corpus: str | Path | None = None, device: str | None = None):
-        from ifqa.retrieval.specs import open_index as _open  # loaded on first use: `import ifqa` stays light
-
-        self.engine = _open(str(index), str(corpus) if corpus else None, device)
+        self.engine = open_engine(str(index), str(corpus) if corpus else None, device)
 
     @property
     def name(self) -> str:
@@ -187,8 +179,6 @@ class Pipeline(RetrievalPipeline):
 
     def __repr__(self) -> str:
         """The settings that differ from ``ifqa retrieve``'s defaults, as the command would take them."""
-        from ifqa.configs import changed  # loaded on first use: `import ifqa` stays light
-
         settings = [f"{field.name}={value!r}" for field, value in changed(self.config)]
         return f"Pipeline({', '.join(settings) or 'the defaults of ifqa retrieve'})"
 
@@ -219,21 +209,15 @@ class Pipeline(RetrievalPipeline):
         """As ``ifqa retrieve -o FILE``: the run file and its manifest, written atomically."""
         from dataclasses import asdict
 
-        from ifqa.outputs import check_output  # loaded on first use: `import ifqa` stays light
-
         question_set = as_question_set(questions)
         check_output(output, {"questions": question_set.name, **asdict(self.config)}, "output")
         return super().run_to_file(question_set, output, progress)
 
 
 class Reranker:
-    """A cross-encoder (or the question-agnostic control) that reorders hits, as ``ifqa rerank``.
-
-    ``runtime``: ``torch``, or ``onnx``/``openvino``/``auto`` (``-int8``: ``auto-int8`` is the int8
-    export measured fastest on this kind of CPU) on a CPU (``backend``, its former name, still works). ``precision``: ``auto`` is bf16 (fp16 where
-    bf16 is emulated) on a GPU and fp32 on every CPU, so scores do not depend on the CPU or the batch;
-    ``bf16`` on a CPU with AMX or AVX-512 BF16 is faster when asked for.
-    """
+    """A cross-encoder (or the question-agnostic control) that reorders hits, as ``ifqa rerank``;
+    ``runtime`` and ``precision`` as ``--rerank-runtime`` and ``--rerank-precision`` take them
+    (``backend``, the runtime's former name, still works)."""
 
     @checked(
         model=arg.path_like,
@@ -316,13 +300,10 @@ class Reranker:
         """As ``ifqa rerank``: every question of a run file reordered into ``output`` (resumable). The
         questions default, as the command's do, to the set the run's manifest records; a run made for
         other questions is refused. Returns the questions written."""
-        from ifqa.artifacts import check_questions  # loaded on first use: `import ifqa` stays light
-        from ifqa.datasets import questions_for  # loaded on first use: `import ifqa` stays light
-        from ifqa.outputs import check_output  # loaded on first use: `import ifqa` stays light
-        from ifqa.retrieval.rerank_run import (  # loaded on first use: `import ifqa` stays light
+        from ifqa.retrieval.rerank_run import (
             read_rerankable,
             rerank_run,
-        )
+        )  # loaded on first use: `import ifqa` stays light
 
         check_output(output, {"run": run, "model": self.model.name}, "output")
         records = read_rerankable(run, self.depth)  # parsed once
@@ -365,10 +346,7 @@ def read(
     """
     import json
 
-    from ifqa.configs import from_options  # loaded on first use: `import ifqa` stays light
-    from ifqa.outputs import check_output  # loaded on first use: `import ifqa` stays light
     from ifqa.readers import ReadJob  # loaded on first use: `import ifqa` stays light
-    from ifqa.registry import READERS  # loaded on first use: `import ifqa` stays light
 
     entry = READERS.get(reader)
     config = from_options(entry.config, {k: v for k, v in options.items() if v is not None})
@@ -422,7 +400,6 @@ def analyze_premise(
     100.0
     """
     from ifqa.analysis import premise  # loaded on first use: `import ifqa` stays light
-    from ifqa.outputs import check_output  # loaded on first use: `import ifqa` stays light
 
     question_set = as_question_set(questions)
     check_output(output, {"predictions": predictions, "twins": twins, "twin_predictions": twin_predictions}, "output")

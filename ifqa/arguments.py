@@ -1,9 +1,6 @@
-"""The public API's argument checks, in one layer: each public function and method declares how its
-arguments are checked (``@checked(k=count, question=text)``), and a wrong argument is a
-``TypeError``/``ValueError`` naming it at the boundary, not an ``AttributeError`` from bm25s, FAISS
-or our internals, and never a silent answer (``batch_search("a string")`` searching each letter).
-
-A check takes ``(name, value)`` and returns the value to use (``answers="x"`` becomes ``["x"]``)."""
+"""The public API's argument checks, in one layer (docs/ARCHITECTURE.md, "Arguments"): a check takes
+``(name, value)`` and returns the value to use (``answers="x"`` becomes ``["x"]``), or raises a
+``TypeError``/``ValueError`` naming the argument, never a silent answer (``batch_search("a string")``)."""
 
 from __future__ import annotations
 
@@ -86,7 +83,6 @@ def text(name: str, value: Any) -> str:
         raise TypeError(f"{name} must be a str, not {_kind(value)}")
     if not value.strip():
         raise ValueError(f"{name} is empty")
-
     return nfc(_unicode(name, value))
 
 
@@ -145,7 +141,6 @@ def device(name: str, value: Any) -> str | None:
         return None
     if not isinstance(value, str):
         raise TypeError(f"{name} must be a str such as 'cpu' or 'cuda', not {_kind(value)}")
-
     return pick_device(value)
 
 

@@ -1,16 +1,7 @@
-"""The files passed between stages, typed, with one reader and one writer each.
-
-- questions: ``Example`` (the IfQA record) in a ``QuestionSet`` that knows its name and identity;
-- passages: ``Passage`` ``{"id", "title", "text"}`` (collections are read by ``retrieval.store``);
-- runs: ``RunRecord`` lines in DPR/FiD's retrieval schema,
-  ``{"qid", "question", "answers", "ctxs": [{"id", "title", "text", "score", "has_answer", "gold"}]}``;
-- predictions: ``Prediction`` lines ``{"qid", "prediction", ...}``.
-
-Runs and predictions keep DPR's line format untouched (other tools read them), so what made them
-goes into ``<file>.manifest.json`` beside them, including the identity of the question set: a hash
-of the ids and question texts. Question ids are ``str(idx)`` in every IfQA set, so ids alone cannot
-tell a demo run from a supervised one; ``check_questions`` can.
-"""
+"""The files passed between stages, typed, with one reader and one writer each (the table of
+docs/ARCHITECTURE.md, "Artifacts"). Runs and predictions keep DPR's line format, so what made them,
+the question set's identity included, goes into ``<file>.manifest.json`` beside them: question ids
+are ``str(idx)`` in every IfQA set, so ids alone cannot tell a demo run from a supervised one."""
 
 from __future__ import annotations
 
@@ -295,10 +286,7 @@ def write_run(path: str | Path, records: Iterable[RunRecord]) -> int:
 
 def read_predictions(path: str | Path, convert: Callable[[str], str] | None = None) -> dict[str, str]:
     """``qid -> prediction`` from a predictions JSONL; a missing field or repeated qid is an error.
-
-    ``convert`` turns each prediction into the task's form (WIQA's labels) and raises ``ValueError``
-    with the problem for one it refuses; the error then names the file and line.
-    """
+    ``convert``: the task's form of a prediction (WIQA's labels), a ``ValueError`` for one it refuses."""
     predictions: dict[str, str] = {}
     for number, record in read_jsonl(path):
         if not isinstance(record, dict):

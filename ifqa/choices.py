@@ -1,7 +1,4 @@
-"""click pieces shared by the command line and the configs it is generated from: a choice read from
-a registry when an option is parsed (so entries registered later count), an option whose earlier
-spellings still parse (a renamed one says its new name once when used), and a group whose commands
-are imported only when one is looked up (so ``ifqa retrieve`` loads retrieval and nothing else)."""
+"""click pieces shared by the command line and the configs it is generated from."""
 
 from __future__ import annotations
 
@@ -30,37 +27,26 @@ class RegistryChoice(click.Choice):
 
 
 class AliasedOption(click.Option):
-    """An option whose earlier spellings still parse, so no one's script breaks, but are left out of
-    ``--help`` and messages (``hidden_aliases``). ``renamed``: the aliases are the option's former
-    names (``--backend`` for ``--engine``), and a command that is given one says the new name once
-    (``announce_renames``) before it runs, which it then does as asked."""
+    """An option whose earlier spellings (``hidden_aliases``) still parse but are left out of ``--help``
+    and messages; ``renamed``: they are its former names, said once when used (``announce_renames``)."""
 
     def __init__(self, param_decls, hidden_aliases: tuple[str, ...] = (), renamed: bool = False, **attrs):
         super().__init__(param_decls, **attrs)
         self.hidden_aliases, self.renamed = hidden_aliases, renamed
+        self.opts = [name for name in self.opts if name not in hidden_aliases]  # what help and messages show
 
-    def _shown(self, method, ctx):
-        every = self.opts
-        self.opts = [name for name in every if name not in self.hidden_aliases]
+    def add_to_parser(self, parser, ctx):  # the parser alone reads the aliases too
+        shown, self.opts = self.opts, [*self.opts, *self.hidden_aliases]
         try:
-            return method(ctx)
+            return super().add_to_parser(parser, ctx)
         finally:
-            self.opts = every
-
-    def get_help_record(self, ctx):
-        return self._shown(super().get_help_record, ctx)
-
-    def get_error_hint(self, ctx):
-        return self._shown(super().get_error_hint, ctx)
+            self.opts = shown
 
 
 class LazyGroup(click.Group):
-    """A group whose commands are imported when one is looked up, through click's own hooks
-    (``list_commands``, ``get_command``): ``names()`` lists them without importing anything, ``load(name)``
-    makes the commands of the module that holds one. ``summaries``: each command's line, so a group's
-    page lists its commands (``listing``) without importing any. What must hold for every command (the
-    output guard, the device check, the rename notice) is given once (``each``) and applied to each
-    command as it loads."""
+    """A group whose commands are imported when one is looked up (``names()`` lists them, ``load(name)``
+    makes them; ``summaries``: their lines, for a page ``listing`` them); what must hold for every command
+    (the output guard, the device check, the rename notice) is given once (``each``) and applied as each loads."""
 
     def __init__(self, *args, names: Callable[[], Iterable[str]], load, summaries: dict | None = None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -110,7 +96,7 @@ def announce_renames(command: click.Command) -> None:
         each_command(command, announce_renames)
         return
     renames = {
-        alias: next(o for o in param.opts if o not in param.hidden_aliases)
+        alias: param.opts[0]
         for param in command.params
         if isinstance(param, AliasedOption) and param.renamed
         for alias in param.hidden_aliases

@@ -5,9 +5,7 @@ A field's ``metadata`` holds what the command line needs: ``help``, ``choices`` 
 registry: read when an option is parsed), ``flag`` (when the option's name differs from the
 field's), ``min``/``max`` (the accepted range), ``multiple`` (a list given by repeating the option),
 ``parse`` (a list given as one string, e.g. ``0.3,0.7``), ``renamed_from`` (the field's former name:
-its key and option still work for a release, and say the new name). Click options
-are generated from the fields, so the command line, YAML and the command shown in results cannot
-drift apart; ``to_args`` writes only the fields that differ from their defaults.
+its key and option still work for a release, and say the new name); docs/ARCHITECTURE.md, "Configuration".
 """
 
 from __future__ import annotations
@@ -197,11 +195,8 @@ def to_args(config: Any) -> list[str]:
 
 
 def click_options(cls: type, defaults: Mapping[str, Any] | None = None, exclude: Collection[str] = ()):
-    """A decorator adding one click option per field (defaults stay None: ``from_options`` fills them).
-
-    ``defaults`` are a command's own defaults, shown in its help; the command applies them itself.
-    ``exclude``: fields the command sets another way (it says how in its help).
-    """
+    """A decorator adding one click option per field (defaults stay None: ``from_options`` fills them);
+    ``defaults``: the command's own, shown in its help; ``exclude``: fields the command sets another way."""
     import click
 
     from ifqa.choices import (  # click's types, for building options alone (configs is read by every component)
@@ -219,36 +214,30 @@ def click_options(cls: type, defaults: Mapping[str, Any] | None = None, exclude:
             help_text = meta.get("help", "") + shown
             if kind is bool:  # a flag that turns the default over (``--no-titles`` for a field True by default)
                 turned = not field_default(field)
-                help_text = meta.get("help", "")
-                function = click.option(flag(field), field.name, flag_value=turned, default=None, help=help_text)(
-                    function
+                option = click.option(
+                    flag(field), field.name, flag_value=turned, default=None, help=meta.get("help", "")
                 )
-                continue
-            if kind is list:
-                function = click.option(flag(field), field.name, multiple=bool(meta.get("multiple")), help=help_text)(
-                    function
+            elif kind is list:
+                option = click.option(flag(field), field.name, multiple=bool(meta.get("multiple")), help=help_text)
+            else:
+                choices = meta.get("choices")
+                if choices is not None:
+                    kind = RegistryChoice(choices) if hasattr(choices, "names") else click.Choice(list(choices))
+                renamed = ("--" + meta["renamed_from"].replace("_", "-"),) if meta.get("renamed_from") else ()
+                option = click.option(
+                    flag(field),
+                    *renamed,
+                    field.name,
+                    cls=AliasedOption,
+                    hidden_aliases=renamed,
+                    renamed=bool(renamed),
+                    type=kind,
+                    default=None,
+                    help=help_text,
+                    envvar=meta.get("envvar"),
+                    show_envvar=bool(meta.get("envvar")),
                 )
-                continue
-            choices = meta.get("choices")
-            renamed = ("--" + meta["renamed_from"].replace("_", "-"),) if meta.get("renamed_from") else ()
-            kind_ = (
-                (RegistryChoice(choices) if hasattr(choices, "names") else click.Choice(list(choices)))
-                if choices is not None
-                else kind
-            )
-            function = click.option(
-                flag(field),
-                *renamed,
-                field.name,
-                cls=AliasedOption,
-                hidden_aliases=renamed,
-                renamed=bool(renamed),
-                type=kind_,
-                default=None,
-                help=help_text,
-                envvar=meta.get("envvar"),
-                show_envvar=bool(meta.get("envvar")),
-            )(function)
+            function = option(function)
         return function
 
     return decorate

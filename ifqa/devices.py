@@ -31,12 +31,6 @@ def pick_device(requested: str | None = None) -> str:
     return requested
 
 
-def check_device(requested: str | None) -> None:
-    """``pick_device``'s checks alone, for a command to make before it creates anything."""
-    if requested:
-        pick_device(requested)
-
-
 def cpu_threads() -> int:
     """The threads a CPU job may use: ``OMP_NUM_THREADS`` when set (a scheduler's or the user's share
     of a shared machine, as torch reads it), else every core."""
@@ -97,10 +91,8 @@ GPU_DEFAULTS = {"encode": ("fp16", "fp16"), "rerank": ("bf16", "fp16"), "train":
 
 
 def pick_precision(requested: str | None, device: str, work: str = "encode") -> str:
-    """The precision of ``work`` (encode, rerank, train) on ``device``: ``auto`` is reduced precision on
-    a GPU (``GPU_DEFAULTS``) and fp32 on every CPU, whatever its instructions, so that a research
-    default gives the same figures on every machine; bf16 on a CPU only when asked. A precision the
-    device cannot run is one line, before any work."""
+    """The precision of ``work`` (encode, rerank, train) on ``device``: ``auto`` as ``GPU_DEFAULTS``
+    says; a precision the device cannot run is one line, before any work."""
     requested = requested or "auto"
     if requested not in PRECISIONS:
         raise IfqaError(f"--precision {requested!r}: choose from {', '.join(PRECISIONS)}")

@@ -1,18 +1,7 @@
-"""Data parallelism on ``torch.distributed``: the world a launcher (``torchrun``, SLURM's ``srun``)
-started this process in, and what training and reading need of it.
-
-Every rank takes its equal share of each global batch, DistributedDataParallel all-reduces the
-gradients, and every rank takes the same optimizer step; rank 0 alone writes (checkpoints, logs,
-cards, progress). Without a launcher the world is one process and nothing here touches
-``torch.distributed``: a plain ``ifqa train ...`` runs exactly as before.
-
-The launch environment is read in one place (``ifqa.launch.launched``), and a contradictory or unreadable one
-is one line before any work. A collective times out after ``IFQA_DIST_TIMEOUT`` seconds (default
-1800, torch's own order of magnitude: a cold ``torch.compile`` or an unequal first step takes
-minutes), so a rank that died never leaves the others waiting for good; rank 0's saves are waited
-for on the rendezvous store (``one_writer``), which no collective timeout limits, so a slow save
-to a network filesystem never kills the run.
-"""
+"""Data parallelism on ``torch.distributed`` for training and reading: the group a launcher's
+world forms (``ifqa.launch``), the rank's device, and rank 0 as the one writer. Without a launcher
+nothing here touches ``torch.distributed``. docs/readers.md ("Training on several GPUs") gives the
+rules (``IFQA_DIST_TIMEOUT``, saves waited for on the rendezvous store)."""
 
 from __future__ import annotations
 
@@ -39,13 +28,9 @@ BACKEND_ENV = "IFQA_DIST_BACKEND"
 
 
 def pick_device(requested: str | None, world: World) -> str:
-    """The device of this rank: its own GPU where the launcher gave ranks GPUs, else the CPU.
-
-    Its GPU is its local rank among the GPUs *it* sees: ``cuda:LOCAL_RANK`` where the node's ranks share
-    its GPUs (torchrun, ``srun`` with tasks sharing a node), ``cuda:0`` where the scheduler gave each
-    task its own (``srun --gpus-per-task=1``: every task sees one GPU, while SLURM_LOCALID still
-    counts 0..N-1). A launch whose ranks would land on different kinds of device (some on a GPU, some
-    on the CPU) and a ``--device`` that contradicts the launch are one line before any work."""
+    """The device of this rank: its local rank among the GPUs *it* sees (``cuda:0`` where each task
+    has its own, ``srun --gpus-per-task=1``), else the CPU; a launch that mixes GPU and CPU ranks, or a
+    ``--device`` that contradicts it, is one line (docs/readers.md, "Devices")."""
     if not world.active:
         return devices.pick_device(requested)
     import torch
@@ -113,12 +98,9 @@ def start(device: str) -> None:
     timeout = datetime.timedelta(seconds=seconds)
     address = os.environ["MASTER_ADDR"]
     try:
-        if os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True":  # torchrun's agent hosts the store
-            store = dist.TCPStore(address, port, world.size, is_master=False, timeout=timeout)
-        else:
-            store = dist.TCPStore(
-                address, port, world.size, is_master=world.rank == 0, timeout=timeout, multi_tenant=True
-            )
+        agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == "True"  # torchrun's agent hosts the store
+        master = world.rank == 0 and not agent
+        store = dist.TCPStore(address, port, world.size, is_master=master, timeout=timeout, multi_tenant=not agent)
         # keys of each restart apart: a restarted rank must never read the address a dead one published
         store = dist.PrefixStore(f"ifqa/attempt-{os.environ.get('TORCHELASTIC_RESTART_COUNT', '0')}", store)
         dist.init_process_group(backend, store=store, rank=world.rank, world_size=world.size, timeout=timeout)
@@ -271,8 +253,6 @@ def collective_errors(world: World) -> Iterator[None]:
     line (``CollectiveFailure``); the same command resumes from the last step rank 0 saved."""
     try:
         yield
-    except IfqaError:
-        raise
     except (RuntimeError, OSError) as exc:
         if not world.active or not _is_collective_failure(exc):
             raise

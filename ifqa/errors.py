@@ -10,17 +10,13 @@ from ifqa.redact import redact
 
 
 class IfqaError(Exception):
-    """A problem with the user's input or set-up, described in one line.
-
-    ``where`` names the file (and line or example) so the message points at the problem. The text
-    is redacted here, once, so no caller (CLI, API, server) can show a secret it quotes.
-    """
+    """A problem with the user's input or set-up, in one line led by ``where`` (a file, and a line);
+    redacted here, once, so no caller (CLI, API, server) can show a secret it quotes."""
 
     def __init__(self, message: str, where: str | Path | None = None, line: int | None = None):
         location = ""
         if where is not None:
             location = f"{where}:{line}: " if line is not None else f"{where}: "
-
         super().__init__(redact(location + message))
 
 
@@ -40,8 +36,6 @@ def restoring(path: str | Path, start_over: str) -> Iterator[None]:
 
     try:
         yield
-    except IfqaError:
-        raise
     except (
         KeyError,
         TypeError,

@@ -40,10 +40,8 @@ def evaluate_run(
     >>> report["n"], sorted(report["recall"])
     (24, ['answer', 'gold'])
     """
-    from ifqa.eval.summary import (  # loaded on first use: the API re-exports scoring without loading every metric
-        compare_runs,
-        summarize_run,
-    )
+    # loaded on first use: the API re-exports scoring without loading every metric
+    from ifqa.eval.summary import compare_runs, summarize_run
 
     records = _run_records("run", run, questions)
     report = summarize_run(records, questions.examples if questions is not None else None)
@@ -159,10 +157,8 @@ def evaluate_predictions(
         if steps is not None:
             report["iterative"] = steps
     if judgments is not None:
-        from ifqa.eval.judged import (  # loaded on first use: the API re-exports scoring without loading every metric
-            read_judgments,
-            summarize_judgments,
-        )
+        # loaded on first use: the API re-exports scoring without loading every metric
+        from ifqa.eval.judged import read_judgments, summarize_judgments
 
         if isinstance(judgments, Mapping):
             verdicts, judge = dict(judgments), {"model": "given", "prompt_sha256": ""}

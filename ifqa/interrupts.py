@@ -20,14 +20,9 @@ class Terminated(KeyboardInterrupt):
 received: list[int] = []
 
 
-def _raise_interrupt(signum, frame) -> None:
+def _raise(signum, frame) -> None:
     received.append(signum)
-    raise KeyboardInterrupt
-
-
-def _raise_terminated(signum, frame) -> None:
-    received.append(signum)
-    raise Terminated
+    raise Terminated if signum == signal.SIGTERM else KeyboardInterrupt
 
 
 def raise_lost() -> None:
@@ -58,9 +53,9 @@ def sigterm_as_interrupt() -> Iterator[None]:
     """Within the block, SIGTERM raises ``Terminated`` (a ``KeyboardInterrupt``) and Ctrl-C (unless
     ignored) ``KeyboardInterrupt``, each noted in ``received``."""
     received.clear()
-    replacements: dict[int, Callable] = {signal.SIGTERM: _raise_terminated}
+    replacements: dict[int, Callable] = {signal.SIGTERM: _raise}
     if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
-        replacements[signal.SIGINT] = _raise_interrupt
+        replacements[signal.SIGINT] = _raise
     with _handlers(replacements):
         yield
 
@@ -71,7 +66,7 @@ def held_interrupts() -> Iterator[Held]:
     raises them: a job calls it between units of work (a training step), so the state it saves on
     the way out is a whole unit, never one half applied."""
     check = Held()
-    interrupting = {signal.SIGINT: (signal.default_int_handler, _raise_interrupt), signal.SIGTERM: (_raise_terminated,)}
+    interrupting = {signal.SIGINT: (signal.default_int_handler, _raise), signal.SIGTERM: (_raise,)}
     # an ignored or custom handler is left alone
     with _handlers(
         {signum: check.hold for signum, handlers in interrupting.items() if signal.getsignal(signum) in handlers}

@@ -107,11 +107,8 @@ def read_json(path: str | Path) -> Any:
 
 @contextlib.contextmanager
 def atomic_write(path: str | Path, mode: str = "w") -> Iterator[IO]:
-    """Write to a temporary file beside ``path`` and rename it into place only on success.
-
-    Readers never see a half-written file, and a failure leaves no partial output behind. A target
-    that is not a regular file (a device, a FIFO, a socket: ``/dev/null``) is refused, never renamed over.
-    """
+    """Write to a temporary file beside ``path``, renamed into place only on success (readers never see
+    a half-written file); a target that is not a regular file (``/dev/null``) is refused, never renamed over."""
     path = Path(path)
     check_writable_kind(path, "output")
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -213,7 +210,8 @@ def umask_modes(path: str | Path) -> None:
     files: ``mkdtemp`` makes folders 0700, and libraries stage their own files 0600 (transformers'
     ``model.safetensors``), which would keep a colleague on a shared filesystem out. Called once, just
     before a staged output is renamed into place."""
-    mask = _umask()
+    mask = os.umask(0)
+    os.umask(mask)
     path = Path(path)
     folders = [path] if path.is_dir() else []
     files = [] if folders else [path]
@@ -323,7 +321,7 @@ def remove_path(path: str | Path) -> None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
     else:
-        with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
+        with contextlib.suppress(OSError):
             path.unlink()
 
 
@@ -331,11 +329,7 @@ def _remove_stale(candidates: Iterable[Path], pattern: re.Pattern) -> None:
     for leftover in candidates:
         match = pattern.match(leftover.name)
         if match and not _alive(int(match.group(1))):
-            if leftover.is_dir() and not leftover.is_symlink():
-                shutil.rmtree(leftover, ignore_errors=True)
-            else:
-                with contextlib.suppress(OSError):
-                    leftover.unlink()
+            remove_path(leftover)
 
 
 def _alive(pid: int) -> bool:
@@ -346,12 +340,6 @@ def _alive(pid: int) -> bool:
     except PermissionError:  # another user's process
         return True
     return True
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def write_jsonl(path: str | Path, records: Iterable[Any]) -> int:

@@ -1,9 +1,5 @@
-"""Memory limits stated before a long job starts, not discovered after it swaps.
-
-``--max-memory 16G`` (or the machine's physical memory) is compared with the job's estimated peak;
-a job that can fit by working in smaller pieces is given smaller pieces, one that cannot says so
-and stops before any work.
-"""
+"""Memory limits stated before a long job starts, not discovered after it swaps: ``--max-memory 16G``
+(or the machine's memory) against the job's estimated peak, which smaller pieces may bring within it."""
 
 from __future__ import annotations
 

@@ -61,8 +61,6 @@ def loading(name: str | Path, what: str = "model") -> Iterator[None]:
         with warnings.catch_warnings():  # torch's note on a pickle's protocol would be a second line
             warnings.filterwarnings("ignore", message=".*pickle protocol.*")
             yield
-    except IfqaError:
-        raise
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RuntimeError, pickle.UnpicklingError) as exc:
         if type(exc).__name__ == "OutOfMemoryError":
             raise
@@ -98,12 +96,8 @@ def load_weights(path: str | Path):
 
 def pair_inputs(tokenizer, questions: list[str], texts: list[str], max_length: int | None, **options):
     """(question, passage) pairs tokenized as cross-encoders read them: the passage is cut to fit; a
-    question too long to leave room for any passage is cut too, instead of failing the batch, and
-    said once (its pair's score reads little of the passage).
-
-    Each pair is cut the same way whatever else is in its batch: where one pair's question is too
-    long, that pair alone is cut on both sides (a batch cut as a whole would change every pair's
-    tokens, so a score would depend on its batch-mates)."""
+    question too long for any passage is cut too, in its own pair alone (said once), never the whole
+    batch, whose every pair's tokens, and so its score, would then depend on its batch-mates."""
     try:
         return tokenizer(questions, texts, truncation="only_second", max_length=max_length, **options)
     except Exception as exc:  # noqa: BLE001 - the tokenizers library raises a bare Exception here

@@ -1,19 +1,7 @@
-"""One guard for everything ifqa writes: an output is never one of the inputs it is made from.
-
-Every command's output options and every API function that writes call ``check_output`` before
-they start, so ``-o q.json --questions q.json``, an index folder trained into, or a corpus built
-over its own dump is one line, not a destroyed input. Paths are compared as the file system sees
-them (through symlinks, ``..`` and hard links), manifests included (``run.jsonl.manifest.json``
-belongs to ``run.jsonl``), and folders both ways: an output may not lie inside a folder the
-command reads (an index, a model), nor may an input lie inside an output folder (which is replaced
-whole when it is written).
-
-What a command reads is what its inputs *resolve to*, not only the paths it is given
-(``read_through``): the collection an index folder's manifest records, the questions file a run's
-manifest records, the cache files behind an index spec (``demo:bm25``). And an output is a regular
-file or folder: ``-`` and devices, FIFOs and sockets are refused (ifqa stages what it writes and
-renames it into place, which would replace ``/dev/null`` itself). Resolving paths here never raises:
-a symlink loop or an unreadable manifest is simply nothing more to compare."""
+"""One guard for everything ifqa writes: an output is never one of the inputs it is made from, nor
+what they resolve to (``read_through``: an index's recorded collection, a run's recorded questions, a
+spec's cache files). docs/ARCHITECTURE.md ("Outputs") gives the rules; resolving paths here never
+raises (a symlink loop or an unreadable manifest is simply nothing more to compare)."""
 
 from __future__ import annotations
 
@@ -93,13 +81,6 @@ def read_through(path: Path) -> list[Path]:
         return []
 
 
-def _refuse_spec(text: str, option: str) -> None:
-    """An index spec (``demo:dense``, ``prebuilt:NAME``) names an index to read, never a path to write."""
-    scheme, sep, _ = text.partition(":")
-    if sep and scheme in INDEX_SCHEMES:
-        raise IfqaError(f"{option} {text}: an index spec names an index to read, not a folder to write; name a folder")
-
-
 def spec_paths(text: str) -> list[Path]:
     """The files behind an index spec (``demo:bm25``): what its scheme says it reads (cache files),
     whether or not they exist yet. Nothing for a text that is no registered spec."""
@@ -143,7 +124,11 @@ def check_output(
     if output is None or not str(output).strip():
         return
     check_writable_kind(output, option)
-    _refuse_spec(os.fspath(output), option)
+    scheme, sep, _ = os.fspath(output).partition(":")
+    if sep and scheme in INDEX_SCHEMES:  # an index spec (demo:dense, prebuilt:NAME) is read, never written
+        raise IfqaError(
+            f"{option} {output}: an index spec names an index to read, not a folder to write; name a folder"
+        )
     out = Path(output).expanduser()
     named = inputs.items() if isinstance(inputs, Mapping) else ((None, value) for value in inputs)
     for name, value in named:

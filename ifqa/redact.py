@@ -71,13 +71,6 @@ def redact_url(url: str | None, marker: str = "***") -> str | None:
     return urlunsplit((parts.scheme, netloc, parts.path, query, marker if parts.fragment else ""))
 
 
-def known_secrets(extra: Iterable[str] = ()) -> set[str]:
-    """Every secret value known now: registered ones, ``extra``, and the environment's credentials."""
-    values = set(_secrets) | {v for v in extra if v}
-    values |= {v for name, v in os.environ.items() if v and SECRET_ENV_NAME.search(name)}
-    return values
-
-
 def _spellings(secret: str) -> set[str]:
     """How a message may carry the secret: as given, URL-encoded, or escaped inside a JSON string."""
     return {secret, quote(secret, safe=""), quote_plus(secret), json.dumps(secret)[1:-1]}
@@ -113,7 +106,8 @@ def redact(text: str, secrets: Iterable[str] = (), *, from_endpoint: bool = Fals
     ``secrets``), as given, URL-encoded or JSON-escaped, whole or any run of 8 or more of its
     characters, and URLs' secrets, ``key=value`` secrets, bearer and API-key-shaped tokens replaced
     by a marker. ``from_endpoint``: the text is a server's (it may quote a short key back)."""
-    values = known_secrets(secrets)
+    values = set(_secrets) | {v for v in secrets if v}  # and the environment's credentials:
+    values |= {v for name, v in os.environ.items() if v and SECRET_ENV_NAME.search(name)}
     marker = _marker(values)
     # known values first, while a cut or encoded key is whole, as a placeholder the shapes below
     # read as part of a token (a key inside ``sk-...`` takes the token's tail with it)

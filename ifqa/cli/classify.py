@@ -29,18 +29,11 @@ def classify_causal(setting, split, questions, data_dir, output, as_json) -> Non
     texts = [example.question for example in question_set]
     result = {"questions": question_set.name, **summarize(texts)}
     if output:
-        write_jsonl(
-            output,
-            (
-                {
-                    "qid": e.qid,
-                    "question": e.question,
-                    "rule": causal_rule(e.question),
-                    "rules": matching_rules(e.question),
-                }
-                for e in question_set
-            ),
+        rows = (
+            dict(qid=e.qid, question=e.question, rule=causal_rule(e.question), rules=matching_rules(e.question))
+            for e in question_set
         )
+        write_jsonl(output, rows)
     if as_json:
         click.echo(json.dumps(result))
         return

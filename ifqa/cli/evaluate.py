@@ -47,11 +47,7 @@ def evaluate(predictions, run_path, compare, judgments, setting, split, question
     source = question_source(setting, split, questions, data_dir)
     if predictions:
         question_set = questions_for(predictions, source)
-        if compare:
-            check_questions(compare, question_set)
-        if judgments:
-            check_questions(judgments, question_set)
-        result = api.evaluate_predictions(predictions, question_set, compare, judgments)
+        result = api.evaluate_predictions(predictions, question_set, compare, judgments)  # checks compare, judgments
         text = task_for(question_set).format(result)  # the dataset decides the metric: EM/F1, WIQA accuracy, ROUGE-L
     else:
         # named questions: checked against the run (and the baseline), flags recomputed from them;

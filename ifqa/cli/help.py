@@ -1,14 +1,14 @@
-"""Help pages that read like a manual, rendered by rich-click: every command's options grouped by
-what they are for (input, retrieval, model, training, output, runtime), one default style, choices
-listed, and one example per command. rich-click is imported only when help is asked for, so a
-command (and ``ifqa --help``'s start) costs what it did; the grouping is decided here, by option
-name, so a new option joins its group without a new line anywhere else."""
+"""Help pages that read like a manual, rendered by rich-click (imported only for help): every command's
+options grouped by what they are for, decided here by option name (a new option joins its group
+without a new line anywhere else), one default style, and one example per command."""
 
 from __future__ import annotations
 
+import functools
+
 import click
 
-from ifqa.choices import AliasedOption, subcommands
+from ifqa.choices import subcommands
 
 #: Group titles in the order a page shows them; an option none of the rules claims goes to ``OTHER``
 #: (never rich-click's own "Options" panel, which would then collect every option a second time).
@@ -101,10 +101,9 @@ def option_groups(command: click.Command) -> list[dict]:
     return [{"name": group, "options": grouped[group]} for group in (*GROUPS, OTHER) if group in grouped]
 
 
-def use_rich_help(root: click.Group, asked: list[str] | None = None) -> None:
+def use_rich_help(root: click.Group, asked: list[str]) -> None:
     """Render help with rich-click from here on (called when help was asked for): the command named by
-    ``asked`` (its names under ``root``; None: every command) and the groups above it, so a page
-    imports only the commands it shows."""
+    ``asked`` (its names under ``root``) and the groups above it, so a page imports only those."""
     import rich_click
     from rich_click import RichCommand, RichGroup
 
@@ -116,13 +115,11 @@ def use_rich_help(root: click.Group, asked: list[str] | None = None) -> None:
     config.OPTIONS_TABLE_COLUMN_TYPES = ["required", "opt_short", "opt_long", "help"]
     config.OPTIONS_TABLE_HELP_SECTIONS = ["metavar", "help", "deprecated", "envvar", "default", "required"]
     groups, target, path = [root], root, "ifqa"
-    for name in asked or []:
+    for name in asked:
         target, path = target.get_command(None, name), f"{path} {name}"
         if isinstance(target, click.Group):
             groups.append(target)
-    if asked is None:
-        shown = list(leaf_commands(root))
-    elif isinstance(target, click.Group):
+    if isinstance(target, click.Group):
         shown = list(leaf_commands(target, path)) if asked else []
     else:
         shown = [(path, target)]
@@ -135,37 +132,8 @@ def use_rich_help(root: click.Group, asked: list[str] | None = None) -> None:
             if isinstance(param, click.Option) and not param.is_flag and param.default not in (None, (), []):
                 param.show_default = True
         _adopt(command, RichCommand)
-        _hide_aliases(command)
-    for group in groups if asked is not None else [root, *_groups_under(root)]:
+    for group in groups:
         _adopt(group, RichGroup)
-
-
-def _hide_aliases(command: click.Command) -> None:
-    """rich-click lists an option by every name in ``opts``: while the page is drawn, an option's
-    hidden aliases (a renamed option's former name) are left out, as click's own help leaves them."""
-    aliased = [p for p in command.params if isinstance(p, AliasedOption) and p.hidden_aliases]
-    if not aliased or "format_help" in command.__dict__:
-        return
-    draw = command.format_help
-
-    def format_help(ctx, formatter):
-        every = [p.opts for p in aliased]
-        for param in aliased:
-            param.opts = [name for name in param.opts if name not in param.hidden_aliases]
-        try:
-            return draw(ctx, formatter)
-        finally:
-            for param, opts in zip(aliased, every):
-                param.opts = opts
-
-    command.format_help = format_help  # type: ignore[method-assign]
-
-
-def _groups_under(group: click.Group):
-    for command in subcommands(group).values():
-        if isinstance(command, click.Group):
-            yield command
-            yield from _groups_under(command)
 
 
 def _adopt(command: click.Command, rich: type) -> None:
@@ -179,14 +147,7 @@ def _adopt(command: click.Command, rich: type) -> None:
         command.__dict__.setdefault(name, value)
 
 
+@functools.cache
 def _rich(cls: type, rich: type) -> type:
     """``cls`` with rich-click's help rendering (a subclass of both, made once per class)."""
-    if issubclass(cls, rich):
-        return cls
-    made = _MADE.get((cls, rich))
-    if made is None:
-        made = _MADE[(cls, rich)] = type(f"Rich{cls.__name__}", (rich, cls), {})
-    return made
-
-
-_MADE: dict = {}
+    return cls if issubclass(cls, rich) else type(f"Rich{cls.__name__}", (rich, cls), {})

@@ -11,7 +11,7 @@ import click
 
 from ifqa.choices import AliasedOption, announce_renames
 from ifqa.cli.options import guard_outputs, output_option, runtime_label, runtime_options
-from ifqa.configs import click_options, from_options
+from ifqa.configs import click_options, from_options, option_fields
 from ifqa.datasets.hub import is_hub
 from ifqa.datasets.hub_corpus import corpus_file
 from ifqa.devices import PRECISIONS
@@ -175,45 +175,22 @@ def index_bm25(corpus, index_dir, engine, threads, chunk_docs, max_memory, force
 )
 @click.option("--force", is_flag=True, help="Rebuild an existing index.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def index_dense(
-    corpus,
-    index_dir,
-    shard,
-    batch_size,
-    precision,
-    runtime,
-    quantize,
-    chunk_size,
-    device,
-    threads,
-    ray_address,
-    ray_workers,
-    max_memory,
-    force,
-    no_progress,
-    **options,
-) -> None:
+def index_dense(corpus, index_dir, shard, runtime, quantize, chunk_size, ray_address, no_progress, **options) -> None:
     """Dense index: bi-encoder embeddings (resumable, shardable, or on Ray) + FAISS."""
-    settings = from_options(DenseSettings, options)
+    settings = from_options(DenseSettings, {f.name: options.pop(f.name) for f in option_fields(DenseSettings)})
     if ray_address and shard:
         raise IfqaError("--ray spreads the chunks itself; leave out --shard")
     corpus = corpus_path(corpus, not no_progress)
-    manifest = dense.build(
+    manifest = dense.build(  # options: batch_size, precision, device, threads, ray_workers, max_memory, force
         corpus,
         index_dir,
         settings,
         shard=dense.parse_shard(shard),
-        batch_size=batch_size,
-        device=device,
-        force=force,
         progress=not no_progress,
         chunk=chunk_size,
-        threads=threads,
         ray=ray_address,
-        ray_workers=ray_workers,
-        max_memory=max_memory,
-        precision=precision,
         backend=runtime_label(runtime, quantize),
+        **options,
     )
     if manifest is None:
         click.echo(f"{index_dir}: shard {shard} encoded")

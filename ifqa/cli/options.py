@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 import os
 
 import click
@@ -10,7 +11,7 @@ import click
 from ifqa.choices import AliasedOption, RegistryChoice, each_command
 from ifqa.configs import click_options, from_options, option_fields
 from ifqa.datasets import QuestionSource
-from ifqa.devices import check_device
+from ifqa.devices import pick_device
 from ifqa.errors import IfqaError
 from ifqa.outputs import check_output
 from ifqa.registry import DATASETS, RuntimeNames
@@ -113,21 +114,17 @@ def question_source(setting, split, questions, data_dir) -> QuestionSource:
     return QuestionSource(setting, split, questions, data_dir)
 
 
-def runtime_options(what: str, prefix: str = ""):
-    """``--runtime torch|onnx|openvino|auto`` and ``--quantize int8`` (``prefix``: ``rerank-`` on retrieve and
-    serve, where the runtime is ``RetrievalConfig.rerank_runtime``'s option); ``--backend``, their
+def runtime_options(what: str):
+    """``--runtime torch|onnx|openvino|auto`` and ``--quantize int8``; ``--backend``, the runtime's
     first name, still parses and says the new one."""
 
     def decorate(function):
         function = click.option(
-            f"--{prefix}quantize",
-            f"{prefix.replace('-', '_')}quantize",
+            "--quantize",
             type=click.Choice(["int8"]),
-            help=f"{what} with int8 weights (needs --{prefix}runtime onnx, openvino or auto; checked "
+            help=f"{what} with int8 weights (needs --runtime onnx, openvino or auto; checked "
             "against the fp32 model on a probe batch).",
         )(function)
-        if prefix:
-            return function
         return click.option(
             "--runtime",
             "--backend",
@@ -193,20 +190,15 @@ def runtime_label(runtime: str, quantize: str | None, prefix: str = "") -> str:
 
 
 def say_replaced(output) -> None:
-    """The one overwrite rule, said where it applies: an existing output *file* is replaced, whole,
-    once the new one is complete (a run, predictions, a collection: each has a manifest saying what
-    made it); an existing *folder* is an index (refused without --force) or a training folder (resumed),
-    which its command decides. Said in one line, so nothing is replaced unannounced."""
-    import logging
-    import os
-
+    """The one overwrite rule (docs/ARCHITECTURE.md, "Outputs"), said where it applies: an existing
+    file is replaced, whole, once the new one is complete."""
     if output and os.path.isfile(output):
         logging.getLogger("ifqa").info("%s exists: it is replaced once the new one is complete", output)
 
 
 def check_devices(command: click.Command) -> None:
     """Make every ``--device`` of ``command`` (and its subcommands) checked as it is parsed
-    (``devices.check_device``: its form, then this machine's GPUs): one check, so a command added later
+    (``devices.pick_device``: its form, then this machine's GPUs): one check, so a command added later
     is covered by naming its option ``device`` (or ``..._device``), and a bad one is one line before anything is read or written."""
     if isinstance(command, click.Group):
         each_command(command, check_devices)
@@ -217,7 +209,8 @@ def check_devices(command: click.Command) -> None:
 
             def checked(ctx, param, value, given=given):
                 try:
-                    check_device(value)  # imports torch only when a device is named
+                    if value:  # torch is imported only when a device is named
+                        pick_device(value)
                 except IfqaError as exc:
                     problem = str(exc).split(": ", 1)[-1].replace("--device", param.opts[0])  # its own flag
                     raise click.BadParameter(f"{value!r}: {problem}", ctx, param) from None

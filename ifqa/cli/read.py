@@ -39,19 +39,13 @@ def read() -> None:
 def _make_command(name: str) -> click.Command:
     entry = READERS.get(name)
 
-    def run_option(function):  # a reader that retrieves for itself (iterative) reads no run file
-        if not getattr(entry, "reads_run", True):
-            return function
-        return click.option(
-            "--run",
-            "run_path",
-            type=click.Path(dir_okay=False),
-            help="Run file with retrieved passages (open-book, FiD).",
-        )(function)
+    run_option = click.option(
+        "--run", "run_path", type=click.Path(dir_okay=False), help="Run file with retrieved passages (open-book, FiD)."
+    )
 
     @click.command(name, help=(entry.__doc__ or f"The {name} reader.").strip().splitlines()[0])
     @click_options(entry.config)
-    @run_option
+    @(run_option if getattr(entry, "reads_run", True) else lambda function: function)  # iterative: none
     @click.option(
         "--api-key",
         help="API key (default $OPENAI_API_KEY). Never logged or stored.",

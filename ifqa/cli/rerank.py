@@ -52,30 +52,14 @@ from ifqa.retrieval.rerank_run import read_rerankable, rerank_run
 @runtime_options("Scoring")
 @click.option("--json", "as_json", is_flag=True, help="Print the recall report as JSON.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
-def rerank(
-    run_option,
-    run_argument,
-    model,
-    depth,
-    output,
-    setting,
-    split,
-    questions,
-    data_dir,
-    batch_size,
-    max_length,
-    device,
-    precision,
-    runtime,
-    quantize,
-    as_json,
-    no_progress,
-) -> None:
+def rerank(run_option, run_argument, runtime, quantize, as_json, no_progress, **options) -> None:
     """Rerank a run file (resumable: rerun the same command after an interruption)."""
-    run = given_run(run_option, run_argument)
-    records = read_rerankable(run, depth)  # parsed once; a run that cannot be reranked fails before the model loads
-    question_set = questions_for(run, question_source(setting, split, questions, data_dir), records)
-    reranker = Reranker(model, depth, device, runtime_label(runtime, quantize), batch_size, max_length, precision)
+    run, output = given_run(run_option, run_argument), options.pop("output")
+    records = read_rerankable(run, options["depth"])  # parsed once: a bad run fails before the model loads
+    source = question_source(*(options.pop(key) for key in ("setting", "split", "questions", "data_dir")))
+    question_set = questions_for(run, source, records)
+    # options: model, depth, batch_size, max_length, device, precision
+    reranker = Reranker(runtime=runtime_label(runtime, quantize), **options)
     written = rerank_run(run, reranker.model, output, question_set, not no_progress, records)
     result = summarize_run(written)  # flagged for these questions as it was written: not flagged again
     click.echo(json.dumps(result) if as_json else f"run: {output}\n\n" + report.format_run_report(result))

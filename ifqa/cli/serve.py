@@ -48,10 +48,8 @@ def serve(api_key, setting, split, questions, data_dir, host, port, max_k, **opt
 
     from ifqa.serve.app import create_app  # the web app (FastAPI), for serve alone
 
-    reader_options = {k: v for k, v in options.items() if k in READER_FIELDS}
-    reader = from_options(
-        SharedDeviceReaderConfig, {k: READER_DEFAULTS.get(k) if v is None else v for k, v in reader_options.items()}
-    )
+    reader_options = {k: READER_DEFAULTS.get(k) if v is None else v for k, v in options.items() if k in READER_FIELDS}
+    reader = from_options(SharedDeviceReaderConfig, reader_options)
     retrieval = retrieval_config(options, k=10, device=reader.device)
     service = QAService(
         retrieval, reader, [question_source(setting, split, questions, data_dir)], api_key, Limits(max_k=max_k)

@@ -73,35 +73,25 @@ def train_fid(run_path, dev_run, output, stop_after, device, no_progress, **opti
     click.echo(f"{output}: step {state['step']}, last loss {last.get('loss')}, best dev EM {state['best_em']:.2f}")
 
 
-def _learning_options(function):
-    """What every learned retrieval component needs: training questions, the collection, output."""
-    function = click.option("--no-progress", is_flag=True, help="Hide progress bars.")(function)
-    function = click.option(
-        "--stop-after", type=click.IntRange(min=1), help="Stop after N steps (state saved; rerun to resume)."
-    )(function)
-    function = click.option("--device", help="cpu, cuda ... (default: GPU when present).")(function)
-    function = click.option(
-        "--dev-run",
-        type=click.Path(dir_okay=False),
-        help="A first-stage run of dev questions: its recall before and after goes into the model card.",
-    )(function)
-    function = click.option(
-        "--corpus", type=click.Path(dir_okay=False), help="The collection file, if it moved since indexing."
-    )(function)
-    function = output_option("Training folder (model/ with its card ifqa_card.json).", folder=True)(function)
-    return question_options_for("supervised", "train")(function)
-
-
 def _learning_command(kind: str, recipe_class: type, help: str, summary) -> None:
     """``ifqa train KIND``: options from the recipe dataclass plus the shared ones, one training job."""
 
     @train.command(kind, help=help)
     @click_options(recipe_class)
-    @_learning_options
+    @question_options_for("supervised", "train")
+    @output_option("Training folder (model/ with its card ifqa_card.json).", folder=True)
+    @click.option("--corpus", type=click.Path(dir_okay=False), help="The collection file, if it moved since indexing.")
+    @click.option(
+        "--dev-run",
+        type=click.Path(dir_okay=False),
+        help="A first-stage run of dev questions: its recall before and after goes into the model card.",
+    )
+    @click.option("--device", help="cpu, cuda ... (default: GPU when present).")
+    @click.option("--stop-after", type=click.IntRange(min=1), help="Stop after N steps (state saved; rerun to resume).")
+    @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
     def command(
         setting, split, questions, data_dir, output, corpus, dev_run, device, stop_after, no_progress, **options
     ) -> None:
-
         recipe = from_options(recipe_class, options)
         source = question_source(setting or "supervised", split or "train", questions, data_dir)
         card = train_job(

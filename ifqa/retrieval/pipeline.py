@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from ifqa.artifacts import Example, QuestionSet, RunRecord, write_manifest
-from ifqa.devices import check_device, cpu_threads
+from ifqa.devices import cpu_threads, pick_device
 from ifqa.errors import IfqaError
 from ifqa.eval.passages import run_record
 from ifqa.io import atomic_write
@@ -42,7 +42,8 @@ class RetrievalPipeline:
             from ifqa.retrieval.exported import Runtime  # optional stages' modules load when used
 
             Runtime.parse(config.rerank_runtime).check(config.device)
-        check_device(config.device)  # before an index is opened (or the demo's is built on first use)
+        if config.device:  # checked before an index is opened (or the demo's is built on first use)
+            pick_device(config.device)
         self.config = config
         self.retrievers = (
             list(retrievers)
