@@ -321,7 +321,7 @@ def remove_path(path: str | Path) -> None:
     if path.is_dir() and not path.is_symlink():
         shutil.rmtree(path, ignore_errors=True)
     else:
-        with contextlib.suppress(OSError):
+        with contextlib.suppress(FileNotFoundError, IsADirectoryError, PermissionError):
             path.unlink()
 
 
@@ -329,7 +329,11 @@ def _remove_stale(candidates: Iterable[Path], pattern: re.Pattern) -> None:
     for leftover in candidates:
         match = pattern.match(leftover.name)
         if match and not _alive(int(match.group(1))):
-            remove_path(leftover)
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):  # a sweep never fails its command
+                    leftover.unlink()
 
 
 def _alive(pid: int) -> bool:
