@@ -300,10 +300,7 @@ class Reranker:
         """As ``ifqa rerank``: every question of a run file reordered into ``output`` (resumable). The
         questions default, as the command's do, to the set the run's manifest records; a run made for
         other questions is refused. Returns the questions written."""
-        from ifqa.retrieval.rerank_run import (
-            read_rerankable,
-            rerank_run,
-        )  # loaded on first use: `import ifqa` stays light
+        from ifqa.retrieval.rerank_run import read_rerankable, rerank_run  # loaded on first use: stays light
 
         check_output(output, {"run": run, "model": self.model.name}, "output")
         records = read_rerankable(run, self.depth)  # parsed once

@@ -80,8 +80,9 @@ def make_twins(
     how: str | Path, questions: QuestionSet, reading: Reading, api_key: str | None = None, progress: bool = True
 ) -> tuple[QuestionSet, list[dict] | None, dict | None]:
     """The twins by ``how`` (with the records to keep, and the twin model's session record): ``rule``,
-    ``llm`` (written by the predictions' own model) or a ``{qid, question}`` file. A set whose premise is in its context (FaithEval) has no premise to take out of a question: each
-    question is its own twin, asked without the context."""
+    ``llm`` (written by the predictions' own model) or a ``{qid, question}`` file. A set whose premise is
+    in its context (FaithEval) has no premise to take out of a question: each question is its own twin,
+    asked without the context."""
     if str(how) in ("rule", "llm") and premise_in_context(questions):
         log.info(
             "%s states its premise in the context: each question is its own twin, asked closed-book", questions.name

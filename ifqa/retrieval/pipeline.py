@@ -21,7 +21,7 @@ from ifqa.errors import IfqaError
 from ifqa.eval.passages import run_record
 from ifqa.io import atomic_write
 from ifqa.registry import QUERY_MODES
-from ifqa.retrieval.config import RetrievalConfig
+from ifqa.retrieval.config import RetrievalConfig, asks_a_model
 from ifqa.retrieval.fusion import FUSIONS
 from ifqa.retrieval.hits import Hit, hits_at
 from ifqa.retrieval.index import Retriever, verify_collection
@@ -66,7 +66,7 @@ class RetrievalPipeline:
         formulation = QUERY_MODES.get(config.query_mode)
         self.formulate = (
             formulation.for_config(config)
-            if hasattr(formulation, "for_config")
+            if asks_a_model(config.query_mode)
             else lambda questions: [formulation(question) for question in questions]
         )
         self.rerankers = list(rerankers)

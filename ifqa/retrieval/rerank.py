@@ -151,8 +151,10 @@ class CrossEncoderReranker(RerankerKind):
         """How pairs are built from their ids (``tokens``), checked once against the tokenizer's
         own pairs on the first pairs here and a long one (None: this tokenizer's pairs are tokenized
         pair by pair)."""
-        probe = [(q, t) for items in groups for q, texts, _ in items for t in texts][:16]
-        if self._pairs is None and probe:  # decided on the first call with pairs (a served question may have none)
+        if self._pairs is not None:
+            return self._pairs or None
+        probe = list(itertools.islice(((q, t) for items in groups for q, texts, _ in items for t in texts), 16))
+        if probe:  # decided on the first call with pairs (a served question may have none)
             self._pairs = False
             tokenizer, max_length = self.encoder.tokenizer, self.encoder.max_seq_length
             if max_length and tokenizer_identity(tokenizer):
