@@ -197,6 +197,8 @@ def test_reranker_scores_are_those_of_pairs_tokenized_one_by_one(cross_encoder, 
     texts = demo_texts()[:30]
     items = [(q, texts[i::4], [0.0] * len(texts[i::4])) for i, q in enumerate(QUESTIONS)]
     fast = load_reranker(str(tiny_model), depth=10, device="cpu", max_length=48)
+    assert fast.score_many([(QUESTIONS[0], [], [])]) == [[]]  # a served question may come without passages
+    assert fast._pairs is None  # ... and leaves the layout to the first call with pairs
     scores = fast.score_many(items)
     assert fast._pairs and (tmp_path / "cache" / "tokens").is_dir()
     slow = load_reranker(str(tiny_model), depth=10, device="cpu", max_length=48)
