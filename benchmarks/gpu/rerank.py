@@ -15,6 +15,7 @@ from gpu.suite import (
     GOALS,
     Suite,
     command,
+    host_text,
     judge_command,
     library_default,
     model_alone,
@@ -154,15 +155,14 @@ def reranking(suite: Suite) -> dict:
     phases = folder / "startup-phases.json"
     startup, _, startup_cpu = rerank(startup_run, folder / "startup-reranked.jsonl", phases)
     seconds, report, cpu = rerank(run, folder / "reranked.jsonl")
-    host = 1e6 * (cpu - startup_cpu) / max(1, n - depth)  # host CPU per pair past start-up
     if report.get("n") != questions or "gold" not in report.get("recall", {}):
         raise RuntimeError(f"the reranked run's report lacks its {questions} questions or gold recall: {report}")
     (folder / "reranked.jsonl").unlink()  # the suite's own, large
     rate = n / seconds
     again, _, again_cpu = rerank(run, folder / "reranked.jsonl")  # its passages' tokens now in the cache
     (folder / "reranked.jsonl").unlink()
-    warm = f"; again over the same passages (tokens from the cache): {n / again:,.0f} pairs/s, host CPU " + (
-        f"{1e6 * (again_cpu - startup_cpu) / max(1, n - depth):.1f} µs per pair"
+    warm = f"; again over the same passages (tokens from the cache): {n / again:,.0f} pairs/s, " + host_text(
+        again_cpu, startup_cpu, n - depth
     )
 
     examples, passages = question_examples(min(questions, size["sample_pairs"] // depth)), demo_passages()
@@ -194,8 +194,8 @@ def reranking(suite: Suite) -> dict:
         ceiling=ceiling,
         startup=startup_text(startup, depth, seconds, "pairs", phases),
         note=f"command {seconds:.1f} s (its passages tokenized into the cache){warm}; "
-        f"{steady_text(n - depth, seconds, startup, 'pairs')}; host CPU {host:.1f} µs "
-        f"per pair past start-up (reading, tokenizing, flags, writing: what no GPU overlaps); reranked gold R@{depth} "
+        f"{steady_text(n - depth, seconds, startup, 'pairs')}; past start-up (reading, tokenizing, flags, writing: "
+        f"what no GPU overlaps), {host_text(cpu, startup_cpu, n - depth)}; reranked gold R@{depth} "
         f"{gold.get(str(depth), '?')}; references and ceiling on {len(pairs):,} of the pairs: predict at "
         f"its defaults fp32 batch {default_batch}, then {precision_name(dtype)} weights batch {batch} (ifqa casts "
         f"its weights to {precision_name(dtype)} too: no autocast)",

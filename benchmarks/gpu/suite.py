@@ -312,6 +312,14 @@ def steady_text(items: int, seconds: float, startup: float, unit: str) -> str:
     return f"steady {items / (seconds - startup):,.0f} {unit}/s"
 
 
+def host_text(cpu: float, startup_cpu: float, pairs: int) -> str:
+    """Host CPU per pair past start-up: the full run's CPU seconds beyond the start-up run's, over its pairs
+    beyond the start-up run's (at sizes where start-up is nearly all of it, the difference is noise)."""
+    if cpu - startup_cpu < 0.05 * cpu:
+        return "host CPU per pair not measurable (start-up is nearly the whole run)"
+    return f"host CPU {1e6 * (cpu - startup_cpu) / max(1, pairs):.1f} µs per pair"
+
+
 def startup_text(startup: float, small: int, total: float, unit: str, phases=None) -> str:
     """Start-up seconds and share of the run, with its parts where they were stamped (``gpu/phases.py``)."""
     import json
