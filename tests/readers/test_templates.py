@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from importlib import resources
 from pathlib import Path
 
@@ -98,3 +100,21 @@ def test_a_template_ifqa_cannot_fill_is_one_line_when_its_command_loads_it(cli, 
     assert result.returncode == 1 and len(lines) == 1 and "Traceback" not in result.stderr, result.stderr[-1500:]
     assert str(path) in lines[0] and "the placeholder {bogus}" in lines[0], lines[0]
     assert not (tmp_path / "out.jsonl").exists() and not (tmp_path / "premise").exists()
+
+
+def test_a_checkout_run_from_pythonpath_reads_its_own_templates(tmp_path):
+    """Not installed, with the checkout on PYTHONPATH (how a lent GPU machine runs it), ``ifqa.prompts``
+    does not exist (installing maps prompts/ to it): the templates are the repository's prompts/."""
+    root = Path(__file__).resolve().parents[2]
+    script = (
+        "import sys\n"
+        "sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, '__module__', '').startswith('__editable__')]\n"
+        f"sys.path.insert(0, {str(root)!r})\n"
+        "from ifqa.readers.llm.prompts import load_template, prompts_dir\n"
+        "load_template('qa')\n"
+        "print(' '.join(sorted(p.stem for p in prompts_dir().glob('*.txt'))))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("IFQA_PROMPTS_DIR", "PYTHONPATH")}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr[-1500:]
+    assert done.stdout.split() == TEMPLATES

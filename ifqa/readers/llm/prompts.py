@@ -37,10 +37,14 @@ class Template:
 
 
 def prompts_dir(override: str | Path | None = None) -> Path:
-    """``override``, else ``$IFQA_PROMPTS_DIR``, else the installed ``ifqa.prompts``."""
+    """``override``, else ``$IFQA_PROMPTS_DIR``, else the installed ``ifqa.prompts`` (a checkout run from
+    PYTHONPATH, not installed, as on a lent GPU machine: the repository's own ``prompts/``)."""
     if override or os.environ.get("IFQA_PROMPTS_DIR"):
         return Path(override or os.environ["IFQA_PROMPTS_DIR"])
-    return Path(str(resources.files("ifqa.prompts")))
+    try:
+        return Path(str(resources.files("ifqa.prompts")))
+    except ModuleNotFoundError:  # installing maps prompts/ to ifqa.prompts (pyproject.toml's package-dir)
+        return Path(__file__).resolve().parents[3] / "prompts"
 
 
 def load_whole_prompt(
