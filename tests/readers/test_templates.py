@@ -10,15 +10,15 @@ import os
 import shutil
 import subprocess
 import sys
-from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from ifqa.datasets.demo import load_demo
+from ifqa.readers.llm.prompts import prompts_dir
 from tests.readers.fake_openai import FakeOpenAI
 
-INSTALLED = Path(str(resources.files("ifqa.prompts")))
+INSTALLED = prompts_dir()  # the installed ifqa.prompts (in a checkout not installed, its prompts/)
 TEMPLATES = sorted(p.stem for p in INSTALLED.glob("*.txt"))
 DEV = load_demo("dev")
 
