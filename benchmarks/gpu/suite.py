@@ -305,19 +305,28 @@ def precision_name(dtype) -> str:
     return {torch.float16: "fp16", torch.bfloat16: "bf16"}.get(dtype, "fp32")
 
 
+def past_startup(total: float, startup: float) -> float | None:
+    """What a full run spent beyond its start-up run (seconds, or CPU seconds), or None where start-up is
+    nearly all of it (under 5% left: the difference is noise)."""
+    spent = total - startup
+    return None if spent < 0.05 * total else spent
+
+
 def steady_text(items: int, seconds: float, startup: float, unit: str) -> str:
     """The rate past start-up: the full run's items beyond the start-up run's, over the seconds beyond its."""
-    if seconds - startup < 0.05 * seconds:
+    spent = past_startup(seconds, startup)
+    if spent is None:
         return "steady rate not measurable (start-up is nearly the whole run)"
-    return f"steady {items / (seconds - startup):,.0f} {unit}/s"
+    return f"steady {items / spent:,.0f} {unit}/s"
 
 
 def host_text(cpu: float, startup_cpu: float, pairs: int) -> str:
     """Host CPU per pair past start-up: the full run's CPU seconds beyond the start-up run's, over its pairs
-    beyond the start-up run's (at sizes where start-up is nearly all of it, the difference is noise)."""
-    if cpu - startup_cpu < 0.05 * cpu:
+    beyond the start-up run's."""
+    spent = past_startup(cpu, startup_cpu)
+    if spent is None:
         return "host CPU per pair not measurable (start-up is nearly the whole run)"
-    return f"host CPU {1e6 * (cpu - startup_cpu) / max(1, pairs):.1f} µs per pair"
+    return f"host CPU {1e6 * spent / max(1, pairs):.1f} µs per pair"
 
 
 def startup_text(startup: float, small: int, total: float, unit: str, phases=None) -> str:
