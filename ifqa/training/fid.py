@@ -69,9 +69,11 @@ class _Batches:
     compiled model labels are padded to ``answer_maxlength`` (loss unchanged: padded positions are
     ignored and the decoder is causal), so every step has one shape and nothing recompiles."""
 
-    def __init__(self, records: Sequence[dict], collator: Collator, config: FiDTrainConfig, fixed_shape: bool, world):
+    def __init__(
+        self, records: Sequence[dict], collator: Collator, config: FiDTrainConfig, fixed_shape: bool, world: World
+    ):
         self.records, self.collator, self.config, self.fixed_shape = records, collator, config, fixed_shape
-        self.world: World = world
+        self.world = world
 
     def __call__(self, g: int) -> dict:
         config = self.config
