@@ -25,9 +25,9 @@ _VERDICT = re.compile(
     r"\W{0,6}(?:is\s+)?\**\s*(yes|no)\b",
     re.I,
 )
-#: A reply that opens with yes or no as a sentence of its own ("Yes.", "No, it names another city"), not
-#: a phrase that starts with the word ("No doubt, ...", "No matter ...").
-_BARE = re.compile(r"^\W*(yes|no)\s*(?:[.!,;:]|$)", re.I)
+#: A reply that opens with yes or no as a sentence of its own ("Yes.", "No, it names another city", "YES -
+#: because it names the same city"), not a phrase that starts with the word ("No doubt, ...", "No-one ...").
+_BARE = re.compile(r"^\W*(yes|no)\s*(?:[.!,;:]|[-\u2013\u2014]+(?:\s|$)|$)", re.I)
 #: The two words named as a pair, not a verdict: "yes/no", "Yes or no?".
 _BOTH = re.compile(r"\byes\s*(?:/|or|and)\s*no\b|\bno\s*(?:/|or|and)\s*yes\b", re.I)
 #: A verdict in words, with its negation: "correct", "incorrect", "is not correct", "not wrong".

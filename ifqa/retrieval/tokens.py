@@ -40,10 +40,10 @@ _QUERY = 900  # digests looked up per SELECT (under SQLite's limit of variables)
 def tokenizer_identity(tokenizer) -> str | None:
     """A digest of everything that decides a fast tokenizer's ids (normalizer, pre-tokenizer, vocabulary,
     added tokens), or None for a tokenizer without that definition (a slow one: tokenized pair by pair)."""
-    backend = getattr(tokenizer, "backend_tokenizer", None)
-    if backend is None:
+    rust = getattr(tokenizer, "backend_tokenizer", None)
+    if rust is None:
         return None
-    return hashlib.sha256(f"{type(tokenizer).__name__}\0{backend.to_str()}".encode()).hexdigest()
+    return hashlib.sha256(f"{type(tokenizer).__name__}\0{rust.to_str()}".encode()).hexdigest()
 
 
 def batch_encoder(tokenizer, max_length: int | None = None, padded: bool = False):
@@ -52,21 +52,21 @@ def batch_encoder(tokenizer, max_length: int | None = None, padded: bool = False
     may share it; without offsets where the library has that call."""
     import copy
 
-    backend = copy.deepcopy(tokenizer.backend_tokenizer)
+    rust = copy.deepcopy(tokenizer.backend_tokenizer)
     if max_length:
-        backend.enable_truncation(max_length)
+        rust.enable_truncation(max_length)
     else:
-        backend.no_truncation()
+        rust.no_truncation()
     if padded:
-        backend.enable_padding(
+        rust.enable_padding(
             direction=getattr(tokenizer, "padding_side", "right"),
             pad_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0,
             pad_type_id=getattr(tokenizer, "pad_token_type_id", 0),
             pad_token=tokenizer.pad_token or "[PAD]",
         )
     else:
-        backend.no_padding()
-    return getattr(backend, "encode_batch_fast", backend.encode_batch)
+        rust.no_padding()
+    return getattr(rust, "encode_batch_fast", rust.encode_batch)
 
 
 class BatchTokens:

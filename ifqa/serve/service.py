@@ -101,9 +101,9 @@ class QAService:
         # WIQA and CausalQA questions are prompted and parsed as their task
         task = question_sets[0].task if question_sets else "qa"
         self.reader = self._reader(reader_config, known, api_key, task) if self.reader_config else None
-        # an HTTP endpoint serves concurrent requests (the response cache is thread-safe); a model in
-        # this process generates for one request at a time
-        self.local_reader = bool(self.reader_config and self.reader_config.backend_name != "openai")
+        # a backend that takes concurrent requests (an HTTP endpoint; the response cache is thread-safe)
+        # serves them at once; one that generates in this process, one request at a time
+        self.local_reader = bool(self.reader and not self.reader.session.backend.concurrent_requests)
         self._search_lock, self._read_lock = threading.Lock(), threading.Lock()
         self.started = time.time()
 

@@ -116,6 +116,10 @@ def test_predictions_for_other_questions_are_refused_before_any_request(cli, env
         ("The prediction is not correct.", False),
         ("The prediction is wrong.", False),
         ("Final verdict - NO", False),
+        ("YES - because it names the same city", True),
+        ("No \u2014 it names another city.", False),
+        ("Yes\u2013same city.", None),
+        ("No-one could tell.", None),
         ("Maybe, it depends.", None),
         ("The answer is right", None),
         # a word is no verdict; a reply read two ways is unclear (issue #69)

@@ -110,6 +110,12 @@ def test_every_ifqa_gold_answer_survives_every_reply_shape(shared):
         ("The answer is: If the river dried up, what would the bridge cross?", ""),
         ("The answer is that the answer is that the answer is that", ""),
         ("The answer is THAT Corporation.", "THAT Corporation"),
+        ("The answer is that the answer is that the answer is that the", ""),
+        ("Answer: The answer is that the answer is that the answer", ""),
+        ("Who is Sylvia?", "Who is Sylvia?"),
+        ('The answer is "Who is Sylvia?"', "Who is Sylvia?"),
+        ("What would the bridge cross?", ""),
+        ("Question: Who is Sylvia?", ""),
     ],
 )
 def test_chatter_is_never_an_answer(reply, answer):

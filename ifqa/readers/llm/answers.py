@@ -23,7 +23,6 @@ _ANSWER_LABEL = re.compile(r"^[ \t#>*_-]*(?:final\s+|short\s+)?(?:answer|a)\s*[*
 #: A line that restates the question instead of answering it ("Question: If ...", "The question is
 #: asking ...", "If the river dried up, what would ...?").
 _RESTATES = re.compile(r"^\s*(?:\**\s*question\s*\**\s*:|the\s+question\s+(?:is|asks|was))", re.I)
-_RESTATED = re.compile(_RESTATES.pattern + r"|\?\s*$", re.I)
 #: Openers before an answer, each a whole word and a phrase of its own, punctuated ("Sure!", "Okay,",
 #: "What a delightful question!", "Great question.", "Here is the answer:", "Let me think."): never
 #: the start of an answer that begins with such a word ("Great Britain", "Good Friday", "Oklahoma").
@@ -61,6 +60,22 @@ _LEAD = re.compile(
 #: The start of such a lead and nothing after it ("The answer to this", cut off mid-loop), or the answer
 #: named as itself ("The answer is the answer to the question ..."): no answer either way.
 _CUT_LEAD = re.compile(r"^[\s*_\"'“”]*(?:the\s+)?(?:final\s+)?answer(?:\s+to\b.*|[\s.]*)$", re.I | re.S)
+#: What a looping lead repeats: a reply cut off inside it ("... the answer is that the") names nothing.
+_LOOP_WORDS = "the answer is that"
+#: A question that asks back (a premise, a "would"): a title that is a question ("Who is Sylvia?") is short
+#: and asks nothing of the premise, and is an answer.
+_ASKS_BACK = re.compile(r"^\W*if\b|\b(?:would|will|could|should|might)\b", re.I)
+_TITLE_WORDS = 6
+
+
+def _asks_back(answer: str) -> bool:
+    """Whether ``answer`` is the question said back, not a title that is a question."""
+    text = answer.rstrip(_QUOTES + " .")
+    if not text.endswith("?"):
+        return False
+    return len(text.split()) > _TITLE_WORDS or bool(_ASKS_BACK.search(text))
+
+
 _BOXED = re.compile(r"\\boxed\{((?:[^{}]|\{[^{}]*\})*)\}")
 
 
@@ -85,7 +100,7 @@ def extract(output: str, reasoning: bool = False) -> tuple[str, str]:
         rationale, candidate = text[: matches[-1].start()].strip(), matches[-1].group(1)
     else:
         said = (_RESTATEMENT.sub("", line) for line in text.splitlines())  # a question said back, then an answer
-        lines = [line for line in said if line.strip() and not _RESTATED.search(line)]
+        lines = [line for line in said if line.strip() and not (_RESTATES.search(line) or _asks_back(line))]
         if reasoning:
             rationale, candidate = "\n".join(lines[:-1]), lines[-1] if lines else ""
         else:  # the first line that is more than chatter ("Sure!", "Here is the answer:" on a line of its own)
@@ -101,11 +116,14 @@ def clean(candidate: str) -> str:
     answer = _RESTATEMENT.sub("", answer)  # the question said back, then the answer
     # "Answer: The answer is X", and a small model's loop ("The answer to this question is: "The answer
     # to this question is: ...", "The answer is that the answer is that ...") however often it goes round
+    looped = False
     while _LEAD.match(answer):
-        answer = _LEAD.sub("", answer, count=1)
+        answer, looped = _LEAD.sub("", answer, count=1), True
     if _CUT_LEAD.match(answer):  # what is left is a lead cut off by the token limit: no answer
         return ""
-    if _RESTATES.search(answer) or answer.rstrip(_QUOTES + " .").endswith("?"):  # a question is no answer
+    if looped and _LOOP_WORDS.startswith(answer.strip(_QUOTES + " .").lower()):  # "... the answer is that the"
+        return ""
+    if _RESTATES.search(answer) or _asks_back(answer):  # the question said back is no answer
         return ""
     answer = _BECAUSE.sub("", _IT_WOULD_BE.sub("", answer))
     quoted = _QUOTED.match(answer)  # '"Alabama" would have climbed to 19': the quoted name is the answer
