@@ -13,7 +13,7 @@ from typing import Any
 from ifqa.artifacts import manifest_path
 from ifqa.errors import IfqaError
 from ifqa.io import check_writable_kind
-from ifqa.registry import INDEX_SCHEMES
+from ifqa.registry import INDEX_SCHEMES, split_spec
 
 
 def _resolved(path: Path) -> Path:
@@ -84,8 +84,8 @@ def read_through(path: Path) -> list[Path]:
 def spec_paths(text: str) -> list[Path]:
     """The files behind an index spec (``demo:bm25``): what its scheme says it reads (cache files),
     whether or not they exist yet. Nothing for a text that is no registered spec."""
-    scheme, sep, name = text.partition(":")
-    if not sep or scheme not in INDEX_SCHEMES:
+    scheme, name = split_spec(text)
+    if scheme is None:
         return []
     try:
         reads = getattr(INDEX_SCHEMES.get(scheme), "reads", None)
@@ -124,8 +124,7 @@ def check_output(
     if output is None or not str(output).strip():
         return
     check_writable_kind(output, option)
-    scheme, sep, _ = os.fspath(output).partition(":")
-    if sep and scheme in INDEX_SCHEMES:  # an index spec (demo:dense, prebuilt:NAME) is read, never written
+    if split_spec(os.fspath(output))[0] is not None:  # an index spec (demo:dense, prebuilt:NAME) is read, never written
         raise IfqaError(
             f"{option} {output}: an index spec names an index to read, not a folder to write; name a folder"
         )

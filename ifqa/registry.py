@@ -78,6 +78,16 @@ ENGINES = Registry(
 INDEX_SCHEMES = Registry(
     "index scheme", {"demo": ".specs:DEMO_INDEXES", "prebuilt": ".specs:PREBUILT_INDEXES"}, "ifqa.retrieval"
 )
+
+
+def split_spec(spec) -> tuple[str | None, str]:
+    """The one parse of an index spec: ``("demo", "bm25")`` for a registered ``SCHEME:NAME``, ``(None,
+    spec)`` for a folder (``retrieval/specs.py`` opens it; the output guard refuses it as an output)."""
+    text = str(spec)
+    scheme, sep, name = text.partition(":")
+    return (scheme, name) if sep and scheme in INDEX_SCHEMES else (None, text)
+
+
 #: Query formulations: ``question -> list of sub-queries`` (several are searched and fused).
 QUERY_MODES = Registry(
     "query mode",
@@ -97,6 +107,19 @@ READERS = Registry(
     "reader",
     {"llm": ".llm:READER", "iterative": ".iterative:READER", "fid": ".fid:READER", "majority": ".majority:READER"},
     "ifqa.readers",
+)
+#: What ifqa trains (``ifqa train NAME``, an experiment's ``train`` stage): an entry with ``recipe``, ``inputs``
+#: (``run`` or ``questions``), ``artifact``, ``help``, ``train(recipe, TrainJob)`` and ``summary`` (``training/kinds.py``).
+TRAINABLE = Registry(
+    "trainable kind",
+    {
+        "fid": ".kinds:FID",
+        "llm": ".kinds:LLM",
+        "reranker": ".kinds:RERANKER",
+        "retriever": ".kinds:RETRIEVER",
+        "control": ".kinds:CONTROL",
+    },
+    "ifqa.training",
 )
 #: Experiment stages: a class with ``KEYS``, ``check(spec, names, path)`` and ``run(context, spec)``.
 STAGES = Registry(

@@ -17,7 +17,10 @@ from tests.test_outputs import _commands
 PROBLEM = "not a resume state this run can continue from"
 # commands that promise resuming but keep no state of their own to hand-edit
 NO_STATE = {("train", "control"): "a logistic regression fitted in one go: --stop-after has nothing to stop"}
-SAME_LOOP = {("train", "retriever"): ("train", "reranker")}  # ifqa/training/loop.py keeps every state
+SAME_LOOP = {  # ifqa/training/loop.py keeps every state (the LLM reader its best EM beside it, as FiD)
+    ("train", "retriever"): ("train", "reranker"),
+    ("train", "llm"): ("train", "fid"),
+}
 
 
 def _resumable() -> set[tuple[str, ...]]:

@@ -61,7 +61,7 @@ COMMAND_TABLE = {
     "convert": "Convert runs between ifqa's JSONL, TREC run files and DPR's retrieval JSON.",
     "rerank": "Rerank a run file (resumable: rerun the same command after an interruption).",
     "read": "Answer questions with a reader; writes predictions JSONL (+ manifest).",
-    "train": "Train a reader (fid), a reranker, a dense retriever, or the question-agnostic control.",
+    "train": "Train a reader (fid, llm), a reranker, a dense retriever, or the question-agnostic control.",
     "experiment": "Run experiment grids from YAML configs (experiments/*.yaml).",
     "serve": "Serve a page to ask one question and see every stage, and the JSON API (/search, /answer, /health).",
     "classify": "Classify questions.",

@@ -68,6 +68,8 @@ EXAMPLES = {
     "ifqa serve": "ifqa serve --port 8000 --index demo:bm25",
     "ifqa train control": "ifqa train control --index demo:bm25 -o rerankers/control",
     "ifqa train fid": "torchrun --nproc_per_node 8 -m ifqa -- train fid --run runs/train.jsonl -o fid",
+    "ifqa train llm": "ifqa train llm --model demo:smollm2 --run runs/train-k5.jsonl --dev-run runs/dev-k5.jsonl "
+    "--passages 2 --precision bf16 -o readers/smollm2-open",
     "ifqa train reranker": "ifqa train reranker --index indexes/bm25 --dev-run runs/dev.jsonl -o rerankers/ifqa",
     "ifqa train retriever": "ifqa train retriever --index indexes/bm25 -o retrievers/ifqa",
 }

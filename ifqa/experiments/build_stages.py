@@ -9,20 +9,21 @@ that key holds. Later stages name earlier ones by stage name (``indexes: [bm25]`
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import shutil
 from pathlib import Path
 
-from ifqa.cards import CARD
+from ifqa.api import Pipeline
 from ifqa.configs import from_options, option_fields
 from ifqa.errors import IfqaError
 from ifqa.experiments.runner import question_source, stage_key
-from ifqa.experiments.stages import Stage, earlier, typed
-from ifqa.registry import ENGINES
+from ifqa.experiments.stages import Stage, earlier, retrieval_config, typed
+from ifqa.registry import ENGINES, TRAINABLE
 from ifqa.retrieval.engines import INDEX_COMMANDS
 from ifqa.retrieval.index import MANIFEST
-from ifqa.training import recipes
-from ifqa.training.jobs import train_job
+from ifqa.retrieval.specs import index_manifest
+from ifqa.training.kinds import TrainJob
 from ifqa.training.loop import RESULT, STATE, Invocation
 
 log = logging.getLogger(__name__)
@@ -147,31 +148,35 @@ class IndexStage(Stage):
         context.artifacts[spec["name"]] = folder
 
 
-RECIPES = {"reranker": recipes.RerankerRecipe, "retriever": recipes.RetrieverRecipe, "control": recipes.ControlRecipe}
-
-
 class TrainStage(Stage):
-    """Trains on the training split of the experiment's setting, never on the questions it evaluates."""
+    """Trains any registered kind (``registry.TRAINABLE``) on the training split of the experiment's
+    setting, never on the questions it evaluates: a kind mined from an index names its ``index`` stage,
+    a kind trained on a run names the ``retriever`` (an earlier retrieve stage) whose settings retrieve
+    the training questions. Later stages name its model by the stage's name (``rerank: NAME``,
+    ``checkpoint: NAME``, ``model: NAME``)."""
 
-    KEYS = Stage.KEYS | {"kind", "index", "recipe"}
+    KEYS = Stage.KEYS | {"kind", "index", "retriever", "recipe"}
 
     @classmethod
     def check(cls, spec: dict, names: dict[str, str], path: Path) -> None:
         super().check(spec, names, path)
-        if spec.get("kind") not in RECIPES:
-            raise IfqaError(f"train stage {spec['name']!r}: 'kind' must be reranker, retriever or control", path)
-        earlier(spec, "index", names, ("index",), path)
+        if spec.get("kind") not in TRAINABLE:
+            raise IfqaError(f"train stage {spec['name']!r}: 'kind' must be one of {', '.join(TRAINABLE)}", path)
+        kind = TRAINABLE.get(spec["kind"])
         recipe = typed(spec, "recipe", dict, path) or {}
-        from_options(RECIPES[spec["kind"]], {**recipe, "index": spec["index"]}, f"{path}: train stage {spec['name']!r}")
+        where = f"{path}: train stage {spec['name']!r}"
+        if kind.inputs == "run":
+            earlier(spec, "retriever", names, ("retrieve",), path)
+            from_options(kind.recipe, recipe, where)
+        else:
+            earlier(spec, "index", names, ("index",), path)
+            from_options(kind.recipe, {**recipe, "index": spec["index"]}, where)
 
     def run(self, context, spec: dict) -> None:
-        recipe_class = RECIPES[spec["kind"]]
-        index = context.artifacts[spec["index"]]
-        options = {**(spec.get("recipe") or {}), "index": str(index)}
+        kind = TRAINABLE.get(spec["kind"])
+        options = dict(spec.get("recipe") or {})
         if "model" in options:
             options["model"] = context.resolve(options["model"])
-        recipe = from_options(recipe_class, options, f"train stage {spec['name']}")
-
         train = context.config.get("train")  # the experiment's training questions, a setting or a file
         source = question_source(context.config, train) if train else context.source.train()
         if source.file and not train:
@@ -181,20 +186,34 @@ class TrainStage(Stage):
                 context.config["_path"],
             )
         folder = context.output / "models" / spec["name"]
+        if kind.inputs == "run":
+            retrieve = next(s for s in context.config["_stages"] if s["name"] == spec["retriever"])
+            retrieval = retrieval_config(retrieve, context.resolve, context.config["k"])
+            corpora = [index_manifest(i).get("corpus") for i in retrieval.indexes]
+            index = json.dumps({"corpora": corpora, "retrieval": dataclasses.asdict(retrieval)}, default=str)
+        else:
+            options["index"] = str(context.artifacts[spec["index"]])
+            manifest = Path(options["index"]) / MANIFEST
+            index = manifest.read_text() if manifest.exists() else options["index"]
+        recipe = from_options(kind.recipe, options, f"train stage {spec['name']}")
         params = {
             "kind": spec["kind"],
             "recipe": {**dataclasses.asdict(recipe), "index": None},
-            "index": (index / MANIFEST).read_text() if (index / MANIFEST).exists() else str(index),
+            "index": index,
             "train": source.name,
         }
-        key = stage_key(params, [])
-        card = folder / "model" / CARD
-        if not context.up_to_date(card, key):
+        marker = folder / kind.artifact
+        if not context.up_to_date(marker, stage_key(params, [])):
             log.info("train: %s (%s)", spec["name"], spec["kind"])
-            if folder.exists():  # another recipe: its model, state and recorded result go (mined groups stay)
-                shutil.rmtree(folder / "model", ignore_errors=True)
-                shutil.rmtree(folder / STATE, ignore_errors=True)
-                (folder / RESULT).unlink(missing_ok=True)
-            train_job(spec["kind"], recipe, source, folder, run=Invocation(progress=context.progress))
-            context.mark(card, key, params)
-        context.artifacts[spec["name"]] = folder / "model"
+            if folder.exists():  # another recipe: its training folder goes (mined groups stay)
+                for name in ("model", "best", "last", STATE):
+                    shutil.rmtree(folder / name, ignore_errors=True)
+                for name in (RESULT, "train_config.json", "train_log.jsonl", "train_run.jsonl"):
+                    (folder / name).unlink(missing_ok=True)
+            job = TrainJob(spec["kind"], folder, Invocation(progress=context.progress), source=source)
+            if kind.inputs == "run":
+                job = dataclasses.replace(job, train_run=str(folder / "train_run.jsonl"))
+                Pipeline(retrieval).run_to_file(source.load(), job.train_run, context.progress)
+            kind.train(recipe, job)
+            context.mark(marker, stage_key(params, []), params)
+        context.artifacts[spec["name"]] = marker

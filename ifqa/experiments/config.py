@@ -3,7 +3,7 @@ list of stages.
 
 A config names the questions and then its stages, either as a ``stages:`` list of
 ``{stage: retrieve|read|evaluate|..., name: ...}`` entries or, for the common grid, as
-``retrievers:`` (retrieve stages) and ``readers:`` (read stages). Each stage type checks its own
+``retrievers:`` (retrieve stages), ``trainers:`` (train stages) and ``readers:`` (read stages). Each stage type checks its own
 keys; the runner knows none of them.
 """
 
@@ -80,14 +80,14 @@ def _mapping(value: Any, what: str, path: Path) -> dict:
 
 
 def stage_list(config: dict, path: Path) -> list[dict]:
-    """The stages in order: ``stages:`` as given, else retrievers then readers."""
+    """The stages in order: ``stages:`` as given, else retrievers, trainers, then readers."""
     if "stages" in config:
         if not isinstance(config["stages"], list):
             raise IfqaError("'stages' must be a list", path)
         stages = [dict(_mapping(s, "each stage", path)) for s in config["stages"]]
     else:
         stages = []
-        for key, kind in (("retrievers", "retrieve"), ("readers", "read")):
+        for key, kind in (("retrievers", "retrieve"), ("trainers", "train"), ("readers", "read")):
             entries = config.get(key) or []
             if not isinstance(entries, list):
                 raise IfqaError(f"'{key}' must be a list", path)
@@ -133,7 +133,9 @@ def _check_questions(value: Any, what: str, path: Path) -> None:
 
 
 #: The keys an experiment config may hold at its top level (each stage's own are its type's KEYS).
-TOP_KEYS = frozenset({"name", "questions", "train", "k", "output", "stages", "retrievers", "readers", "judge"})
+TOP_KEYS = frozenset(
+    {"name", "questions", "train", "k", "output", "stages", "retrievers", "trainers", "readers", "judge"}
+)
 
 
 class _KeyProblem(Exception):

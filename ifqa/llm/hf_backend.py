@@ -104,7 +104,8 @@ class HFBackend(Backend):
     def context_window(self) -> int | None:
         return self.model.config.to_dict().get("max_position_embeddings")
 
-    def _format(self, prompt: str, params: GenerationParams) -> str:
+    def format_prompt(self, prompt: str, params: GenerationParams) -> str:
+        """The text the model reads for ``prompt``: its chat template around it when it has one."""
         return chat_prompt(self.tokenizer, prompt, params.template_kwargs()) if self.chat else prompt
 
     def template_thinks(self) -> bool:
@@ -112,7 +113,7 @@ class HFBackend(Backend):
 
     def template_tokens(self, params: GenerationParams) -> int:
         probe = TEMPLATE_PROBE  # +2: a join may tokenize one token longer on each side
-        return self.count_tokens(self._format(probe, params)) - self.count_tokens(probe) + 2
+        return self.count_tokens(self.format_prompt(probe, params)) - self.count_tokens(probe) + 2
 
     def complete(self, prompts: Sequence[str], params: GenerationParams, done: Done | None = None) -> list[Completion]:
         import torch
@@ -121,7 +122,7 @@ class HFBackend(Backend):
         out: list[Completion] = []
         eos = self.tokenizer.eos_token_id
         for start in range(0, len(prompts), self.batch_size):
-            batch = [self._format(p, params) for p in prompts[start : start + self.batch_size]]
+            batch = [self.format_prompt(p, params) for p in prompts[start : start + self.batch_size]]
             opened = [self.prefill(text) for text in batch]
             encoded = self.tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=not self.chat).to(
                 self.device

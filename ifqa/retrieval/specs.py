@@ -1,4 +1,5 @@
-"""Index specs, parsed in one place: a folder with a manifest, or ``SCHEME:NAME`` from the registry.
+"""Index specs opened: a folder with a manifest, or ``SCHEME:NAME`` from the registry (told apart by
+``registry.split_spec``, the one parser, which the output guard reads too).
 
 Schemes: ``demo:bm25`` / ``demo:dense`` (the embedded demo collection, indexed into the cache on
 first use, the dense index copied from the one ifqa ships, and rebuilt when its recipe changes) and ``prebuilt:NAME`` (pyserini's prebuilt Lucene
@@ -18,19 +19,10 @@ from typing import Any
 from ifqa.errors import IfqaError
 from ifqa.io import write_json
 from ifqa.paths import cache_dir
-from ifqa.registry import ENGINES, INDEX_SCHEMES
-from ifqa.retrieval.index import MANIFEST, Retriever, read_manifest
+from ifqa.registry import ENGINES, INDEX_SCHEMES, split_spec
+from ifqa.retrieval.index import MANIFEST, Retriever, corpus_record, read_manifest, staging
 
 log = logging.getLogger(__name__)
-
-
-def split_spec(spec: str | Path) -> tuple[str | None, str]:
-    """``("demo", "bm25")`` for a registered ``SCHEME:NAME``; ``(None, spec)`` for a folder."""
-    text = str(spec)
-    scheme, sep, name = text.partition(":")
-    if sep and scheme in INDEX_SCHEMES:
-        return scheme, name
-    return None, text
 
 
 def index_folder(spec: str | Path) -> Path | None:
@@ -175,8 +167,6 @@ class DemoIndexes:
 
 def _copy_index(source: Path, folder: Path, corpus: Path) -> None:
     """``source``'s files into ``folder`` (whole or not at all), its manifest naming ``corpus``."""
-    from ifqa.retrieval.index import corpus_record, staging  # a scheme's builder, when its index is made or opened
-
     with staging(folder, force=True) as temporary:
         for path in source.iterdir():
             if path.is_file() and path.name != MANIFEST:

@@ -25,7 +25,7 @@ from ifqa.readers.fid import FiDTrainConfig
 from ifqa.readers.fid.data import FID_CONFIG, Collator, FiDSettings
 from ifqa.readers.fid.model import enable_checkpointing, load_model
 from ifqa.readers.fid.predict import predict
-from ifqa.training.loop import RESULT, STATE, TRAINER, LoopSettings, Trainee, run_loop, start
+from ifqa.training.loop import RESULT, STATE, TRAINER, LoopSettings, Trainee, batch_order, run_loop, start
 
 log = logging.getLogger(__name__)
 
@@ -37,16 +37,6 @@ def _save_model(model, tokenizer, settings: FiDSettings, target: Path) -> None:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         (tmp / FID_CONFIG).write_text(json.dumps(asdict(settings), indent=2))
-
-
-def _batch_order(n: int, batch_size: int, seed: int, step: int) -> list[int]:
-    """The examples of optimizer micro-step ``step``: epochs are seeded permutations, so resuming at
-    any step sees exactly the data an uninterrupted run would have seen."""
-    per_epoch = max(1, n // batch_size)
-    epoch, position = divmod(step, per_epoch)
-    order = list(range(n))
-    random.Random(seed * 100003 + epoch).shuffle(order)
-    return order[position * batch_size : (position + 1) * batch_size]
 
 
 def _use_compile(config: FiDTrainConfig, device: str) -> bool:
@@ -78,7 +68,7 @@ class _Batches:
     def __call__(self, g: int) -> dict:
         config = self.config
         step, micro = divmod(g, config.accumulation)
-        batch = [self.records[i] for i in _batch_order(len(self.records), config.batch_size, config.seed, g)]
+        batch = [self.records[i] for i in batch_order(len(self.records), config.batch_size, config.seed, g)]
         choice = random.Random(f"{config.seed}:{step}:{micro}")
         labels = self.collator.labels([choice.choice(r["answers"]) for r in batch])
         if self.fixed_shape and labels.shape[1] < config.answer_maxlength:

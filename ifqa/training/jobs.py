@@ -20,6 +20,7 @@ from ifqa.errors import IfqaError
 from ifqa.eval.summary import summarize_run
 from ifqa.io import read_json, settled, write_json
 from ifqa.models import check_model
+from ifqa.registry import TRAINABLE
 from ifqa.retrieval.encoders import resolve
 from ifqa.retrieval.specs import index_manifest
 from ifqa.training.control import train_control
@@ -32,12 +33,12 @@ log = logging.getLogger(__name__)
 EVALUATION_SPLITS = ("dev", "test", "validation")
 
 
-def check_before_mining(kind: str, recipe, questions: int, device: str | None) -> None:
+def check_before_mining(kind, recipe, questions: int, device: str | None) -> None:
     """What would stop training after minutes of mining, checked first: the device, the starting
     model, and recipe values that cannot make a step."""
     world = distributed.launched()
     picked = distributed.pick_device(device, world)  # a device this machine, or this launch, cannot give: one line now
-    if kind == "control":
+    if kind.trainer is None:  # fitted in this process, by no training loop
         if world.active:
             raise IfqaError("the question-agnostic control trains in one process; start it without a launcher")
         return
@@ -45,11 +46,7 @@ def check_before_mining(kind: str, recipe, questions: int, device: str | None) -
     check_model(resolve(recipe.model), "; --model takes an encoder or cross-encoder")
 
     pick_precision(recipe.precision, picked, "train")
-    if kind == "reranker" and recipe.group_size < recipe.other_gold + 1:
-        raise IfqaError(
-            f"--group-size {recipe.group_size} leaves no room for the gold passage and --other-gold "
-            f"{recipe.other_gold}; use a group of at least {recipe.other_gold + 1}"
-        )
+    recipe.check()
     if world.active and recipe.questions_per_step % world.size:
         raise IfqaError(
             f"--questions-per-step {recipe.questions_per_step} is a global batch: {world.size} ranks need "
@@ -99,7 +96,7 @@ def _groups(recipe, questions, output: Path, corpus: str | None, progress: bool)
 
 
 def train_job(
-    kind: str,
+    name: str,
     recipe,
     source,
     output: Path,
@@ -107,30 +104,32 @@ def train_job(
     dev_run: str | None = None,
     run: Invocation = Invocation(),
 ) -> dict:
-    """Train a ``reranker`` or ``retriever`` into ``output/model``; returns its card (plus progress fields).
+    """Train the mined kind ``name`` (a ``training.kinds.MinedKind``: reranker, retriever, control) into ``output/model``;
+    returns its card (plus progress fields).
     A folder whose model was trained, to the end, by this same command (kind, recipe, training questions
     and collection) is the work done: its card is returned as it is (``already``)."""
     split = None if source.file else source.resolved()[1]
     if split in EVALUATION_SPLITS:  # selection is done on dev, and test is held out
         raise IfqaError(f"refusing to train on the {split} split; train on 'train' and keep {split} for evaluation")
     questions = source.load()
-    done = completed_run(output, kind, recipe, questions)
+    kind = TRAINABLE.get(name)
+    done = completed_run(output, name, recipe, questions)
     if done is not None:
         return {"finished": True, "already": True, **done}
     check_has_gold(questions.examples, questions.name)
     check_before_mining(kind, recipe, len(questions), run.device)
 
-    if kind != "control":  # a damaged resume state is refused before mining writes its groups
+    if kind.trainer is not None:  # a damaged resume state is refused before mining writes its groups
         check_saved_state(output)
     if launched().main:
         output.mkdir(parents=True, exist_ok=True)
     groups, mined = _groups(recipe, questions, output, corpus, run.progress)
     started = time.time()
-    if kind == "control":
+    if kind.trainer is None:
         info = train_control(groups, output / "model", recipe.seed, recipe.weight)
         card = {
             "ifqa": __version__,
-            "kind": "control",
+            "kind": name,
             "recipe": dataclasses.asdict(recipe),
             "classifier": info,
             "training_data": {"questions": questions.describe(), "groups": len(groups), "mining": mined},
@@ -139,18 +138,14 @@ def train_job(
         }
         write_card(output / "model", card)
         return {"finished": True, **card}
-    if kind == "reranker":
-        from ifqa.training.reranker import train_reranker as train  # the trainer of the kind asked
-    else:
-        from ifqa.training.retriever import train_retriever as train  # the trainer of the kind asked
-    result = train(groups, output, recipe, run)
+    result = kind.load_trainer()(groups, output, recipe, run)
     if not launched().main:  # the other ranks trained their share; rank 0 writes the card and scores dev
         return {**{key: result[key] for key in ("finished", "step", "steps")}, "rank": launched().rank}
     if not result["finished"]:
         return {"finished": False, "step": result["step"], "steps": result["steps"]}
     card = {
         "ifqa": __version__,
-        "kind": kind,
+        "kind": name,
         "base_model": recipe.model,
         "recipe": dataclasses.asdict(recipe),
         "training_data": {"questions": questions.describe(), "groups": len(groups), "mining": mined},
@@ -168,7 +163,7 @@ def train_job(
     model_dir = output / "model"
     write_card(model_dir, {**card, "complete": False})
     if dev_run:
-        score_dev_run(kind, model_dir, dev_run, source.data_dir, run.device, run.progress)
+        score_dev_run(kind.reranks_dev, model_dir, dev_run, source.data_dir, run.device, run.progress)
 
     complete = {**read_card(model_dir), "complete": True}
     write_card(model_dir, complete)  # the run's last record: a rerun of a complete run is refused
@@ -207,7 +202,7 @@ def _collection(recipe) -> dict | None:
 
 
 def score_dev_run(
-    kind: str, model_dir: Path, dev_run: str, data_dir: str | None, device: str | None, progress: bool
+    reranks: bool, model_dir: Path, dev_run: str, data_dir: str | None, device: str | None, progress: bool
 ) -> None:
     """Rerank a dev run with the new reranker and record gold recall before and after in the card."""
     recorded = recorded_questions(dev_run)
@@ -218,7 +213,7 @@ def score_dev_run(
         raise IfqaError(f"--dev-run is a run of {recorded['name']}; dev scores must come from a dev split", dev_run)
     before = summarize_run(read_run(dev_run), questions.examples)["recall"]["gold"]
     add_dev_scores(model_dir, "first stage", questions.describe(), before)
-    if kind != "reranker":
+    if not reranks:
         return
 
     target = model_dir.parent / "dev-reranked.jsonl"

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import random
 import shutil
 import time
 from collections.abc import Callable, Sequence
@@ -81,6 +82,16 @@ class Trainee:
     unused_parameters: bool = False
     #: what a GPU out of memory names: what a batch holds, and what to lower
     memory: tuple[str, str] = ("a training step", "--questions-per-step (the same command resumes)")
+
+
+def batch_order(n: int, batch_size: int, seed: int, step: int) -> list[int]:
+    """The examples of micro-batch ``step``: epochs are seeded permutations, so resuming at any step
+    sees exactly the data an uninterrupted run would have seen."""
+    per_epoch = max(1, n // batch_size)
+    epoch, position = divmod(step, per_epoch)
+    order = list(range(n))
+    random.Random(seed * 100003 + epoch).shuffle(order)
+    return order[position * batch_size : (position + 1) * batch_size]
 
 
 def check_saved_state(output: Path) -> None:

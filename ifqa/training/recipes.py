@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ifqa.configs import option
+from ifqa.errors import IfqaError
 from ifqa.registry import QUERY_MODES
 from ifqa.retrieval import DEFAULT_ENCODER
 
@@ -43,6 +44,9 @@ class LoopRecipe(MiningRecipe):
     )
     save_every: int = option(200, "Also save the resumable state every N steps (Ctrl-C saves it too).", min=1)
 
+    def check(self) -> None:
+        """Values that cannot make a step together, refused before mining."""
+
 
 @dataclass(frozen=True)
 class RerankerRecipe(LoopRecipe):
@@ -61,6 +65,13 @@ class RerankerRecipe(LoopRecipe):
         max=0.9,
     )
     seed: int = option(0, "Seed for the head's initialization, data order and negative sampling.")
+
+    def check(self) -> None:
+        if self.group_size < self.other_gold + 1:
+            raise IfqaError(
+                f"--group-size {self.group_size} leaves no room for the gold passage and --other-gold "
+                f"{self.other_gold}; use a group of at least {self.other_gold + 1}"
+            )
 
 
 @dataclass(frozen=True)
@@ -86,3 +97,59 @@ class RetrieverRecipe(LoopRecipe):
 class ControlRecipe(MiningRecipe):
     seed: int = option(0, "Seed for the classifier.")
     weight: float = option(0.5, "Weight of the classifier's logit added to the first-stage score.")
+
+
+@dataclass(frozen=True)
+class LLMRecipe:
+    """``ifqa train llm``: a causal LM fine-tuned to answer as ``ifqa read llm`` prompts it. The reader's
+    settings (mode ... max_prompt_tokens) build every training prompt and go into the model card, which
+    the reader then reads back; changing any other field but those in ``HOW_NOT_WHAT`` is another run."""
+
+    HOW_NOT_WHAT = ("eval_batch_size", "save_every", "gradient_checkpointing")
+    #: the fields that are the reader's settings: the prompt the model is trained on, recorded in its card
+    READER = ("mode", "passages", "demos", "selection", "template", "prompts_dir", "max_prompt_tokens", "seed")
+
+    model: str = option(
+        "demo:smollm2",
+        "Causal LM to fine-tune: a folder, a hub id, a GGUF file (dequantized by transformers) or demo:smollm2.",
+    )
+    mode: str = option(
+        "open",
+        "open: answer from the run's passages; qa: closed-book (the run gives questions only).",
+        choices=("open", "qa"),
+    )
+    passages: int = option(3, "Open mode: top passages of the run in each prompt.", min=1)
+    demos: int = option(0, "In-context demonstrations in each prompt (from the training questions).", min=0)
+    selection: str = option(
+        "random", "How demonstrations are chosen.", choices=("random", "similar"), flag="--demo-selection"
+    )
+    template: str | None = option(None, "Template file name (default: the mode's own).")
+    prompts_dir: str | None = option(None, "Templates folder (default: the installed prompts).")
+    max_prompt_tokens: int = option(
+        512, "Prompt budget in tokens: longer prompts have their passages cut, as the reader cuts them.", min=64
+    )
+    epochs: int = option(1, "Passes over the training questions (when --steps is not given).", min=1)
+    steps: int | None = option(None, "Optimizer steps in all (default: --epochs passes).", min=1)
+    batch_size: int = option(8, "Questions per optimizer step, over all ranks.", min=1)
+    accumulation: int = option(1, "Micro-batches per step (each of --batch-size / --accumulation questions).", min=1)
+    lr: float = option(1e-4, "Peak learning rate (AdamW, linear warm-up then decay).", min=0.0)
+    warmup_steps: int | None = option(None, "Steps of warm-up (default: 5% of the steps).", min=0)
+    weight_decay: float = option(0.0, "AdamW weight decay.", min=0.0)
+    max_grad_norm: float = option(1.0, "Gradients are clipped to this norm.", min=1e-6)
+    lora_rank: int | None = option(None, "Train LoRA adapters of this rank (peft) instead of every weight.", min=1)
+    lora_alpha: float | None = option(None, "LoRA scaling alpha (default: twice the rank).", min=0.0)
+    lora_dropout: float = option(0.05, "Dropout on the LoRA adapters' inputs.", min=0.0, max=0.9)
+    no_merge: bool = option(False, "Save the LoRA adapter alone, not merged into the model.")
+    eval_every: int = option(100, "Dev EM every N steps (with --dev-run); best/ keeps the best.", min=1)
+    dev_questions: int | None = option(
+        None, "Score dev EM on the dev run's first N questions while training (default: all).", min=1
+    )
+    eval_batch_size: int = option(16, "Questions per generation batch when scoring dev.", min=1)
+    save_every: int | None = option(None, "Also save the resumable state every N steps.", min=1)
+    seed: int = option(0, "Seed for data order, demonstrations and initialization.")
+    precision: str = option(
+        "auto",
+        "auto: bf16 autocast on a GPU with native bf16, else fp32; bf16 on a CPU with AMX or AVX-512 BF16 when asked.",
+        choices=("auto", "fp32", "bf16"),
+    )
+    gradient_checkpointing: bool = option(False, "Recompute activations to save memory.")

@@ -11,6 +11,7 @@ import logging
 from ifqa.artifacts import QuestionSet
 from ifqa.errors import IfqaError
 from ifqa.readers.llm.config import LLMReaderConfig
+from ifqa.readers.llm.trained import as_trained
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +43,7 @@ class LLMReaderEntry:
         from ifqa.llm.session import ModelSession  # the model layer, for a read alone (the config builds options)
         from ifqa.readers.llm.reader import LLMReader, check_contexts, load_contexts, read_to_file  # likewise
 
+        config = as_trained(config)  # its mode and passages decide what is checked below
         config.require_model()
         contexts = load_contexts(job.run, job.questions)  # read and checked before any model is loaded or contacted
         check_contexts(config.mode, job.questions, contexts, job.run)

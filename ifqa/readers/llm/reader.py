@@ -20,6 +20,7 @@ from ifqa.llm.session import Ask, ModelSession, Reply
 from ifqa.readers import runner
 from ifqa.readers.llm import answers, prompts
 from ifqa.readers.llm.config import LLMReaderConfig
+from ifqa.readers.llm.trained import as_trained, card_record
 
 log = logging.getLogger(__name__)
 
@@ -35,6 +36,7 @@ class LLMReader:
         keep_prompts: bool = False,
         task: str = "qa",
     ):
+        config = as_trained(config)  # a model ifqa train llm made reads with the prompts it was trained on
         self.session, self.config, self.task = session, config, task
         self.keep_prompts = keep_prompts  # put each prompt's text in its record (ifqa serve shows it)
         self.template = prompts.load_template(
@@ -86,6 +88,19 @@ class LLMReader:
         self.prompt_lengths.append(prompt.tokens)
         return prompt
 
+    def prompt_for(self, example, contexts: dict[str, list[dict]], background: str | None = None) -> prompts.Prompt:
+        """The prompt this reader sends for ``example`` (``ifqa train llm`` trains on exactly it): the
+        mode's passages (the run's top ones, the question's own, or its GenRead ``background``)."""
+        if self.config.mode == "open":
+            passages = contexts.get(example.qid, [])[: self.config.passages]
+        elif self.config.mode == "context":
+            passages = list(example.context)
+        elif self.config.mode == "genread":
+            passages = [background or ""]
+        else:
+            passages = []
+        return self._prompt(self.template, self.selector, example, passages)
+
     def read_batch(self, examples: Sequence, contexts: dict[str, list[dict]]) -> list[dict]:
         backgrounds: dict[str, str] = {}
         if self.config.mode == "genread":
@@ -95,15 +110,7 @@ class LLMReader:
                 backgrounds[example.qid] = reply.answer.strip()
         records_prompts, flat_prompts, flat_asks = [], [], []
         for example in examples:
-            if self.config.mode == "open":
-                passages = contexts.get(example.qid, [])[: self.config.passages]
-            elif self.config.mode == "context":
-                passages = list(example.context)
-            elif self.config.mode == "genread":
-                passages = [backgrounds[example.qid]]
-            else:
-                passages = []
-            prompt = self._prompt(self.template, self.selector, example, passages)
+            prompt = self.prompt_for(example, contexts, backgrounds.get(example.qid))
             records_prompts.append(prompt)
             for ask in self._asks():
                 flat_prompts.append(prompt.text)
@@ -217,6 +224,7 @@ def read_to_file(
             "config": asdict(reader.config.public()),
             "temperature": reader.config.effective_temperature,
             "max_tokens": reader._max_tokens(),
+            "card": card_record(reader.config),
             "prompt_tokens": {"mean": round(statistics.fmean(lengths), 1), "max": max(lengths), "min": min(lengths)}
             if lengths
             else {},

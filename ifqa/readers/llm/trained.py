@@ -1,0 +1,52 @@
+"""A model ``ifqa train llm`` made is read as it was trained: its card (``ifqa_card.json``) holds the
+reader settings its training prompts were built with, and they replace the reader's defaults."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import fields, replace
+from pathlib import Path
+
+from ifqa.cards import CARD, read_card
+from ifqa.configs import field_default, flag
+from ifqa.readers.llm.config import LLMReaderConfig
+
+log = logging.getLogger(__name__)
+
+#: the ``kind`` of a trained reader's card (``training/llm.py`` writes it)
+TRAINED_READER = "llm-reader"
+
+
+def trained_card(model: str | None) -> dict | None:
+    """The card of a reader ``ifqa train llm`` made, when ``model`` is such a folder."""
+    if not model or not Path(model).is_dir():
+        return None
+    card = read_card(model)
+    return card if card.get("kind") == TRAINED_READER and isinstance(card.get("reader"), dict) else None
+
+
+def as_trained(config: LLMReaderConfig) -> LLMReaderConfig:
+    """``config`` with the trained model's reader settings where it leaves an option at its default; an
+    option given otherwise is kept, with a warning that the model never saw prompts made so."""
+    card = trained_card(config.model)
+    if card is None:
+        return config
+    trained, changes = card["reader"], {}
+    for field in fields(LLMReaderConfig):
+        if field.name not in trained:
+            continue
+        value, wanted = getattr(config, field.name), trained[field.name]
+        if value == field_default(field):
+            changes[field.name] = wanted
+        elif value != wanted:
+            log.warning("%s %s: %s was trained with %s", flag(field), value, config.model, wanted)
+    return replace(config, **changes)
+
+
+def card_record(config: LLMReaderConfig) -> dict | None:
+    """What a predictions manifest keeps of the trained model it read with."""
+    card = trained_card(config.model)
+    if card is None:
+        return None
+    keep = ("base_model", "base_digest", "steps", "step", "dev_em", "lora", "training_data")
+    return {"path": str(Path(config.model) / CARD), **{k: card.get(k) for k in keep}}

@@ -1,0 +1,128 @@
+"""What ifqa can train, one entry each (``registry.TRAINABLE``): ``ifqa train NAME`` and an experiment's
+``train`` stage are made from an entry, so a new kind is one module and one registry line.
+
+An entry has ``recipe`` (its configuration dataclass: the command's options, the stage's ``recipe``
+keys), ``inputs`` (``run``: a run file of training questions with their passages, as FiD and the LLM
+reader train; ``questions``: training questions whose negatives are mined from an index, as the
+retrieval models train), ``artifact`` (the folder of the training output a reader or retriever loads),
+``help``, ``train(recipe, job) -> record`` and ``summary(output, record) -> line``. Heavy modules are
+imported by ``train`` alone.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from ifqa.readers.fid import FiDTrainConfig
+from ifqa.training import recipes
+from ifqa.training.loop import Invocation
+
+
+@dataclass(frozen=True)
+class TrainJob:
+    """One training job of the kind named ``kind``: ``train_run``/``dev_run`` for run kinds, ``source`` (a
+    ``QuestionSource``), ``corpus`` and ``dev_run`` for mined kinds; ``run`` how it is invoked."""
+
+    kind: str
+    output: Path
+    run: Invocation = Invocation()
+    train_run: str | None = None
+    dev_run: str | None = None
+    source: object = None
+    corpus: str | None = None
+
+
+def _target(target: str):
+    module, _, attribute = target.partition(":")
+    return getattr(importlib.import_module(module), attribute)
+
+
+@dataclass(frozen=True)
+class RunKind:
+    """A reader trained on a run file's questions and passages, dev EM every N steps, ``best/`` kept."""
+
+    recipe: type
+    help: str
+    trainer: str  # "module:function" with fid.train's signature
+    inputs = "run"
+    artifact = "best"
+
+    def train(self, recipe, job: TrainJob) -> dict:
+        train = _target(self.trainer)
+        return train(
+            job.train_run, job.dev_run, job.output, recipe, job.run.device, job.run.progress, job.run.stop_after
+        )
+
+    def summary(self, output, record: dict) -> str:
+        if not record["finished"]:
+            return (
+                f"{output}: stopped at step {record['step']} of {record['steps']}; rerun the same command to continue"
+            )
+        last = record["log"][-1] if record["log"] else {}
+        best = record.get("best_em", -1)
+        scored = f", best dev EM {best:.2f}" if best is not None and best >= 0 else ""
+        return f"{output}: step {record['step']}, last loss {last.get('loss')}{scored}"
+
+
+@dataclass(frozen=True)
+class MinedKind:
+    """A retrieval model trained on questions with negatives mined from an index (``training/jobs.py``):
+    ``trainer`` runs the shared loop, or None for a model fitted in one process (the control);
+    ``reranks_dev``: its dev scores include the dev run reranked by it."""
+
+    recipe: type
+    help: str
+    trainer: str | None
+    reranks_dev: bool = False
+    inputs = "questions"
+    artifact = "model"
+
+    def load_trainer(self):
+        """The loop's trainer of this kind (its module imports torch): ``(groups, output, recipe, run)``."""
+        return _target(self.trainer)
+
+    def train(self, recipe, job: TrainJob) -> dict:
+        from ifqa.training.jobs import train_job  # mining and training, for a job of this kind alone
+
+        return train_job(job.kind, recipe, job.source, job.output, job.corpus, job.dev_run, job.run)
+
+    def summary(self, output, card: dict) -> str:
+        if not card.get("finished"):
+            return f"{output}: stopped at step {card['step']} of {card['steps']}; rerun the same command to continue"
+        if "classifier" in card:
+            return f"{output}/model: passage classifier, held-out AUC {card['classifier']['held_out_auc']:.3f}"
+        dev = card.get("dev") or {}
+        scores = "  ".join(
+            f"{name} R@1 {v['gold_recall']['1']:.1f} R@5 {v['gold_recall']['5']:.1f}" for name, v in dev.items()
+        )
+        return f"{output}/model: trained in {card['train_seconds']:.0f} s" + (f"; dev {scores}" if scores else "")
+
+
+FID = RunKind(
+    FiDTrainConfig,
+    "Train a Fusion-in-Decoder reader on a run file; rerun the same command to resume.",
+    "ifqa.training.fid:train",
+)
+LLM = RunKind(
+    recipes.LLMRecipe,
+    "Fine-tune a causal LM to answer as `ifqa read llm --backend hf` prompts it; rerun the same command to resume.",
+    "ifqa.training.llm:train",
+)
+RERANKER = MinedKind(
+    recipes.RerankerRecipe,
+    "Train a cross-encoder reranker on IfQA training questions with mined hard negatives.",
+    "ifqa.training.reranker:train_reranker",
+    reranks_dev=True,
+)
+RETRIEVER = MinedKind(
+    recipes.RetrieverRecipe,
+    "Fine-tune a bi-encoder (all of it, or its question side only) on IfQA training questions.",
+    "ifqa.training.retriever:train_retriever",
+)
+CONTROL = MinedKind(
+    recipes.ControlRecipe,
+    "Fit the question-agnostic control (a passage classifier that never sees the question).",
+    None,
+)

@@ -1,0 +1,397 @@
+"""``ifqa train llm``: a causal LM fine-tuned to answer as ``ifqa read llm --backend hf`` prompts it, on the
+shared training loop (``training/loop.py``: seeded plan, accumulation, bf16 where native, exact resume,
+held interrupts, several ranks).
+
+The model is loaded by the hf backend (a folder, a hub id, a GGUF file dequantized) and every training
+prompt is built by the reader itself (``LLMReader.prompt_for``, then the backend's chat template), so the
+prompt trained on is the prompt read with. The loss falls on the answer tokens alone, and the LM head
+runs only over them: rows are padded on the left, so every row's answer ends at the last position and
+``logits_to_keep`` covers them all. Dev EM is scored by the reader's own ``read_batch``, with ``best/``
+and ``last/`` kept, each a transformers folder with its ``ifqa_card.json``.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import importlib.util
+import json
+import logging
+import math
+from pathlib import Path
+
+import torch
+
+from ifqa import distributed
+from ifqa.artifacts import Example, read_run, recorded_questions
+from ifqa.cards import write_card
+from ifqa.devices import pick_precision
+from ifqa.distributed import World
+from ifqa.errors import IfqaError
+from ifqa.eval.answers import best_over_answers, exact_match, normalize_answer
+from ifqa.io import atomic_dir, settled, write_json
+from ifqa.llm.local_models import is_local_file_model, model_content
+from ifqa.llm.session import ModelSession
+from ifqa.models import model_type
+from ifqa.readers.llm.config import LLMReaderConfig
+from ifqa.readers.llm.reader import LLMReader
+from ifqa.training.loop import LoopSettings, Trainee, batch_order, run_loop, start
+from ifqa.training.recipes import LLMRecipe
+from ifqa.version import __version__
+
+log = logging.getLogger(__name__)
+
+KIND = "llm-reader"
+CONFIG = "train_config.json"
+#: the share of training questions that may also be dev questions (IfQA's own train and dev share 9 of
+#: 2,400 question texts: those are left out of training); more is a dev run of the training questions
+OVERLAP_REFUSED = 0.05
+
+
+def reader_config(recipe: LLMRecipe, device: str, batch_size: int | None = None) -> LLMReaderConfig:
+    """The reader the model is trained for: the hf backend in float32 (training's master weights), no
+    response cache (the weights change under it), the recipe's prompt settings."""
+    settings = {name: getattr(recipe, name) for name in LLMRecipe.READER}
+    return LLMReaderConfig(
+        model=recipe.model,
+        backend="hf",
+        device=device,
+        dtype="float32",
+        no_cache=True,
+        batch_size=batch_size or recipe.eval_batch_size,
+        **settings,
+    )
+
+
+def _examples(records: list[dict]) -> list[Example]:
+    return [Example(str(r["qid"]), r["question"], list(r.get("answers") or [])) for r in records]
+
+
+def _check_runs(train: list[dict], dev: list[dict], recipe: LLMRecipe, train_run, dev_run) -> list[dict]:
+    """The training records kept: every one with an answer and (open mode) passages; those whose question
+    is also a dev question are left out, and a train run that is largely the dev run is refused."""
+    if not train:
+        raise IfqaError("no training questions", train_run)
+    recorded = (recorded_questions(train_run) or {}).get("name", "")
+    if recorded.split(":")[-1] in ("dev", "test", "validation"):
+        raise IfqaError(f"is a run of {recorded}; train on a train split and keep it for evaluation", train_run)
+    for record in train:
+        if not record.get("answers"):
+            raise IfqaError(f"question {record.get('qid')} has no answer to train on", train_run)
+        if recipe.mode == "open" and not record.get("ctxs"):
+            raise IfqaError(f"--mode open: question {record.get('qid')} has no passages in the run", train_run)
+    scored = {normalize_answer(r["question"]) for r in dev}
+    kept = [r for r in train if normalize_answer(r["question"]) not in scored]
+    if len(train) - len(kept) > OVERLAP_REFUSED * len(train):
+        raise IfqaError(
+            f"{len(train) - len(kept)} of its {len(train)} questions are questions of --dev-run {dev_run}, whose EM "
+            "would then be scored on training questions; train on another split",
+            train_run,
+        )
+    if len(kept) < len(train):
+        log.info("%d training question(s) are also dev questions: left out of training", len(train) - len(kept))
+    return kept
+
+
+def _check_output(output: Path, identity: dict) -> bool:
+    """Whether ``output`` holds this run to resume; a folder holding anything else is refused."""
+    recorded = output / CONFIG
+    if recorded.is_file():
+        saved = json.loads(recorded.read_text(encoding="utf-8"))
+        if saved != identity:
+            what = "another kind of training run" if saved.get("kind") != KIND else "a run with other settings"
+            raise IfqaError(f"holds {what}; use the same options, or train into a new --output", output)
+        return True
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
+        raise IfqaError("is not empty and holds no ifqa train llm run; train into a new or empty --output", output)
+    return False
+
+
+def _target(tokenizer, chat: bool, prompt: str, prompt_ids: list[int], answer: str) -> list[int]:
+    """The answer's tokens as the model must write them after ``prompt_ids``: with a chat template, what the
+    template puts in the assistant's turn (``prompt`` the user's) up to its end-of-turn token; plainly, the
+    answer and EOS."""
+    eos = tokenizer.eos_token_id
+    if chat:
+        whole = tokenizer.apply_chat_template(
+            [{"role": "user", "content": prompt}, {"role": "assistant", "content": answer}], tokenize=False
+        )
+        ids = tokenizer(whole, add_special_tokens=False)["input_ids"]
+        if ids[: len(prompt_ids)] == prompt_ids and len(ids) > len(prompt_ids):
+            tail = ids[len(prompt_ids) :]
+            return tail[: tail.index(eos) + 1] if eos in tail else tail
+        return tokenizer(answer, add_special_tokens=False)["input_ids"] + [eos]
+    return tokenizer(" " + answer, add_special_tokens=False)["input_ids"] + ([eos] if eos is not None else [])
+
+
+def tokenized_examples(reader: LLMReader, records: list[dict], seed: int) -> list[tuple[list[int], list[int]]]:
+    """(prompt tokens, answer tokens) per training question: the prompt as the reader sends it, the answer
+    one of its references (the first, as demonstrations show it)."""
+    backend, tokenizer = reader.session.backend, reader.session.backend.tokenizer
+    params = reader.session.access.params(1, 0.0, (), seed)
+    contexts = {str(r["qid"]): r.get("ctxs") or [] for r in records}
+    built = []
+    for example in _examples(records):
+        text = reader.prompt_for(example, contexts).text
+        formatted = backend.format_prompt(text, params)
+        prompt_ids = tokenizer(formatted, add_special_tokens=not backend.chat)["input_ids"]
+        built.append((prompt_ids, _target(tokenizer, backend.chat, text, prompt_ids, example.answers[0])))
+    return built
+
+
+class _Batches:
+    """Micro-batch ``g``'s tensors, a pure function of the seed: rows padded on the left (the answers end
+    together, so ``keep`` last positions hold every answer's logits), positions counted from each row's
+    first token as generation counts them."""
+
+    def __init__(self, examples: list, recipe: LLMRecipe, pad: int, world: World):
+        self.examples, self.recipe, self.pad, self.world = examples, recipe, pad, world
+        self.micro = recipe.batch_size // recipe.accumulation
+
+    def __call__(self, g: int) -> dict:
+        rows = [self.examples[i] for i in batch_order(len(self.examples), self.micro, self.recipe.seed, g)]
+        width = max(len(p) + len(a) for p, a in rows)
+        keep = max(len(a) for _, a in rows) + 1
+        ids = torch.full((len(rows), width), self.pad, dtype=torch.long)
+        mask = torch.zeros((len(rows), width), dtype=torch.long)
+        labels = torch.full((len(rows), keep - 1), -100, dtype=torch.long)
+        for n, (prompt, answer) in enumerate(rows):
+            whole = prompt + answer
+            ids[n, width - len(whole) :] = torch.tensor(whole)
+            mask[n, width - len(whole) :] = 1
+            labels[n, keep - 1 - len(answer) :] = torch.tensor(answer)
+        inputs = {"input_ids": ids, "attention_mask": mask, "position_ids": (mask.cumsum(1) - 1).clamp(min=0)}
+        inputs.update(labels=labels, keep=keep)
+        if not self.world.active:
+            return inputs
+        share = self.world.share(range(len(rows)))  # this rank's rows; the loss scaled by the global answer tokens
+        mine = {k: v[share[0] : share[-1] + 1] if torch.is_tensor(v) else v for k, v in inputs.items()}
+        return {**mine, "global_tokens": (labels != -100).sum()}
+
+
+def answer_loss(inputs: dict, forward, ranks: int = 1):
+    """Mean cross-entropy over the answer tokens, the LM head applied to the last ``keep`` positions alone."""
+    keep, labels, tokens = inputs.pop("keep"), inputs.pop("labels"), inputs.pop("global_tokens", None)
+    logits = forward(**inputs, logits_to_keep=keep).logits[:, :-1].float()
+    total = torch.nn.functional.cross_entropy(
+        logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100, reduction="sum"
+    )
+    counted = (labels != -100).sum() if tokens is None else tokens.to(labels.device) / ranks
+    return total / counted.clamp(min=1)
+
+
+def _with_lora(model, recipe: LLMRecipe):
+    """The model with LoRA adapters on every linear layer (peft), or as it is without ``--lora-rank``."""
+    if recipe.lora_rank is None:
+        return model
+    import peft  # LoRA alone needs it (checked before the model loads)
+
+    config = peft.LoraConfig(
+        r=recipe.lora_rank,
+        lora_alpha=recipe.lora_alpha if recipe.lora_alpha is not None else 2 * recipe.lora_rank,
+        lora_dropout=recipe.lora_dropout,
+        target_modules="all-linear",
+        task_type="CAUSAL_LM",
+    )
+    return peft.get_peft_model(model, config)
+
+
+class _Saver:
+    """Writes a trained folder aside and swaps it in (``io.atomic_dir``): the model (LoRA merged unless
+    ``--no-merge``), its tokenizer and its card."""
+
+    def __init__(self, backend, recipe: LLMRecipe, card: dict):
+        self.backend, self.recipe, self.card = backend, recipe, card
+
+    def __call__(self, target: Path, **facts) -> None:
+        model = self.backend.model
+        if self.recipe.lora_rank is not None and not self.recipe.no_merge:
+            model = copy.deepcopy(model).merge_and_unload()  # the training copy keeps its adapters
+        with atomic_dir(target) as tmp:
+            model.save_pretrained(tmp)
+            self.backend.tokenizer.save_pretrained(tmp)
+            write_card(tmp, {**self.card, **facts})
+
+
+class _DevScore:
+    """Dev EM every ``eval_every`` steps and at the last, by the reader's own ``read_batch``; the best model
+    kept in ``best/``. Each rank reads its share of whole batches."""
+
+    def __init__(self, reader: LLMReader, records: list[dict], recipe: LLMRecipe, steps: int, save, world, output):
+        self.reader, self.recipe, self.steps, self.save, self.world, self.output = (
+            reader,
+            recipe,
+            steps,
+            save,
+            world,
+            output,
+        )
+        self.records = records[: recipe.dev_questions] if recipe.dev_questions else records
+        self.examples = _examples(self.records)
+        self.contexts = {str(r["qid"]): r.get("ctxs") or [] for r in self.records}
+        self.best_em, self.last_em = -1.0, None
+
+    def em(self) -> float:
+        model, size = self.reader.session.backend.model, self.recipe.eval_batch_size
+        share = self.world.blocks(len(self.examples), size)
+        model.eval()
+        try:
+            mine = []
+            for start in range(share.start, share.stop, size):
+                batch = self.examples[start : min(start + size, share.stop)]
+                mine += [r["prediction"] for r in self.reader.read_batch(batch, self.contexts)]
+        finally:
+            model.train()
+        predictions = distributed.gather_objects(mine, self.world)
+        right = sum(best_over_answers(exact_match, p, e.answers) for p, e in zip(predictions, self.examples))
+        return 100.0 * right / max(1, len(self.examples))
+
+    def after_step(self, step: int, entry: dict) -> bool:
+        if not self.records or (step % self.recipe.eval_every and step != self.steps):
+            return False
+        entry["dev_em"] = self.last_em = round(self.em(), 2)
+        if entry["dev_em"] > self.best_em:
+            self.best_em = entry["dev_em"]
+            with distributed.one_writer(self.world) as writes:
+                if writes:
+                    self.save(self.output / "best", step=step, dev_em=entry["dev_em"])
+        return True
+
+    def state(self) -> dict:
+        return {"best_em": self.best_em}
+
+    def restore(self, saved: dict) -> None:
+        best = saved.get("best_em", -1.0)
+        if not isinstance(best, (int, float)):
+            raise TypeError("its 'best_em' is not a number")
+        self.best_em = float(best)
+
+
+def causal_lm_types() -> set[str]:
+    """The model types transformers loads as causal LMs."""
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    return set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
+
+
+def _check_model(recipe: LLMRecipe) -> None:
+    """What cannot train, refused before the model loads: ``--no-merge`` with a base no adapter can name."""
+    if recipe.lora_rank is not None and importlib.util.find_spec("peft") is None:
+        raise IfqaError("--lora-rank trains through peft: pip install 'ifqa[lora]'")
+    if recipe.no_merge and recipe.lora_rank is None:
+        raise IfqaError("--no-merge keeps a LoRA adapter apart: give --lora-rank too")
+    if recipe.no_merge and is_local_file_model(recipe.model):
+        raise IfqaError(
+            f"--no-merge: an adapter names its base by folder or hub id, and {recipe.model} is a GGUF file; "
+            "leave --no-merge out (the adapter is merged into the saved model)"
+        )
+    kind = model_type(recipe.model)
+    if kind is not None and kind not in causal_lm_types():
+        raise IfqaError(f"--model {recipe.model}: a {kind} model is not a causal LM (FiD trains T5: ifqa train fid)")
+    if recipe.batch_size % recipe.accumulation:
+        raise IfqaError(f"--batch-size {recipe.batch_size} is not a multiple of --accumulation {recipe.accumulation}")
+
+
+def train(
+    train_run: str | Path,
+    dev_run: str | Path | None,
+    output: str | Path,
+    recipe: LLMRecipe,
+    device: str | None = None,
+    progress: bool = True,
+    stop_after: int | None = None,
+) -> dict:
+    """Fine-tune ``recipe.model`` on a run's questions; a rerun resumes from ``output``'s state. Returns
+    the training record (``step``, ``log``, ``best_em``) with the card of ``last/``."""
+    output = settled(Path(output))
+    _check_model(recipe)
+    identity = {"kind": KIND, **{k: v for k, v in dataclasses.asdict(recipe).items() if k not in recipe.HOW_NOT_WHAT}}
+    resuming = _check_output(output, identity)
+    train_records, dev_records = read_run(train_run), read_run(dev_run) if dev_run else []
+    train_records = _check_runs(train_records, dev_records, recipe, train_run, dev_run)
+    world, device = start(recipe.seed, device)
+    precision = pick_precision(recipe.precision, device, "train")
+    world.share(range(recipe.batch_size // recipe.accumulation))  # a batch the ranks cannot share: one line, now
+    steps = recipe.steps or max(1, math.ceil(recipe.epochs * len(train_records) / recipe.batch_size))
+    if world.active:
+        distributed.start(device)
+    session = ModelSession.open(reader_config(recipe, device))
+    backend = session.backend
+    reader = LLMReader(session, reader_config(recipe, device), [], set())
+    if recipe.demos:  # demonstrations come from the training questions, as the reader's default pool does
+        reader = LLMReader(session, reader_config(recipe, device), _examples(train_records), set())
+    examples = tokenized_examples(reader, train_records, recipe.seed)
+    if recipe.gradient_checkpointing:
+        backend.model.gradient_checkpointing_enable()
+        backend.model.enable_input_require_grads()
+    backend.model = _with_lora(backend.model, recipe)
+    if not resuming and world.main:  # written once the model loads: a model that cannot leaves nothing
+        output.mkdir(parents=True, exist_ok=True)
+        write_json(output / CONFIG, identity)
+    card = {
+        "ifqa": __version__,
+        "kind": KIND,
+        "base_model": recipe.model,
+        "base_digest": model_content(recipe.model).get("content"),
+        "training_data": {
+            "run": str(train_run),
+            "questions": recorded_questions(train_run),
+            "trained_on": len(train_records),
+        },
+        "reader": {
+            **{name: getattr(recipe, name) for name in LLMRecipe.READER},
+            "backend": "hf",
+            "template_file": reader.template.name,
+            "chat": backend.chat,
+        },
+        "recipe": dataclasses.asdict(recipe),
+        "steps": steps,
+        "lora": None if recipe.lora_rank is None else {"rank": recipe.lora_rank, "merged": not recipe.no_merge},
+        "dev": {
+            "run": str(dev_run),
+            "questions": recorded_questions(dev_run),
+            "scored": min(len(dev_records), recipe.dev_questions or len(dev_records)),
+        }
+        if dev_run
+        else None,
+    }
+    save = _Saver(backend, recipe, card)
+    dev = _DevScore(reader, dev_records, recipe, steps, save, world, output)
+
+    def save_model(folder: Path) -> None:
+        save(folder / "last", step=steps, dev_em=dev.last_em)
+        if not dev_records:
+            save(folder / "best", step=steps, dev_em=None)
+
+    model = backend.model
+    settings = LoopSettings(
+        steps,
+        recipe.lr,
+        weight_decay=recipe.weight_decay,
+        save_every=recipe.save_every,
+        precision=precision,
+        seed=recipe.seed,
+        warmup_steps=recipe.warmup_steps if recipe.warmup_steps is not None else max(1, steps // 20),
+        accumulation=recipe.accumulation,
+        max_grad_norm=recipe.max_grad_norm,
+    )
+    trainee = Trainee(
+        model,
+        [p for p in model.parameters() if p.requires_grad],
+        range(steps * recipe.accumulation),
+        lambda inputs, forward: answer_loss(inputs, forward, world.size),
+        _Batches(examples, recipe, backend.tokenizer.pad_token_id, world),
+        save_model,
+        dev.after_step,
+        dev.state,
+        dev.restore,
+        memory=(
+            f"a batch of {recipe.batch_size // recipe.accumulation} prompts of up to {recipe.max_prompt_tokens} tokens",
+            "memory: the same command with --gradient-checkpointing resumes from the last whole step (saved), or "
+            "train into a new --output with a larger --accumulation",
+        ),
+    )
+    result = run_loop(trainee, output, settings, device, progress, stop_after, world)
+    if not result["finished"]:
+        log.info("stopped at step %d of %d; rerun the same command to continue", result["step"], steps)
+    return result
