@@ -421,3 +421,28 @@ def test_index_specs_are_parsed_in_one_place():
         if "in INDEX_SCHEMES" in line
     ]
     assert found == []
+
+
+def test_every_reader_entry_declares_the_reader_interface_and_is_never_probed():
+    """readers/__init__.py's ``ReaderEntry`` is the interface: every READERS entry subclasses it, its
+    docstring names exactly what it declares, and no module asks an entry with ``getattr``."""
+    import re
+
+    import ifqa.readers
+    from ifqa.readers import ReaderEntry
+    from ifqa.registry import READERS
+
+    assert all(isinstance(READERS.get(name), ReaderEntry) for name in READERS)
+    declared = {n for n in [*vars(ReaderEntry), *ReaderEntry.__annotations__] if not n.startswith("_")}
+    named = set(re.findall(r"``(\w+)[`(]", ifqa.readers.__doc__.split("A reader entry", 1)[1]))
+    assert named - {"ReaderEntry", "ifqa", "configs", "iterative"} == declared
+    probes = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        text = path.read_text(encoding="utf-8")
+        if "READERS" not in text:  # the modules that hold reader entries
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") in ("getattr", "hasattr") and node.args:
+                if "entry" in ast.unparse(node.args[0]) or "READERS" in ast.unparse(node.args[0]):
+                    probes.append(f"{path.relative_to(PACKAGE)}:{node.lineno}")
+    assert probes == []

@@ -352,6 +352,8 @@ def test_every_command_parses_the_same_after_a_launchers_separator(cli):
                     typed.stdout,
                     typed.stderr,
                 ), (prefix, path, ask)
+        doubled = cli("--", "--", *path, "--no-such-option")  # undocumented: refused, never a real option blamed
+        assert doubled.returncode == 1 and doubled.stderr.count("\n") == 1 and "'-- --'" in doubled.stderr
 
 
 def test_every_help_page_lists_each_option_once(cli):
@@ -372,3 +374,14 @@ def test_every_help_page_lists_each_option_once(cli):
         }
         assert sorted(set(listed)) == sorted(listed), (name, sorted({o for o in listed if listed.count(o) > 1}))
         assert {o for o in shown if o.startswith("--")} <= set(listed), (name, shown - set(listed))
+
+
+def test_a_stop_says_rerun_to_resume_except_for_a_server():
+    """SIGTERM to ``ifqa serve`` ends a server: no "rerun the same command to resume" (walked)."""
+    from ifqa.cli import _resumes
+    from ifqa.cli import cli as root
+    from ifqa.cli.help import leaf_commands
+
+    servers = [name for name, _ in leaf_commands(root) if not _resumes(name.split()[1:])]
+    assert servers == ["ifqa serve"]
+    assert not _resumes(["--quiet", "serve", "--port", "8001"]) and _resumes(["train", "llm", "--run", "r"])

@@ -11,7 +11,8 @@ import sys
 import click
 
 from ifqa.choices import LazyGroup, announce_renames
-from ifqa.cli.options import check_devices, guard_outputs
+from ifqa.cli.options import RUNS_UNTIL_STOPPED, check_devices, guard_outputs
+from ifqa.environment import check_environment
 from ifqa.errors import IfqaError, system_error_line
 from ifqa.interrupts import Terminated, raise_lost, sigterm_as_interrupt
 from ifqa.redact import URL_ENV, RedactingFilter, add_secret, add_url_secrets, redact
@@ -121,7 +122,23 @@ def command_separator_dropped(argv: list[str]) -> list[str]:
     train fid ...``, ``python -m ifqa -- ...``) puts a ``--`` before the command, after any global flag,
     where it separates the launcher's arguments from ifqa's and ends none of the command's options."""
     first = next((i for i, arg in enumerate(argv) if arg not in GLOBAL_FLAGS), len(argv))
-    return argv[:first] + argv[first + 1 :] if argv[first : first + 1] == ["--"] else argv
+    if argv[first : first + 1] != ["--"]:
+        return argv
+    if argv[first + 1 : first + 2] == ["--"]:  # undocumented: refused, never read as the end of options
+        raise IfqaError("'-- --': one '--' goes before the command (ifqa -- CMD ..., as launchers pass it)")
+    return argv[:first] + argv[first + 1 :]
+
+
+def _resumes(argv: list[str]) -> bool:
+    """Whether rerunning the command ``argv`` names picks up its work: every command but those that
+    declare ``RUNS_UNTIL_STOPPED`` (``ifqa serve``: a server has nothing to resume)."""
+    command: click.Command = cli
+    for arg in argv:
+        if not isinstance(command, click.Group):
+            break
+        if not arg.startswith("-") and arg in command.list_commands(None):
+            command = command.get_command(None, arg)
+    return not getattr(command, RUNS_UNTIL_STOPPED, False)
 
 
 def _help_path(argv: list[str]) -> list[str] | None:
@@ -222,7 +239,11 @@ def run() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one-line errors, exit 1 for bad input, 130 after Ctrl-C, 143 after SIGTERM."""
-    argv = command_separator_dropped(list(sys.argv[1:] if argv is None else argv))
+    try:
+        argv = command_separator_dropped(list(sys.argv[1:] if argv is None else argv))
+    except IfqaError as exc:
+        _say(f"ifqa: error: {exc}")
+        sys.exit(1)
     for stream in (sys.stdout, sys.stderr):  # an ASCII locale: a passage's "é" printed as \xe9, never a crash
         if "utf" not in (getattr(stream, "encoding", None) or "utf").lower() and hasattr(stream, "reconfigure"):
             stream.reconfigure(errors="backslashreplace")
@@ -241,6 +262,8 @@ def main(argv: list[str] | None = None) -> None:
     cli.listing = asked == []  # ifqa's own page lists the commands by their lines, importing none
     try:
         with sigterm_as_interrupt():
+            if asked is None:  # every IFQA_* variable, on every device, before any work (a help page reads none)
+                check_environment()
             # click's own main (rich-click's, once help swapped it in, exits by itself): ifqa's exits below
             click.Command.main(cli, args=hoist_global_flags(argv), prog_name="ifqa", standalone_mode=False)
             raise_lost()  # a Ctrl-C that landed where Python ignores exceptions still stops with 130
@@ -249,7 +272,8 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(1)
     except (click.exceptions.Abort, KeyboardInterrupt) as exc:  # click turns Ctrl-C into Abort
         terminated = isinstance(exc, Terminated) or isinstance(exc.__cause__, Terminated)
-        _say(f"ifqa: {'terminated' if terminated else 'interrupted'}; rerun the same command to resume")
+        resume = "; rerun the same command to resume" if _resumes(argv) else ""  # a server has nothing to resume
+        _say(f"ifqa: {'terminated' if terminated else 'interrupted'}{resume}")
         sys.exit(143 if terminated else 130)
     except getattr(click.exceptions, "NoArgsIsHelpError", ()) as exc:  # `ifqa`, `ifqa train`: the help, as asked
         click.echo(exc.ctx.get_help() if exc.ctx else exc.format_message())

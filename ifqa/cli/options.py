@@ -20,6 +20,10 @@ from ifqa.retrieval.config import RetrievalConfig
 SPLIT_CHOICES = click.Choice(["train", "dev", "test"])
 
 
+#: a command's attribute: it runs until it is stopped (a server), so a stop is its end, not a pause to resume
+RUNS_UNTIL_STOPPED = "runs_until_stopped"
+
+
 def question_options_for(setting: str = "demo", split: str = "dev", recorded: bool = False):
     """--setting/--split/--questions/--data-dir: how every command that needs questions names them;
     the help states the command's own defaults (training commands: supervised train; commands that

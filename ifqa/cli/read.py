@@ -45,7 +45,7 @@ def _make_command(name: str) -> click.Command:
 
     @click.command(name, help=(entry.__doc__ or f"The {name} reader.").strip().splitlines()[0])
     @click_options(entry.config)
-    @(run_option if getattr(entry, "reads_run", True) else lambda function: function)  # iterative: none
+    @(run_option if entry.reads_run else lambda function: function)  # iterative: none
     @click.option(
         "--api-key",
         help="API key (default $OPENAI_API_KEY). Never logged or stored.",

@@ -6,7 +6,7 @@ import logging
 
 import click
 
-from ifqa.cli.options import question_options, question_source, retrieval_config, retrieval_options
+from ifqa.cli.options import RUNS_UNTIL_STOPPED, question_options, question_source, retrieval_config, retrieval_options
 from ifqa.configs import click_options, from_options, option_fields
 from ifqa.readers.llm.config import LLMReaderConfig, SharedDeviceReaderConfig
 from ifqa.serve.service import Limits, QAService
@@ -65,4 +65,5 @@ def serve(api_key, setting, split, questions, data_dir, host, port, max_k, **opt
     uvicorn.run(create_app(service), host=host, port=port, log_level="warning")
 
 
+setattr(serve, RUNS_UNTIL_STOPPED, True)  # SIGTERM ends it: nothing to rerun to resume
 COMMANDS = [serve]

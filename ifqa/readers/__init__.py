@@ -1,7 +1,8 @@
 """Readers, one package each (``llm``, ``fid``), listed in ``ifqa.registry.READERS``.
 
-A reader entry has ``name``, ``config`` (its configuration dataclass, see ``ifqa.configs``),
-``model_key`` (the field without which it cannot run), ``read(config, job)`` and ``command``.
+A reader entry subclasses ``ReaderEntry``, which declares what the command line and experiments read
+of it: ``name``, ``config`` (its configuration dataclass, see ``ifqa.configs``), ``model_key`` (the
+field without which it cannot run), ``reads_run`` (whether it takes ``--run``) and ``read(config, job)``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,18 @@ from ifqa.artifacts import QuestionSet
 from ifqa.configs import to_args
 from ifqa.datasets import QuestionSource
 from ifqa.errors import IfqaError
+
+
+class ReaderEntry:
+    """The reader interface (see the module); an entry's attributes are read as declared, never probed."""
+
+    name: str
+    config: type
+    model_key: str | None = "model"  # None: the reader needs no model
+    reads_run: bool = True  # False: it retrieves for itself (iterative)
+
+    def read(self, config, job: ReadJob) -> dict:
+        raise NotImplementedError
 
 
 @dataclass

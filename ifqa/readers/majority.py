@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 from ifqa.artifacts import write_manifest, write_predictions
 from ifqa.errors import IfqaError
+from ifqa.readers import ReaderEntry
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class MajorityConfig:
         return f"{label}-majority.jsonl"
 
 
-class MajorityReaderEntry:
+class MajorityReaderEntry(ReaderEntry):
     """Majority class: predicts the training split's most frequent answer for every question."""
 
     name = "majority"

@@ -149,7 +149,19 @@ class _Batches:
         self.micro = recipe.batch_size // recipe.accumulation
 
     def __call__(self, g: int) -> dict:
-        rows = [self.examples[i] for i in batch_order(len(self.examples), self.micro, self.recipe.seed, g)]
+        inputs = self.collate(
+            [self.examples[i] for i in batch_order(len(self.examples), self.micro, self.recipe.seed, g)]
+        )
+        if not self.world.active:
+            return inputs
+        share = self.world.share(
+            range(len(inputs["input_ids"]))
+        )  # this rank's rows; the loss over the global answer tokens
+        mine = {k: v[share[0] : share[-1] + 1] if torch.is_tensor(v) else v for k, v in inputs.items()}
+        return {**mine, "global_tokens": (inputs["labels"] != -100).sum()}
+
+    def collate(self, rows: list) -> dict:
+        """(prompt, answer) token rows as one left-padded batch."""
         width = max(len(p) + len(a) for p, a in rows)
         keep = max(len(a) for _, a in rows) + 1
         ids = torch.full((len(rows), width), self.pad, dtype=torch.long)
@@ -161,12 +173,7 @@ class _Batches:
             mask[n, width - len(whole) :] = 1
             labels[n, keep - 1 - len(answer) :] = torch.tensor(answer)
         inputs = {"input_ids": ids, "attention_mask": mask, "position_ids": (mask.cumsum(1) - 1).clamp(min=0)}
-        inputs.update(labels=labels, keep=keep)
-        if not self.world.active:
-            return inputs
-        share = self.world.share(range(len(rows)))  # this rank's rows; the loss scaled by the global answer tokens
-        mine = {k: v[share[0] : share[-1] + 1] if torch.is_tensor(v) else v for k, v in inputs.items()}
-        return {**mine, "global_tokens": (labels != -100).sum()}
+        return {**inputs, "labels": labels, "keep": keep}
 
 
 def answer_loss(inputs: dict, forward, ranks: int = 1):

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ifqa.configs import option
 from ifqa.errors import IfqaError
-from ifqa.readers import refuse_multiple_choice
+from ifqa.readers import ReaderEntry, refuse_multiple_choice
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ class FiDTrainConfig:
         return self if self.batch_size else replace(self, batch_size=per_rank * ranks)
 
 
-class FiDReaderEntry:
+class FiDReaderEntry(ReaderEntry):
     """Fusion-in-Decoder: a trained T5 checkpoint reads the passages of a run."""
 
     name = "fid"

@@ -12,6 +12,7 @@ from ifqa import distributed
 from ifqa.artifacts import QuestionSet, as_question_set, check_questions, read_run, write_manifest, write_predictions
 from ifqa.devices import bf16_supported
 from ifqa.errors import IfqaError
+from ifqa.models import check_model
 from ifqa.readers.fid.data import FID_CONFIG, Collator, FiDSettings
 from ifqa.readers.fid.model import FiDT5, load_model
 
@@ -21,9 +22,9 @@ def resolve_checkpoint(path: str | Path) -> Path:
     path = Path(path)
     if (path / "best" / "config.json").exists():
         return path / "best"
-    if not (path / "config.json").exists():
-        raise IfqaError("not a model folder (no config.json)", path)
-    return path
+    if not path.exists():  # as every command says it of a model path that is not there
+        raise IfqaError("no such model folder", path)
+    return check_model(path, files=("config.json",))
 
 
 def predict(

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ifqa.eval.passages import GoldMatcher
 from ifqa.llm.session import Ask, ModelSession
-from ifqa.readers import refuse_multiple_choice, runner
+from ifqa.readers import ReaderEntry, refuse_multiple_choice, runner
 from ifqa.readers.iterative.config import IterativeConfig
 from ifqa.readers.iterative.loop import NO_PASSAGES, SEARCHED_BEFORE, Trace, add_passages, read_step
 from ifqa.readers.llm.prompts import load_whole_prompt, number_passages
@@ -141,7 +141,7 @@ def read_to_file(reader: IterativeReader, questions, output: str | Path, progres
     )
 
 
-class IterativeReaderEntry:
+class IterativeReaderEntry(ReaderEntry):
     """Iterative: the model searches as it reasons (search tags, or IRCoT), over any index ifqa retrieve takes."""
 
     name = "iterative"

@@ -10,6 +10,7 @@ import logging
 
 from ifqa.artifacts import QuestionSet
 from ifqa.errors import IfqaError
+from ifqa.readers import ReaderEntry
 from ifqa.readers.llm.config import LLMReaderConfig
 from ifqa.readers.llm.trained import as_trained
 
@@ -32,7 +33,7 @@ def demonstration_pool(config: LLMReaderConfig, source):
     return pool.load(), "file" if config.train else pool.resolved()[0]
 
 
-class LLMReaderEntry:
+class LLMReaderEntry(ReaderEntry):
     """Prompted LLM: closed-book, chain-of-thought, GenRead or open-book, over any OpenAI-compatible endpoint or a local model."""
 
     name = "llm"
