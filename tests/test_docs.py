@@ -39,13 +39,52 @@ def _runs_here(marker: str) -> bool:
 
 
 def marked_commands() -> list[tuple[str, str]]:
-    return [
-        (page, line.strip()[2:])
-        for page, marker, lang, body in blocks()
-        if lang == "console" and _runs_here(marker)
-        for line in body.splitlines()
-        if line.strip().startswith("$ ")
-    ]
+    return [(page, command) for page, command, _ in shown_outputs()]
+
+
+def shown_outputs() -> list[tuple[str, str, list[str]]]:
+    """``(page, command, the output shown under it)`` of every command that runs here, in order."""
+    found = []
+    for page, marker, lang, body in blocks():
+        if lang != "console" or not _runs_here(marker):
+            continue
+        for line in body.splitlines():
+            if line.strip().startswith("$ "):
+                found.append((page, line.strip()[2:], []))
+            elif found:
+                found[-1][2].append(line)
+    return found
+
+
+def _as_compared(lines: list[str]) -> list[str]:
+    """Output lines as a page shows them: trailing blanks dropped, durations (``0.81 s``) any duration."""
+    lines = [re.sub(r"\b\d+(?:\.\d+)? s\b", "N s", line.rstrip()) for line in lines]
+    while lines and not lines[-1]:
+        lines.pop()
+    return lines
+
+
+def check_shown_output(page: str, command: str, shown: list[str], printed: str) -> None:
+    """What a page shows under a command is what it prints (all of it, or up to a closing ``...``)."""
+    if not shown:
+        return
+    want, got = _as_compared(shown), _as_compared(printed.splitlines())
+    if want and want[-1].strip() == "...":
+        want, got = want[:-1], got[: len(want) - 1]
+    same = len(got) == len(want) and all(_same_line(a, b) for a, b in zip(got, want))
+    assert same, f"{page}: what `{command}` prints has drifted from the page:\n" + "\n".join(got)
+
+
+_NUMBER = re.compile(r"-?\d+\.\d+")
+
+
+def _same_line(printed: str, shown: str) -> bool:
+    """Equal text, decimals allowed one unit apart in their last digit: a float32 sum may round either way
+    on another instruction set (AVX2, AVX-512), which a page printed once cannot follow."""
+    if _NUMBER.sub("#", printed) != _NUMBER.sub("#", shown):
+        return False
+    pairs = zip(_NUMBER.findall(printed), _NUMBER.findall(shown))
+    return all(len(a) == len(b) and abs(float(a) - float(b)) <= 1.01 * 10 ** -len(a.split(".")[1]) for a, b in pairs)
 
 
 def test_every_example_runs_names_its_test_or_says_what_it_needs():
@@ -284,11 +323,12 @@ def test_marked_examples_run_in_order(tmp_path, reranker):
     faitheval = faitheval_folder(tmp_path / "FaithEval-counterfactual-v1.0")  # a local copy in its layout
     hub = _hub_stand_ins(tmp_path)
     env = _env(tmp_path, OPENAI_API_KEY="k", IFQA_FAITHEVAL=str(faitheval), HF_DATASETS_CACHE=str(hub["cache"]))
-    for page, command in marked_commands():
+    for page, command, shown in shown_outputs():
         args = shlex.split(command)
         assert args[0] == "ifqa", f"{page}: {command}"
         result = run_cli(*args[1:], cwd=tmp_path, env=env)
         assert result.returncode == 0, f"{page}: {command}\n{result.stderr[-2000:]}"
+        check_shown_output(page, command, shown, result.stdout)
     with open(corpus_path(), encoding="utf-8") as whole:
         (tmp_path / "passages.jsonl").write_text("".join(line for _, line in zip(range(100), whole)))
     answers = {e.question: e.answers[0] for e in load_demo("dev") + load_demo("train")}
@@ -309,3 +349,49 @@ def test_marked_examples_run_in_order(tmp_path, reranker):
     assert len(judged) == len(load_demo("dev")) and all(isinstance(r["verdict"], bool) for r in judged)
     o4 = [r for r in server.requests if r["model"] == "o4-mini"]
     assert o4 and all("max_completion_tokens" in r and r["reasoning_effort"] == "low" for r in o4)
+
+
+def shown_under(page: str, command: str) -> list[str]:
+    """The output a page shows under its ``$ COMMAND`` line (any block, whatever its marker)."""
+    for name, _, lang, body in blocks():
+        lines = body.splitlines()
+        if name != page or lang != "console":
+            continue
+        for i, line in enumerate(lines):
+            if line.strip() == f"$ {command}":
+                rest = lines[i + 1 :]
+                end = next((j for j, later in enumerate(rest) if later.strip().startswith("$ ")), len(rest))
+                return rest[:end]
+    raise AssertionError(f"{page} shows no `$ {command}`")
+
+
+@pytest.mark.slow
+def test_samples_of_commands_that_need_files_are_what_they_print(tmp_path):
+    """The samples under examples that need a file: the file made as the page says, the command run."""
+    import gzip
+    import shutil
+
+    from ifqa.datasets.demo import corpus_path, load_demo
+
+    env = _env(tmp_path)
+    with gzip.open(ROOT / "ifqa" / "demo" / "passages.jsonl.gz", "rt", encoding="utf-8") as packed:
+        (tmp_path / "passages.jsonl").write_text(packed.read(), encoding="utf-8")
+    assert corpus_path().exists()
+    command = "ifqa index bm25 --corpus passages.jsonl -o indexes/demo-bm25"
+    result = run_cli(*shlex.split(command)[1:], cwd=tmp_path, env=env)
+    check_shown_output("retrieval.md", command, shown_under("retrieval.md", command), result.stdout)
+
+    # evaluation.md's two made-up prediction files, made as its note under the sample says
+    dev = load_demo("dev")
+    for name, right in (("predictions.jsonl", lambda i: i % 3 != 2), ("closed-book.jsonl", lambda i: i % 4 == 0)):
+        lines = [{"qid": e.qid, "prediction": e.answers[0] if right(i) else "no"} for i, e in enumerate(dev)]
+        (tmp_path / name).write_text("".join(json.dumps(line) + "\n" for line in lines))
+    command = "ifqa evaluate --predictions predictions.jsonl --compare closed-book.jsonl"
+    result = run_cli(*shlex.split(command)[1:], cwd=tmp_path, env=env)
+    check_shown_output("evaluation.md", command, shown_under("evaluation.md", command), result.stdout)
+
+    # experiments.md's sample: the demo experiment, copied so that its results stay out of the checkout
+    shutil.copy(ROOT / "experiments" / "demo.yaml", tmp_path / "demo.yaml")
+    result = run_cli("experiment", "run", tmp_path / "demo.yaml", "--no-progress", cwd=tmp_path, env=env)
+    command = "ifqa experiment run experiments/demo.yaml"
+    check_shown_output("experiments.md", command, shown_under("experiments.md", command), result.stdout)
