@@ -151,3 +151,19 @@ def _conflict(out: Path, given: Path) -> str | None:
     if _inside(given, out):
         return "is a folder holding"
     return None
+
+
+def check_folder_owned(output: str | os.PathLike | None, owns: Iterable[str], option: str = "--output") -> None:
+    """Refuse a folder output that holds anything but none of ``owns``, the names that mark the command's
+    own work (a training run's record, an index's manifest): what it holds was not written by this
+    command, and would be replaced or mixed with what it writes."""
+    owns = tuple(owns)
+    if not output or not owns or not Path(output).is_dir():
+        return
+    folder = Path(output)
+    held = sorted(entry.name for entry in folder.iterdir())
+    if held and not any((folder / name).exists() for name in owns):
+        shown = ", ".join(held[:3]) + (" ..." if len(held) > 3 else "")
+        raise IfqaError(
+            f"{option} {output}: holds {shown}, which this command did not write; name a new or empty folder"
+        )

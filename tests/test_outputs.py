@@ -325,3 +325,36 @@ def test_every_command_says_when_it_replaces_an_existing_file(tmp_path, caplog, 
     with caplog.at_level("INFO", logger="ifqa"):
         _run(path, command, None, output, None, str(target), tmp_path)
     assert f"{target} exists: it is replaced once the new one is complete" in caplog.text
+
+
+FOLDER_WRITERS = [
+    pytest.param(path, output.name, id=" ".join(path))
+    for path, command in _commands(cli)
+    for output in command.params
+    if getattr(output, "writes", False) and _folder_only(output)
+]
+
+
+def test_the_walk_finds_every_command_that_writes_a_folder():
+    assert {("train", "fid"), ("train", "llm"), ("train", "reranker"), ("index", "dense"), ("analyze", "premise")} <= {
+        p.values[0] for p in FOLDER_WRITERS
+    }
+
+
+@pytest.mark.parametrize("path, output_name", FOLDER_WRITERS)
+def test_a_folder_holding_what_the_command_did_not_write_is_refused(tmp_path, capsys, monkeypatch, path, output_name):
+    """A folder output holding anything that none of the command's own records marks (a user's ``last/``
+    with a NOTE.txt, issue #77) is refused in one line, and left as it was: never trained into or replaced."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("ifqa.redact._secrets", set())
+    command = dict(_commands(cli))[path]
+    output = {param.name: param for param in command.params}[output_name]
+    target = tmp_path / "theirs"
+    for folder in ("last", "best"):
+        (target / folder).mkdir(parents=True)
+    (target / "last" / "NOTE.txt").write_text("mine")
+    code, argv = _run(path, command, None, output, None, str(target), tmp_path)
+    err = capsys.readouterr().err
+    assert code == 1 and len(err.strip().splitlines()) == 1 and "did not write" in err, (argv, err)
+    assert sorted(p.name for p in target.rglob("*")) == ["NOTE.txt", "best", "last"]
+    assert (target / "last" / "NOTE.txt").read_text() == "mine"

@@ -33,7 +33,11 @@ def analyze() -> None:
 )
 @click.option("--api-key", help="API key (default $OPENAI_API_KEY). Never logged or stored.")
 @recorded_question_options
-@output_option("Folder for twins.jsonl, twin-predictions.jsonl, premise.jsonl and premise.json.", folder=True)
+@output_option(
+    "Folder for twins.jsonl, twin-predictions.jsonl, premise.jsonl and premise.json.",
+    folder=True,
+    owns=("premise.json", "premise.jsonl", "twins.jsonl", "twin-predictions.jsonl"),
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the report as one JSON object.")
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def premise(

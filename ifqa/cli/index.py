@@ -22,6 +22,9 @@ from ifqa.retrieval import bm25, dense, lucene
 from ifqa.retrieval.bm25_build import DEFAULT_CHUNK_DOCS, choose_engine, count_passages, plan_chunks
 from ifqa.retrieval.engines import INDEX_COMMANDS, BM25Settings, DenseSettings
 
+#: what marks a folder as an index ifqa built (its manifest)
+INDEX_OWNS = ("manifest.json",)
+
 
 class EngineCommands(click.Group):
     """The hand-written commands, then ``ifqa index NAME`` for every other registered engine (read
@@ -70,7 +73,7 @@ def engine_command(name: str) -> click.Command:
 
     @click.command(name, help=(engine.__doc__ or f"An index built by the {name} engine.").strip().split("\n")[0])
     @click.option("--corpus", required=True, help=CORPUS_HELP)
-    @output_option("Index folder to create.", "index_dir", folder=True, aliases=("--index",))
+    @output_option("Index folder to create.", "index_dir", folder=True, aliases=("--index",), owns=INDEX_OWNS)
     @click_options(engine.Settings)
     @click.option("--force", is_flag=True, help="Replace an existing index folder.")
     @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
@@ -90,7 +93,7 @@ def index() -> None:
 
 @index.command("bm25")
 @click.option("--corpus", required=True, help=CORPUS_HELP)
-@output_option("Index folder to create.", "index_dir", folder=True, aliases=("--index",))
+@output_option("Index folder to create.", "index_dir", folder=True, aliases=("--index",), owns=INDEX_OWNS)
 @click.option(
     "--engine",
     "--backend",
@@ -135,7 +138,13 @@ def index_bm25(corpus, index_dir, engine, threads, chunk_docs, max_memory, force
 
 @index.command("dense")
 @click.option("--corpus", required=True, help=CORPUS_HELP)
-@output_option("Index folder to create (or to resume).", "index_dir", folder=True, aliases=("--index",))
+@output_option(
+    "Index folder to create (or to resume).",
+    "index_dir",
+    folder=True,
+    aliases=("--index",),
+    owns=(*INDEX_OWNS, "embeddings"),
+)
 @click_options(DenseSettings)
 @click.option("--shard", help="Encode only shard i of N (i/N, from 0); run once more without it to build the index.")
 @click.option(

@@ -13,7 +13,7 @@ from ifqa.configs import click_options, from_options, option_fields
 from ifqa.datasets import QuestionSource
 from ifqa.devices import pick_device
 from ifqa.errors import IfqaError
-from ifqa.outputs import check_output
+from ifqa.outputs import check_folder_owned, check_output
 from ifqa.registry import DATASETS, RuntimeNames
 from ifqa.retrieval.config import RetrievalConfig
 
@@ -62,16 +62,29 @@ recorded_question_options = question_options_for(recorded=True)
 
 
 class OutputOption(AliasedOption):
-    """What a command writes: ``guard_outputs`` checks it against every other option first."""
+    """What a command writes: ``guard_outputs`` checks it against every other option first; a folder's
+    ``owns`` are the names whose presence says this command made it (``outputs.check_folder_owned``)."""
 
     writes = True
 
+    def __init__(self, param_decls, owns: tuple[str, ...] = (), **attrs):
+        super().__init__(param_decls, **attrs)
+        self.owns = owns
+
 
 def output_option(
-    help: str, name: str = "output", folder: bool = False, required: bool = True, aliases: tuple[str, ...] = ()
+    help: str,
+    name: str = "output",
+    folder: bool = False,
+    required: bool = True,
+    aliases: tuple[str, ...] = (),
+    owns: tuple[str, ...] = (),
 ):
     """``-o/--output``: what a command writes, spelled the same on every command (``aliases``: earlier
-    spellings, still accepted)."""
+    spellings, still accepted). A folder output names what marks it as this command's own (``owns``):
+    an existing folder holding anything, but none of them, is refused."""
+    if folder and not owns:
+        raise ValueError("a folder output names the files that mark it as the command's own (owns=)")
     return click.option(
         "--output",
         "-o",
@@ -82,6 +95,7 @@ def output_option(
         required=required,
         type=click.Path(file_okay=not folder, dir_okay=folder),
         help=help,
+        owns=owns,
     )
 
 
@@ -245,6 +259,7 @@ def guard_outputs(command: click.Command) -> None:
         inputs = {shown.get(name, name): value for name, value in params.items() if name not in written}
         for param in outputs:
             check_output(params.get(param.name), inputs, shown[param.name])
+            check_folder_owned(params.get(param.name), param.owns, shown[param.name])
             say_replaced(params.get(param.name))
         return callback(*args, **params)
 

@@ -12,7 +12,7 @@ from ifqa.configs import click_options, from_options
 from ifqa.distributed import launched
 from ifqa.registry import TRAINABLE
 from ifqa.training.kinds import TrainJob
-from ifqa.training.loop import Invocation
+from ifqa.training.loop import RESULT, STATE, Invocation
 
 ALIASES = {"--reranker": "reranker", "--retriever": "retriever", "--control": "control"}
 
@@ -67,7 +67,11 @@ def _run_command(name: str, kind) -> None:
     @click.option(
         "--dev-run", type=click.Path(dir_okay=False), help="Dev run: EM every --eval-every steps, best/ kept."
     )
-    @output_option("Training folder (best/, last/, train_log.jsonl).", folder=True)
+    @output_option(
+        "Training folder (best/, last/, train_log.jsonl).",
+        folder=True,
+        owns=("train_config.json", STATE, RESULT, "last/trainer_state.pt"),
+    )
     @click_options(kind.recipe)
     @click.option(
         "--stop-after", type=click.IntRange(min=1), help="Stop after N steps (state saved; rerun to continue)."
@@ -89,7 +93,11 @@ def _questions_command(name: str, kind) -> None:
     @train.command(name, help=kind.help)
     @click_options(kind.recipe)
     @question_options_for("supervised", "train")
-    @output_option("Training folder (model/ with its card ifqa_card.json).", folder=True)
+    @output_option(
+        "Training folder (model/ with its card ifqa_card.json).",
+        folder=True,
+        owns=("model", "groups.json", "groups.jsonl", STATE, RESULT),
+    )
     @click.option("--corpus", type=click.Path(dir_okay=False), help="The collection file, if it moved since indexing.")
     @click.option(
         "--dev-run",

@@ -220,7 +220,7 @@ def test_bad_input_is_one_line_and_leaves_nothing(cli, chat_llama, runs, tmp_pat
         ([*base, "--model", chat_llama, "--lora-rank", "0", "-o", tmp_path / "c"], "--lora-rank"),
         ([*base, "--model", chat_llama, "--lora-rank", "-2", "-o", tmp_path / "c"], "--lora-rank"),
         ([*base, "--model", broken, "-o", tmp_path / "d"], "broken.gguf"),
-        ([*base, "--model", chat_llama, "-o", other], "holds no ifqa train llm run"),
+        ([*base, "--model", chat_llama, "-o", other], "did not write"),
         ([*base, "--model", chat_llama, "-o", fid_run], "another kind of training run"),
         ([*base, "--model", chat_llama, "--run", overlapping, "--dev-run", dev_run, "-o", tmp_path / "e"], "dev"),
         ([*base, "--model", chat_llama, "--run", dev_run, "-o", tmp_path / "f"], "toy:dev"),
