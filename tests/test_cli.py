@@ -385,3 +385,27 @@ def test_a_stop_says_rerun_to_resume_except_for_a_server():
     servers = [name for name, _ in leaf_commands(root) if not _resumes(name.split()[1:])]
     assert servers == ["ifqa serve"]
     assert not _resumes(["--quiet", "serve", "--port", "8001"]) and _resumes(["train", "llm", "--run", "r"])
+
+
+def test_no_progress_silences_every_bar_on_every_command():
+    """``--no-progress`` is walked: each command's flag silences the libraries' bars too (issue #77:
+    ``ifqa train fid --no-progress`` still drew transformers' "Loading weights" bar)."""
+    from ifqa.cli import cli as root
+    from ifqa.cli.help import leaf_commands
+
+    flags = [(name, p) for name, c in leaf_commands(root) for p in c.params if p.name == "no_progress"]
+    assert len(flags) > 15 and all(getattr(p, "silences", False) for _, p in flags)
+
+
+@pytest.mark.slow
+def test_a_training_run_without_progress_draws_no_bar(tmp_path):
+    from tests.conftest import run_cli_process
+    from tests.readers.tiny_models import tiny_t5
+
+    run = tmp_path / "run.jsonl"
+    record = {"qid": "0", "question": "If so, what?", "answers": ["x"], "ctxs": [{"id": "1", "title": "", "text": "x"}]}
+    run.write_text(json.dumps(record) + "\n")
+    args = ["train", "fid", "--run", run, "--model", tiny_t5(tmp_path / "t5"), "--steps", "1", "--batch-size", "1"]
+    result = run_cli_process(*args, "--n-context", "1", "-o", tmp_path / "out", "--no-progress")
+    assert result.returncode == 0, result.stderr
+    assert "%|" not in result.stderr and "Loading weights" not in result.stderr, result.stderr

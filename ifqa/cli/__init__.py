@@ -11,7 +11,7 @@ import sys
 import click
 
 from ifqa.choices import LazyGroup, announce_renames
-from ifqa.cli.options import RUNS_UNTIL_STOPPED, check_devices, guard_outputs
+from ifqa.cli.options import RUNS_UNTIL_STOPPED, check_devices, guard_outputs, silence_progress
 from ifqa.environment import check_environment
 from ifqa.errors import IfqaError, system_error_line
 from ifqa.interrupts import Terminated, raise_lost, sigterm_as_interrupt
@@ -99,6 +99,7 @@ def cli(verbose: int, quiet: bool) -> None:
 
 guard_outputs(cli)
 check_devices(cli)
+silence_progress(cli)
 announce_renames(cli)
 
 

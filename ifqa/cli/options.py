@@ -237,6 +237,29 @@ def check_devices(command: click.Command) -> None:
             param.callback, param.checks_device = checked, True  # type: ignore[attr-defined]
 
 
+#: what silences the libraries' own bars (tqdm's defaults; huggingface_hub's and transformers' switch)
+QUIET_PROGRESS = {"TQDM_DISABLE": "1", "HF_HUB_DISABLE_PROGRESS_BARS": "1"}
+
+
+def silence_progress(command: click.Command) -> None:
+    """Make every ``--no-progress`` of ``command`` (and its subcommands) silence every bar, the libraries'
+    included (transformers' "Loading weights", a hub download's), as it is parsed, before any of them
+    loads: one mechanism, so a command added later is covered by naming its flag ``no_progress``."""
+    if isinstance(command, click.Group):
+        each_command(command, silence_progress)
+        return
+    for param in command.params:
+        if param.name == "no_progress" and not getattr(param, "silences", False):
+            given = param.callback
+
+            def silenced(ctx, param, value, given=given):
+                if value:
+                    os.environ.update(QUIET_PROGRESS)
+                return given(ctx, param, value) if given else value
+
+            param.callback, param.silences = silenced, True  # type: ignore[attr-defined]
+
+
 def guard_outputs(command: click.Command) -> None:
     """Make ``command`` (and every subcommand) refuse, before it starts, an output that any of its
     other options names as an input (``ifqa.outputs.check_output``): one guard, so a command added
