@@ -14,7 +14,7 @@ from pathlib import Path
 from ifqa.devices import cpu_threads
 from ifqa.errors import IfqaError
 from ifqa.llm.llamacpp_batch import BatchedGenerator
-from ifqa.llm.local_models import f16_copy, model_content, model_file, open_model, wants_f16
+from ifqa.llm.local_models import f16_copy, file_digest, model_content, model_file, open_model, wants_f16
 from ifqa.llm.local_thinking import BudgetState, closing_for, template_thinks
 from ifqa.llm.protocol import TEMPLATE_PROBE, Backend, BackendOptions, Completion, Done, GenerationParams
 
@@ -76,6 +76,7 @@ class LlamaCppBackend(Backend):
             "file": self.path.name,
             "weights": self.weights,
             **self.content,
+            **({"copy": file_digest(self.loaded)[:16]} if self.loaded != self.path else {}),  # the bytes read
         }
 
     def context_window(self) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import errno
 import importlib.util
 import json
 import logging
@@ -14,7 +15,7 @@ import struct
 from pathlib import Path
 
 from ifqa.errors import IfqaError
-from ifqa.io import file_sha256, umask_modes, write_json
+from ifqa.io import umask_modes, write_json
 from ifqa.paths import cache_dir
 
 log = logging.getLogger(__name__)
@@ -98,21 +99,35 @@ def wants_f16(asked: str, file_type: int, parameters: int) -> bool:
 
 
 def file_digest(path: Path) -> str:
-    """A local file's sha256, made once and remembered in the cache by its path, size and modification
-    time (``digests.json``): keys that follow a file's content without reading it at every load."""
+    """A local file's whole-content digest (xxh3-128, read at memory speed: benchmarks/digest_speed.py),
+    remembered in the cache (``digests.json``) under everything that changes when the file is written: its
+    path, inode, size, modification time and status-change time. A file changed and its modification time
+    put back (``cp -p``, ``rsync -t``, ``touch -r``) has another status-change time, which no tool sets
+    back, so it is read again: a cached answer always comes from the bytes that made it."""
     path = Path(path).resolve()
     stat = path.stat()
     index = cache_dir() / "digests.json"
     known = _read_json(index)
-    name = f"{path}|{stat.st_size}|{stat.st_mtime_ns}"
+    name = f"{path}|{stat.st_ino}|{stat.st_size}|{stat.st_mtime_ns}|{stat.st_ctime_ns}"
     if name not in known:
-        known = {**_read_json(index), name: file_sha256(path)}  # read again: another process may have added one
+        known = {**_read_json(index), name: whole_digest(path)}  # read again: another process may have added one
         try:
             index.parent.mkdir(parents=True, exist_ok=True)
             write_json(index, known)
         except OSError as exc:  # remembered for this process only: the next load reads the file again
             log.debug("%s: not remembered (%s)", index, exc)
     return known[name]
+
+
+def whole_digest(path: Path) -> str:
+    """xxh3-128 of every byte of ``path``."""
+    import xxhash
+
+    digest = xxhash.xxh3_128()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 24), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def _read_json(path: Path) -> dict:
@@ -139,8 +154,8 @@ WEIGHT_SUFFIXES = frozenset({".gguf", ".safetensors", ".bin", ".pt"})
 
 def f16_copy(path: Path) -> Path:
     """The F16 copy of a GGUF file in the ifqa cache, made once (by llama.cpp's own converter, written
-    beside and renamed into place, its size and a sample digest recorded beside it) and found again by
-    the file's content; a copy that is not what was recorded (cut short, damaged) is made again."""
+    beside and renamed into place, its size and whole digest recorded beside it) and found again by
+    the file's content; a copy that is not what was recorded (cut short, damaged anywhere) is made again."""
     import llama_cpp
 
     target = cache_dir() / "gguf" / f"{path.stem}-{file_digest(path)[:16]}-f16.gguf"
@@ -156,11 +171,13 @@ def f16_copy(path: Path) -> Path:
     log.info("%s: making its F16 working copy %s (once)", path.name, target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
+        if not os.access(target.parent, os.W_OK):  # llama.cpp would only say it failed: the folder is the cause
+            raise PermissionError(errno.EACCES, "Permission denied", str(target.parent))
         failed = llama_cpp.llama_model_quantize(str(path).encode(), str(partial).encode(), ctypes.byref(params))
         if failed or not partial.is_file():
             raise IfqaError("llama.cpp could not make the F16 copy; read the file as it is: --gguf-weights file", path)
         umask_modes(partial)
-        write_json(record, {"source": str(path), "size": partial.stat().st_size, "sample": sample_digest(partial)})
+        write_json(record, {"source": str(path), "size": partial.stat().st_size, "digest": whole_digest(partial)})
         os.replace(partial, target)
     except OSError as exc:
         raise IfqaError(
@@ -175,29 +192,16 @@ def f16_copy(path: Path) -> Path:
 
 
 def _copy_problem(copy: Path, record: Path) -> str | None:
-    """Why a working copy is not the one made (None when it is): its record, size and sample digest."""
+    """Why a working copy is not the one made (None when it is): its record, size and whole content
+    (``file_digest``: read again whenever the copy was written since, damage anywhere in it included)."""
     recorded = _read_json(record)
-    if not recorded:
+    if not recorded or "digest" not in recorded:
         return "has no record of how it was made"
     if copy.stat().st_size != recorded.get("size"):
         return f"holds {copy.stat().st_size:,} bytes, not the {recorded.get('size'):,} it was made with"
-    if sample_digest(copy) != recorded.get("sample"):
+    if file_digest(copy) != recorded.get("digest"):
         return "is not the file that was made (damaged)"
     return None
-
-
-def sample_digest(path: Path, block: int = 1 << 20) -> str:
-    """sha256 of a file's size and three blocks of it (its start, middle and end): a check of a large
-    derived file cheap enough for every load (a full digest of a 2 GB copy would take seconds)."""
-    import hashlib
-
-    size = path.stat().st_size
-    digest = hashlib.sha256(str(size).encode())
-    with open(path, "rb") as handle:
-        for offset in (0, max(0, size // 2 - block // 2), max(0, size - block)):
-            handle.seek(offset)
-            digest.update(handle.read(block))
-    return digest.hexdigest()
 
 
 def amx_repacks() -> bool:

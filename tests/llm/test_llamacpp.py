@@ -334,9 +334,9 @@ def test_a_read_killed_mid_wave_keeps_every_answer_already_made(cli, env, questi
 
 @needs_model
 def test_an_f16_copy_cut_short_is_made_again_and_an_unwritable_cache_is_named(cli, env, questions, tmp_path):
-    """ifqa's own derived file is checked on use (its size and a sample digest, recorded when made): one
-    cut short is made again with a note, never blamed on the user's model; a cache that cannot be
-    written is named as the cache, with what moves it."""
+    """ifqa's own derived file is checked on use (its size and whole digest, recorded when made): one cut
+    short or damaged anywhere is made again with a note, never blamed on the user's model and never
+    read; a cache that cannot be written is named as the cache, with what moves it."""
     out = tmp_path / "p.jsonl"
     assert _read(cli, env, questions, out, "--model", "demo:smollm2", "--gguf-weights", "f16").returncode == 0
     [copy] = (Path(env["IFQA_CACHE_DIR"]) / "gguf").glob("*.gguf")
@@ -344,6 +344,12 @@ def test_an_f16_copy_cut_short_is_made_again_and_an_unwritable_cache_is_named(cl
     again = _read(cli, env, questions, out, "--model", "demo:smollm2", "--gguf-weights", "f16", "--no-cache")
     assert again.returncode == 0 and "the F16 working copy holds" in again.stderr and "making it again" in again.stderr
     assert copy.stat().st_size == json.loads(copy.with_suffix(".json").read_text())["size"]
+    with open(copy, "r+b") as handle:  # 64 KB overwritten at 30%, far from the start, middle and end
+        handle.seek(int(copy.stat().st_size * 0.3))
+        handle.write(b"\xff" * 65536)
+    damaged = _read(cli, env, questions, out, "--model", "demo:smollm2", "--gguf-weights", "f16")
+    assert damaged.returncode == 0 and "(damaged); making it again" in damaged.stderr, damaged.stderr
+    assert json.loads(Path(f"{out}.manifest.json").read_text())["counters"]["cache_hits"] == 3  # the clean copy's
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("")
     refused = _read(
@@ -367,3 +373,28 @@ def test_passages_fitted_to_the_window_leave_room_for_the_chat_template(cli, env
     assert result.returncode == 0, result.stderr
     records = [json.loads(line) for line in out.read_text().splitlines()]
     assert all(r["fit"] and r["prompt_tokens"] + 8 < 400 for r in records)  # fitted (cut), then not refused
+
+
+@needs_model
+@pytest.mark.parametrize("how", ["mtime put back", "same size, same mtime, new inode"])
+def test_a_changed_model_file_is_another_model_however_its_times_were_set(tmp_path, monkeypatch, how):
+    """A file changed and its modification time put back (cp -p, rsync -t, touch -r) is read again: its
+    status-change time or inode moved, and the response cache's key follows its bytes (issue #77)."""
+    import shutil
+
+    from ifqa.llm.local_models import file_digest, model_content
+
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
+    model = tmp_path / "m.gguf"
+    shutil.copyfile(SMOLLM2, model)
+    before, stat = model_content(str(model)), model.stat()
+    changed = bytearray(model.read_bytes())
+    changed[-1000] ^= 0xFF  # a weight, not the header
+    if how == "mtime put back":
+        model.write_bytes(bytes(changed))
+    else:  # a copy put in its place with the old times, as cp -p does
+        (tmp_path / "new.gguf").write_bytes(bytes(changed))
+        shutil.move(tmp_path / "new.gguf", model)
+    os.utime(model, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert model.stat().st_mtime_ns == stat.st_mtime_ns and model.stat().st_size == stat.st_size
+    assert model_content(str(model)) != before and file_digest(model) == file_digest(model)
