@@ -409,3 +409,28 @@ def test_a_training_run_without_progress_draws_no_bar(tmp_path):
     result = run_cli_process(*args, "--n-context", "1", "-o", tmp_path / "out", "--no-progress")
     assert result.returncode == 0, result.stderr
     assert "%|" not in result.stderr and "Loading weights" not in result.stderr, result.stderr
+
+
+def test_an_error_after_an_unfinished_bar_starts_a_line_of_its_own(capsys):
+    """With stderr not a terminal a bar's updates end in "\\r": the one-line error must not share its line
+    (issue #77: ifqa judge and ifqa index dense --ray printed it after the bar)."""
+    import sys
+
+    from ifqa.cli import LineEnds, _say
+
+    real = sys.stderr
+    sys.stderr = LineEnds(real)
+    try:
+        sys.stderr.write("judge:  40%|####      | 4/10\r")
+        _say("ifqa: error: the endpoint went away")
+        sys.stderr.write("done\n")
+        _say("ifqa: error: again")
+    finally:
+        sys.stderr = real
+    assert capsys.readouterr().err.split("\n") == [
+        "judge:  40%|####      | 4/10\r",
+        "ifqa: error: the endpoint went away",
+        "done",
+        "ifqa: error: again",
+        "",
+    ]

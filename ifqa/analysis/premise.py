@@ -73,7 +73,8 @@ class Reading:
             )
         shared = {f.name for f in fields(ModelAccess)} | {"seed"}
         given = {k: v for k, v in (self.manifest.get("config") or {}).items() if k in shared}
-        return from_options(SharedDeviceReaderConfig, {**given, "mode": "qa", "demos": 0})
+        closed_book = from_options(SharedDeviceReaderConfig, {**given, "mode": "qa", "demos": 0})
+        return replace(closed_book, follow_card=False)  # a trained reader's memory: its closed-book answer
 
 
 def make_twins(

@@ -180,8 +180,26 @@ def _say(message: str) -> None:
     import re
 
     line = redact(re.sub(r"\s*\n\s*", " ", str(message)).strip())  # click indents a choice list with tabs
+    if not getattr(sys.stderr, "at_line_start", True):  # a bar's last draw ended with "\r", not a line
+        click.echo("", err=True)
     click.echo(line, err=True)
     _tell_launcher(line)
+
+
+class LineEnds:
+    """``sys.stderr`` as it was, noting whether what was last written ended a line: a progress bar that
+    stopped mid-draw (stderr not a terminal: its updates end in "\r") is ended before an error line."""
+
+    def __init__(self, stream):
+        self.stream, self.at_line_start = stream, True
+
+    def write(self, text: str) -> int:
+        if text:
+            self.at_line_start = text.endswith("\n")
+        return self.stream.write(text)
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
 
 
 def _tell_launcher(line: str) -> None:
@@ -240,6 +258,15 @@ def run() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: one-line errors, exit 1 for bad input, 130 after Ctrl-C, 143 after SIGTERM."""
+    stderr = sys.stderr
+    sys.stderr = LineEnds(stderr)  # an error after a bar's unfinished line starts a line of its own
+    try:
+        _main(argv)
+    finally:
+        sys.stderr = stderr
+
+
+def _main(argv: list[str] | None) -> None:
     try:
         argv = command_separator_dropped(list(sys.argv[1:] if argv is None else argv))
     except IfqaError as exc:

@@ -213,7 +213,7 @@ def amx_repacks() -> bool:
 
 def open_model(path: Path, vocab_only: bool = False):
     """llama.cpp's model (``LlamaModel``) of a GGUF file; ``vocab_only``: its header, vocabulary and
-    counts without the weights. Where the CPU has AMX, llama.cpp's AMX weight buffers are left off:
+    counts without the weights (the weights are read into memory, never mapped). Where the CPU has AMX, llama.cpp's AMX weight buffers are left off:
     its AMX matrix kernel crashes the process on quantized weights (Q4_1 prompts of a few sequences,
     llama.cpp issue 20824, open); the weights are then read by the AVX-512 kernels."""
     import llama_cpp
@@ -225,6 +225,9 @@ def open_model(path: Path, vocab_only: bool = False):
     llama_cpp.llama_backend_init()
     params = llama_cpp.llama_model_default_params()
     params.vocab_only = vocab_only
+    # read into memory, not mapped: a file overwritten while it is read (cp over it) would end the process
+    # with "Bus error" and no word; loaded, the weights are the bytes whose digest keys the answers
+    params.use_mmap = vocab_only
     if not vocab_only and amx_repacks():
         params.use_extra_bufts = False
     return _internals.LlamaModel(path_model=str(path), params=params, verbose=False)

@@ -3,7 +3,7 @@ command shown in results (see ``ifqa.configs``). The API key is never part of it
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ifqa.configs import option
 from ifqa.llm.config import ModelAccess
@@ -53,6 +53,10 @@ class LLMReaderConfig(ModelAccess):
         "Template to read with: a file name in the templates folder without .txt (default: the mode's own; "
         "factual_qa asks a question without the counterfactual instruction, as the premise analysis asks twins).",
     )
+
+    #: read a model ``ifqa train llm`` made with the settings its card holds (``readers/llm/trained.py``);
+    #: off where a caller asks for another prompt on purpose (the premise analysis's closed-book twins)
+    follow_card: bool = field(default=True, metadata={"internal": True})
 
     @property
     def effective_temperature(self) -> float:

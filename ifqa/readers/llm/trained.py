@@ -28,7 +28,7 @@ def trained_card(model: str | None) -> dict | None:
 def as_trained(config: LLMReaderConfig) -> LLMReaderConfig:
     """``config`` with the trained model's reader settings where it leaves an option at its default; an
     option given otherwise is kept, with a warning that the model never saw prompts made so."""
-    card = trained_card(config.model)
+    card = trained_card(config.model) if config.follow_card else None
     if card is None:
         return config
     trained, changes = card["reader"], {}
