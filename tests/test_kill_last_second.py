@@ -353,6 +353,8 @@ NOT_WALKED = {
     "train fid": "a tiny T5 trained per kill point costs more than this suite's time allows; its checkpoints are "
     "swapped in by io.atomic_dir (walked here through index --force) and settled when it starts; "
     "tests/readers/test_fid.py stops it mid-step and resumes it to the same losses",
+    "train llm": "the same loop and saves as train fid (io.atomic_dir for best/ and last/, the recorded result "
+    "last); tests/training/test_llm.py stops it and resumes it to the same losses, and reruns a finished run",
     "read fid": "needs a trained FiD checkpoint; it publishes its predictions and their manifest through "
     "artifacts.write_predictions and write_manifest, as read llm does (walked here)",
 }

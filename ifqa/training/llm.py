@@ -324,8 +324,9 @@ def train(
         distributed.start(device)
     session = ModelSession.open(reader_config(recipe, device))
     backend = session.backend
-    if getattr(backend.model, "hf_quantizer", None) is not None:  # a GGUF file, dequantized: plain weights now,
-        backend.model.hf_quantizer = None  # trained and saved as such (transformers refuses to save "gguf")
+    model = backend.model
+    if getattr(model, "hf_quantizer", None) is not None:  # a GGUF file, dequantized: plain weights now,
+        model.hf_quantizer = None  # trained and saved as such (transformers refuses to save "gguf")
     reader = LLMReader(session, reader_config(recipe, device), [], set())
     if recipe.demos:  # demonstrations come from the training questions, as the reader's default pool does
         reader = LLMReader(session, reader_config(recipe, device), _examples(train_records), set())

@@ -39,7 +39,7 @@ def test_the_precision_is_bfloat16_on_a_cpu_with_amx_else_float32_and_keys_the_c
 
 def test_chat_template_is_applied(tmp_path):
     backend = HFBackend(str(tiny_llama(tmp_path / "chat", chat=True)), "cpu")
-    assert backend.chat and backend._format("hi", GenerationParams()).startswith("<s>hi</s>")
+    assert backend.chat and backend.format_prompt("hi", GenerationParams()).startswith("<s>hi</s>")
 
 
 def test_cli_reads_with_a_local_model(cli, model_dir, tmp_path):

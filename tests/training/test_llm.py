@@ -152,6 +152,10 @@ def test_trained_reader_reads_with_its_card_and_resumes_exactly(cli, chat_llama,
     assert cli(*args_stopped, env=env).returncode == 0
     resumed = [json.loads(line) for line in (stopped / "train_log.jsonl").read_text().splitlines()]
     assert [e["loss"] for e in resumed] == pytest.approx([e["loss"] for e in log], abs=1e-6)
+    before = {p: p.stat().st_mtime_ns for p in stopped.rglob("*") if p.is_file()}
+    rerun = cli(*args_stopped, env=env)  # a finished run: nothing trained, nothing rewritten
+    assert rerun.returncode == 0 and "step 6" in rerun.stdout, rerun.stderr
+    assert {p: p.stat().st_mtime_ns for p in stopped.rglob("*") if p.is_file()} == before
 
     predictions = tmp_path / "pred.jsonl"
     questions = tmp_path / "dev.json"
@@ -200,7 +204,7 @@ def test_lora_is_merged_into_the_saved_model_unless_asked(chat_llama, runs, tmp_
         assert changed and all("proj" in k for k in changed)  # the adapted linear layers, nothing else
 
 
-def test_bad_input_is_one_line_and_leaves_nothing(cli, chat_llama, runs, tmp_path, monkeypatch):
+def test_bad_input_to_train_llm_is_one_line_and_leaves_nothing(cli, chat_llama, runs, tmp_path, monkeypatch):
     train_run, dev_run = runs
     t5 = tiny_t5(tmp_path / "t5")
     bare = write_run(tmp_path / "bare.jsonl", TOY, passages=False)
