@@ -41,6 +41,8 @@ def examples(run: str, passages: int):
     recipe = LLMRecipe(passages=passages)
     config = llm.reader_config(recipe, "cpu")
     session = ModelSession.open(config)
+    session.backend.model.hf_quantizer = None  # dequantized GGUF weights: plain ones, as ifqa train llm takes them
+    session.backend.model.is_quantized = False
     reader = LLMReader(session, config, [], set())
     return session.backend, llm.tokenized_examples(reader, read_run(run), 0)
 

@@ -326,7 +326,7 @@ def train(
     backend = session.backend
     model = backend.model
     if getattr(model, "hf_quantizer", None) is not None:  # a GGUF file, dequantized: plain weights now,
-        model.hf_quantizer = None  # trained and saved as such (transformers refuses to save "gguf")
+        model.hf_quantizer, model.is_quantized = None, False  # trained and saved as such (transformers refuses "gguf")
     reader = LLMReader(session, reader_config(recipe, device), [], set())
     if recipe.demos:  # demonstrations come from the training questions, as the reader's default pool does
         reader = LLMReader(session, reader_config(recipe, device), _examples(train_records), set())
