@@ -11,7 +11,6 @@ and times, so a model read again unchanged costs a ``stat``. Writes the files (r
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sys
 import tempfile
@@ -21,17 +20,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import Parser, machine, markdown_table  # noqa: E402
 
+from ifqa.io import file_sha256  # noqa: E402
 from ifqa.llm.local_models import whole_digest  # noqa: E402
 
 BLOCK = 64 << 20
-
-
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 24), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def main() -> None:
@@ -52,7 +44,7 @@ def main() -> None:
                 handle.write(block)
         gib = path.stat().st_size / (1 << 30)
         row = {"file GiB": round(gib, 2)}
-        for name, digest in (("xxh3-128", whole_digest), ("sha256", sha256)):
+        for name, digest in (("xxh3-128", whole_digest), ("sha256", file_sha256)):
             for read in ("first", "cached"):
                 started = time.perf_counter()
                 digest(path)

@@ -25,7 +25,7 @@ from ifqa.readers.fid import FiDTrainConfig
 from ifqa.readers.fid.data import FID_CONFIG, Collator, FiDSettings
 from ifqa.readers.fid.model import enable_checkpointing, load_model
 from ifqa.readers.fid.predict import predict
-from ifqa.training.loop import RESULT, STATE, TRAINER, LoopSettings, Trainee, batch_order, run_loop, start
+from ifqa.training.loop import RESULT, STATE, TRAINER, BestEM, LoopSettings, Trainee, batch_order, run_loop, start
 
 log = logging.getLogger(__name__)
 
@@ -189,7 +189,7 @@ def train(
     return result
 
 
-class _DevScore:
+class _DevScore(BestEM):
     """Dev EM every ``eval_every`` steps and at the last, the best checkpoint kept in ``best/``."""
 
     def __init__(self, model, tokenizer, records, settings, config, bf16: bool, world: World, output: Path):
@@ -214,12 +214,3 @@ class _DevScore:
                 if writes:
                     _save_model(model, self.tokenizer, self.settings, self.output / "best")
         return True
-
-    def state(self) -> dict:
-        return {"best_em": self.best_em}
-
-    def restore(self, saved: dict) -> None:
-        best = saved.get("best_em", -1.0)
-        if not isinstance(best, (int, float)):
-            raise TypeError("its 'best_em' is not a number")
-        self.best_em = float(best)

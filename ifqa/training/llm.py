@@ -35,7 +35,7 @@ from ifqa.llm.session import ModelSession
 from ifqa.models import model_type
 from ifqa.readers.llm.config import LLMReaderConfig
 from ifqa.readers.llm.reader import LLMReader
-from ifqa.training.loop import LoopSettings, Trainee, batch_order, run_loop, start
+from ifqa.training.loop import BestEM, LoopSettings, Trainee, batch_order, run_loop, start
 from ifqa.training.recipes import LLMRecipe
 from ifqa.version import __version__
 
@@ -220,7 +220,7 @@ class _Saver:
             write_card(tmp, {**self.card, **facts})
 
 
-class _DevScore:
+class _DevScore(BestEM):
     """Dev EM every ``eval_every`` steps and at the last, by the reader's own ``read_batch``; the best model
     kept in ``best/``. Each rank reads its share of whole batches."""
 
@@ -263,15 +263,6 @@ class _DevScore:
                 if writes:
                     self.save(self.output / "best", step=step, dev_em=entry["dev_em"])
         return True
-
-    def state(self) -> dict:
-        return {"best_em": self.best_em}
-
-    def restore(self, saved: dict) -> None:
-        best = saved.get("best_em", -1.0)
-        if not isinstance(best, (int, float)):
-            raise TypeError("its 'best_em' is not a number")
-        self.best_em = float(best)
 
 
 def causal_lm_types() -> set[str]:

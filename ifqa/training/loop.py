@@ -94,6 +94,22 @@ def batch_order(n: int, batch_size: int, seed: int, step: int) -> list[int]:
     return order[position * batch_size : (position + 1) * batch_size]
 
 
+class BestEM:
+    """The best dev EM a reader's run has seen (its ``best/``), carried across a resume in the loop's
+    state: a reader's dev scorer subclasses it (FiD's, the LLM reader's)."""
+
+    best_em: float = -1.0
+
+    def state(self) -> dict:
+        return {"best_em": self.best_em}
+
+    def restore(self, saved: dict) -> None:
+        best = saved.get("best_em", -1.0)
+        if not isinstance(best, (int, float)):
+            raise TypeError("its 'best_em' is not a number")
+        self.best_em = float(best)
+
+
 def check_saved_state(output: Path) -> None:
     """What of a saved state can be checked before any work (mining takes minutes and writes its
     groups): its files load as weights and the trainer's holds every key at a whole step. The rest
