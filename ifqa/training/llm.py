@@ -313,14 +313,14 @@ def train(
     steps = recipe.steps or max(1, math.ceil(recipe.epochs * len(train_records) / recipe.batch_size))
     if world.active:
         distributed.start(device)
-    session = ModelSession.open(reader_config(recipe, device))
+    config = reader_config(recipe, device)
+    session = ModelSession.open(config)
     backend = session.backend
     model = backend.model
     if getattr(model, "hf_quantizer", None) is not None:  # a GGUF file, dequantized: plain weights now,
         model.hf_quantizer, model.is_quantized = None, False  # trained and saved as such (transformers refuses "gguf")
-    reader = LLMReader(session, reader_config(recipe, device), [], set())
-    if recipe.demos:  # demonstrations come from the training questions, as the reader's default pool does
-        reader = LLMReader(session, reader_config(recipe, device), _examples(train_records), set())
+    # demonstrations come from the training questions, as the reader's default pool does
+    reader = LLMReader(session, config, _examples(train_records) if recipe.demos else [], set())
     examples = tokenized_examples(reader, train_records, recipe.seed)
     if recipe.gradient_checkpointing:
         backend.model.gradient_checkpointing_enable()
