@@ -319,7 +319,7 @@ def _fake_wheels(folder: Path) -> Path:
     import zipfile
 
     sys.path.insert(0, str(BENCHMARKS))
-    import gpu_stage
+    from gpu import stage as gpu_stage
 
     folder.mkdir()
     for package in gpu_stage.IMAGE_LACKS:
@@ -331,7 +331,7 @@ def _fake_wheels(folder: Path) -> Path:
 def test_gpu_stage_writes_what_the_device_runs_and_refuses_what_cannot_work(tmp_path):
     """Staged offline from a folder of wheels: the wheels, the tokenizer's files and run.sh; a missing
     wheel and a carry over the limit are one line each, and run.sh on a machine without CUDA says so."""
-    script = BENCHMARKS / "gpu_stage.py"
+    script = BENCHMARKS / "gpu" / "stage.py"
     wheels = _fake_wheels(tmp_path / "wheels")
     out = tmp_path / ".gpu"
     staged = subprocess.run(

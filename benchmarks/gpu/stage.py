@@ -1,7 +1,7 @@
 """Stage, on a machine without a GPU, everything a lent GPU machine lacks, so that its minutes go to
 measuring (issue #78): one command here, then one device call.
 
-    python benchmarks/gpu_stage.py [--out .gpu] [--wheels-from DIR]
+    python benchmarks/gpu/stage.py [--out .gpu] [--wheels-from DIR]
     # then, on the device (its tool carries the working tree and `.gpu`):  bash .gpu/run.sh
 
 The GPU image, as docs/benchmarks.md records it: Python 3.12, torch 2.11, transformers 5.17,
@@ -32,7 +32,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import ROOT, Parser  # noqa: E402
 
 PYTHON = "3.12"
@@ -66,14 +66,14 @@ CARRY_LIMIT = 64 * 2**20
 PLATFORMS = ("manylinux2014_x86_64", "manylinux_2_17_x86_64", "manylinux_2_28_x86_64")
 
 RUN = """#!/usr/bin/env bash
-# Made by benchmarks/gpu_stage.py: the one device call of issue #78 (docs/benchmarks.md, "A lent GPU").
+# Made by benchmarks/gpu/stage.py: the one device call of issue #78 (docs/benchmarks.md, "A lent GPU").
 set -u
 cd "$(dirname "$0")/.."
 OUT=${{OUT:-.gpu/out}}
 mkdir -p "$OUT"
-python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else "gpu_stage: this machine has no CUDA device (torch sees none): nothing was run")' || exit 1
+python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else "gpu stage: this machine has no CUDA device (torch sees none): nothing was run")' || exit 1
 python3 -m pip install -q --no-index --no-deps --target .gpu/site .gpu/wheels/*.whl > "$OUT/install.log" 2>&1 \\
-    || {{ echo "gpu_stage: the staged wheels did not install (see $OUT/install.log)"; exit 1; }}
+    || {{ echo "gpu stage: the staged wheels did not install (see $OUT/install.log)"; exit 1; }}
 export PYTHONPATH="$PWD:$PWD/.gpu/site"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$OUT/machine.txt" 2>&1
 git rev-parse HEAD >> "$OUT/machine.txt" 2>/dev/null
@@ -86,7 +86,7 @@ exit $status
 
 
 def fail(message: str) -> None:
-    raise SystemExit(f"gpu_stage: {message}")
+    raise SystemExit(f"gpu stage: {message}")
 
 
 def wheel_name(package: str) -> str:
