@@ -82,9 +82,23 @@ def system_error_line(exc: BaseException, output: str | None = None) -> str | No
             f"too many open files (this process may open {soft}); raise the limit (ulimit -n 4096) or use "
             "fewer --workers"
         )
-    if isinstance(exc, MemoryError) or "can't allocate memory" in text or code == errno.ENOMEM:
-        return (
-            f"out of memory ({first_line(text, 100) or 'MemoryError'}); lower --batch-size (or --max-memory, "
-            "--chunk-docs), or free memory; rerun the same command to resume"
-        )
+    lowered = text.lower()
+    mapped = "failed to map segment" in lowered  # a shared library loaded where no address space is left
+    if (
+        isinstance(exc, MemoryError)
+        or mapped
+        or "can't allocate memory" in lowered
+        or "cannot allocate memory" in lowered
+    ):
+        return memory_line(first_line(text, 100) or "MemoryError")
+    if code == errno.ENOMEM:
+        return memory_line(first_line(text, 100))
     return None
+
+
+def memory_line(detail: str, remedy: str = "free memory") -> str:
+    """What to do when memory ran out, whoever found it (a Python error, or a child's native death)."""
+    return (
+        f"out of memory ({detail}); lower --batch-size (or --max-memory, --chunk-docs), or {remedy}; "
+        "rerun the same command to resume"
+    )

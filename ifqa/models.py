@@ -13,7 +13,8 @@ import pickle
 from collections.abc import Iterator
 from pathlib import Path
 
-from ifqa.errors import IfqaError
+from ifqa.errors import IfqaError, system_error_line
+from ifqa.hub_reach import offline_if_unreachable
 
 log = logging.getLogger(__name__)
 
@@ -53,10 +54,14 @@ def model_type(name: str | Path) -> str | None:
 
 
 @contextlib.contextmanager
-def loading(name: str | Path, what: str = "model") -> Iterator[None]:
-    """Whatever a library raises while loading ``name`` becomes one line naming it."""
+def loading(name: str | Path, what: str = "model", loads: str | Path | None = None) -> Iterator[None]:
+    """Whatever a library raises while loading ``name`` becomes one line naming it. ``loads``: what is
+    loaded, where ``name`` resolved to a local folder (a packaged model): the Hub is asked about only
+    when that is a hub id."""
     import warnings
 
+    hub = not Path(str(loads or name)).expanduser().exists()
+    unreachable = offline_if_unreachable() if hub else None  # from the cache at once, or one line
     try:
         with warnings.catch_warnings():  # torch's note on a pickle's protocol would be a second line
             warnings.filterwarnings("ignore", message=".*pickle protocol.*")
@@ -64,6 +69,9 @@ def loading(name: str | Path, what: str = "model") -> Iterator[None]:
     except (OSError, ValueError, KeyError, TypeError, AttributeError, RuntimeError, pickle.UnpicklingError) as exc:
         if type(exc).__name__ == "OutOfMemoryError":
             raise
+        refusal = system_error_line(exc)
+        if refusal is not None:  # the machine's (memory, disk), not the model's fault
+            raise IfqaError(refusal) from None
         text = str(exc).strip()
         if isinstance(exc, pickle.UnpicklingError) or "Weights only load failed" in text:
             raise IfqaError(
@@ -71,6 +79,8 @@ def loading(name: str | Path, what: str = "model") -> Iterator[None]:
                 "code from a model file (save the model with safetensors)"
             ) from None
         detail = text.splitlines()[0][:200] if text else type(exc).__name__
+        if unreachable is not None:
+            detail = f"not in the local cache, and the Hub cannot be reached: {unreachable}"
         raise IfqaError(f"cannot load {what} {str(name)!r} ({detail})") from None
 
 

@@ -6,8 +6,8 @@ A CLI subprocess pays the imports again (torch and sentence-transformers: 5 to 3
 each call: its own file descriptors 1 and 2 (so native libraries' output, Java's or ONNX Runtime's,
 is captured as a subprocess's would be), ``sys.argv``, the environment and working folder it was
 given, an empty stdin, Python's default warning filters printing to stderr, logging not yet
-configured, no secrets known to the redactor, no once-per-process warning said yet and the ``datasets``
-cache the environment names; torch's thread count is put back afterwards.
+configured, no secrets known to the redactor, no once-per-process warning said yet, the Hub not yet
+asked about, and the ``datasets`` cache the environment names; torch's thread count is put back afterwards.
 Tests whose point is the process itself (signals, start-up time, what an import pulls in, two
 processes at once) start one instead (``tests.conftest.run_cli_process``).
 """
@@ -137,6 +137,27 @@ def _datasets_cache(env: dict | None):
         config.HF_DATASETS_CACHE = saved
 
 
+@contextlib.contextmanager
+def _hub_asked_afresh():
+    """Whether the Hub can be reached is asked once per process (``ifqa.hub_reach``), and the answer
+    turns the hub client (and ``datasets``) offline: each call asks again, and starts online."""
+    import huggingface_hub.constants as constants
+
+    from ifqa.hub_reach import unreachable
+
+    datasets_config = sys.modules.get("datasets.config")
+    saved = constants.HF_HUB_OFFLINE, getattr(datasets_config, "HF_HUB_OFFLINE", None)
+    unreachable.cache_clear()
+    try:
+        yield
+    finally:
+        unreachable.cache_clear()
+        constants.HF_HUB_OFFLINE = saved[0]
+        datasets_config = sys.modules.get("datasets.config")  # imported by the call, perhaps
+        if datasets_config is not None:
+            datasets_config.HF_HUB_OFFLINE = saved[0] if saved[1] is None else saved[1]
+
+
 def _exit_status(exc: SystemExit) -> int:
     if exc.code is None:
         return 0
@@ -164,6 +185,7 @@ def run_in_process(*args: str | Path, cwd: Path | None = None, env: dict | None 
         _torch_threads_kept(),
         _nothing_said_yet(),
         _datasets_cache(env),
+        _hub_asked_afresh(),
     ):
         sys.stdout, sys.stderr = _text_stream(1), _text_stream(2)
         sys.stdin, sys.argv = io.StringIO(""), [str(Path(main.__code__.co_filename).with_name("__main__.py")), *argv]

@@ -12,6 +12,7 @@ import click
 
 from ifqa.choices import LazyGroup, announce_renames
 from ifqa.cli.options import RUNS_UNTIL_STOPPED, check_devices, guard_outputs, silence_progress
+from ifqa.cli.supervise import supervise
 from ifqa.environment import check_environment
 from ifqa.errors import IfqaError, system_error_line
 from ifqa.interrupts import Terminated, raise_lost, sigterm_as_interrupt
@@ -237,6 +238,9 @@ def run() -> None:
     import atexit
     import threading
 
+    supervised = supervise()
+    if supervised is not None:  # the parent of a command run under a memory limit: its status, said
+        os._exit(supervised)
     try:
         main()
         status = 0
@@ -319,7 +323,7 @@ def _main(argv: list[str] | None) -> None:
             raise
         _say(f"ifqa: error: this needs {root}, which is not installed: pip install 'ifqa[{EXTRAS[root]}]'")
         sys.exit(1)
-    except (OSError, MemoryError, RuntimeError) as exc:  # a full disk, too few file handles, too little memory ...
+    except (OSError, MemoryError, RuntimeError, ImportError) as exc:  # a full disk, too few files, too little memory
         line = system_error_line(exc, _output_of(argv))
         if line is None and not isinstance(exc, OSError):
             raise  # a RuntimeError the machine did not cause: a bug, shown whole

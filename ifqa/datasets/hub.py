@@ -15,6 +15,7 @@ from urllib.parse import parse_qsl
 
 from ifqa.artifacts import Example, QuestionSet
 from ifqa.errors import IfqaError
+from ifqa.hub_reach import is_offline, offline_if_unreachable
 from ifqa.io import content_digest
 from ifqa.paths import cache_dir
 from ifqa.registry import DATASETS
@@ -95,7 +96,7 @@ def _problem(exc: BaseException, spec: HubSpec | None) -> str:
     if isinstance(exc, ValueError):  # a config the dataset does not have, among others
         return detail
     if isinstance(exc, (FileNotFoundError, ConnectionError, OSError)) and spec is not None and not local:
-        if offline() or not Path(spec.name).is_absolute():
+        if is_offline() or not Path(spec.name).is_absolute():
             return (
                 f"{spec.name!r} cannot be read ({name}): not a local folder, and not in the Hugging Face cache "
                 f"while offline; download it where the Hub is reachable (datasets.load_dataset({spec.name!r})) or "
@@ -129,7 +130,7 @@ def missing_split_files(folder: Path) -> list[tuple[str, list[str]]]:
 def load_splits(spec: HubSpec, source: str, streaming: bool = False):
     """The ``datasets.DatasetDict`` (all splits) of a spec, through the gate (``reading``)
     (``streaming``: an ``IterableDatasetDict``, read as it is iterated)."""
-    datasets = quiet_datasets()
+    datasets = quiet_datasets(spec)
     local = Path(spec.name).expanduser()
     for split, paths in missing_split_files(local) if local.is_dir() else []:
         raise IfqaError(
@@ -143,16 +144,19 @@ def load_splits(spec: HubSpec, source: str, streaming: bool = False):
         return datasets.load_dataset(spec.name, spec.config, revision=spec.revision, streaming=streaming)
 
 
-def quiet_datasets():
+def quiet_datasets(spec: HubSpec | None = None):
     """``datasets``, its progress bars and notes off, and offline when asked (``HF_HUB_OFFLINE``),
-    even where it was imported before the variable was set."""
+    even where it was imported before the variable was set; offline too, at once, where ``spec`` names
+    a Hub dataset and the Hub cannot be reached (``hub_reach``), not after the client's retries."""
+    if spec is not None and not Path(spec.name).expanduser().exists():
+        offline_if_unreachable()
     import datasets
     from datasets.utils.logging import disable_progress_bar, set_verbosity_error
 
     disable_progress_bar()
     set_verbosity_error()
     logging.getLogger("datasets").setLevel(logging.CRITICAL)  # its errors are said once, by ``reading``
-    if offline():
+    if is_offline():
         import huggingface_hub.constants
 
         datasets.config.HF_HUB_OFFLINE = huggingface_hub.constants.HF_HUB_OFFLINE = True
@@ -165,14 +169,6 @@ def _local_cache(folder: Path) -> Path:
     named alike with the same card, or a folder whose files were replaced, read the first one's rows."""
     digest = content_digest((p for p in folder.rglob("*") if p.is_file()), str(folder.resolve()))
     return cache_dir() / "hf-datasets" / digest[:16]
-
-
-def offline() -> bool:
-    """Whether the Hub is off (``HF_HUB_OFFLINE`` or ``HF_DATASETS_OFFLINE``), read when asked."""
-    return any(
-        os.environ.get(name, "").upper() in ("1", "ON", "YES", "TRUE")
-        for name in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE")
-    )
 
 
 def choose_split(spec: HubSpec, splits, source: str, preferred: tuple[str, ...] = ("dev", "validation")) -> str:

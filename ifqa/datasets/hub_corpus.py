@@ -10,8 +10,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ifqa.artifacts import UniqueIds
-from ifqa.datasets.hub import HubSpec, choose_split, find_column, load_splits, offline, quiet_datasets, reading
+from ifqa.datasets.hub import HubSpec, choose_split, find_column, load_splits, quiet_datasets, reading
 from ifqa.errors import IfqaError
+from ifqa.hub_reach import is_offline
 from ifqa.io import atomic_write, content_digest, file_sha256, nfc, unpaired_surrogate, write_json
 from ifqa.paths import cache_dir
 
@@ -39,7 +40,7 @@ def _corpus_file(spec: HubSpec, name: str, progress: bool) -> Path:
 
     files = data_files(spec, name)
     # no files to resolve: a Hub dataset read offline from datasets' cache, its Arrow tables memory-mapped
-    cached = load_splits(spec, name) if not files and offline() else None
+    cached = load_splits(spec, name) if not files and is_offline() else None
     chosen = choose_split(spec, cached if cached is not None else files, name, ("train",))
     if cached is not None:
         files = {chosen: [table["filename"] for table in cached[chosen].cache_files]}
@@ -115,7 +116,7 @@ def _ids(path: Path) -> Iterator[str]:
 
 def data_files(spec: HubSpec, source: str) -> dict[str, list]:
     """The dataset's files by split, as ``datasets`` resolves its card (nothing is read yet)."""
-    datasets = quiet_datasets()
+    datasets = quiet_datasets(spec)
     local = Path(spec.name).expanduser()
     try:
         builder = datasets.load_dataset_builder(

@@ -82,7 +82,7 @@ class HFBackend(Backend):
         from transformers.utils import logging as hf_logging
 
         hf_logging.disable_progress_bar()
-        with loading(model, "model"), _quiet_gguf():
+        with loading(model, "model", source), _quiet_gguf():
             self.tokenizer = AutoTokenizer.from_pretrained(source, **gguf)
             torch_dtype = getattr(torch, dtype or local_dtype(self.device))
             self.model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, **gguf).to(self.device).eval()

@@ -115,7 +115,7 @@ class SentenceEncoder(_BatchedEncoder):
         self.device = pick_device(device or ("cpu" if self.backend.exported else None))
         self.precision = pick_precision(precision, self.device)
 
-        with loading(name, "encoder"):  # missing files, a config without a model type, pickled code ...
+        with loading(name, "encoder", resolve(name)):  # missing files, a config without a model type, pickled code ...
             self.model = _inference(SentenceTransformer(resolve(name), device=self.device), self.precision)
         if max_length:
             check_max_length(max_length, getattr(getattr(self.model[0], "auto_model", None), "config", None), name)

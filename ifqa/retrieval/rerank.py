@@ -49,7 +49,7 @@ def load_cross_encoder(
 
     path = check_model(resolve(name), "; train one with `ifqa train reranker` or give a hub id", ("config.json",))
     device = pick_device(device)
-    with loading(name, "cross-encoder"):
+    with loading(name, "cross-encoder", path if path.exists() else name):
         return CrossEncoder(
             str(path) if path.exists() else name,
             device=device,
