@@ -56,7 +56,7 @@ import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 
-from ifqa.cli.supervise import NATIVE_DEATHS  # noqa: E402
+from ifqa.supervise import NATIVE_DEATHS  # noqa: E402
 
 #: The program, its command replaced by what the test needs the command to do (argv[1]).
 PROGRAM = "import os, sys, time, ifqa.cli as c; c.main = lambda argv=None: ({}); c.run()"

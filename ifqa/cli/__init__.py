@@ -12,11 +12,11 @@ import click
 
 from ifqa.choices import LazyGroup, announce_renames
 from ifqa.cli.options import RUNS_UNTIL_STOPPED, check_devices, guard_outputs, silence_progress
-from ifqa.cli.supervise import supervise
 from ifqa.environment import check_environment
 from ifqa.errors import IfqaError, system_error_line
 from ifqa.interrupts import Terminated, raise_lost, sigterm_as_interrupt
 from ifqa.redact import URL_ENV, RedactingFilter, add_secret, add_url_secrets, redact
+from ifqa.supervise import supervise
 from ifqa.version import __version__
 
 log = logging.getLogger("ifqa")
