@@ -84,15 +84,9 @@ def system_error_line(exc: BaseException, output: str | None = None) -> str | No
         )
     lowered = text.lower()
     mapped = "failed to map segment" in lowered  # a shared library loaded where no address space is left
-    if (
-        isinstance(exc, MemoryError)
-        or mapped
-        or "can't allocate memory" in lowered
-        or "cannot allocate memory" in lowered
-    ):
+    allocation = "can't allocate memory" in lowered or "cannot allocate memory" in lowered
+    if isinstance(exc, MemoryError) or mapped or allocation or code == errno.ENOMEM:
         return memory_line(first_line(text, 100) or "MemoryError")
-    if code == errno.ENOMEM:
-        return memory_line(first_line(text, 100))
     return None
 
 

@@ -51,12 +51,12 @@ def supervise() -> int | None:
     for forwarded in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(forwarded, lambda number, frame: os.kill(child, number))
     _, status = os.waitpid(child, 0)  # PEP 475: a forwarded signal does not cut the wait short
-    if os.WIFSIGNALED(status) and os.WTERMSIG(status) in NATIVE_DEATHS:
-        name = NATIVE_DEATHS[os.WTERMSIG(status)]
-        detail = f"{name} in a library's native code, under ulimit -v of {limit / 2**30:.1f} GiB"
+    code = os.waitstatus_to_exitcode(status)  # -N: killed by signal N
+    if -code in NATIVE_DEATHS:
+        detail = f"{NATIVE_DEATHS[-code]} in a library's native code, under ulimit -v of {limit / 2**30:.1f} GiB"
         print(f"ifqa: error: {memory_line(detail, 'raise the limit')}", file=sys.stderr, flush=True)
         return 1
-    return os.waitstatus_to_exitcode(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+    return code if code >= 0 else 128 - code
 
 
 def _die_with(parent: int) -> None:

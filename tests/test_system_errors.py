@@ -3,8 +3,16 @@ one line saying what it is and what to do, from one place (errors.system_error_l
 command line's error handler for every command)."""
 
 import errno
+import os
+import resource
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
+
+from ifqa.supervise import NATIVE_DEATHS
 
 CASES = [
     (OSError(errno.ENOSPC, "No space left on device"), "is full"),
@@ -48,15 +56,6 @@ def test_a_runtime_error_the_machine_did_not_cause_is_not_hidden(cli, monkeypatc
 
 
 # --- an allocation that fails in a library's native code (trust round 9) -------------------------
-
-import os  # noqa: E402
-import resource  # noqa: E402
-import signal  # noqa: E402
-import subprocess  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-
-from ifqa.supervise import NATIVE_DEATHS  # noqa: E402
 
 #: The program, its command replaced by what the test needs the command to do (argv[1]).
 PROGRAM = "import os, sys, time, ifqa.cli as c; c.main = lambda argv=None: ({}); c.run()"

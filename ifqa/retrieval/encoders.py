@@ -115,8 +115,9 @@ class SentenceEncoder(_BatchedEncoder):
         self.device = pick_device(device or ("cpu" if self.backend.exported else None))
         self.precision = pick_precision(precision, self.device)
 
-        with loading(name, "encoder", resolve(name)):  # missing files, a config without a model type, pickled code ...
-            self.model = _inference(SentenceTransformer(resolve(name), device=self.device), self.precision)
+        source = resolve(name)
+        with loading(name, "encoder", source):  # missing files, a config without a model type, pickled code ...
+            self.model = _inference(SentenceTransformer(source, device=self.device), self.precision)
         if max_length:
             check_max_length(max_length, getattr(getattr(self.model[0], "auto_model", None), "config", None), name)
             self.model.max_seq_length = max_length

@@ -49,9 +49,10 @@ def load_cross_encoder(
 
     path = check_model(resolve(name), "; train one with `ifqa train reranker` or give a hub id", ("config.json",))
     device = pick_device(device)
-    with loading(name, "cross-encoder", path if path.exists() else name):
+    source = str(path) if path.exists() else name
+    with loading(name, "cross-encoder", source):
         return CrossEncoder(
-            str(path) if path.exists() else name,
+            source,
             device=device,
             max_length=max_length,
             num_labels=num_labels,

@@ -37,8 +37,9 @@ def train_retriever(
     output = Path(output)
     world, device = start(recipe.seed, run.device)
     path = check_model(resolve(recipe.model))
-    with loading(recipe.model, "sentence-transformers model", path if path.exists() else recipe.model):
-        model = SentenceTransformer(str(path) if path.exists() else recipe.model, device="cpu")
+    source = str(path) if path.exists() else recipe.model
+    with loading(recipe.model, "sentence-transformers model", source):
+        model = SentenceTransformer(source, device="cpu")
     model.max_seq_length = recipe.max_length
     passage_model = copy.deepcopy(model).to(device).eval() if recipe.question_side_only else model
     steps = plan_steps(
