@@ -47,6 +47,7 @@ class FakeOpenAI:
         self.fail_always = False
         self.latency, self.failure_rate, self.random = latency, failure_rate, random.Random(seed)
         self.requests: list[dict] = []
+        self.in_flight = self.peak_in_flight = 0  # requests being answered now, and the most at once
         self.headers: list[dict] = []
         self.lock = threading.Lock()
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -135,7 +136,12 @@ class FakeOpenAI:
                     if failure is None and fake.random.random() < fake.failure_rate:
                         failure = fake.random.choice(["429", "500", "malformed"])
                 if fake.latency:
+                    with fake.lock:
+                        fake.in_flight += 1
+                        fake.peak_in_flight = max(fake.peak_in_flight, fake.in_flight)
                     time.sleep(fake.latency)
+                    with fake.lock:
+                        fake.in_flight -= 1
                 if failure == "401":  # as some servers do: the refused key quoted back
                     header = self.headers.get("Authorization", "")
                     key, query = header.removeprefix("Bearer "), self.path.partition("?")[2]
