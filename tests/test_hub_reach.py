@@ -5,6 +5,8 @@ once (``ifqa.hub_reach``) and turns the client offline before it loads (``models
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from ifqa.errors import IfqaError
@@ -61,7 +63,7 @@ def test_every_command_that_loads_from_the_hub_says_so_in_one_line_at_once(cli, 
     (tmp_path / "p.jsonl").write_text('{"id": "p1", "title": "T", "text": "a river"}\n')
     if "{tmp}/run.jsonl" in command:
         cli("retrieve", "--setting", "demo", "--k", "2", "-o", tmp_path / "run.jsonl", "--no-progress")
-    result = cli(*(part.format(tmp=tmp_path) for part in command), "--no-progress", env=dict(__import__("os").environ))
+    result = cli(*(part.format(tmp=tmp_path) for part in command), "--no-progress", env=dict(os.environ))
     lines = result.stderr.strip().splitlines()
     assert result.returncode == 1 and len(lines) == 1, result.stderr  # no client WARNING, no retry
     assert "cannot be reached" in lines[0] or "while offline" in lines[0], lines[0]

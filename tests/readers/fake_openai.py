@@ -47,7 +47,7 @@ class FakeOpenAI:
         self.fail_always = False
         self.latency, self.failure_rate, self.random = latency, failure_rate, random.Random(seed)
         self.requests: list[dict] = []
-        self.in_flight = self.peak_in_flight = 0  # requests being answered now, and the most at once
+        self.in_flight = self.peak_in_flight = 0  # requests in their latency now, and the most at once
         self.headers: list[dict] = []
         self.lock = threading.Lock()
         self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
