@@ -28,7 +28,7 @@ from ifqa.experiments.config import SWITCH_WORDS
 from ifqa.experiments.runner import question_source, stage_key
 from ifqa.judge.config import JudgeConfig
 from ifqa.judge.run import judge, load_prompt
-from ifqa.llm.local_models import default_backend
+from ifqa.llm.trained import default_backend
 from ifqa.model_options import ModelOptions
 from ifqa.readers import ReadJob, reader_command
 from ifqa.registry import READERS

@@ -10,8 +10,8 @@ from typing import ClassVar
 
 from ifqa.configs import flag
 from ifqa.errors import IfqaError
-from ifqa.llm.local_models import default_backend
 from ifqa.llm.protocol import SPECIFIC, Backend, BackendOptions, GenerationParams
+from ifqa.llm.trained import default_backend
 from ifqa.model_options import ModelOptions
 from ifqa.redact import redact_url
 from ifqa.registry import LLM_BACKENDS

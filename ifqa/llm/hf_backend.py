@@ -10,9 +10,11 @@ from collections.abc import Sequence
 
 from ifqa.devices import pick_device
 from ifqa.errors import IfqaError
+from ifqa.llm.gguf_forms import merge_adapter
 from ifqa.llm.local_models import is_local_file_model, model_content, model_file
 from ifqa.llm.local_thinking import ThinkingBudget, chat_prompt, template_thinks
 from ifqa.llm.protocol import TEMPLATE_PROBE, Backend, BackendOptions, Completion, Done, GenerationParams, cut_at_stops
+from ifqa.llm.trained import trained_reader
 from ifqa.model_options import BATCH_SIZE
 from ifqa.models import check_model_location, loading
 
@@ -69,11 +71,13 @@ class HFBackend(Backend):
         dtype: str | None = None,
     ):
         source, gguf = model, {}
-        if is_local_file_model(model) and not all(map(importlib.util.find_spec, ("gguf", "accelerate"))):
+        trained = trained_reader(model)
+        adapter = None if trained is None or trained.transformers else trained.checked_adapter()
+        if (is_local_file_model(model) or adapter) and not all(map(importlib.util.find_spec, ("gguf", "accelerate"))):
             raise IfqaError("--backend hf reads a GGUF file with gguf and accelerate: pip install 'ifqa[llamacpp]'")
         self.device = pick_device(device)
-        if is_local_file_model(model):  # a GGUF file (demo:smollm2 too): transformers dequantizes it
-            path = model_file(model)
+        if adapter is not None or is_local_file_model(model):  # a GGUF file (demo:smollm2 too): dequantized
+            path = adapter[0] if adapter is not None else model_file(model)
             source, gguf = str(path.parent), {"gguf_file": path.name}
         else:
             check_model_location(model)
@@ -86,6 +90,8 @@ class HFBackend(Backend):
             self.tokenizer = AutoTokenizer.from_pretrained(source, **gguf)
             torch_dtype = getattr(torch, dtype or local_dtype(self.device))
             self.model = AutoModelForCausalLM.from_pretrained(source, dtype=torch_dtype, **gguf).to(self.device).eval()
+        if adapter is not None:  # the adapter file llama.cpp applies, merged into the dequantized base
+            merge_adapter(self.model, adapter[1])
         self.tokenizer.padding_side = "left"
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token

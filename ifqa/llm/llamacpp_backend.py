@@ -14,9 +14,10 @@ from pathlib import Path
 from ifqa.devices import cpu_threads
 from ifqa.errors import IfqaError
 from ifqa.llm.llamacpp_batch import BatchedGenerator
-from ifqa.llm.local_models import f16_copy, file_digest, model_content, model_file, open_model, wants_f16
+from ifqa.llm.local_models import f16_copy, file_digest, model_content, model_file, open_adapter, open_model, wants_f16
 from ifqa.llm.local_thinking import BudgetState, closing_for, template_thinks
 from ifqa.llm.protocol import TEMPLATE_PROBE, Backend, BackendOptions, Completion, Done, GenerationParams
+from ifqa.llm.trained import trained_reader
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +35,8 @@ class LlamaCppBackend(Backend):
         """Reads ``options``' model_threads (None: ``devices.cpu_threads``), context_window (None: the
         file's, at most ``MAX_CONTEXT``), completions (plain text, no chat template), gguf_weights and
         batch_size (sequences decoded together). Each step's failure is named for what it is."""
-        path = model_file(model)  # a demo model's package, a file that is there and is GGUF: one line each
+        trained = trained_reader(model)  # a trained reader: its base file and adapter, checked against its card
+        path, adapter = trained.for_llamacpp() if trained is not None else (model_file(model), None)
         try:
             import llama_cpp  # noqa: F401 - the runtime, or the line saying how to install it
         except ImportError:
@@ -59,8 +61,21 @@ class LlamaCppBackend(Backend):
         self.loaded = f16_copy(path) if copy else path  # the file llama.cpp reads
         self.model = _loaded(self.loaded, "the model", lambda: open_model(self.loaded))
         self.weights = f"F16 copy of {file_type_name(file_type)}" if copy else self.model.desc().rsplit(" ", 1)[-1]
+        self.adapter = (
+            None if adapter is None else _loaded(adapter, "the LoRA adapter", lambda: open_adapter(self.model, adapter))
+        )
         self.window = options.context_window or min(self.model.n_ctx_train() or MAX_CONTEXT, MAX_CONTEXT)
-        self.engine = BatchedGenerator(self.model, self.window, self.batch_size, self.threads)
+        self.described = {  # what the answers are keyed by: the bytes loaded, digested once, never read again
+            "backend": "llamacpp",
+            "model": self.name,
+            "chat": self.chat,
+            "file": self.path.name,
+            "weights": self.weights,
+            **self.content,
+            **({"copy": file_digest(self.loaded)[:16]} if self.loaded != self.path else {}),
+            **({"base": trained.card["base_digest"]} if adapter is not None else {}),
+        }
+        self.engine = BatchedGenerator(self.model, self.window, self.batch_size, self.threads, self.adapter)
 
     @staticmethod
     def _piece(model, token: int) -> str:
@@ -69,15 +84,7 @@ class LlamaCppBackend(Backend):
         return model.detokenize([token], special=True).decode("utf-8", "replace")
 
     def describe(self) -> dict:
-        return {
-            "backend": "llamacpp",
-            "model": self.name,
-            "chat": self.chat,
-            "file": self.path.name,
-            "weights": self.weights,
-            **self.content,
-            **({"copy": file_digest(self.loaded)[:16]} if self.loaded != self.path else {}),  # the bytes read
-        }
+        return self.described
 
     def context_window(self) -> int:
         return self.window

@@ -20,6 +20,7 @@ its batch. Stop strings, the end-of-generation tokens, the token limit and a thi
 
 from __future__ import annotations
 
+import ctypes
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -60,13 +61,15 @@ class _Sequence:
 class BatchedGenerator:
     """Generation for several prompts at once, one KV stream each, on one llama.cpp context (see the module)."""
 
-    def __init__(self, model, window: int, max_sequences: int, threads: int):
-        """``model``: llama.cpp's ``LlamaModel``."""
+    def __init__(self, model, window: int, max_sequences: int, threads: int, adapter=None):
+        """``model``: llama.cpp's ``LlamaModel``; ``adapter``: a LoRA adapter (``llama_adapter_lora_init``'s)
+        applied to every context made for it."""
         import llama_cpp
         from llama_cpp import _internals
 
         self._llama_cpp, self._internals = llama_cpp, _internals
         self.model, self.window, self.max_sequences, self.threads = model, window, max_sequences, threads
+        self.adapter = adapter
         self.vocab = model.vocab
         self.n_vocab = model.n_vocab()
         self.common_prefix = llama_cpp.Llama.longest_token_prefix
@@ -95,6 +98,11 @@ class BatchedGenerator:
         self.ctx, self.cached = None, []
         with suppress_stdout_stderr(disable=False):  # llama.cpp's notes on the context it makes
             self.ctx = self._internals.LlamaContext(model=self.model, params=params, verbose=False)
+        if self.adapter is not None:
+            adapters = (llama_cpp.llama_adapter_lora_p_ctypes * 1)(self.adapter)
+            scales = (ctypes.c_float * 1)(1.0)
+            if llama_cpp.llama_set_adapters_lora(self.ctx.ctx, adapters, 1, scales):
+                raise RuntimeError("llama.cpp did not apply the LoRA adapter to its context")
 
     def generate(
         self,

