@@ -147,6 +147,41 @@ def write_adapter(target: Path, base: Path, base_digest: str, alpha: float, pair
     _written(target, write)
 
 
+def write_model(target: Path, base: Path, weights: dict) -> None:
+    """A whole model as llama.cpp reads it, in float16: the base file's metadata (its tokenizer and chat
+    template included) and tensor names, each tensor taken from ``weights`` (a transformers state dict of
+    the base's architecture, fine-tuned); the base's tensors the state dict lacks are refused."""
+    import gguf
+    import numpy as np
+
+    reader = _reader(base, "base model")
+    arch = _architecture(reader, base)
+    heads, names = _heads(reader, arch), _names(arch, int(_field(reader, f"{arch}.block_count")))
+    by_gguf = {names.get_name(key, try_suffixes=(".weight", ".bias")): key for key in weights}
+    missing = [t.name for t in reader.tensors if t.name not in by_gguf]
+    if missing:
+        raise IfqaError(f"the trained weights lack {len(missing)} of the base's tensors ({missing[0]} ...)", base)
+
+    def write(partial: Path) -> None:
+        writer = gguf.GGUFWriter(str(partial), arch)
+        for key, field in reader.fields.items():
+            if key.startswith("GGUF.") or key in ("general.architecture", "general.file_type"):
+                continue
+            sub_type = field.types[1] if field.types[0] == gguf.GGUFValueType.ARRAY else None
+            writer.add_key_value(key, field.contents(), field.types[0], sub_type)
+        writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
+        for tensor in reader.tensors:
+            values = weights[by_gguf[tensor.name]].detach().float().cpu().numpy()
+            values = _reordered(tensor.name, values, arch, heads)
+            writer.add_tensor(tensor.name, values.astype(np.float16 if values.ndim == 2 else np.float32))
+        writer.write_header_to_file()
+        writer.write_kv_data_to_file()
+        writer.write_tensors_to_file()
+        writer.close()
+
+    _written(target, write)
+
+
 def check_adapter(adapter: Path, base: Path, base_digest: str) -> None:
     """``adapter`` is a whole LoRA adapter made for ``base`` (whose bytes digest to ``base_digest``): its
     kind, architecture, recorded base and every tensor's shape; anything else is one line naming it."""

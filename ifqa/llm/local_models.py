@@ -162,36 +162,46 @@ WEIGHT_SUFFIXES = frozenset({".gguf", ".safetensors", ".bin", ".pt"})
 
 
 def f16_copy(path: Path) -> Path:
-    """The F16 copy of a GGUF file in the ifqa cache, made once (by llama.cpp's own converter, written
-    beside and renamed into place, its size and whole digest recorded beside it) and found again by
-    the file's content; a copy that is not what was recorded (cut short, damaged anywhere) is made again."""
+    """The F16 copy of a GGUF file in the ifqa cache (``working_copy``), made by llama.cpp's own converter."""
     import llama_cpp
 
-    target = cache_dir() / "gguf" / f"{path.stem}-{file_digest(path)[:16]}-f16.gguf"
+    def make(partial: Path) -> None:
+        params = llama_cpp.llama_model_quantize_default_params()
+        params.ftype, params.allow_requantize = F16_TYPE, True
+        failed = llama_cpp.llama_model_quantize(str(path).encode(), str(partial).encode(), ctypes.byref(params))
+        if failed or not partial.is_file():
+            raise IfqaError("llama.cpp could not make the F16 copy; read the file as it is: --gguf-weights file", path)
+
+    name = f"{path.stem}-{file_digest(path)[:16]}-f16.gguf"
+    return working_copy(name, path, "F16 working copy", make, "or read the file as it is: --gguf-weights file")
+
+
+def working_copy(name: str, source: Path, what: str, make, otherwise: str = "") -> Path:
+    """A file made from ``source`` for llama.cpp in the ifqa cache (``gguf/NAME``, the name holding the
+    source's content), made once by ``make(partial)``: written beside and renamed into place, its size and
+    whole digest recorded beside it; a copy that is not what was recorded (cut short, damaged anywhere) is
+    made again."""
+    target = cache_dir() / "gguf" / name
     record = target.with_suffix(".json")
     if target.is_file():
         problem = _copy_problem(target, record)
         if problem is None:
             return target
-        log.warning("%s: the F16 working copy %s; making it again", target, problem)
+        log.warning("%s: the %s %s; making it again", target, what, problem)
     partial = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype, params.allow_requantize = F16_TYPE, True
-    log.info("%s: making its F16 working copy %s (once)", path.name, target)
+    log.info("%s: making its %s %s (once)", source.name, what, target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         if not os.access(target.parent, os.W_OK):  # llama.cpp would only say it failed: the folder is the cause
             raise PermissionError(errno.EACCES, "Permission denied", str(target.parent))
-        failed = llama_cpp.llama_model_quantize(str(path).encode(), str(partial).encode(), ctypes.byref(params))
-        if failed or not partial.is_file():
-            raise IfqaError("llama.cpp could not make the F16 copy; read the file as it is: --gguf-weights file", path)
+        make(partial)
         umask_modes(partial)
-        write_json(record, {"source": str(path), "size": partial.stat().st_size, "digest": whole_digest(partial)})
+        write_json(record, {"source": str(source), "size": partial.stat().st_size, "digest": whole_digest(partial)})
         os.replace(partial, target)
     except OSError as exc:
         raise IfqaError(
-            f"cannot write the F16 working copy of {path.name} ({exc.strerror or exc}); make the cache writable, "
-            "move it with IFQA_CACHE_DIR, or read the file as it is: --gguf-weights file",
+            f"cannot write the {what} of {source.name} ({exc.strerror or exc}); make the cache writable, "
+            f"move it with IFQA_CACHE_DIR{', ' + otherwise if otherwise else ''}",
             target.parent,
         ) from None
     finally:

@@ -17,7 +17,7 @@ from pathlib import Path
 from ifqa.cards import CARD
 from ifqa.errors import IfqaError
 from ifqa.llm import gguf_forms
-from ifqa.llm.local_models import demo_reader_folder, file_digest, is_local_file_model, model_file
+from ifqa.llm.local_models import demo_reader_folder, file_digest, is_local_file_model, model_file, working_copy
 
 #: the ``kind`` of a trained reader's card
 KIND = "llm-reader"
@@ -81,15 +81,36 @@ class TrainedReader:
         return base, adapter
 
     def for_llamacpp(self) -> tuple[Path, Path | None]:
-        """What llama.cpp reads for this reader: its base file and adapter, or one line saying how to make
-        the GGUF form a transformers folder lacks."""
+        """What llama.cpp reads for this reader: its base file and adapter; or the whole model converted
+        to GGUF from its base file's metadata (made once in the cache); or one line saying how to make a
+        GGUF form where ifqa cannot."""
         if self.adapter is not None:
             return self.checked_adapter()
+        base = self.card.get("base_model")
+        if self.transformers and isinstance(base, str) and is_local_file_model(base):
+            return self.converted(), None
         raise IfqaError(
-            "holds no GGUF form llama.cpp reads (a transformers model alone); train it with --lora-rank on a GGUF "
-            "--model (ifqa train llm then writes adapter.gguf), or read it with --backend hf",
+            "holds no GGUF form llama.cpp reads, and its base is not a GGUF file to convert it from: convert it "
+            "with llama.cpp's convert_hf_to_gguf.py, train it on a GGUF --model, or read it with --backend hf",
             self.folder,
         )
+
+    def converted(self) -> Path:
+        """The fine-tuned model as one F16 GGUF file: its base file's metadata and tensor layout with the
+        folder's weights (``gguf_forms.write_model``), in the cache under the weights' digest."""
+        base = self.base()
+        weights = sorted(self.folder.glob("*.safetensors"))
+        if not weights:
+            raise IfqaError("holds no safetensors weights to convert for llama.cpp", self.folder)
+
+        def make(partial: Path) -> None:
+            from safetensors.torch import load_file  # the weights, for this conversion alone
+
+            state = {k: v for f in weights for k, v in load_file(str(f)).items()}
+            gguf_forms.write_model(partial, base, state)
+
+        digest = "-".join(file_digest(f)[:16] for f in weights)
+        return working_copy(f"trained-{digest}-f16.gguf", self.folder, "GGUF conversion", make)
 
 
 def default_backend(model: str | None) -> str:

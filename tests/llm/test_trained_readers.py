@@ -135,6 +135,44 @@ def test_an_adapter_reads_alike_on_llamacpp_and_hf(tmp_path, monkeypatch):
 
 
 @needs_model
+@pytest.mark.slow
+def test_a_full_fine_tune_is_converted_once_and_reads_as_on_hf(tmp_path, monkeypatch):
+    """A transformers folder fine-tuned from a GGUF base reads on llama.cpp through a GGUF conversion made
+    once in the cache from the base file's metadata (a query weight changed: its rows go in llama.cpp's
+    order), and says what --backend hf says of the same folder."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    from ifqa.llm.hf_backend import HFBackend
+    from ifqa.llm.llamacpp_backend import LlamaCppBackend
+    from ifqa.llm.protocol import BackendOptions, GenerationParams
+
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
+    source = {"pretrained_model_name_or_path": str(SMOLLM2.parent), "gguf_file": SMOLLM2.name}
+    model = AutoModelForCausalLM.from_pretrained(**source, dtype=torch.float32)
+    model.hf_quantizer, model.is_quantized = None, False
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():  # each query row scaled on its own: rows in the wrong order would attend elsewhere
+        for layer in model.model.layers[:6]:
+            layer.self_attn.q_proj.weight.mul_(1 + 2 * torch.rand(576, 1, generator=generator))
+    folder = tmp_path / "full"
+    model.save_pretrained(folder)
+    AutoTokenizer.from_pretrained(**source).save_pretrained(folder)
+    card = {"kind": KIND, "base_model": "demo:smollm2", "base_digest": base_digest("demo:smollm2"), "reader": READER}
+    (folder / "ifqa_card.json").write_text(json.dumps(card))
+    prompts = [e.question for e in load_demo("dev")[:4]]
+    params = GenerationParams(max_tokens=6, temperature=0.0)
+    options = BackendOptions(model_threads=2, batch_size=4)
+    converted = [c.text for c in LlamaCppBackend(str(folder), options).complete(prompts, params)]
+    base = [c.text for c in LlamaCppBackend("demo:smollm2", options).complete(prompts, params)]
+    merged = [c.text for c in HFBackend(str(folder), "cpu", 4, dtype="float32").complete(prompts, params)]
+    assert converted != base
+    assert sum(a == m for a, m in zip(converted, merged)) >= 3, (converted, merged)
+    assert len(list((tmp_path / "cache" / "gguf").glob("trained-*.gguf"))) == 1
+    LlamaCppBackend(str(folder), options)  # found again, not made again
+    assert len(list((tmp_path / "cache" / "gguf").glob("*.gguf"))) == 2  # the conversion and the base's F16 copy
+
+
+@needs_model
 def test_every_mismatch_of_adapter_card_and_base_is_one_line(cli, tmp_path):
     """Another base, a damaged or cut adapter, another architecture's adapter, a card cut short or lacking
     a reader setting, and a transformers-only folder on llama.cpp: one line each, exit 1, nothing written."""
