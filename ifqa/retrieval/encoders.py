@@ -20,6 +20,7 @@ from ifqa.models import check_max_length, loading
 from ifqa.retrieval import DEFAULT_ENCODER
 from ifqa.retrieval.batching import default_batch_size, run_planned_groups
 from ifqa.retrieval.exported import Runtime, embedding_module, load_exported
+from ifqa.retrieval.sentence_models import read_layout, sentence_model
 from ifqa.retrieval.tokens import BatchTokens
 
 log = logging.getLogger(__name__)
@@ -97,7 +98,8 @@ def demo_texts() -> list[str]:
 
 
 class SentenceEncoder(_BatchedEncoder):
-    """Any sentence-transformers model; embeddings L2-normalized so inner product is cosine.
+    """Any sentence-transformers model (read through transformers: ``sentence_models``); embeddings
+    L2-normalized so inner product is cosine.
     ``backend``: ``exported.Runtime`` or its label (torch, onnx, openvino, onnx-int8, openvino-int8)."""
 
     def __init__(
@@ -108,8 +110,6 @@ class SentenceEncoder(_BatchedEncoder):
         precision: str = "auto",
         backend="torch",
     ):
-        from sentence_transformers import SentenceTransformer
-
         self.backend = backend if isinstance(backend, Runtime) else Runtime.parse(backend)
         self.backend.check(device)  # a missing package or a GPU: one line before the model loads
         self.device = pick_device(device or ("cpu" if self.backend.exported else None))
@@ -117,17 +117,14 @@ class SentenceEncoder(_BatchedEncoder):
 
         source = resolve(name)
         with loading(name, "encoder", source):  # missing files, a config without a model type, pickled code ...
-            self.model = _inference(SentenceTransformer(source, device=self.device), self.precision)
+            layout = read_layout(source)
+            self.model = _inference(sentence_model(layout, self.device), self.precision)
         if max_length:
-            check_max_length(max_length, getattr(getattr(self.model[0], "auto_model", None), "config", None), name)
+            check_max_length(max_length, self.model.config, name)
             self.model.max_seq_length = max_length
-        self.name = name
-        dimension = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
-        self.dim = int(dimension())
-        prompts, default = getattr(self.model, "prompts", {}) or {}, getattr(self.model, "default_prompt_name", None)
-        self._prompt = prompts.get(default) if default else None
-        self._fast = None  # texts tokenized by the Rust tokenizer's batch call, where it gives the library's batches
-        if not self._prompt and getattr(self.model, "tokenizer", None) is not None:
+        self.name, self.dim = name, self.model.dimension
+        self._fast = None  # texts tokenized by the Rust tokenizer's batch call, where it gives the model's batches
+        if not layout.prompt and not layout.lower_case:
             self._fast = BatchTokens.checked(
                 self.model.tokenizer, self.model.max_seq_length, self._own_inputs, _probe()
             )
@@ -145,9 +142,7 @@ class SentenceEncoder(_BatchedEncoder):
         return self._fast(texts) if self._fast is not None else self._own_inputs(texts)
 
     def _own_inputs(self, texts: list[str]) -> dict:
-        if self._prompt:  # what encode() does with a model's default prompt
-            return self.model.preprocess(texts, prompt=self._prompt)
-        return self.model.preprocess(texts) if hasattr(self.model, "preprocess") else self.model.tokenize(texts)
+        return self.model.tokenize(texts)
 
     def passage_inputs(self, passages: Sequence[dict]) -> dict:
         return self._inputs([passage_text(p) for p in passages])

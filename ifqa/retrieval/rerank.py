@@ -27,44 +27,30 @@ from ifqa.retrieval.batching import default_batch_size, run_planned_groups
 from ifqa.retrieval.encoders import demo_texts, resolve
 from ifqa.retrieval.exported import Runtime, load_exported, score_module
 from ifqa.retrieval.reordering import Item, RerankerKind
+from ifqa.retrieval.sentence_models import PairModel, pair_model
 from ifqa.retrieval.tokens import PairTokens, TokenCache, tokenizer_identity
 
 log = logging.getLogger(__name__)
 
 
-def load_cross_encoder(
-    name: str,
-    device: str | None = None,
-    max_length: int | None = None,
-    num_labels: int | None = None,
-    config: dict | None = None,
-):
-    """A ``CrossEncoder`` from a folder or hub id (``config``: model-config values to override); a folder
-    that holds no model is one clear error."""
-    from sentence_transformers import CrossEncoder
+def load_pair_model(name: str, device: str | None = None, max_length: int | None = None) -> PairModel:
+    """A cross-encoder for scoring, read through transformers (``sentence_models.pair_model``: no
+    sentence-transformers import); a folder that holds no model is one clear error."""
     from transformers.utils import logging as hf_logging
 
     hf_logging.set_verbosity_error()
     hf_logging.disable_progress_bar()
-
     path = check_model(resolve(name), "; train one with `ifqa train reranker` or give a hub id", ("config.json",))
-    device = pick_device(device)
     source = str(path) if path.exists() else name
     with loading(name, "cross-encoder", source):
-        return CrossEncoder(
-            source,
-            device=device,
-            max_length=max_length,
-            num_labels=num_labels,
-            config_kwargs=config,
-        )
+        return pair_model(source, pick_device(device), max_length)
 
 
 def check_scoring_head(model: str) -> None:
     """A local encoder without a trained scoring head would score with a random one: refuse it."""
     config = Path(model) / "config.json"
     if not config.exists():
-        return  # a hub id, or load_cross_encoder's own error
+        return  # a hub id, or load_pair_model's own error
     try:
         architectures = json.loads(config.read_text()).get("architectures") or []
     except ValueError:
@@ -97,7 +83,7 @@ class CrossEncoderReranker(RerankerKind):
         self.device = pick_device(device or ("cpu" if self.backend.exported else None))
         check_scoring_head(model)
 
-        self.encoder = load_cross_encoder(model, self.device, max_length)
+        self.encoder = load_pair_model(model, self.device, max_length)
         check_max_length(max_length, self.encoder.model.config, model)
         self.encoder.model.eval()
         self.name, self.depth = model, depth
