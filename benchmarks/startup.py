@@ -26,6 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks.common import machine  # noqa: E402
+from ifqa.retrieval.encoders import demo_texts  # noqa: E402
 
 PARTS = """
 import json, sys, time
@@ -117,20 +118,16 @@ def main() -> None:
                 modeling.append(median["transformers' modeling"])
                 cells = " | ".join(f"{median[k]:.2f}" for k in median)
                 print(f"| {kind} | {path} | {cells} |")
-        corpus = work / "passages.jsonl"
-        from ifqa.retrieval.encoders import demo_texts
-
         passages = demo_texts()[:100]
+        corpus, run, questions = work / "passages.jsonl", work / "run.jsonl", work / "questions.jsonl"
         corpus.write_text(
             "".join(json.dumps({"id": str(i), "title": "", "text": t}) + "\n" for i, t in enumerate(passages))
         )
-        run, questions = work / "run.jsonl", work / "questions.jsonl"
-        questions.write_text(json.dumps({"idx": "1", "question": "If the river dried up?", "answers": ["x"]}) + "\n")
+        question = {"question": "If the river dried up, what would the bridge cross?", "answers": ["a valley"]}
+        questions.write_text(json.dumps({"idx": "1", **question}) + "\n")
         ctxs = [{"id": str(i), "title": "", "text": t, "score": 1.0} for i, t in enumerate(passages)]
-        run.write_text(
-            json.dumps({"qid": "1", "question": "If the river dried up?", "answers": ["x"], "ctxs": ctxs}) + "\n"
-        )
-        env_cache = ["--device", "cpu", "--no-progress"]
+        run.write_text(json.dumps({"qid": "1", **question, "ctxs": ctxs}) + "\n")
+        options = ["--device", "cpu", "--no-progress"]
         commands = {
             "ifqa index dense (100 passages)": [
                 "index",
@@ -139,7 +136,7 @@ def main() -> None:
                 str(corpus),
                 "-o",
                 str(work / "ix"),
-                *env_cache,
+                *options,
             ],
             "ifqa rerank (100 pairs)": [
                 "rerank",
@@ -147,17 +144,20 @@ def main() -> None:
                 str(run),
                 "--model",
                 cross,
+                "--questions",
+                str(questions),
                 "-o",
                 str(work / "rr.jsonl"),
-                *env_cache,
+                *options,
             ],
         }
-        budget = statistics.median(imports) + 3
+        budget, loaded = statistics.median(imports) + 3, statistics.median(modeling) + 3
         print(
-            f"\nwhole commands (median of {args.repeats}; goal: torch + transformers imported + 3 s = {budget:.2f} s)\n"
+            f"\nwhole commands (median of {args.repeats}): goal torch + transformers imported + 3 s = {budget:.2f} s; "
+            f"with transformers' modeling imported, + 3 s = {loaded:.2f} s\n"
         )
-        print("| command | seconds | within the goal |")
-        print("|---|---|---|")
+        print("| command | seconds | within import + 3 s | within modeling import + 3 s |")
+        print("|---|---|---|---|")
         for name, command in commands.items():
             seconds = []
             for _ in range(args.repeats):
