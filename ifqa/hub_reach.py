@@ -1,7 +1,10 @@
 """Whether the Hub can be reached, asked once before a hub id is loaded. Offline, the hub client retries
-each file five times with back-off (26-77 s) and logs a WARNING line per try before the error; asked
-first (a DNS lookup and a TCP connect, a few seconds at most), ifqa turns the client offline at once, so
-that a model in the cache loads from it and one that is not fails in one line naming the reason."""
+each file five times with back-off (26-77 s) and logs a WARNING line per try before the error; an endpoint
+(or a proxy) that accepts a connection and never answers holds its requests without end. So ifqa asks
+first, with one request bounded in time (``REACH_TIMEOUT``) sent the way the client sends its own
+(``HF_ENDPOINT``, through the environment's proxy), and turns the client offline at once when no answer
+comes: a model in the cache loads from it, and one that is not fails in one line naming the reason (the
+endpoint, or the proxy that refused)."""
 
 from __future__ import annotations
 
@@ -9,27 +12,45 @@ import functools
 import logging
 import os
 
+from ifqa.redact import redact_url
+
 log = logging.getLogger(__name__)
-_PROXIES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy", "HTTP_PROXY", "http_proxy")
+#: seconds the reachability request may take in each of its steps (connect, send, first answer)
+REACH_TIMEOUT = 5.0
 
 
 @functools.cache
-def unreachable(timeout: float = 3.0) -> str | None:
-    """Why the Hub's endpoint (``HF_ENDPOINT``) cannot be reached, or None when it can, when the client
-    is offline already, or behind a proxy (which only the client can try)."""
+def unreachable(timeout: float | None = None) -> str | None:
+    """Why the Hub's endpoint (``HF_ENDPOINT``) gives no answer within ``timeout`` seconds (by default
+    ``REACH_TIMEOUT``; directly, or through the environment's proxy), or None when it answers or the client
+    is offline already."""
     import socket
+    import urllib.error
     import urllib.parse
+    import urllib.request
 
-    if is_offline() or any(os.environ.get(name) for name in _PROXIES):
+    if is_offline():
         return None
-    endpoint = urllib.parse.urlsplit(os.environ.get("HF_ENDPOINT") or "https://huggingface.co")
-    host = endpoint.hostname or "huggingface.co"
-    port = endpoint.port or (80 if endpoint.scheme == "http" else 443)
+    timeout = timeout or REACH_TIMEOUT
+    endpoint = (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").rstrip("/")
+    parts = urllib.parse.urlsplit(endpoint)
+    host = parts.hostname or "huggingface.co"
+    proxy = None if urllib.request.proxy_bypass(host) else urllib.request.getproxies().get(parts.scheme)
+    through = f" through the proxy {redact_url(proxy)}" if proxy else ""
+    request = urllib.request.Request(f"{endpoint}/api/models?limit=1", method="HEAD")
     try:
-        with socket.create_connection((host, port), timeout=timeout):
+        with urllib.request.urlopen(request, timeout=timeout):  # noqa: S310 - the user's own endpoint
             return None
-    except OSError as exc:
-        return f"{host}: {exc.strerror or type(exc).__name__}"
+    except urllib.error.HTTPError:  # an answer (any status): the endpoint is there
+        return None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        if isinstance(reason, (socket.timeout, TimeoutError)):
+            return f"{host}: no answer in {timeout:g} s{through}"
+        detail = getattr(reason, "strerror", None) or str(reason) or type(reason).__name__
+        if proxy and isinstance(reason, (ConnectionRefusedError, socket.gaierror)):
+            return f"the proxy {redact_url(proxy)} ({detail})"
+        return f"{host}: {detail}{through}"
 
 
 def is_offline() -> bool:

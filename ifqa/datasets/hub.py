@@ -15,7 +15,7 @@ from urllib.parse import parse_qsl
 
 from ifqa.artifacts import Example, QuestionSet
 from ifqa.errors import IfqaError
-from ifqa.hub_reach import is_offline, offline_if_unreachable
+from ifqa.hub_reach import is_offline, offline_if_unreachable, unreachable
 from ifqa.io import content_digest
 from ifqa.paths import cache_dir
 from ifqa.registry import DATASETS
@@ -97,10 +97,12 @@ def _problem(exc: BaseException, spec: HubSpec | None) -> str:
         return detail
     if isinstance(exc, (FileNotFoundError, ConnectionError, OSError)) and spec is not None and not local:
         if is_offline() or not Path(spec.name).is_absolute():
+            reason = unreachable()  # asked once already, before the read: why the client went offline
+            why = f"and the Hub cannot be reached: {reason}" if reason else "while offline"
             return (
-                f"{spec.name!r} cannot be read ({name}): not a local folder, and not in the Hugging Face cache "
-                f"while offline; download it where the Hub is reachable (datasets.load_dataset({spec.name!r})) or "
-                "point at a local copy: hf:/path/to/folder"
+                f"{spec.name!r} cannot be read ({name}): not a local folder, and not in the Hugging Face cache {why}; "
+                f"download it where the Hub is reachable (datasets.load_dataset({spec.name!r})) or point at a local "
+                "copy: hf:/path/to/folder"
             )
     return f"cannot be read ({name}: {detail})"
 

@@ -54,6 +54,14 @@ def _file(source: str, name: str) -> Path | None:
     return Path(found) if found else None
 
 
+def _missing(source: str, what: str) -> Exception:
+    """A folder lacking ``what`` is one line; a hub id lacking it is the loader's to name (its cache, or the
+    Hub that cannot be reached: ``models.loading``)."""
+    if Path(source).expanduser().is_dir():
+        return IfqaError(f"not a model folder: it holds {what}", source)
+    return OSError(f"{source} holds {what} on the Hub or in the local cache")
+
+
 def _json(path: Path | None) -> dict:
     if path is None:
         return {}
@@ -87,10 +95,7 @@ def read_layout(source: str) -> Layout:
     modules = _file(source, "modules.json")
     if modules is None:
         if _file(source, "config.json") is None:
-            raise IfqaError(
-                "not a model folder: it holds neither modules.json (sentence-transformers) nor config.json (transformers)",
-                source,
-            )
+            raise _missing(source, "neither modules.json (sentence-transformers) nor config.json (transformers)")
         return Layout(source, "", None, False, "mean", False, "")
     model, settings, pooling, normalize = None, {}, None, False
     for module in _json(modules):
@@ -202,7 +207,7 @@ def pair_model(source: str, device: str, max_length: int | None = None) -> PairM
     from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
     if _file(source, "config.json") is None:
-        raise IfqaError("not a model folder: it holds no config.json (a transformers sequence classifier)", source)
+        raise _missing(source, "no config.json (a transformers sequence classifier)")
     layout = _json(_file(source, "sentence_bert_config.json"))
     tokenizer = AutoTokenizer.from_pretrained(source)
     model = AutoModelForSequenceClassification.from_pretrained(source).to(device).eval()
