@@ -45,6 +45,7 @@ class LlamaCppBackend(Backend):
                 "(it builds llama.cpp from source: about 10 minutes on 2 cores)"
             ) from None
         self.name, self.path, self.batch_size = model, path, options.batch_size
+        stamps = {f: _stamp(f) for f in (path, adapter) if f}  # as digested: changed before it is loaded, refused
         self.content = model_content(model)  # in the response cache's key: read once, not at every wave
         self.threads = options.model_threads or cpu_threads()
         header = _loaded(path, "its header and vocabulary", lambda: open_model(path, vocab_only=True))
@@ -59,11 +60,15 @@ class LlamaCppBackend(Backend):
         copy = wants_f16(options.gguf_weights, file_type, header.n_params())
         header.close()
         self.loaded = f16_copy(path) if copy else path  # the file llama.cpp reads
+        stamps[self.loaded] = stamps.get(self.loaded) or _stamp(self.loaded)
         self.model = _loaded(self.loaded, "the model", lambda: open_model(self.loaded))
         self.weights = f"F16 copy of {file_type_name(file_type)}" if copy else self.model.desc().rsplit(" ", 1)[-1]
         self.adapter = (
             None if adapter is None else _loaded(adapter, "the LoRA adapter", lambda: open_adapter(self.model, adapter))
         )
+        for file, stamp in stamps.items():
+            if _stamp(file) != stamp:
+                raise IfqaError("changed while it was being loaded; rerun once it is whole", file)
         self.window = options.context_window or min(self.model.n_ctx_train() or MAX_CONTEXT, MAX_CONTEXT)
         self.described = {  # what the answers are keyed by: the bytes loaded, digested once, never read again
             "backend": "llamacpp",
@@ -159,6 +164,15 @@ def file_type_name(file_type: int) -> str:
         return gguf.LlamaFileType(file_type).name.removeprefix("MOSTLY_")
     except ValueError:
         return f"type {file_type}"
+
+
+def _stamp(path: Path) -> tuple | None:
+    """What changes when a file is written or replaced: its inode, size and times (None: it is gone)."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    return stat.st_ino, stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns
 
 
 def _loaded(path: Path, what: str, load):

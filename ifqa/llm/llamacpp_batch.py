@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ifqa.llm.local_models import set_fields
 from ifqa.llm.local_thinking import BudgetState
 from ifqa.llm.protocol import GenerationParams, cut_at_stops
 
@@ -86,13 +87,18 @@ class BatchedGenerator:
         llama_cpp = self._llama_cpp
         self.stream = min(self.window, -(-cells // STREAM_STEP) * STREAM_STEP)
         params = llama_cpp.llama_context_default_params()
-        params.n_ctx = self.stream * self.max_sequences
-        params.n_batch = params.n_ubatch = BATCH_TOKENS
-        params.n_seq_max = self.max_sequences
-        params.n_threads = params.n_threads_batch = self.threads
-        params.kv_unified = False
-        params.no_perf = True
-        params.flash_attn_type = llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED
+        set_fields(
+            params,
+            n_ctx=self.stream * self.max_sequences,
+            n_batch=BATCH_TOKENS,
+            n_ubatch=BATCH_TOKENS,
+            n_seq_max=self.max_sequences,
+            n_threads=self.threads,
+            n_threads_batch=self.threads,
+            kv_unified=False,
+            no_perf=True,
+            flash_attn_type=llama_cpp.LLAMA_FLASH_ATTN_TYPE_ENABLED,
+        )
         if self.ctx is not None:
             self.ctx.close()
         self.ctx, self.cached = None, []

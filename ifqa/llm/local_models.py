@@ -167,7 +167,7 @@ def f16_copy(path: Path) -> Path:
 
     def make(partial: Path) -> None:
         params = llama_cpp.llama_model_quantize_default_params()
-        params.ftype, params.allow_requantize = F16_TYPE, True
+        set_fields(params, ftype=F16_TYPE, allow_requantize=True)
         failed = llama_cpp.llama_model_quantize(str(path).encode(), str(partial).encode(), ctypes.byref(params))
         if failed or not partial.is_file():
             raise IfqaError("llama.cpp could not make the F16 copy; read the file as it is: --gguf-weights file", path)
@@ -232,7 +232,9 @@ def amx_repacks() -> bool:
 
 def open_model(path: Path, vocab_only: bool = False):
     """llama.cpp's model (``LlamaModel``) of a GGUF file; ``vocab_only``: its header, vocabulary and
-    counts without the weights (the weights are read into memory, never mapped). Where the CPU has AMX, llama.cpp's AMX weight buffers are left off:
+    counts without the weights. The weights are read into memory, never mapped (llama.cpp's load mode
+    ``NONE``, lazy reading off; ``use_mmap`` false in the llama.cpp versions before those): a file
+    overwritten or removed while a read runs is the next read's business, never this one's "Bus error". Where the CPU has AMX, llama.cpp's AMX weight buffers are left off:
     its AMX matrix kernel crashes the process on quantized weights (Q4_1 prompts of a few sequences,
     llama.cpp issue 20824, open); the weights are then read by the AVX-512 kernels."""
     import llama_cpp
@@ -243,12 +245,13 @@ def open_model(path: Path, vocab_only: bool = False):
         quiet.setLevel(logging.ERROR)  # as llama-cpp-python's Llama(verbose=False) sets it; -vv shows them
     llama_cpp.llama_backend_init()
     params = llama_cpp.llama_model_default_params()
-    params.vocab_only = vocab_only
-    # read into memory, not mapped: a file overwritten while it is read (cp over it) would end the process
-    # with "Bus error" and no word; loaded, the weights are the bytes whose digest keys the answers
-    params.use_mmap = vocab_only
-    if not vocab_only and amx_repacks():
-        params.use_extra_bufts = False
+    settings = {"vocab_only": vocab_only}
+    if not vocab_only:  # read into memory, never mapped (see the docstring); named as this llama.cpp names it
+        has = {name for name, _ in params._fields_}
+        settings |= {"load_mode": 0, "lazy_mode": 0} if "load_mode" in has else {"use_mmap": False}
+        if amx_repacks():
+            settings["use_extra_bufts"] = False
+    set_fields(params, **settings)
     return _internals.LlamaModel(path_model=str(path), params=params, verbose=False)
 
 
@@ -260,3 +263,18 @@ def open_adapter(model, path: Path):
     if not adapter:
         raise ValueError("llama.cpp refused the adapter")
     return adapter
+
+
+def set_fields(params, **values) -> None:
+    """Settings of a llama.cpp parameter struct, each a field the struct has: ctypes lets a field that is
+    not there be set as a plain attribute, which llama.cpp never reads (a setting silently lost when a
+    llama.cpp version renames it)."""
+    has = {name for name, _ in params._fields_}
+    missing = sorted(set(values) - has)
+    if missing:
+        raise IfqaError(
+            f"this llama-cpp-python has no {', '.join(missing)} setting in {type(params).__name__}; install a version "
+            "ifqa supports: pip install 'ifqa[llamacpp]'"
+        )
+    for name, value in values.items():
+        setattr(params, name, value)

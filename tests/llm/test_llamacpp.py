@@ -398,3 +398,49 @@ def test_a_changed_model_file_is_another_model_however_its_times_were_set(tmp_pa
     os.utime(model, ns=(stat.st_atime_ns, stat.st_mtime_ns))
     assert model.stat().st_mtime_ns == stat.st_mtime_ns and model.stat().st_size == stat.st_size
     assert model_content(str(model)) != before and file_digest(model) == file_digest(model)
+
+
+def _held(path: Path, how: str) -> None:
+    """What a user does to a model file while a read runs: copy another file over it in place (the same
+    inode, truncated and rewritten), or remove it."""
+    if how == "removed":
+        path.unlink()
+        return
+    other = bytearray(path.read_bytes())
+    for i in range(len(other) // 2, len(other) - 64, 4099):  # its weights, past the header
+        other[i] ^= 0x55
+    with open(path, "r+b") as handle:  # as cp writes over an existing file: truncate, then write
+        handle.truncate(0)
+        handle.write(bytes(other[: len(other) // 3]))
+
+
+@needs_model
+@pytest.mark.parametrize("how", ["overwritten in place", "removed"])
+@pytest.mark.parametrize("weights", ["file", "f16 copy", "adapter"])
+def test_a_read_answers_from_the_bytes_it_loaded_whatever_becomes_of_its_files(tmp_path, monkeypatch, weights, how):
+    """Every file a read opens (the model file, its F16 working copy, a trained reader's adapter) is read
+    whole once, and digested once: changed or removed afterwards, the running read answers as before,
+    never dies of SIGBUS, and never opens the path again (issue #84)."""
+    import shutil
+
+    from ifqa.llm.llamacpp_backend import LlamaCppBackend
+    from ifqa.llm.trained import base_digest
+    from tests.llm.test_trained_readers import SMOLLM2_LAYERS, random_pairs, trained_folder
+
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
+    model = tmp_path / "m.gguf"
+    shutil.copyfile(SMOLLM2, model)
+    name, target = str(model), model
+    options = BackendOptions(model_threads=1, batch_size=2, gguf_weights="f16" if weights != "file" else "file")
+    if weights == "adapter":
+        pairs = random_pairs(SMOLLM2_LAYERS, rank=2, scale=0.02)
+        folder = trained_folder(tmp_path / "reader", model, base_digest(str(model)), pairs)
+        name, target = str(folder), folder / "adapter.gguf"
+    backend = LlamaCppBackend(name, options)
+    if weights == "f16 copy":
+        target = backend.loaded
+    prompts, params = [e.question for e in DEV[:2]], GenerationParams(max_tokens=8, temperature=0.0)
+    described, before = backend.describe(), [c.text for c in backend.complete(prompts, params)]
+    _held(target, how)
+    assert [c.text for c in backend.complete(prompts, params)] == before
+    assert backend.describe() == described

@@ -222,7 +222,7 @@ def test_every_mismatch_of_adapter_card_and_base_is_one_line(cli, tmp_path):
     case(
         "transformers",
         "no GGUF form",
-        lambda f: ((f / gguf_forms.ADAPTER).unlink(), (f / "config.json").write_text("{}")),
+        lambda f: ((f / gguf_forms.ADAPTER).unlink(), (f / "config.json").write_text("{}"), card(f, base_model="x/y")),
     )
     question = {"qid": "1", "question": "If the sea rose, what would flood?", "answers": ["the coast"]}
     run = tmp_path / "run.jsonl"
