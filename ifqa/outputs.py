@@ -153,17 +153,39 @@ def _conflict(out: Path, given: Path) -> str | None:
     return None
 
 
-def check_folder_owned(output: str | os.PathLike | None, owns: Iterable[str], option: str = "--output") -> None:
-    """Refuse a folder output that holds anything but none of ``owns``, the names that mark the command's
-    own work (a training run's record, an index's manifest): what it holds was not written by this
-    command, and would be replaced or mixed with what it writes."""
+def check_folder_owned(
+    output: str | os.PathLike | None,
+    owns: Iterable[str],
+    option: str = "--output",
+    replaces: dict[str, tuple[str, ...]] | None = None,
+) -> None:
+    """Refuse a folder output that holds anything but none of ``owns``, the names (or glob patterns, or
+    paths inside it) that mark the command's own work (a training run's record, an index's manifest):
+    what it holds was not written by this command, and would be replaced or mixed with what it writes.
+    ``replaces``: the subfolders the command replaces whole, each with the names that mark it as the
+    command's; one that holds anything but none of them is refused too, at any depth of the output."""
     owns = tuple(owns)
     if not output or not owns or not Path(output).is_dir():
         return
     folder = Path(output)
     held = sorted(entry.name for entry in folder.iterdir())
-    if held and not any((folder / name).exists() for name in owns):
-        shown = ", ".join(held[:3]) + (" ..." if len(held) > 3 else "")
+    if held and not any(_marked(folder, name) for name in owns):
         raise IfqaError(
-            f"{option} {output}: holds {shown}, which this command did not write; name a new or empty folder"
+            f"{option} {output}: holds {_shown(held)}, which this command did not write; name a new or empty folder"
         )
+    for name, marks in (replaces or {}).items():
+        inside = folder / name
+        found = sorted(entry.name for entry in inside.iterdir()) if inside.is_dir() else []
+        if found and not any(_marked(inside, mark) for mark in marks):
+            raise IfqaError(
+                f"{option} {output}: its {name}/ holds {_shown(found)}, which this command did not write and would "
+                "replace; move it, or name a new or empty folder"
+            )
+
+
+def _marked(folder: Path, name: str) -> bool:
+    return any(folder.glob(name)) if "*" in name else (folder / name).exists()
+
+
+def _shown(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (" ..." if len(names) > 3 else "")

@@ -358,3 +358,41 @@ def test_a_folder_holding_what_the_command_did_not_write_is_refused(tmp_path, ca
     assert code == 1 and len(err.strip().splitlines()) == 1 and "did not write" in err, (argv, err)
     assert sorted(p.name for p in target.rglob("*")) == ["NOTE.txt", "best", "last"]
     assert (target / "last" / "NOTE.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize("path, output_name", FOLDER_WRITERS)
+def test_a_users_file_at_any_depth_of_a_folder_output_is_never_written_over(
+    tmp_path, capsys, monkeypatch, path, output_name
+):
+    """A user's NOTE.txt at the top of a folder output, or inside any subfolder the command replaces whole
+    (``replaces``: train reranker's model/, train llm's best/ and last/ ...), alone or beside the command's
+    own records: refused in one line, the file left as it was (issue #84)."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("ifqa.redact._secrets", set())
+    command = dict(_commands(cli))[path]
+    output = {param.name: param for param in command.params}[output_name]
+    record = next((name for name in output.owns if "/" not in name and "*" not in name), None)
+    cases = [("", None)] + [(sub, None) for sub in output.replaces] + [(sub, record) for sub in output.replaces]
+    for n, (place, ours) in enumerate(cases):
+        target = tmp_path / f"theirs-{n}"
+        (target / place).mkdir(parents=True)
+        (target / place / "NOTE.txt").write_text("mine")
+        if ours:
+            (target / ours).mkdir() if ours == "state" else (target / ours).write_text("{}")
+        code, argv = _run(path, command, None, output, None, str(target), tmp_path)
+        err = capsys.readouterr().err
+        assert code == 1 and len(err.strip().splitlines()) == 1 and "did not write" in err, (argv, err)
+        assert (target / place / "NOTE.txt").read_text() == "mine"
+
+
+def test_an_experiments_output_folder_holding_a_users_file_is_refused(cli, tmp_path):
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "NOTE.txt").write_text("mine")
+    config = tmp_path / "e.yaml"
+    config.write_text(
+        "name: e\nquestions: {setting: demo, split: dev}\noutput: out\nk: 5\nretrievers:\n  - {name: bm25, indexes: ['demo:bm25']}\n"
+    )
+    result = cli("experiment", "run", config)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1 and "did not write" in lines[0], result.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["NOTE.txt"]

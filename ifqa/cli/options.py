@@ -67,9 +67,9 @@ class OutputOption(AliasedOption):
 
     writes = True
 
-    def __init__(self, param_decls, owns: tuple[str, ...] = (), **attrs):
+    def __init__(self, param_decls, owns: tuple[str, ...] = (), replaces: dict | None = None, **attrs):
         super().__init__(param_decls, **attrs)
-        self.owns = owns
+        self.owns, self.replaces = owns, replaces or {}
 
 
 def output_option(
@@ -79,10 +79,12 @@ def output_option(
     required: bool = True,
     aliases: tuple[str, ...] = (),
     owns: tuple[str, ...] = (),
+    replaces: dict[str, tuple[str, ...]] | None = None,
 ):
     """``-o/--output``: what a command writes, spelled the same on every command (``aliases``: earlier
     spellings, still accepted). A folder output names what marks it as this command's own (``owns``):
-    an existing folder holding anything, but none of them, is refused."""
+    an existing folder holding anything, but none of them, is refused; so is a subfolder it replaces
+    whole (``replaces``: each with its own marks) that holds anything but them."""
     if folder and not owns:
         raise ValueError("a folder output names the files that mark it as the command's own (owns=)")
     return click.option(
@@ -96,6 +98,7 @@ def output_option(
         type=click.Path(file_okay=not folder, dir_okay=folder),
         help=help,
         owns=owns,
+        replaces=replaces,
     )
 
 
@@ -282,7 +285,7 @@ def guard_outputs(command: click.Command) -> None:
         inputs = {shown.get(name, name): value for name, value in params.items() if name not in written}
         for param in outputs:
             check_output(params.get(param.name), inputs, shown[param.name])
-            check_folder_owned(params.get(param.name), param.owns, shown[param.name])
+            check_folder_owned(params.get(param.name), param.owns, shown[param.name], param.replaces)
             say_replaced(params.get(param.name))
         return callback(*args, **params)
 

@@ -7,13 +7,17 @@ from pathlib import Path
 
 import click
 
+from ifqa.cards import CARD
 from ifqa.cli.options import output_option, question_options_for, question_source
 from ifqa.configs import click_options, from_options
 from ifqa.distributed import launched
+from ifqa.readers.fid import FID_CONFIG
 from ifqa.registry import TRAINABLE
 from ifqa.training.kinds import TrainJob
 from ifqa.training.loop import RESULT, STATE, Invocation
 
+#: what marks a reader's saved folder (best/, last/) as a training run's: its card, or FiD's settings
+SAVED_READER = (CARD, FID_CONFIG, "trainer_state.pt")
 ALIASES = {"--reranker": "reranker", "--retriever": "retriever", "--control": "control"}
 
 
@@ -71,6 +75,7 @@ def _run_command(name: str, kind) -> None:
         "Training folder (best/, last/, train_log.jsonl).",
         folder=True,
         owns=("train_config.json", STATE, RESULT, "last/trainer_state.pt"),
+        replaces={"best": SAVED_READER, "last": SAVED_READER},
     )
     @click_options(kind.recipe)
     @click.option(
@@ -96,7 +101,8 @@ def _questions_command(name: str, kind) -> None:
     @output_option(
         "Training folder (model/ with its card ifqa_card.json).",
         folder=True,
-        owns=("model", "groups.json", "groups.jsonl", STATE, RESULT),
+        owns=(f"model/{CARD}", "groups.json", "groups.jsonl", STATE, RESULT),
+        replaces={"model": (CARD,)},
     )
     @click.option("--corpus", type=click.Path(dir_okay=False), help="The collection file, if it moved since indexing.")
     @click.option(

@@ -21,7 +21,7 @@ from ifqa.datasets import QuestionSource
 from ifqa.experiments.config import OFF_WORDS, load_config, output_dir
 from ifqa.experiments.results import write_results
 from ifqa.io import file_sha256, write_json
-from ifqa.outputs import check_output
+from ifqa.outputs import check_folder_owned, check_output
 from ifqa.registry import STAGES
 
 log = logging.getLogger(__name__)
@@ -103,6 +103,7 @@ def run_experiment(path: str | Path | dict, force: bool = False, progress: bool 
         reads["questions"] = str(Path(config["_root"]) / Path(questions_file).expanduser())
     output = output_dir(config)
     check_output(output, reads, "output:")
+    check_folder_owned(output, ("results.json", "**/*.stage.json"), f"{config['_path']}: output:")
     source = question_source(config, config["questions"])
     questions = source.load()
     context = ExperimentContext(config, output, source, questions, force, progress)

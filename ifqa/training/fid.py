@@ -21,8 +21,8 @@ from ifqa.distributed import World
 from ifqa.errors import IfqaError
 from ifqa.eval.answers import best_over_answers, exact_match
 from ifqa.io import atomic_dir, settled
-from ifqa.readers.fid import FiDTrainConfig
-from ifqa.readers.fid.data import FID_CONFIG, Collator, FiDSettings
+from ifqa.readers.fid import FID_CONFIG, FiDTrainConfig
+from ifqa.readers.fid.data import Collator, FiDSettings
 from ifqa.readers.fid.model import enable_checkpointing, load_model
 from ifqa.readers.fid.predict import predict
 from ifqa.training.loop import RESULT, STATE, TRAINER, BestEM, LoopSettings, Trainee, batch_order, run_loop, start

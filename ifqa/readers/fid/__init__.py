@@ -12,6 +12,8 @@ from ifqa.configs import option
 from ifqa.errors import IfqaError
 from ifqa.readers import ReaderEntry, refuse_multiple_choice
 
+FID_CONFIG = "fid.json"  # a FiD checkpoint folder's reading settings (passages, lengths), beside its weights
+
 
 @dataclass(frozen=True)
 class FiDReaderConfig:

@@ -9,8 +9,6 @@ import torch
 
 from ifqa.models import say_once
 
-FID_CONFIG = "fid.json"
-
 
 @dataclass
 class FiDSettings:

@@ -13,7 +13,8 @@ from ifqa.artifacts import QuestionSet, as_question_set, check_questions, read_r
 from ifqa.devices import bf16_supported
 from ifqa.errors import IfqaError
 from ifqa.models import check_model
-from ifqa.readers.fid.data import FID_CONFIG, Collator, FiDSettings
+from ifqa.readers.fid import FID_CONFIG
+from ifqa.readers.fid.data import Collator, FiDSettings
 from ifqa.readers.fid.model import FiDT5, load_model
 
 
