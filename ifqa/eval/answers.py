@@ -84,6 +84,26 @@ def lenient_match(prediction: str, answer: str) -> float:
     return float(normalize_lenient(prediction) == normalize_lenient(answer))
 
 
+#: A reply that declines to answer, as a whole ("I don't know.", "I cannot answer that.", "Unknown.", "N/A",
+#: "It is impossible to say."): an abstention, counted apart from answers. Anchored at both ends, so an
+#: answer that starts alike is an answer ("Can't Speak French", "Unknown Soldier", "Who is Sylvia?").
+_ABOUT = r"(?:\s+(?:that|this|it|for\s+sure|the\s+answer|(?:to\s+)?(?:this|that|the|your)\s+question|from\s+(?:the\s+)?passages?))*"
+_NON_ANSWER = re.compile(
+    r"^[\W_]*(?:i\s+(?:really\s+)?(?:do\s+not|don['’]?t|dont|did\s+not|didn['’]?t)\s+know"
+    r"|i\s+(?:can\s*not|can['’]?t|could\s*n['’]?t|could\s+not|am\s+unable\s+to|['’]m\s+unable\s+to|am\s+not\s+able\s+to)\s+"
+    r"(?:answer|say|tell|know|determine)"
+    r"|(?:it\s+is\s+|it['’]s\s+)?(?:unknown|not\s+known|unclear|uncertain|impossible\s+to\s+(?:say|know|tell|determine))"
+    r"|n\s*/\s*a|none\s+of\s+the\s+above|no\s+answer|(?:there\s+is\s+)?not\s+enough\s+information"
+    r"|(?:it\s+)?cannot\s+be\s+(?:determined|answered))" + _ABOUT + r"[\W_]*$",
+    re.I,
+)
+
+
+def is_non_answer(prediction: str) -> bool:
+    """Whether ``prediction`` declines to answer (see ``_NON_ANSWER``): an abstention, not a wrong answer."""
+    return bool(_NON_ANSWER.match(prediction))
+
+
 @dataclass
 class QuestionScore:
     qid: str
@@ -92,6 +112,7 @@ class QuestionScore:
     em_lenient: float
     answered: bool
     containment: float = 0.0
+    abstained: bool = False  # a non-answer ("I don't know"): neither answered nor a wrong answer given
 
 
 def score_predictions(examples: Sequence[Any], predictions: Mapping[str, str]) -> list[QuestionScore]:
@@ -106,5 +127,6 @@ def score_predictions(examples: Sequence[Any], predictions: Mapping[str, str]) -
             best_over_answers(metric, prediction, example.answers)
             for metric in (exact_match, token_f1, lenient_match, contains_answer)
         )
-        scores.append(QuestionScore(example.qid, em, f1, lenient, True, contained))
+        abstained = is_non_answer(prediction)
+        scores.append(QuestionScore(example.qid, em, f1, lenient, not abstained, contained, abstained))
     return scores

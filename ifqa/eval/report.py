@@ -30,7 +30,8 @@ def format_prediction_report(report: dict[str, Any]) -> str:
     rows.insert(2, ["EM (lenient normalization)", report["em_lenient"], ""])
     parts = [
         table(["metric", "value", "95% CI"], rows),
-        f"questions: {report['n']}  answered: {report['answered']}  predictions for unknown qids: {report['unknown_qids']}",
+        f"questions: {report['n']}  answered: {report['answered']}  abstained: {report.get('abstained', 0)}  "
+        f"predictions for unknown qids: {report['unknown_qids']}",
     ]
     if "judge" in report:
         parts.append(format_judge(report["judge"]))

@@ -28,6 +28,7 @@ def summarize_predictions(
     report: dict[str, Any] = {
         "n": len(scores),
         "answered": sum(score.answered for score in scores),
+        "abstained": sum(score.abstained for score in scores),
         **{m: round(percent(v), 2) for m, v in values.items()},
         **{f"{m}_ci95": list(bootstrap_ci(v)) for m, v in values.items()},
         "em_lenient": round(percent([score.em_lenient for score in scores]), 2),

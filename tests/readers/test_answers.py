@@ -56,13 +56,15 @@ SHAPES = (
     "Here is the answer:\n{x}",
     "Great question!\nThe answer is {x}.",
     "The answer is {x} because the premise changes it.",
+    "{x} - because the premise says so.",
+    "{x}; since the premise holds.",
 )
 
 
 def _round_trip_failures(golds) -> list:
-    from ifqa.eval.answers import normalize_answer
+    from ifqa.eval.answers import is_non_answer, normalize_answer
 
-    failures = []
+    failures = [("a non-answer", gold, gold) for gold in golds if is_non_answer(gold)]  # golds are answers
     for gold in sorted(golds):
         for shape in SHAPES:
             got = extract(shape.format(x=gold))[0]
@@ -103,6 +105,8 @@ def test_every_ifqa_gold_answer_survives_every_reply_shape(shared):
         ("Greater New Orleans Bridge No. 2", "Greater New Orleans Bridge No. 2"),
         ("It would be Paris.", "Paris"),
         ("The answer is Paris because the premise moves the capital.", "Paris"),
+        ("YES - because the premise says so.", "YES"),
+        ("Paris — since the premise moves it.", "Paris"),
         ("Here is the answer:\nParis", "Paris"),
         ("Sure!\nParis", "Paris"),
         ("What a delightful question! Paris.", "Paris"),
@@ -120,3 +124,22 @@ def test_every_ifqa_gold_answer_survives_every_reply_shape(shared):
 )
 def test_chatter_is_never_an_answer(reply, answer):
     assert extract(reply)[0] == answer
+
+
+NON_ANSWERS = ["I don't know", "I don't know.", "I cannot answer that.", "Unknown.", "N/A", "It is impossible to say."]
+NON_ANSWERS += ["I do not know the answer to this question.", "I can't tell from the passages."]
+
+
+@pytest.mark.parametrize("reply", NON_ANSWERS)
+def test_a_non_answer_is_kept_as_said_and_counted_apart_as_an_abstention(reply):
+    """A reply that declines to answer stays the model's words (docs/readers.md), and the scorer counts it
+    apart: neither answered nor a wrong answer given, whichever tool wrote it."""
+    from ifqa.artifacts import Example
+    from ifqa.eval.answers import is_non_answer
+    from ifqa.eval.summary import summarize_predictions
+
+    answer = extract(reply)[0]
+    assert is_non_answer(answer), answer
+    examples = [Example("1", "If the sea rose, what would flood?", ["the coast"]), Example("2", "Q?", ["Paris"])]
+    report = summarize_predictions(examples, {"1": answer, "2": "Paris"})
+    assert (report["answered"], report["abstained"], report["em"]) == (1, 1, 50.0)

@@ -36,8 +36,9 @@ _OPENER = re.compile(
 )
 #: A sentence that says the question back before the answer ("The question asks what colour it would be.").
 _RESTATEMENT = re.compile(r"^\s*the\s+question\s+(?:is|asks|was)\b[^?.!\n]*[?.!]\s*", re.I)
-#: An explanation after the answer ("Paris because the premise moves the capital").
-_BECAUSE = re.compile(r"(?:,\s*|\s+)(?:because|since)\s.*$", re.I | re.S)
+#: An explanation after the answer ("Paris because the premise moves the capital", "YES - because ...",
+#: "Paris; since ..."), with the punctuation that sets it off.
+_BECAUSE = re.compile(r"(?:\s*[,;:]\s*|\s*[-–—]+\s*|\s+)(?:because|since)\s.*$", re.I | re.S)
 #: "It would be X": the answer in a sentence of its own.
 _IT_WOULD_BE = re.compile(r"^(?:it|this|that)\s+(?:would|will|could|might)\s+(?:be|have\s+been)\s+(?=\S)", re.I)
 _QUOTES = "\"'“”‘’`*_"

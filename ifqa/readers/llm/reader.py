@@ -16,6 +16,7 @@ from typing import Any
 
 from ifqa.artifacts import QuestionSet, as_question_set, check_questions, read_run
 from ifqa.errors import IfqaError
+from ifqa.eval.answers import is_non_answer
 from ifqa.llm.session import Ask, ModelSession, Reply
 from ifqa.readers import runner
 from ifqa.readers.llm import answers, prompts
@@ -141,6 +142,8 @@ class LLMReader:
         }
         if not answered:  # every sample was cut off inside its thinking: no answer, never a draft
             record["truncated"] = True
+        elif is_non_answer(prediction):  # kept as the model said it; the scorer counts it apart
+            record["abstained"] = True
         if self.session.thinks:
             record["reasoning_tokens"] = replies[chosen].completion.reasoning_tokens
         if len(replies) > 1:
