@@ -71,9 +71,13 @@ def system_error_line(exc: BaseException, output: str | None = None) -> str | No
     text = str(getattr(exc, "strerror", None) or exc)
     where = getattr(exc, "filename", None) or output
     code = getattr(exc, "errno", None)
-    if code in (errno.ENOSPC, errno.EDQUOT) or re.search(r"\d+ requested and \d+ written", text):
+    full = "no space left on device" in text.lower()  # a library's own error type (safetensors') says it in words
+    if code in (errno.ENOSPC, errno.EDQUOT) or full or re.search(r"\d+ requested and \d+ written", text):
         place = f" holding {where}" if where else ""
-        return f"the disk{place} is full ({first_line(text, 80)}); free space there or write elsewhere"
+        return (
+            f"the disk{place} is full ({first_line(text, 80)}{_free(where)}); free space there or write elsewhere, "
+            "then rerun the same command (a long job resumes from its last saved state)"
+        )
     if code in (errno.EMFILE, errno.ENFILE):
         import resource
 
@@ -88,6 +92,22 @@ def system_error_line(exc: BaseException, output: str | None = None) -> str | No
     if isinstance(exc, MemoryError) or mapped or allocation or code == errno.ENOMEM:
         return memory_line(first_line(text, 100) or "MemoryError")
     return None
+
+
+def _free(where) -> str:
+    """How much room is left where a file was being written, as a clause of the disk-full line."""
+    import shutil
+    from pathlib import Path
+
+    if not where:
+        return ""
+    place = Path(where)
+    while not place.exists() and place != place.parent:
+        place = place.parent
+    try:
+        return f"; {shutil.disk_usage(place).free / 2**20:,.0f} MB free there"
+    except OSError:
+        return ""
 
 
 def memory_line(detail: str, remedy: str = "free memory") -> str:

@@ -323,7 +323,7 @@ def _main(argv: list[str] | None) -> None:
             raise
         _say(f"ifqa: error: this needs {root}, which is not installed: pip install 'ifqa[{EXTRAS[root]}]'")
         sys.exit(1)
-    except (OSError, MemoryError, RuntimeError, ImportError) as exc:  # a full disk, too few files, too little memory
+    except Exception as exc:  # a full disk, too few files, too little memory, whichever library's error says it
         line = system_error_line(exc, _output_of(argv))
         if line is None and not isinstance(exc, OSError):
             raise  # a RuntimeError the machine did not cause: a bug, shown whole

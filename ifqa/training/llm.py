@@ -317,10 +317,28 @@ def causal_lm_types() -> set[str]:
     return set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
 
 
+def _encoder(model: str) -> str | None:
+    """What a local folder is when it is an encoder: a sentence-transformers layout, or a model whose
+    architectures name no language-model head (BERT's model types are causal LMs too, as BertLMHeadModel)."""
+    folder = Path(model).expanduser()
+    if (folder / "modules.json").is_file():
+        return "a sentence-transformers model"
+    try:
+        architectures = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("architectures") or []
+    except (OSError, ValueError, AttributeError):
+        return None
+    heads = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
+    return None if not architectures or any(a.endswith(heads) for a in architectures) else ", ".join(architectures)
+
+
 def _check_model(recipe: LLMRecipe) -> None:
     """What cannot train, refused before the model loads: ``--no-merge`` with a base no adapter can name."""
-    if recipe.lora_rank is not None and importlib.util.find_spec("peft") is None:
-        raise IfqaError("--lora-rank trains through peft: pip install 'ifqa[lora]'")
+    if recipe.lora_rank is not None:
+        try:
+            import peft  # noqa: F401 - absent, or present and broken: one line either way
+        except ImportError as exc:
+            broken = "" if importlib.util.find_spec("peft") is None else f", and peft cannot be imported ({exc})"
+            raise IfqaError(f"--lora-rank trains through peft{broken}: pip install 'ifqa[lora]'") from None
     if recipe.no_merge and recipe.lora_rank is None:
         raise IfqaError("--no-merge keeps a LoRA adapter apart: give --lora-rank too")
     if recipe.no_merge and is_local_file_model(recipe.model):
@@ -331,6 +349,9 @@ def _check_model(recipe: LLMRecipe) -> None:
     kind = model_type(recipe.model)
     if kind is not None and kind not in causal_lm_types():
         raise IfqaError(f"--model {recipe.model}: a {kind} model is not a causal LM (FiD trains T5: ifqa train fid)")
+    encoder = _encoder(recipe.model)
+    if encoder:
+        raise IfqaError(f"--model {recipe.model}: an encoder ({encoder}), not a causal LM that writes answers")
     if recipe.lora_rank is not None and is_local_file_model(recipe.model):
         check_base(model_file(recipe.model))  # its adapter is written as GGUF: an architecture it can be written for
     if recipe.closed_book_share and recipe.mode != "open":

@@ -8,9 +8,11 @@ import pytest
 import torch
 
 from ifqa.artifacts import Example, QuestionSet
+from ifqa.retrieval.encoders import resolve
 from ifqa.training import llm as llm_train
 from ifqa.training.recipes import LLMRecipe
 from tests.readers.tiny_models import tiny_llama, tiny_t5
+from tests.training.tiny import MINILM
 
 TOY = [
     ("If the Gulf dried up, which state would border Alabama to the south?", "Florida"),
@@ -228,23 +230,68 @@ def test_bad_input_to_train_llm_is_one_line_and_leaves_nothing(cli, chat_llama, 
         ([*base, "--model", chat_llama, "-o", fid_run], "another kind of training run"),
         ([*base, "--model", chat_llama, "--run", overlapping, "--dev-run", dev_run, "-o", tmp_path / "e"], "dev"),
         ([*base, "--model", chat_llama, "--run", dev_run, "-o", tmp_path / "f"], "toy:dev"),
+        ([*base, "--model", resolve(MINILM), "-o", tmp_path / "g"], "an encoder"),
+        (
+            [*base, "--model", chat_llama, "--closed-book-share", "0.5", "--mode", "qa", "-o", tmp_path / "h"],
+            "--mode qa",
+        ),
     ]
     for args, expected in cases:
         result = cli(*args)
         assert result.returncode != 0, args
         lines = [line for line in result.stderr.splitlines() if line.strip()]
         assert len(lines) == 1 and expected in lines[0], (args, result.stderr)
-    assert not any((tmp_path / name).exists() for name in "abcdef")
+    assert not any((tmp_path / name).exists() for name in "abcdefgh")
     assert (other / "last" / "NOTE.txt").read_text() == "mine"
 
 
-def test_peft_missing_names_the_extra(chat_llama, runs, tmp_path, monkeypatch):
+@pytest.mark.parametrize("peft", ["absent", "broken"])
+def test_peft_missing_or_broken_names_the_extra(cli, chat_llama, runs, tmp_path, monkeypatch, peft):
+    """A peft that is not installed, or one whose import fails, is one line naming the extra."""
     import sys
 
-    monkeypatch.setitem(sys.modules, "peft", None)
-    with pytest.raises(Exception, match=r"ifqa\[lora\]"):
-        llm_train.train(runs[0], None, tmp_path / "out", recipe(chat_llama, lora_rank=2), "cpu", progress=False)
+    monkeypatch.delitem(sys.modules, "peft", raising=False)
+    if peft == "absent":
+        monkeypatch.setitem(sys.modules, "peft", None)  # import peft fails as for a package not installed
+    else:
+        (tmp_path / "site" / "peft").mkdir(parents=True)
+        (tmp_path / "site" / "peft" / "__init__.py").write_text("raise ImportError('a broken install')\n")
+        monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    args = ["train", "llm", "--run", runs[0], "--model", chat_llama, "--lora-rank", "8", "--steps", "1"]
+    result = cli(*args, "-o", tmp_path / "out", "--no-progress")
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1 and "ifqa[lora]" in lines[0], result.stderr
+    assert peft == "absent" or "a broken install" in lines[0]
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_a_full_disk_at_the_final_save_is_one_line_and_the_rerun_resumes(cli, chat_llama, runs, tmp_path, monkeypatch):
+    """The model saved last finds the disk full (safetensors says so in its own error type): one line naming
+    the folder and the room left, the saved state kept, and the same command then finishes the run."""
+    import safetensors
+    import transformers.modeling_utils as modeling
+
+    args = ["train", "llm", "--run", runs[0], "--model", chat_llama, "-o", tmp_path / "out", "--steps", "4"]
+    args += ["--batch-size", "2", "--passages", "2", "--save-every", "2", "--no-progress"]
+    real = modeling.safe_save_file
+
+    def full(*a, **k):
+        raise safetensors.SafetensorError(
+            'Error while serializing: IoError(Os { code: 28, kind: StorageFull, message: "No space left on device" })'
+        )
+
+    monkeypatch.setattr(modeling, "safe_save_file", full)  # as save_pretrained calls it
+    result = cli(*args)
+    lines = result.stderr.strip().splitlines()
+    assert result.returncode == 1 and len(lines) == 1 and "is full" in lines[-1] and "MB free" in lines[-1], (
+        result.stderr
+    )
+    assert str(tmp_path / "out") in lines[-1] and (tmp_path / "out" / "state").is_dir()
+    assert not (tmp_path / "out" / "last").exists()
+    monkeypatch.setattr(modeling, "safe_save_file", real)
+    again = cli(*args)
+    assert again.returncode == 0 and (tmp_path / "out" / "last" / "model.safetensors").exists(), again.stderr
 
 
 @pytest.mark.heavy  # a real two-rank gloo run
