@@ -148,11 +148,14 @@ def test_gpu_suite_measures_every_path_at_smoke_sizes(tmp_path):
         "128 tokens",
         "256 tokens",
         "IfQA-shaped questions",
+        "DPR passage encoder",
+        "GPU tests (`pytest -m gpu`)",
     ):
         assert path in table
     goals = table.split("Measurements:")[0]
-    assert goals.count("not judged (smoke sizes)") == 13, goals  # 4 goals for each of 3 commands, 1 for FiD
-    assert "parts, s from the process's start: " in table and "sentence_transformers imported" in table
+    assert goals.count("not judged (smoke sizes)") == 14, goals  # 4 goals for each of 3 commands, FiD's, DPR's
+    assert "parts, s from the process's start: " in table and "transformers imported" in table
+    assert "sentence_transformers imported" not in table  # the commands run models without the library
     assert "reference (library defaults)" in table and "reference (same precision and batch)" in table
     assert "start-up" in table and "reranked gold R@10" in table and "host CPU" in table
     assert "eager" in table and "compile unavailable: smoke sizes on a CPU" in table  # the eager-rate row

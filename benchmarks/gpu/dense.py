@@ -8,6 +8,7 @@ from pathlib import Path
 
 from gpu.inputs import passage_texts, write_collection
 from gpu.suite import (
+    DPR_LENGTH,
     GOALS,
     LENGTHS,
     Suite,
@@ -161,3 +162,42 @@ def encode_references(suite: Suite, sample: list[str], length: int, dtype, batch
         lambda features: model(features)["sentence_embedding"], model.tokenizer, sample, None, batch, length, device
     )
     return library_default(model.encode), default, same, ceiling
+
+
+def dpr_encoding(suite: Suite) -> dict:
+    """`ifqa index dense` with DPR's passage encoder shape (BERT-base, 256 tokens, the paper's retriever),
+    beside that model alone in the command's precision and batch: a heavier model than MiniLM, so the
+    host's share should leave the command nearer the model alone."""
+    import torch
+    from transformers import AutoTokenizer, DPRContextEncoder
+
+    from ifqa.retrieval.batching import default_batch_size
+
+    device, n = suite.device, suite.passages
+    corpus, _ = collections(suite)
+    folder = suite.work.new("dense-dpr")
+    release(device)
+    _, seconds, _ = command(
+        "index", "dense", "--corpus", corpus, "-o", folder, "--encoder", suite.folders["dpr"],
+        "--max-length", DPR_LENGTH, "--no-progress", "--device", device,
+    )  # fmt: skip
+    precision = json.loads((folder / "manifest.json").read_text())["params"].get("precision", "fp32")
+    shutil.rmtree(folder)
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float32)
+    model = DPRContextEncoder.from_pretrained(str(suite.folders["dpr"])).to(device, dtype).eval()
+    tokenizer, batch = AutoTokenizer.from_pretrained(str(suite.folders["dpr"])), default_batch_size(device)
+    sample = passage_texts(min(n, suite.size["sample_passages"]))
+    ceiling = model_alone(lambda f: model(**f).pooler_output, tokenizer, sample, None, batch, DPR_LENGTH, device)
+    release(device)
+    rate, goal = n / seconds, GOALS["dpr"]
+    unjudged = f"{n:,} psg, under the {goal['minimum']:,} the goal names" if n < goal["minimum"] else ""
+    shown = f"{rate / ceiling:.0%} ({rate:,.0f} vs {ceiling:,.0f} psg/s)"
+    suite.goals.judge("dpr-ceiling", rate / ceiling, goal["ceiling"], shown, unjudged)
+    return row(
+        f"`ifqa index dense`, {n:,} passages, DPR passage encoder ({suite.size['dpr']['hidden_size']} dimensions), "
+        f"{DPR_LENGTH} tokens, {precision} batch {batch}, start-up and flat index included",
+        rate,
+        "psg/s",
+        ceiling=ceiling,
+        note=f"command {seconds:.1f} s; the model alone on {len(sample):,} passages",
+    )

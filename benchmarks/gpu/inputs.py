@@ -52,7 +52,16 @@ def build_models(work: Workspace, size: dict, tokenizer_dir: str | None) -> dict
     """Random-weight bi-encoder, cross-encoder and FiD T5 folders of the real shapes, with the real
     tokenizer (``tokenizer_dir``; None: one trained on the demo passages)."""
     import torch
-    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification, BertModel, T5Config
+    from transformers import (
+        AutoTokenizer,
+        BertConfig,
+        BertForSequenceClassification,
+        BertModel,
+        DPRConfig,
+        DPRContextEncoder,
+        DPRQuestionEncoder,
+        T5Config,
+    )
 
     from ifqa.readers.fid.model import FiDT5
 
@@ -65,6 +74,7 @@ def build_models(work: Workspace, size: dict, tokenizer_dir: str | None) -> dict
     torch.manual_seed(0)
     models = work.new("models")
     folders = {name: models / name for name in ("bert", "encoder", "reranker", "t5")}
+    folders["dpr"] = models / "dpr-ctx_encoder"  # its question encoder beside it, as ifqa finds one by name
     if tokenizer_dir is None:
         wordpiece_tokenizer(models / "tokenizer", [p["text"] for p in demo_passages()])
     source = tokenizer_dir or str(models / "tokenizer")
@@ -79,6 +89,10 @@ def build_models(work: Workspace, size: dict, tokenizer_dir: str | None) -> dict
         folders["reranker"]
     )
     tokenizer.save_pretrained(folders["reranker"])
+    dpr = DPRConfig(**{"max_position_embeddings": 512, **size["dpr"], "vocab_size": bert.vocab_size})
+    for encoder, folder in ((DPRContextEncoder, folders["dpr"]), (DPRQuestionEncoder, models / "dpr-question_encoder")):
+        encoder(dpr).save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
     from fid_throughput import T5_BASE
 
     shape = T5_BASE if size["t5"] == "t5-base" else T5_TINY

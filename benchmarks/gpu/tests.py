@@ -32,7 +32,7 @@ def gpu_test_modules() -> list[str]:
 def gpu_tests(suite) -> dict:
     """The GPU tests' summary and failures; their whole output goes to ``gpu-tests.log`` in the work folder."""
     started = time.time()
-    limit = QUICK_SECONDS if suite.args.quick else SECTION_SECONDS
+    limit = QUICK_SECONDS if suite.quick else SECTION_SECONDS
     line = [sys.executable, "-m", "pytest", "-o", "addopts=", "-m", "gpu", "-q", "-p", "no:cacheprovider", "-rfE"]
     line += ["-o", f"faulthandler_timeout={TEST_SECONDS}", *gpu_test_modules()]  # a hung test's stacks, dumped
     try:
