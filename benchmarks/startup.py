@@ -14,7 +14,6 @@ Each figure is the median of ``--repeats`` fresh interpreters; nothing else shou
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import subprocess
@@ -23,9 +22,10 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchmarks.common import machine  # noqa: E402
+from common import Parser, machine  # noqa: E402
+
 from ifqa.retrieval.encoders import demo_texts  # noqa: E402
 
 PARTS = """
@@ -97,7 +97,7 @@ def models(work: Path) -> tuple[str, str]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

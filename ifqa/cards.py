@@ -13,6 +13,7 @@ from typing import Any
 from ifqa.io import write_json
 
 CARD = "ifqa_card.json"
+FID_CONFIG = "fid.json"  # a FiD checkpoint folder's reading settings (passages, lengths), beside its weights
 
 
 def read_card(model_dir: str | Path) -> dict[str, Any]:

@@ -1,5 +1,6 @@
-"""Device selection, written once: the GPU when present unless the user names one, and a clear
-error (not a CUDA traceback) when a named GPU is not there."""
+"""Devices, written once: the GPU when present unless the user names one, a clear error (not a CUDA
+traceback) when a named GPU is not there, and a device as a value (``Device``) that says what it is, so
+no caller reads a device's name to learn its kind."""
 
 from __future__ import annotations
 
@@ -11,24 +12,58 @@ from pathlib import Path
 from ifqa.errors import IfqaError
 
 
-def pick_device(requested: str | None = None) -> str:
+class Device(str):
+    """A device as torch names it ("cpu", "cuda", "cuda:1", "mps"), with what the code around a model
+    asks of it: its kind, its index, the device type autocast takes, whether it runs bf16 natively. A
+    ``str``, so torch takes it wherever it takes a device's name."""
+
+    def __new__(cls, name: str) -> Device:
+        device = super().__new__(cls, name)
+        kind, _, index = str(name).partition(":")
+        device.kind, device.index = kind, int(index) if index.isdigit() else None
+        return device
+
+    @classmethod
+    def of(cls, device: str | Device) -> Device:
+        return device if isinstance(device, Device) else cls(str(device))
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.kind == "cuda"
+
+    @property
+    def autocast_type(self) -> str:
+        """What ``torch.autocast`` takes for this device (its kind)."""
+        return self.kind
+
+    @functools.cached_property
+    def native_bf16(self) -> bool:
+        return bf16_supported(self)
+
+
+def is_cuda(device: str | None) -> bool:
+    """Whether ``device`` (a ``Device`` or a device's name) is a CUDA GPU."""
+    return bool(device) and Device.of(device).is_cuda
+
+
+def pick_device(requested: str | None = None) -> Device:
     """``requested`` checked against this machine (cpu, cuda, cuda:N, mps), else the GPU when present."""
     import re
 
     import torch
 
     if not requested:
-        return "cuda" if torch.cuda.is_available() else "cpu"
+        return Device("cuda" if torch.cuda.is_available() else "cpu")
     if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", requested):
         raise IfqaError(f"--device {requested!r}: use cpu, cuda or cuda:N")
-    if requested.startswith("cuda"):
+    if Device(requested).is_cuda:
         if not torch.cuda.is_available():
             raise IfqaError(f"--device {requested}: no CUDA device is available here (use --device cpu)")
         if ":" in requested and int(requested.split(":")[1]) >= torch.cuda.device_count():
             raise IfqaError(f"--device {requested}: this machine has {torch.cuda.device_count()} CUDA device(s)")
     if requested == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
         raise IfqaError("--device mps: no Apple GPU (MPS) is available here (use --device cpu)")
-    return requested
+    return Device(requested)
 
 
 def cpu_threads() -> int:
@@ -53,7 +88,7 @@ def entered(device: str) -> Iterator[None]:
     """``device`` made the current CUDA device for the block (a no-op elsewhere): what torch places on
     "the current device" (an event recorded without a stream, a DataLoader's pinning thread, the
     allocator's cache, an RNG state) then follows the device the work runs on, not GPU 0."""
-    if not str(device).startswith("cuda"):
+    if not is_cuda(device):
         yield
         return
     import torch
@@ -76,7 +111,7 @@ def bf16_supported(device: str) -> bool:
     CPU with AMX or AVX-512 BF16. Emulated bf16 (V100, T4) is not support: it runs slower than fp32."""
     import torch
 
-    if device.startswith("cuda"):
+    if is_cuda(device):
         if not torch.cuda.is_available():
             return False
         return bool(torch.version.hip) or torch.cuda.get_device_properties(gpu_index(device)).major >= 8
@@ -97,11 +132,11 @@ def pick_precision(requested: str | None, device: str, work: str = "encode") -> 
     if requested not in PRECISIONS:
         raise IfqaError(f"--precision {requested!r}: choose from {', '.join(PRECISIONS)}")
     if requested == "auto":
-        if not device.startswith("cuda"):
+        if not is_cuda(device):
             return "fp32"
         native, otherwise = GPU_DEFAULTS[work]
         return native if native != "bf16" or bf16_supported(device) else otherwise
-    if requested == "fp16" and not device.startswith("cuda"):
+    if requested == "fp16" and not is_cuda(device):
         raise IfqaError("--precision fp16 needs a CUDA device (a CPU runs fp16 slower than fp32); use fp32 or auto")
     if requested == "fp16" and work == "train":
         raise IfqaError("--precision fp16: training takes bf16 (no loss scaling needed) or fp32")
@@ -120,7 +155,7 @@ def numerics(device: str, precision: str) -> dict:
     import torch
 
     record: dict = {"device": device, "precision": precision}
-    if device.startswith("cuda") and torch.cuda.is_available():
+    if is_cuda(device) and torch.cuda.is_available():
         properties = torch.cuda.get_device_properties(gpu_index(device))
         record.update(gpu=properties.name, capability=f"{properties.major}.{properties.minor}")
     elif device == "cpu":
@@ -156,7 +191,7 @@ def compile_unavailable(device: str) -> str | None:
     import shutil
     import sysconfig
 
-    kind = device.split(":")[0]
+    kind = Device.of(device).kind
     if kind == "cuda":
         try:
             from torch.utils._triton import has_triton

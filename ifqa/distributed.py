@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ifqa import devices
+from ifqa.devices import is_cuda
 from ifqa.errors import IfqaError, first_line
 from ifqa.launch import TIMEOUT_ENV, World, env_int, first_host, launched, timeout_seconds  # noqa: F401 - re-exported
 
@@ -44,7 +45,7 @@ def pick_device(requested: str | None, world: World) -> str:
             "the GPUs (CUDA_VISIBLE_DEVICES=) to train on CPUs"
         )
     if not gpus:
-        if requested and requested.startswith("cuda"):
+        if requested and is_cuda(requested):
             raise IfqaError(f"--device {requested}: rank {world.rank} sees no GPU")
         return "cpu"
     local_size = world.local_size or world.local_rank + 1
@@ -71,12 +72,12 @@ def start(device: str) -> None:
     if dist.is_initialized():
         return
     world = launched()
-    if device.startswith("cuda"):
+    if is_cuda(device):
         import torch
 
         torch.cuda.set_device(devices.gpu_index(device))  # NCCL and the current-device defaults follow this rank's GPU
-    backend = os.environ.get(BACKEND_ENV) or ("nccl" if device.startswith("cuda") else "gloo")
-    if backend == "nccl" and not device.startswith("cuda"):
+    backend = os.environ.get(BACKEND_ENV) or ("nccl" if is_cuda(device) else "gloo")
+    if backend == "nccl" and not is_cuda(device):
         raise IfqaError(
             f"{BACKEND_ENV}=nccl needs a CUDA device on every rank; rank {world.rank} runs on {device} (use gloo)"
         )
@@ -171,7 +172,7 @@ def wrap(model, device: str, unused: bool = False):
 
     return DistributedDataParallel(
         model,
-        device_ids=[devices.gpu_index(device)] if device.startswith("cuda") else None,
+        device_ids=[devices.gpu_index(device)] if is_cuda(device) else None,
         find_unused_parameters=unused,
     )
 

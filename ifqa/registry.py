@@ -11,8 +11,11 @@ from ifqa.errors import IfqaError
 
 
 class Registry:
-    def __init__(self, kind: str, entries: dict[str, str], package: str = ""):
-        self.kind, self.package = kind, package
+    """Names to ``"module:attribute"`` entries, imported on first use; ``requires``: the attributes every
+    entry must have (a declaration missing one is refused when it loads, in one line naming it)."""
+
+    def __init__(self, kind: str, entries: dict[str, str], package: str = "", requires: tuple[str, ...] = ()):
+        self.kind, self.package, self.requires = kind, package, requires
         self._entries = dict(entries)
         self._loaded: dict[str, Any] = {}
 
@@ -40,7 +43,14 @@ class Registry:
             raise IfqaError(f"unknown {self.kind} {name!r}; choose from {', '.join(self._entries)}")
         if name not in self._loaded:
             module, _, attribute = self._entries[name].partition(":")
-            self._loaded[name] = getattr(importlib.import_module(module, self.package or None), attribute)
+            try:
+                loaded = getattr(importlib.import_module(module, self.package or None), attribute)
+            except TypeError as exc:  # a declaration (a kw_only dataclass) made without a part it requires
+                raise IfqaError(f"{self.kind} {name!r}: its declaration is incomplete ({exc})") from None
+            missing = [part for part in self.requires if part not in dir(loaded)]
+            if missing:
+                raise IfqaError(f"{self.kind} {name!r}: its declaration has no {', '.join(missing)}")
+            self._loaded[name] = loaded
         return self._loaded[name]
 
 
@@ -120,6 +130,7 @@ TRAINABLE = Registry(
         "control": ".kinds:CONTROL",
     },
     "ifqa.training",
+    requires=("recipe", "inputs", "artifact", "help", "train", "summary"),
 )
 #: Experiment stages: a class with ``KEYS``, ``check(spec, names, path)`` and ``run(context, spec)``.
 STAGES = Registry(

@@ -376,9 +376,13 @@ def test_every_sqlite_connection_serves_any_thread():
 
 
 def test_a_toy_trainable_kind_is_one_module_and_one_registry_line(monkeypatch, cli, tmp_path):
-    """``ifqa train toy`` and an experiment's train stage of kind toy follow from the entry alone."""
+    """A kind trained on the shared loop is one module of at most 60 lines (tests/toys/toy_trainer.py) and one
+    registry line: ``ifqa train toy`` and an experiment's train stage of kind toy follow from the entry alone."""
+    from pathlib import Path
+
     from ifqa.registry import TRAINABLE
 
+    assert len((Path(__file__).parent / "toys" / "toy_trainer.py").read_text().splitlines()) <= 60
     monkeypatch.setattr(TRAINABLE, "_entries", {**TRAINABLE._entries, "toy": "tests.toys.toy_trainer:TOY"})
     run = tmp_path / "run.jsonl"
     run.write_text(
@@ -389,7 +393,8 @@ def test_a_toy_trainable_kind_is_one_module_and_one_registry_line(monkeypatch, c
     )
     trained = cli("train", "toy", "--run", run, "-o", tmp_path / "toy", "--shout")
     assert trained.returncode == 0, trained.stderr
-    assert "learned 'Lyon'" in trained.stdout and (tmp_path / "toy" / "best" / "answer.txt").read_text() == "LYON"
+    assert "step 8" in trained.stdout and (tmp_path / "toy" / "best" / "answer.txt").read_text() == "LYON"
+    assert cli("train", "toy", "--run", run, "-o", tmp_path / "toy", "--shout").returncode == 0  # finished: no work
     listed = cli("train", "--help")
     assert listed.returncode == 0 and "toy" in listed.stdout
 
@@ -409,6 +414,17 @@ def test_a_toy_trainable_kind_is_one_module_and_one_registry_line(monkeypatch, c
     wrong.write_text((tmp_path / "exp.yaml").read_text().replace("shout: true", "whisper: true"))
     refused = cli("experiment", "run", wrong, "--no-progress", env=env)
     assert refused.returncode != 0 and "whisper" in refused.stderr
+
+
+def test_a_kind_declared_without_a_part_is_refused_when_the_registry_loads_it(monkeypatch, cli):
+    """A trainable kind whose declaration lacks a part (here ``train``, ``summary``): one line naming it."""
+    from ifqa.errors import IfqaError
+    from ifqa.registry import TRAINABLE
+
+    monkeypatch.setattr(TRAINABLE, "_entries", {**TRAINABLE._entries, "half": "tests.toys.toy_dataset:TOY"})
+    monkeypatch.setattr(TRAINABLE, "_loaded", dict(TRAINABLE._loaded))
+    with pytest.raises(IfqaError, match="trainable kind 'half': its declaration has no recipe, inputs, artifact"):
+        TRAINABLE.get("half")
 
 
 def test_index_specs_are_parsed_in_one_place():

@@ -303,7 +303,7 @@ def test_gpu_suite_sections_each_run_only_their_measurements(monkeypatch):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     names = lambda chosen: [name for name, _ in module.sections(chosen)]  # noqa: E731
-    assert names(["dense"]) == ["dense encoding, 128 tokens", "dense encoding, 256 tokens"]
+    assert names(["dense"]) == ["dense encoding, 128 tokens", "dense encoding, 256 tokens", "dense encoding, DPR shape"]
     assert names(["rerank", "fid"]) == [
         "reranking",
         "reranker training",

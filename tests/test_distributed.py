@@ -17,8 +17,8 @@ from ifqa import distributed
 from ifqa.distributed import World
 from ifqa.errors import IfqaError
 from ifqa.models import load_weights
-from ifqa.readers.fid import FiDTrainConfig
 from ifqa.training.loop import STATE, TRAINER
+from ifqa.training.recipes import FiDRecipe
 from tests.readers.test_fid import TOY
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning")]
@@ -110,7 +110,7 @@ def test_launch_settings_that_cannot_work_are_one_line_before_any_work(no_launch
     from ifqa.training import fid as fid_train
 
     with pytest.raises(IfqaError, match="--batch-size 3 is a global batch"):
-        fid_train.train(tmp_path / "none.jsonl", None, tmp_path / "out", FiDTrainConfig(batch_size=3), "cpu")
+        fid_train.train(tmp_path / "none.jsonl", None, tmp_path / "out", FiDRecipe(batch_size=3), "cpu")
     assert not (tmp_path / "out").exists()
 
 
@@ -279,7 +279,7 @@ batches = [[torch.randn(4) for _ in range(2)] for _ in range(3)]
 loss_of = lambda rows, forward: forward(torch.stack(rows)).pow(2).mean()
 settings = LoopSettings(steps=3, lr=0.1, save_every=2, precision="fp32")
 world = distributed.launched()
-trainee = Trainee(model, list(model.parameters()), batches, loss_of)
+trainee = Trainee(model=model, parameters=list(model.parameters()), batches=batches, loss=loss_of)
 result = run_loop(trainee, Path(sys.argv[1]), settings, "cpu", False, None, world)
 print(json.dumps({"rank": world.rank, "step": result["step"]}))
 """
@@ -395,7 +395,7 @@ def train_fid_on_ranks(root: Path, run: Path, output: Path, *extra, steps: int =
     )  # fmt: skip
 
 
-def _fid_config(root: Path, **extra) -> FiDTrainConfig:
+def _fid_config(root: Path, **extra) -> FiDRecipe:
     settings = dict(
         model=str(root / "t5"),
         steps=4,
@@ -406,7 +406,7 @@ def _fid_config(root: Path, **extra) -> FiDTrainConfig:
         answer_maxlength=8,
         lr=1e-3,
     )
-    return FiDTrainConfig(**{**settings, **extra})
+    return FiDRecipe(**{**settings, **extra})
 
 
 def _losses(folder: Path) -> list[float]:

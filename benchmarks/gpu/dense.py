@@ -75,7 +75,8 @@ def dense_encoding(suite: Suite, length: int) -> dict:
     ``encode`` at its defaults and in ifqa's precision and batch, and the model alone."""
     import torch
 
-    from ifqa.retrieval.batching import WORKERS_ENV, default_batch_size
+    from ifqa.feeding import WORKERS_ENV
+    from ifqa.retrieval.batching import default_batch_size
 
     device, size = suite.device, suite.size
     corpus, small = collections(suite)

@@ -63,10 +63,10 @@ def fid_command(suite: Suite) -> dict:
     batch (the loop reads the loss once a step, so it cannot run ahead of the GPU)."""
     import torch
 
+    from ifqa import feeding
     from ifqa.devices import compile_unavailable
-    from ifqa.readers.fid import FiDTrainConfig
-    from ifqa.training import loop
     from ifqa.training.fid import train
+    from ifqa.training.recipes import FiDRecipe
 
     size, device = suite.size, suite.device
     folder = suite.work.new("fid-train")
@@ -75,7 +75,7 @@ def fid_command(suite: Suite) -> dict:
     run = folder / "run.jsonl"
     fid_run(run, demo_passages(), 400)
     stamps: list[float] = []
-    feed = loop.feed  # the training loop's feed: time each batch it takes
+    feed = feeding.feed  # the training loop's feed: time each batch it takes
 
     def timed_feed(*args, **kwargs):
         for item in feed(*args, **kwargs):
@@ -83,7 +83,7 @@ def fid_command(suite: Suite) -> dict:
             yield item
 
     torch._dynamo.reset()
-    config = FiDTrainConfig(
+    config = FiDRecipe(
         model=str(suite.folders["t5"]),
         steps=steps,
         batch_size=batch,
@@ -91,12 +91,12 @@ def fid_command(suite: Suite) -> dict:
         save_every=0,
         compile=device.startswith("cuda") and compile_unavailable(device) is None,
     )
-    loop.feed = timed_feed
+    feeding.feed = timed_feed
     started = time.time()
     try:
         train(run, None, folder / "out", config, device, progress=False)
     finally:
-        loop.feed = feed
+        feeding.feed = feed
     first = steps // 3
     rate = batch * (len(stamps) - 1 - first) / max(1e-9, stamps[-1] - stamps[first])
     goal = GOALS["fid"]

@@ -82,11 +82,12 @@ def _first_item(feed):
 def install(out: Path) -> None:
     sys.meta_path.insert(0, _Imports())
     mark("interpreter started")
-    from ifqa.retrieval import batching, encoders, rerank
+    from ifqa import feeding
+    from ifqa.retrieval import encoders, rerank
 
     _wrap(encoders, "load_encoder", "model loaded")
     _wrap(rerank, "load_reranker", "model loaded")
-    batching.feed = _first_item(batching.feed)
+    feeding.feed = _first_item(feeding.feed)
     for encoder in (encoders.SentenceEncoder, encoders.DPREncoder):
         _wrap(encoder, "passage_vectors", "first batch run")
     _wrap(rerank.CrossEncoderReranker, "_logits", "first batch run")

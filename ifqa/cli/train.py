@@ -3,21 +3,26 @@ control; also spelled `--reader fid`, `--reranker`, `--retriever`, `--control`).
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import click
 
-from ifqa.cards import CARD
+from ifqa.cards import CARD, FID_CONFIG
 from ifqa.cli.options import output_option, question_options_for, question_source
 from ifqa.configs import click_options, from_options
 from ifqa.distributed import launched
-from ifqa.readers.fid import FID_CONFIG
+from ifqa.errors import IfqaError
+from ifqa.llm.gguf_forms import ADAPTER
 from ifqa.registry import TRAINABLE
 from ifqa.training.kinds import TrainJob
 from ifqa.training.loop import RESULT, STATE, Invocation
 
-#: what marks a reader's saved folder (best/, last/) as a training run's: its card, or FiD's settings
-SAVED_READER = (CARD, FID_CONFIG, "trainer_state.pt")
+#: what marks a saved model folder (best/, last/, model/) as a training run's: what its save writes (the
+#: weights' config first; a kill may come before the card), never a file of the user's
+SAVED_READER = (CARD, FID_CONFIG, "config.json", ADAPTER, "trainer_state.pt")
+SAVED_MODEL = (CARD, "config.json")
+log = logging.getLogger(__name__)
 ALIASES = {"--reranker": "reranker", "--retriever": "retriever", "--control": "control"}
 
 
@@ -83,7 +88,13 @@ def _run_command(name: str, kind) -> None:
     )
     @click.option("--device", help="cpu, cuda ... (default: GPU when present).")
     @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
-    def command(run_path, dev_run, output, stop_after, device, no_progress, **options) -> None:
+    @click.option("--no-bf16", "no_bf16", is_flag=True, hidden=True, help="The former spelling of --precision fp32.")
+    def command(run_path, dev_run, output, stop_after, device, no_progress, no_bf16, **options) -> None:
+        if no_bf16:  # the former spelling (train fid's) of --precision fp32, every train command's option
+            if options.get("precision") not in (None, "fp32"):
+                raise IfqaError(f"--no-bf16 (now --precision fp32) contradicts --precision {options['precision']}")
+            log.warning("--no-bf16 is now --precision fp32 (the old name works for this release)")
+            options["precision"] = "fp32"
         recipe = from_options(kind.recipe, options)  # checked before torch loads
         job = TrainJob(name, Path(output), Invocation(device, not no_progress, stop_after), run_path, dev_run)
         record = kind.train(recipe, job)
@@ -102,7 +113,7 @@ def _questions_command(name: str, kind) -> None:
         "Training folder (model/ with its card ifqa_card.json).",
         folder=True,
         owns=(f"model/{CARD}", "groups.json", "groups.jsonl", STATE, RESULT),
-        replaces={"model": (CARD,)},
+        replaces={"model": SAVED_MODEL},
     )
     @click.option("--corpus", type=click.Path(dir_okay=False), help="The collection file, if it moved since indexing.")
     @click.option(

@@ -8,16 +8,13 @@ pinned and copied without blocking, with one synchronisation per call, not one p
 
 from __future__ import annotations
 
-import contextlib
-import os
-import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import numpy as np
 
-from ifqa.devices import entered
-from ifqa.errors import IfqaError
+from ifqa import feeding
+from ifqa.devices import entered, is_cuda
 
 
 def plan(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
@@ -26,170 +23,8 @@ def plan(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
     return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
 
 
-WORKERS_ENV = "IFQA_FEED_WORKERS"
-
-
-def default_workers(device: str, asked: int | None = None) -> int:
-    """Tokenizing processes: none on a CPU (they would take the cores the model uses); on CUDA
-    ``asked`` (0 from a caller whose tokenizing parallelizes itself: ``tokens.BatchTokens``), else
-    several, where one tokenizing thread fed the H100 half of what it could take. Only where ``fork``
-    exists: the work and its tokenizer reach the workers without pickling. ``IFQA_FEED_WORKERS=N``
-    decides on CUDA whatever the caller asks (0: in the calling process; see ``feed``)."""
-    if not device.startswith("cuda") or sys.platform != "linux":
-        return 0
-    value = os.environ.get(WORKERS_ENV, "")
-    if value:
-        if not value.isdigit():
-            raise IfqaError(f"{WORKERS_ENV}={value!r}: a number of worker processes (0 or more)")
-        return int(value)
-    return asked if asked is not None else max(1, min(8, (os.cpu_count() or 2) - 2))
-
-
 def default_batch_size(device: str, cpu: int = 64, gpu: int = 512) -> int:
-    return gpu if device.startswith("cuda") else cpu
-
-
-class _Prepared:
-    """A map-style dataset: item i is ``prepare(work[i])``."""
-
-    def __init__(self, work: Sequence, prepare: Callable[[Any], Any]):
-        self.work, self.prepare = work, prepare
-
-    def __len__(self) -> int:
-        return len(self.work)
-
-    def __getitem__(self, i: int):
-        return self.prepare(self.work[i])
-
-
-PREFETCH = 4  # batches each worker keeps ready
-SHARED_MEMORY = "/dev/shm"
-
-
-def shared_memory_free(path: str = SHARED_MEMORY) -> int | None:
-    """Bytes free where worker processes hand their tensors to the parent (None: not known here)."""
-    try:
-        stat = os.statvfs(path)
-    except OSError:
-        return None
-    return stat.f_bavail * stat.f_frsize
-
-
-def _nbytes(prepared: Any) -> int:
-    values = prepared.values() if isinstance(prepared, dict) else [prepared]
-    return sum(v.element_size() * v.nelement() for v in values if hasattr(v, "element_size"))
-
-
-def in_flight(batch_bytes: int, workers: int, free: int | None) -> tuple[int, int]:
-    """Workers and batches each keeps ready, sized so that what is in flight (workers x prefetch batches
-    of ``batch_bytes``) takes at most half the free shared memory: a container's common 64 MB
-    ``/dev/shm`` otherwise kills workers with a bus error. Not even one batch: one line, before any work."""
-    if free is None or batch_bytes <= 0:
-        return workers, PREFETCH
-    if batch_bytes > free:
-        raise IfqaError(
-            f"a batch of {batch_bytes / 2**20:.1f} MB does not fit the {free / 2**20:.1f} MB free in "
-            f"{SHARED_MEMORY}, where tokenizing workers hand batches over; lower --batch-size, or give "
-            "the container more shared memory (docker run --shm-size 2g)"
-        )
-    slots = max(1, free // (2 * batch_bytes))
-    workers = min(workers, slots)
-    return workers, max(1, min(PREFETCH, slots // workers))
-
-
-def feed(work: Sequence, prepare: Callable[[Any], Any], device: str, workers: int | None = None) -> Iterator:
-    """``prepare(item)`` for each item of ``work`` in order, computed ahead on CUDA: by worker
-    processes, or (no workers) by threads of this process, pinned, while the GPU runs.
-
-    Threads only for a caller that asks for no workers: it vouches that ``prepare`` may run on several
-    threads at once (a Hugging Face tokenizer's call changes the tokenizer's settings, so two threads
-    calling one can cut each other's inputs). Without workers otherwise (``IFQA_FEED_WORKERS=0``),
-    ``prepare`` runs on the calling thread.
-
-    The first item is also prepared here, to be measured (planned batches come longest first): its
-    size bounds what the workers keep in flight (``in_flight``)."""
-    on_threads = workers == 0
-    if workers is None or device.startswith("cuda"):  # a count asked for runs as asked (the tests' workers on a CPU)
-        workers = default_workers(device, workers)
-    if len(work) < 2 or (workers == 0 and not (on_threads and device.startswith("cuda"))):
-        yield from map(prepare, work)
-        return
-    if workers == 0:
-        yield from _ahead_on_threads(work, prepare)
-        return
-    from torch.utils.data import DataLoader
-
-    workers, prefetch = in_flight(_nbytes(prepare(work[0])), min(workers, len(work)), shared_memory_free())
-
-    # the workers are the parallelism (a forked Rust pool can deadlock): off while they fork, then as it was,
-    # so tokenizing on this process's own thread keeps its threads
-    previous = os.environ.get("TOKENIZERS_PARALLELISM")
-    os.environ["TOKENIZERS_PARALLELISM"] = "false"
-    try:
-        batches = iter(
-            DataLoader(
-                _Prepared(work, prepare),
-                batch_size=None,
-                num_workers=workers,
-                pin_memory=device.startswith("cuda"),
-                prefetch_factor=prefetch,
-                multiprocessing_context="fork",
-                worker_init_fn=_leave_signals_to_parent,
-            )
-        )
-    finally:
-        if previous is None:
-            os.environ.pop("TOKENIZERS_PARALLELISM", None)
-        else:
-            os.environ["TOKENIZERS_PARALLELISM"] = previous
-    yield from batches
-
-
-THREADS_AHEAD = 2  # threads preparing batches ahead of the GPU (a fast tokenizer's own threads do the rest)
-
-
-def _ahead_on_threads(work: Sequence, prepare: Callable[[Any], Any]) -> Iterator:
-    """``prepare`` over ``work`` in order, ``PREFETCH`` items ahead on threads, each result pinned for a
-    copy that does not block: for a ``prepare`` that releases the GIL (the Rust tokenizer's batch call),
-    no worker processes to start or hand tensors through shared memory."""
-    from collections import deque
-    from concurrent.futures import ThreadPoolExecutor
-
-    def pinned(item):
-        prepared = prepare(item)
-        if isinstance(prepared, dict):
-            return {k: v.pin_memory() if hasattr(v, "pin_memory") else v for k, v in prepared.items()}
-        return prepared
-
-    with ThreadPoolExecutor(THREADS_AHEAD, thread_name_prefix="feed") as pool:
-        pending: deque = deque()
-        items = iter(work)
-        try:
-            for item in items:
-                pending.append(pool.submit(pinned, item))
-                if len(pending) > PREFETCH:
-                    yield pending.popleft().result()
-            while pending:
-                yield pending.popleft().result()
-        finally:
-            for future in pending:
-                future.cancel()
-
-
-def _leave_signals_to_parent(_worker: int) -> None:
-    """A worker ignores Ctrl-C and SIGTERM: sent to the whole process group (a terminal, a scheduler),
-    they would kill it mid-batch and the parent would fail with a dead worker instead of stopping at
-    a whole step; the parent stops and ends its workers itself."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_IGN)
-
-
-def to_device(features: dict, device: str) -> dict:
-    return {
-        key: value.to(device, non_blocking=True) if hasattr(value, "to") else value for key, value in features.items()
-    }
+    return gpu if is_cuda(device) else cpu
 
 
 def run_planned_groups(
@@ -213,11 +48,11 @@ def run_planned_groups(
     pending = iter(enumerate(plans))
     g, batches = next(pending, (None, None))
 
-    with entered(device), out_of_memory_hint(f"a batch of {batch_size}"):  # pinning and caches follow device
-        fed = feed(work, prepare, device, workers)
+    with entered(device), feeding.out_of_memory_hint(f"a batch of {batch_size}"):  # pinning and caches follow device
+        fed = feeding.feed(work, prepare, device, workers)
         while g is not None:
             while len(outputs) < len(batches):
-                outputs.append(model(to_device(next(fed), device)))
+                outputs.append(model(feeding.to_device(next(fed), device)))
             if outputs:
                 flat = torch.cat(outputs)
                 yield flat[torch.as_tensor(np.argsort(np.concatenate(batches), kind="stable"), device=flat.device)]
@@ -225,17 +60,3 @@ def run_planned_groups(
                 yield None
             outputs = []
             g, batches = next(pending, (None, None))
-
-
-@contextlib.contextmanager
-def out_of_memory_hint(what: str, option: str = "--batch-size", kept: str = "") -> Iterator[None]:
-    """A GPU out of memory becomes one line that names the batch size to lower."""
-    try:
-        yield
-    except Exception as exc:
-        if type(exc).__name__ != "OutOfMemoryError":
-            raise
-        import torch
-
-        torch.cuda.empty_cache()  # the current device's cache: the loops that run on a GPU enter theirs
-        raise IfqaError(f"the GPU ran out of memory on {what}; lower {option}{kept}") from None

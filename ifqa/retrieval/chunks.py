@@ -10,10 +10,11 @@ from typing import Any
 
 import numpy as np
 
+from ifqa import feeding
 from ifqa.devices import entered
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write
-from ifqa.retrieval.batching import default_batch_size, feed, out_of_memory_hint, plan, to_device
+from ifqa.retrieval.batching import default_batch_size, plan
 from ifqa.retrieval.encoders import load_encoder
 from ifqa.retrieval.index import OFFSETS
 from ifqa.retrieval.store import PassageStore
@@ -135,13 +136,13 @@ class ChunkEncoder:
         with (
             entered(device),  # the DataLoader's pinning thread, the allocator and events follow this device
             ThreadPoolExecutor(1, thread_name_prefix="chunk-writer") as writer,
-            out_of_memory_hint(
+            feeding.out_of_memory_hint(
                 f"a batch of {self.batch_size} passages", kept=" (finished chunks are kept; the same command resumes)"
             ),
         ):
             workers = 0 if self.encoder.tokenizes_in_parallel else None
-            for n, features in enumerate(feed(work, self._inputs, device, workers)):
-                outputs.append(self.encoder.passage_vectors(to_device(features, device)))
+            for n, features in enumerate(feeding.feed(work, self._inputs, device, workers)):
+                outputs.append(self.encoder.passage_vectors(feeding.to_device(features, device)))
                 if on_batch is not None:
                     on_batch(len(work[n]))
                 if n + 1 < len(work) and owner[n + 1] == owner[n]:

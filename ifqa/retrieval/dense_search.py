@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from ifqa import memory
-from ifqa.devices import gpu_index
+from ifqa.devices import gpu_index, is_cuda
 from ifqa.errors import IfqaError
 from ifqa.retrieval import dense
 from ifqa.retrieval.dense import FAISS_FILE
@@ -34,7 +34,7 @@ def place_index(index, index_type: str, device: str | None) -> tuple:
 
     import faiss
 
-    if not device or not device.startswith("cuda"):
+    if not device or not is_cuda(device):
         return index, None
     say = logging.getLogger(__name__).warning
     if not hasattr(faiss, "StandardGpuResources"):

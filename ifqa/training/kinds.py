@@ -15,7 +15,6 @@ import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from ifqa.readers.fid import FiDTrainConfig
 from ifqa.training import recipes
 from ifqa.training.loop import Invocation
 
@@ -39,21 +38,22 @@ def _target(target: str):
     return getattr(importlib.import_module(module), attribute)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class RunKind:
-    """A reader trained on a run file's questions and passages, dev EM every N steps, ``best/`` kept."""
+    """A reader trained on a run file's questions and passages (``runs.train_reader``: dev EM every N
+    steps, ``best/`` kept); ``reader``: ``"module:attribute"`` of its ``runs.ReaderKind``, the parts that
+    are its own (checks, the records kept, the model with its batches, loss, dev answers and save)."""
 
     recipe: type
     help: str
-    trainer: str  # "module:function" with fid.train's signature
+    reader: str
     inputs = "run"
     artifact = "best"
 
     def train(self, recipe, job: TrainJob) -> dict:
-        train = _target(self.trainer)
-        return train(
-            job.train_run, job.dev_run, job.output, recipe, job.run.device, job.run.progress, job.run.stop_after
-        )
+        from ifqa.training.runs import train_reader  # the loop and torch, for a job of this kind alone
+
+        return train_reader(_target(self.reader), recipe, job.train_run, job.dev_run, job.output, job.run)
 
     def summary(self, output, record: dict) -> str:
         if not record["finished"]:
@@ -101,14 +101,14 @@ class MinedKind:
 
 
 FID = RunKind(
-    FiDTrainConfig,
-    "Train a Fusion-in-Decoder reader on a run file; rerun the same command to resume.",
-    "ifqa.training.fid:train",
+    recipe=recipes.FiDRecipe,
+    help="Train a Fusion-in-Decoder reader on a run file; rerun the same command to resume.",
+    reader="ifqa.training.fid:KIND",
 )
 LLM = RunKind(
-    recipes.LLMRecipe,
-    "Fine-tune a causal LM to answer as `ifqa read llm --backend hf` prompts it; rerun the same command to resume.",
-    "ifqa.training.llm:train",
+    recipe=recipes.LLMRecipe,
+    help="Fine-tune a causal LM to answer as `ifqa read llm` prompts it; rerun the same command to resume.",
+    reader="ifqa.training.llm:KIND",
 )
 RERANKER = MinedKind(
     recipes.RerankerRecipe,

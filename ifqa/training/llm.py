@@ -1,6 +1,5 @@
-"""``ifqa train llm``: a causal LM fine-tuned to answer as ``ifqa read llm --backend hf`` prompts it, on the
-shared training loop (``training/loop.py``: seeded plan, accumulation, bf16 where native, exact resume,
-held interrupts, several ranks).
+"""``ifqa train llm``: a causal LM fine-tuned to answer as ``ifqa read llm`` prompts it, as a reader trained
+on a run file (``runs.py``: the run record, dev EM, ``best/`` and ``last/``, the shared loop).
 
 The model is loaded by the hf backend (a folder, a hub id, a GGUF file dequantized) and every training
 prompt is built by the reader itself (``LLMReader.prompt_for``, then the backend's chat template), so the
@@ -23,37 +22,37 @@ from pathlib import Path
 
 import torch
 
-from ifqa import distributed
-from ifqa.artifacts import Example, read_run, recorded_questions
+from ifqa.artifacts import Example, recorded_questions
 from ifqa.cards import write_card
-from ifqa.devices import pick_precision
+from ifqa.devices import Device
 from ifqa.distributed import World
 from ifqa.errors import IfqaError
-from ifqa.eval.answers import best_over_answers, exact_match, normalize_answer
-from ifqa.io import atomic_dir, settled, write_json
+from ifqa.eval.answers import normalize_answer
+from ifqa.io import atomic_dir
 from ifqa.llm.gguf_forms import ADAPTER, check_base, write_adapter
 from ifqa.llm.local_models import PREFIX, is_local_file_model, model_content, model_file, whole_digest
 from ifqa.llm.session import ModelSession
-from ifqa.llm.trained import KIND, base_digest
+from ifqa.llm.trained import KIND as CARD_KIND
+from ifqa.llm.trained import base_digest
 from ifqa.models import model_type
 from ifqa.readers.llm.config import LLMReaderConfig
 from ifqa.readers.llm.reader import LLMReader
-from ifqa.training.loop import BestEM, LoopSettings, Trainee, batch_order, run_loop, start
+from ifqa.training.loop import Invocation, batch_order
 from ifqa.training.recipes import LLMRecipe
+from ifqa.training.runs import Reader, ReaderKind, RunFiles, train_reader
 from ifqa.version import __version__
 
 log = logging.getLogger(__name__)
 
-CONFIG = "train_config.json"
 #: the share of training questions that may also be dev questions (IfQA's own train and dev share 9 of
 #: 2,400 question texts: those are left out of training); more is a dev run of the training questions
 OVERLAP_REFUSED = 0.05
-RECIPE_DEFAULTS = dataclasses.asdict(LLMRecipe())
 
 
 def reader_config(recipe: LLMRecipe, device: str, batch_size: int | None = None) -> LLMReaderConfig:
     """The reader the model is trained for: the hf backend in float32 (training's master weights), no
-    response cache (the weights change under it), the recipe's prompt settings."""
+    response cache (the weights change under it), the recipe's prompt settings (a model ifqa train llm made
+    is trained on with the recipe's, never its card's: ``follow_card`` off)."""
     settings = {name: getattr(recipe, name) for name in LLMRecipe.READER}
     return LLMReaderConfig(
         model=recipe.model,
@@ -62,6 +61,7 @@ def reader_config(recipe: LLMRecipe, device: str, batch_size: int | None = None)
         dtype="float32",
         no_cache=True,
         batch_size=batch_size or recipe.eval_batch_size,
+        follow_card=False,
         **settings,
     )
 
@@ -101,22 +101,6 @@ def _check_runs(train: list[dict], dev: list[dict], recipe: LLMRecipe, train_run
     if len(kept) < len(train):
         log.info("%d training question(s) are also dev questions: left out of training", len(train) - len(kept))
     return kept
-
-
-def _check_output(output: Path, identity: dict) -> bool:
-    """Whether ``output`` holds this run to resume; a folder holding anything else is refused."""
-    recorded = output / CONFIG
-    if recorded.is_file():
-        saved = json.loads(recorded.read_text(encoding="utf-8"))
-        # a setting added since the run began is the run's when it holds its default
-        saved = {**{k: v for k, v in identity.items() if k not in saved and v == RECIPE_DEFAULTS.get(k)}, **saved}
-        if saved != identity:
-            what = "another kind of training run" if saved.get("kind") != KIND else "a run with other settings"
-            raise IfqaError(f"holds {what}; use the same options, or train into a new --output", output)
-        return True
-    if output.exists() and (not output.is_dir() or any(output.iterdir())):
-        raise IfqaError("is not empty and holds no ifqa train llm run; train into a new or empty --output", output)
-    return False
 
 
 def _target(tokenizer, chat: bool, prompt: str, prompt_ids: list[int], answer: str) -> list[int]:
@@ -265,51 +249,6 @@ def lora_pairs(model) -> dict:
     return pairs
 
 
-class _DevScore(BestEM):
-    """Dev EM every ``eval_every`` steps and at the last, by the reader's own ``read_batch``; the best model
-    kept in ``best/``. Each rank reads its share of whole batches."""
-
-    def __init__(self, reader: LLMReader, records: list[dict], recipe: LLMRecipe, steps: int, save, world, output):
-        self.reader, self.recipe, self.steps, self.save, self.world, self.output = (
-            reader,
-            recipe,
-            steps,
-            save,
-            world,
-            output,
-        )
-        self.records = records[: recipe.dev_questions] if recipe.dev_questions else records
-        self.examples = _examples(self.records)
-        self.contexts = {str(r["qid"]): r.get("ctxs") or [] for r in self.records}
-        self.best_em, self.last_em = -1.0, None
-
-    def em(self) -> float:
-        model, size = self.reader.session.backend.model, self.recipe.eval_batch_size
-        share = self.world.blocks(len(self.examples), size)
-        model.eval()
-        try:
-            mine = []
-            for start in range(share.start, share.stop, size):
-                batch = self.examples[start : min(start + size, share.stop)]
-                mine += [r["prediction"] for r in self.reader.read_batch(batch, self.contexts)]
-        finally:
-            model.train()
-        predictions = distributed.gather_objects(mine, self.world)
-        right = sum(best_over_answers(exact_match, p, e.answers) for p, e in zip(predictions, self.examples))
-        return 100.0 * right / max(1, len(self.examples))
-
-    def after_step(self, step: int, entry: dict) -> bool:
-        if not self.records or (step % self.recipe.eval_every and step != self.steps):
-            return False
-        entry["dev_em"] = self.last_em = round(self.em(), 2)
-        if entry["dev_em"] > self.best_em:
-            self.best_em = entry["dev_em"]
-            with distributed.one_writer(self.world) as writes:
-                if writes:
-                    self.save(self.output / "best", step=step, dev_em=entry["dev_em"])
-        return True
-
-
 def causal_lm_types() -> set[str]:
     """The model types transformers loads as causal LMs."""
     from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
@@ -360,29 +299,9 @@ def _check_model(recipe: LLMRecipe) -> None:
         raise IfqaError(f"--batch-size {recipe.batch_size} is not a multiple of --accumulation {recipe.accumulation}")
 
 
-def train(
-    train_run: str | Path,
-    dev_run: str | Path | None,
-    output: str | Path,
-    recipe: LLMRecipe,
-    device: str | None = None,
-    progress: bool = True,
-    stop_after: int | None = None,
-) -> dict:
-    """Fine-tune ``recipe.model`` on a run's questions; a rerun resumes from ``output``'s state. Returns
-    the training record (``step``, ``log``, ``best_em``) with the card of ``last/``."""
-    output = settled(Path(output))
-    _check_model(recipe)
-    identity = {"kind": KIND, **{k: v for k, v in dataclasses.asdict(recipe).items() if k not in recipe.HOW_NOT_WHAT}}
-    resuming = _check_output(output, identity)
-    train_records, dev_records = read_run(train_run), read_run(dev_run) if dev_run else []
-    train_records = _check_runs(train_records, dev_records, recipe, train_run, dev_run)
-    world, device = start(recipe.seed, device)
-    precision = pick_precision(recipe.precision, device, "train")
-    world.share(range(recipe.batch_size // recipe.accumulation))  # a batch the ranks cannot share: one line, now
-    steps = recipe.steps or max(1, math.ceil(recipe.epochs * len(train_records) / recipe.batch_size))
-    if world.active:
-        distributed.start(device)
+def load(recipe: LLMRecipe, device: Device, world: World, files: RunFiles) -> Reader:
+    """The causal LM to train, read by the hf backend as the reader reads it (LoRA adapters on it when
+    asked), its training prompts tokenized, its dev answers read by the reader itself."""
     config = reader_config(recipe, device)
     session = ModelSession.open(config)
     backend = session.backend
@@ -390,81 +309,93 @@ def train(
     if getattr(model, "hf_quantizer", None) is not None:  # a GGUF file, dequantized: plain weights now,
         model.hf_quantizer, model.is_quantized = None, False  # trained and saved as such (transformers refuses "gguf")
     # demonstrations come from the training questions, as the reader's default pool does
-    reader = LLMReader(session, config, _examples(train_records) if recipe.demos else [], set())
-    examples = tokenized_examples(reader, train_records, recipe.seed, recipe.closed_book_share)
+    reader = LLMReader(session, config, _examples(files.train) if recipe.demos else [], set())
+    examples = tokenized_examples(reader, files.train, recipe.seed, recipe.closed_book_share)
     if recipe.gradient_checkpointing:
         backend.model.gradient_checkpointing_enable()
         backend.model.enable_input_require_grads()
     backend.model = _with_lora(backend.model, recipe)
-    if not resuming and world.main:  # written once the model loads: a model that cannot leaves nothing
-        output.mkdir(parents=True, exist_ok=True)
-        write_json(output / CONFIG, identity)
-    card = {
-        "ifqa": __version__,
-        "kind": KIND,
-        "base_model": base_name(recipe.model),
-        "base_digest": base_digest(recipe.model)
-        if is_local_file_model(recipe.model)
-        else model_content(recipe.model).get("content"),
-        "training_data": {
-            "run": str(train_run),
-            "questions": recorded_questions(train_run),
-            "trained_on": len(train_records),
-        },
-        "reader": {
-            **{name: getattr(recipe, name) for name in LLMRecipe.READER},
-            "backend": "hf",
-            "template_file": reader.template.name,
-            "chat": backend.chat,
-        },
-        "recipe": dataclasses.asdict(recipe),
-        "steps": steps,
-        "lora": None if recipe.lora_rank is None else {"rank": recipe.lora_rank, "merged": not recipe.no_merge},
-        "dev": {
-            "run": str(dev_run),
-            "questions": recorded_questions(dev_run),
-            "scored": min(len(dev_records), recipe.dev_questions or len(dev_records)),
-        }
-        if dev_run
-        else None,
-    }
-    save = _Saver(backend, recipe, card, model_file(recipe.model) if is_local_file_model(recipe.model) else None)
-    dev = _DevScore(reader, dev_records, recipe, steps, save, world, output)
-
-    def save_model(folder: Path) -> None:
-        save(folder / "last", step=steps, dev_em=dev.last_em)
-        if not dev_records:
-            save(folder / "best", step=steps, dev_em=None)
-
-    model = backend.model
-    settings = LoopSettings(
-        steps,
-        recipe.lr,
-        weight_decay=recipe.weight_decay,
-        save_every=recipe.save_every,
-        precision=precision,
-        seed=recipe.seed,
-        warmup_steps=recipe.warmup_steps if recipe.warmup_steps is not None else max(1, steps // 20),
-        accumulation=recipe.accumulation,
-        max_grad_norm=recipe.max_grad_norm,
+    save = _Saver(
+        backend,
+        recipe,
+        card(recipe, files, reader),
+        model_file(recipe.model) if is_local_file_model(recipe.model) else None,
     )
-    trainee = Trainee(
-        model,
-        [p for p in model.parameters() if p.requires_grad],
-        range(steps * recipe.accumulation),
-        lambda inputs, forward: answer_loss(inputs, forward, world.size),
-        _Batches(examples, recipe, backend.tokenizer.pad_token_id, world),
-        save_model,
-        dev.after_step,
-        dev.state,
-        dev.restore,
+    return Reader(
+        model=backend.model,
+        parameters=[p for p in backend.model.parameters() if p.requires_grad],
+        batch=_Batches(examples, recipe, backend.tokenizer.pad_token_id, world),
+        loss=lambda inputs, forward: answer_loss(inputs, forward, world.size),
+        predict=lambda records: _answers(reader, records, recipe.eval_batch_size),
+        save=save,
         memory=(
             f"a batch of {recipe.batch_size // recipe.accumulation} prompts of up to {recipe.max_prompt_tokens} tokens",
             "memory: the same command with --gradient-checkpointing resumes from the last whole step (saved), or "
             "train into a new --output with a larger --accumulation",
         ),
     )
-    result = run_loop(trainee, output, settings, device, progress, stop_after, world)
-    if not result["finished"]:
-        log.info("stopped at step %d of %d; rerun the same command to continue", result["step"], steps)
-    return result
+
+
+def card(recipe: LLMRecipe, files: RunFiles, reader: LLMReader) -> dict:
+    """What a trained folder's card says of it: the base model and its bytes, the data, the reader settings
+    its prompts were built with, the recipe."""
+    return {
+        "ifqa": __version__,
+        "kind": CARD_KIND,
+        "base_model": base_name(recipe.model),
+        "base_digest": base_digest(recipe.model)
+        if is_local_file_model(recipe.model)
+        else model_content(recipe.model).get("content"),
+        "training_data": {
+            "run": str(files.train_run),
+            "questions": recorded_questions(files.train_run),
+            "trained_on": len(files.train),
+        },
+        "reader": {
+            **{name: getattr(recipe, name) for name in LLMRecipe.READER},
+            "backend": "hf",
+            "template_file": reader.template.name,
+            "chat": reader.session.backend.chat,
+        },
+        "recipe": dataclasses.asdict(recipe),
+        "steps": recipe.steps or max(1, math.ceil(recipe.epochs * len(files.train) / recipe.batch_size)),
+        "lora": None if recipe.lora_rank is None else {"rank": recipe.lora_rank, "merged": not recipe.no_merge},
+        "dev": {
+            "run": str(files.dev_run),
+            "questions": recorded_questions(files.dev_run),
+            "scored": min(len(files.dev), recipe.dev_questions or len(files.dev)),
+        }
+        if files.dev_run
+        else None,
+    }
+
+
+def _answers(reader: LLMReader, records: list[dict], size: int) -> list[str]:
+    """The reader's own answers to dev records (``read_batch``, in batches of ``size``), the model in eval mode."""
+    model, examples = reader.session.backend.model, _examples(records)
+    contexts = {str(r["qid"]): r.get("ctxs") or [] for r in records}
+    model.eval()
+    try:
+        return [
+            r["prediction"]
+            for s in range(0, len(examples), size)
+            for r in reader.read_batch(examples[s : s + size], contexts)
+        ]
+    finally:
+        model.train()
+
+
+KIND = ReaderKind(
+    name=CARD_KIND,
+    check=lambda recipe, output: _check_model(recipe),
+    keep=_check_runs,
+    micro_batch=lambda recipe: recipe.batch_size // recipe.accumulation,
+    load=load,
+)
+
+
+def train(
+    train_run, dev_run, output, recipe, device: str | None = None, progress: bool = True, stop_after: int | None = None
+) -> dict:
+    """``runs.train_reader`` for this kind (its run record, dev EM, ``best/`` and ``last/``)."""
+    return train_reader(KIND, recipe, train_run, dev_run, output, Invocation(device, progress, stop_after))

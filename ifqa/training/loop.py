@@ -1,13 +1,14 @@
-"""The one training loop every model ifqa trains runs on (FiD, the reranker, the retriever): a seeded
-plan of micro-batches, gradient accumulation, bf16 autocast on a GPU that has it natively (fp32 on a
-CPU unless asked: the same losses on every CPU), warm-up then linear decay, fused AdamW on CUDA, an
-optional ``torch.compile``, batches prepared ahead by worker processes on CUDA, resumable state
-saved atomically every N steps and after the step a Ctrl-C, SIGTERM or a GPU out of memory arrived
-in, several ranks under torchrun/srun, and progress with the running loss.
+"""The one training loop every model ifqa trains runs on (FiD, the LLM reader, the reranker, the retriever):
+a seeded plan of micro-batches, gradient accumulation, bf16 autocast on a device that has it natively
+(fp32 on a CPU unless asked: the same losses on every CPU), warm-up then linear decay, fused AdamW on
+CUDA, an optional ``torch.compile``, batches prepared ahead by worker processes on CUDA, resumable state
+saved atomically every N steps and after the step a Ctrl-C, SIGTERM or a GPU out of memory arrived in,
+several ranks under torchrun/srun, and progress with the running loss.
 
 The plan is a pure function of the seed and the state holds the random generators, so a resumed run
-continues exactly as an uninterrupted one would. What differs between models (inputs, loss, the
-finished model's format, FiD's dev EM) is a ``Trainee``.
+continues exactly as an uninterrupted one would. What differs between models is a ``Trainee``, declared
+by keyword: its data, its step (the loss), its evaluation and its save. The loop runs in named phases
+(``_Run``): restore, wrap (ranks, compile), step, save, stop, finish.
 """
 
 from __future__ import annotations
@@ -23,14 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ifqa import distributed
-from ifqa.devices import gpu_index, numerics, pick_precision
+from ifqa import distributed, feeding
+from ifqa.devices import Device, gpu_index, numerics, pick_precision
 from ifqa.distributed import World
 from ifqa.errors import IfqaError, check_step, restoring
 from ifqa.interrupts import held_interrupts
 from ifqa.io import atomic_dir, atomic_write, settled, write_json
 from ifqa.models import load_weights
-from ifqa.retrieval.batching import feed, out_of_memory_hint, to_device
 
 log = logging.getLogger(__name__)
 
@@ -40,6 +40,8 @@ STATE = "state"
 RESULT = "train_result.json"
 #: The trainer's half of a saved state (the model's is ``model.pt``).
 TRAINER = "trainer.pt"
+#: What a reader's training run records of its settings, beside its checkpoints (a resume must match it).
+RUN_CONFIG = "train_config.json"
 
 
 @dataclass
@@ -60,43 +62,24 @@ class LoopSettings:
         return max(1, self.warmup_steps if self.warmup_steps is not None else int(self.warmup * self.steps))
 
 
-@dataclass
-class Trainee:
-    """What one kind of model brings to the loop. ``batches[g]`` plans micro-batch g (of ``steps x
-    accumulation``); ``prepare`` turns a plan into this rank's inputs (run ahead by worker processes on
-    CUDA); ``loss_of(inputs on the device, forward)`` is the micro-batch's loss, ``forward`` the model
-    (in DistributedDataParallel under several ranks, compiled when asked). ``after_step(step, entry)``
-    may add to the step's log entry (FiD's dev EM) and returns whether to save the state now;
-    ``state()``/``restore(saved)`` carry what it keeps across a resume (its best EM), also returned
-    with the result. ``save_model(output)`` writes the finished model."""
+class Evaluation:
+    """What a trainee measures as it trains (a reader's dev EM): ``after_step`` may add to the step's log
+    entry and returns whether to save the state now; ``state``/``restore`` carry what it keeps across a
+    resume. This one measures nothing."""
 
-    model: Any
-    parameters: list
-    batches: Sequence
-    loss_of: Callable[[Any, Callable], Any]
-    prepare: Callable[[Any], Any] = lambda plan: plan
-    save_model: Callable[[Path], None] | None = None
-    after_step: Callable[[int, dict], bool] | None = None
-    state: Callable[[], dict] = dict
-    restore: Callable[[dict], None] = lambda saved: None
-    unused_parameters: bool = False
-    #: what a GPU out of memory names: what a batch holds, and what to lower
-    memory: tuple[str, str] = ("a training step", "--questions-per-step (the same command resumes)")
+    def after_step(self, step: int, entry: dict) -> bool:
+        return False
+
+    def state(self) -> dict:
+        return {}
+
+    def restore(self, saved: dict) -> None:
+        pass
 
 
-def batch_order(n: int, batch_size: int, seed: int, step: int) -> list[int]:
-    """The examples of micro-batch ``step``: epochs are seeded permutations, so resuming at any step
-    sees exactly the data an uninterrupted run would have seen."""
-    per_epoch = max(1, n // batch_size)
-    epoch, position = divmod(step, per_epoch)
-    order = list(range(n))
-    random.Random(seed * 100003 + epoch).shuffle(order)
-    return order[position * batch_size : (position + 1) * batch_size]
-
-
-class BestEM:
+class BestEM(Evaluation):
     """The best dev EM a reader's run has seen (its ``best/``), carried across a resume in the loop's
-    state: a reader's dev scorer subclasses it (FiD's, the LLM reader's)."""
+    state: a reader's dev scorer subclasses it."""
 
     best_em: float = -1.0
 
@@ -108,6 +91,42 @@ class BestEM:
         if not isinstance(best, (int, float)):
             raise TypeError("its 'best_em' is not a number")
         self.best_em = float(best)
+
+
+def as_planned(plan):
+    """A plan that is already the micro-batch's inputs."""
+    return plan
+
+
+@dataclass(kw_only=True)
+class Trainee:
+    """What one kind of model brings to the loop, by name. Data: ``batches[g]`` plans micro-batch g (of
+    ``steps x accumulation``), ``prepare`` makes a plan this rank's inputs (ahead, by worker processes on
+    CUDA), ``shares``: the option naming a global batch the ranks share (checked on the first plan). Step:
+    ``loss(inputs on the device, forward)``, ``forward`` the model (in DistributedDataParallel under
+    several ranks, compiled when asked). Evaluation: an ``Evaluation``. Save: ``save(output)`` writes the
+    finished model. ``memory``: what a GPU out of memory names (what a batch holds, what to lower)."""
+
+    model: Any
+    parameters: list
+    batches: Sequence
+    loss: Callable[[Any, Callable], Any]
+    prepare: Callable[[Any], Any] = as_planned
+    shares: str | None = None
+    evaluation: Evaluation = Evaluation()
+    save: Callable[[Path], None] | None = None
+    unused_parameters: bool = False
+    memory: tuple[str, str] = ("a training step", "the batch (the same command resumes)")
+
+
+def batch_order(n: int, batch_size: int, seed: int, step: int) -> list[int]:
+    """The examples of micro-batch ``step``: epochs are seeded permutations, so resuming at any step
+    sees exactly the data an uninterrupted run would have seen."""
+    per_epoch = max(1, n // batch_size)
+    epoch, position = divmod(step, per_epoch)
+    order = list(range(n))
+    random.Random(seed * 100003 + epoch).shuffle(order)
+    return order[position * batch_size : (position + 1) * batch_size]
 
 
 def check_saved_state(output: Path) -> None:
@@ -137,52 +156,52 @@ class Invocation:
     stop_after: int | None = None
 
 
-def start(seed: int, device: str | None) -> tuple[World, str]:
+def start(seed: int, device: str | None) -> tuple[World, Device]:
     """Seed torch, join the launched world (torchrun/srun, or one process) and pick this rank's device,
     made the current CUDA device (what torch puts on "the current device" follows it)."""
     import torch
 
     torch.manual_seed(seed)
     world = distributed.launched()
-    device = distributed.pick_device(device, world)
-    if device.startswith("cuda"):
+    device = Device.of(distributed.pick_device(device, world))
+    if device.is_cuda:
         torch.cuda.set_device(gpu_index(device))
     return world, device
 
 
-def adamw(parameters, lr: float, weight_decay: float, device: str):
+def adamw(parameters, lr: float, weight_decay: float, device: Device):
     """The optimizer of every training run: AdamW, one fused kernel for all parameters on CUDA."""
     import torch
 
-    return torch.optim.AdamW(parameters, lr=lr, weight_decay=weight_decay, fused=device.startswith("cuda"))
+    return torch.optim.AdamW(parameters, lr=lr, weight_decay=weight_decay, fused=device.is_cuda)
 
 
-def train_recipe(recipe, trainee: Trainee, output: Path, device: str, run: Invocation, world: World) -> dict:
+def train_recipe(recipe, trainee: Trainee, output: Path, device: Device, run: Invocation, world: World) -> dict:
     """``run_loop`` with a recipe's learning rate, precision, seed and save interval; the output folder is
     made on the main rank."""
     settings = LoopSettings(
         len(trainee.batches), recipe.lr, precision=recipe.precision, seed=recipe.seed, save_every=recipe.save_every
     )
-    if trainee.batches:  # a global batch the ranks cannot share equally: one line, now
-        world.share(trainee.batches[0], "--questions-per-step")
+    if trainee.shares and trainee.batches:  # a global batch the ranks cannot share equally: one line, now
+        world.share(trainee.batches[0], trainee.shares)
     if world.main:
         output.mkdir(parents=True, exist_ok=True)
     return run_loop(trainee, output, settings, device, run.progress, run.stop_after, world)
 
 
-def _rng_state(device: str) -> dict:
+def _rng_state(device: Device) -> dict:
     """The generators a step draws from: the CPU's and the training GPU's own (named, not the current one)."""
     import torch
 
-    cuda = torch.cuda.get_rng_state(gpu_index(device)) if device.startswith("cuda") else None
+    cuda = torch.cuda.get_rng_state(gpu_index(device)) if device.is_cuda else None
     return {"rng": torch.get_rng_state(), "cuda_rng": cuda}
 
 
-def _restore_rng(saved: dict, device: str) -> None:
+def _restore_rng(saved: dict, device: Device) -> None:
     import torch
 
     torch.set_rng_state(saved["rng"])
-    if device.startswith("cuda") and saved.get("cuda_rng") is not None:
+    if device.is_cuda and saved.get("cuda_rng") is not None:
         torch.cuda.set_rng_state(saved["cuda_rng"], gpu_index(device))
 
 
@@ -223,6 +242,120 @@ class _Progress:
         return entry
 
 
+class _Run:
+    """One invocation of the loop, in phases: the optimizer and schedule made, a saved state restored,
+    the model wrapped for ranks and compiling, each step taken, the state saved, a stop kept whole."""
+
+    def __init__(self, trainee: Trainee, output: Path, settings: LoopSettings, device: Device, world: World):
+        import torch
+
+        self.trainee, self.output, self.settings, self.device, self.world = trainee, output, settings, device, world
+        self.model = trainee.model.to(device).train()  # before the optimizer: its state follows the parameters
+        self.optimizer = adamw(trainee.parameters, settings.lr, settings.weight_decay, device)
+        warmup, steps = settings.warmup_length(), settings.steps
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(
+            self.optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
+        )
+        self.record, self.state_dir = _Progress(), settled(output / STATE)
+        self.before_step, self.in_step, self.started = None, False, time.time()
+
+    def restore(self) -> None:
+        """The saved state, when there is one: weights, optimizer, schedule, record, generators."""
+        if not (self.state_dir / TRAINER).exists():
+            return
+        start_over = f"delete {self.state_dir} to train from the start"
+        with restoring(self.state_dir, start_over):
+            saved = load_weights(self.state_dir / TRAINER)
+            self.model.load_state_dict(load_weights(self.state_dir / "model.pt"))
+            self.optimizer.load_state_dict(saved["optimizer"])
+            for group in self.optimizer.param_groups:  # the saved groups carry the device they ran on, not this one's
+                group["fused"] = self.device.is_cuda
+            self.scheduler.load_state_dict(saved["scheduler"])
+            record = self.record
+            record.step = check_step(saved["step"], self.settings.steps, self.state_dir, start_over)
+            record.history, record.running = json.loads(saved["history"]), saved.get("running_loss")
+            record.log = json.loads(saved["log"]) if "log" in saved else _log_of(json.loads(saved.get("losses", "[]")))
+            if not isinstance(record.history, list) or not isinstance(record.log, list):
+                raise TypeError("its history or log are not lists")
+            self.trainee.evaluation.restore(saved.get("extra") or {})
+            _restore_rng(saved, self.device)  # dropout continues as in an uninterrupted run
+        log.info("resuming %s at step %d of %d", self.output, record.step, self.settings.steps)
+
+    def wrap(self):
+        """(the model for the ranks, the forward to call): DistributedDataParallel under a launcher,
+        compiled when asked."""
+        import torch
+
+        if self.world.active:
+            distributed.start(self.device)
+        parallel = (
+            distributed.wrap(self.model, self.device, self.trainee.unused_parameters)
+            if self.world.active
+            else self.model
+        )
+        return parallel, torch.compile(parallel) if self.settings.compile else parallel
+
+    def save(self) -> None:
+        """The resumable state, on the main rank; a kill never leaves no state (the last one is kept aside)."""
+        import torch
+
+        if not self.world.main:
+            return
+        with atomic_dir(self.state_dir) as tmp:
+            torch.save(self.model.state_dict(), tmp / "model.pt")
+            trainer = {
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                "step": self.record.step,
+                "history": json.dumps(self.record.history),
+                "running_loss": self.record.running,
+                "log": json.dumps(self.record.log),
+                "extra": self.trainee.evaluation.state(),
+            }
+            torch.save({**trainer, **_rng_state(self.device)}, tmp / TRAINER)
+
+    def step(self, fed, parallel, forward, bf16: bool, check_interrupts) -> tuple[dict, bool, bool]:
+        """One optimizer step over its micro-batches: (the step's log entry, whether to save the state now,
+        whether a rank holds Ctrl-C or SIGTERM)."""
+        import torch
+
+        per_step = self.settings.accumulation
+        self.before_step, self.in_step = _rng_state(self.device), True  # a step cut short is rewound to here
+        losses = []
+        for micro in range(per_step):
+            inputs = next(fed)
+            inputs = feeding.to_device(inputs, self.device) if isinstance(inputs, dict) else inputs
+            accumulating = self.world.active and micro < per_step - 1
+            with (
+                torch.autocast(self.device.autocast_type, dtype=torch.bfloat16, enabled=bf16),
+                parallel.no_sync() if accumulating else contextlib.nullcontext(),
+            ):
+                loss = self.trainee.loss(inputs, forward) / per_step
+            loss.backward()
+            losses.append(loss.detach())
+        torch.nn.utils.clip_grad_norm_(self.trainee.parameters, self.settings.max_grad_norm)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        total = torch.stack(losses).sum()  # one device sync per step, after the step is queued
+        if self.world.active:  # the ranks' mean loss, and whether any rank holds Ctrl-C or SIGTERM
+            value, stop = distributed.mean_and_stop(total, check_interrupts.pending)
+        else:
+            value, stop = float(total), False
+        entry, self.in_step = self.record.add(value, self.started, self.settings.steps), False
+        return entry, self.trainee.evaluation.after_step(self.record.step, entry), stop
+
+    def saved_on_stop(self) -> None:
+        """Interrupted or out of memory within a step: the whole steps kept (the step cut short comes again
+        on resuming, with its dropout masks)."""
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.record.step > 0:
+            if self.in_step:
+                _restore_rng(self.before_step, self.device)
+            self.save()
+            log.warning("%s: stopped at step %d of %d, state saved", self.output, self.record.step, self.settings.steps)
+
+
 def run_loop(
     trainee: Trainee,
     output: Path,
@@ -233,66 +366,28 @@ def run_loop(
     world: World = World(),
 ) -> dict:
     """Train ``trainee`` for the steps [saved step, steps); returns the training record."""
-    import torch
-    from tqdm import tqdm
-
-    recorded = _finished(output, settings, world) if trainee.save_model is not None else None
+    device = Device.of(device)
+    recorded = _finished(output, settings, world) if trainee.save is not None else None
     if recorded is not None:
         return recorded
-    model = trainee.model.to(device).train()  # before the optimizer: its state follows the parameters
-    optimizer = adamw(trainee.parameters, settings.lr, settings.weight_decay, device)
-    warmup, steps = settings.warmup_length(), settings.steps
-    scheduler = torch.optim.lr_scheduler.LambdaLR(
-        optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
-    )
-    record, state_dir = _Progress(), settled(output / STATE)
-    if (state_dir / TRAINER).exists():
-        start_over = f"delete {state_dir} to train from the start"
-        with restoring(state_dir, start_over):
-            saved = load_weights(state_dir / TRAINER)
-            model.load_state_dict(load_weights(state_dir / "model.pt"))
-            optimizer.load_state_dict(saved["optimizer"])
-            for group in optimizer.param_groups:  # the saved groups carry the device they ran on, not this one's
-                group["fused"] = device.startswith("cuda")
-            scheduler.load_state_dict(saved["scheduler"])
-            record.step = check_step(saved["step"], settings.steps, state_dir, start_over)
-            record.history, record.running = json.loads(saved["history"]), saved.get("running_loss")
-            record.log = json.loads(saved["log"]) if "log" in saved else _log_of(json.loads(saved.get("losses", "[]")))
-            if not isinstance(record.history, list) or not isinstance(record.log, list):
-                raise TypeError("its history or log are not lists")
-            trainee.restore(saved.get("extra") or {})
-            _restore_rng(saved, device)  # dropout continues as in an uninterrupted run
-        log.info("resuming %s at step %d of %d", output, record.step, settings.steps)
+    run = _Run(trainee, output, settings, device, world)
+    run.restore()
     precision = pick_precision(settings.precision, device, "train")
-    autocast = precision == "bf16"
-    if world.active:
-        distributed.start(device)
-    parallel = distributed.wrap(model, device, trainee.unused_parameters) if world.active else model
-    forward = torch.compile(parallel) if settings.compile else parallel
+    _train(run, precision == "bf16", progress, stop_after)
+    return _finish(trainee, run.record, output, settings, device, precision, world)
+
+
+def _train(run: _Run, bf16: bool, progress: bool, stop_after: int | None) -> None:
+    """The steps of this invocation, the state saved when due and when stopped."""
+    from tqdm import tqdm
+
+    parallel, forward = run.wrap()  # held here alone: let go before the process group is left (finally)
+    settings, record, world, trainee = run.settings, run.record, run.world, run.trainee
     end = settings.steps if stop_after is None else min(settings.steps, record.step + stop_after)
     per_step = settings.accumulation
-
-    def save() -> None:
-        if not world.main:  # one writer
-            return
-        with atomic_dir(state_dir) as tmp:  # a kill never leaves no state: the last one is kept aside
-            torch.save(model.state_dict(), tmp / "model.pt")
-            torch.save(
-                {
-                    "optimizer": optimizer.state_dict(),
-                    "scheduler": scheduler.state_dict(),
-                    "step": record.step,
-                    "history": json.dumps(record.history),
-                    "running_loss": record.running,
-                    "log": json.dumps(record.log),
-                    "extra": trainee.state(),
-                    **_rng_state(device),
-                },
-                tmp / TRAINER,
-            )
-
-    started, before_step, in_step = time.time(), None, False
-    fed = feed(range(record.step * per_step, end * per_step), lambda g: trainee.prepare(trainee.batches[g]), device)
+    run.started = time.time()
+    work = range(record.step * per_step, end * per_step)
+    fed = feeding.feed(work, lambda g: trainee.prepare(trainee.batches[g]), run.device)
     bar = tqdm(
         total=settings.steps, initial=record.step, desc="train", unit="step", disable=not progress or not world.main
     )
@@ -300,59 +395,30 @@ def run_loop(
         with (
             distributed.collective_errors(world),
             held_interrupts() as check_interrupts,
-            out_of_memory_hint(*trainee.memory),
+            feeding.out_of_memory_hint(*trainee.memory),
         ):
             while record.step < end:
-                before_step, in_step = _rng_state(device), True  # a step cut short is rewound to here
-                losses = []
-                for micro in range(per_step):
-                    inputs = next(fed)
-                    inputs = to_device(inputs, device) if isinstance(inputs, dict) else inputs
-                    accumulating = world.active and micro < per_step - 1
-                    with (
-                        torch.autocast(device.split(":")[0], dtype=torch.bfloat16, enabled=autocast),
-                        parallel.no_sync() if accumulating else contextlib.nullcontext(),
-                    ):
-                        loss = trainee.loss_of(inputs, forward) / per_step
-                    loss.backward()
-                    losses.append(loss.detach())
-                torch.nn.utils.clip_grad_norm_(trainee.parameters, settings.max_grad_norm)
-                optimizer.step()
-                scheduler.step()
-                optimizer.zero_grad(set_to_none=True)
-                total = torch.stack(losses).sum()  # one device sync per step, after the step is queued
-                if world.active:  # the ranks' mean loss, and whether any rank holds Ctrl-C or SIGTERM
-                    value, stop = distributed.mean_and_stop(total, check_interrupts.pending)
-                else:
-                    value, stop = float(total), False
-                entry, in_step = record.add(value, started, settings.steps), False
-                save_now = trainee.after_step(record.step, entry) if trainee.after_step else False
+                entry, save_now, stop = run.step(fed, parallel, forward, bf16, check_interrupts)
                 bar.set_postfix(loss=f"{record.running:.3f}", **{k: v for k, v in entry.items() if k == "dev_em"})
                 bar.update(1)
                 periodic = settings.save_every and record.step % settings.save_every == 0
                 if record.step < settings.steps and (periodic or save_now or record.step == end):
                     with distributed.one_writer(world):  # the others wait on the store, not a collective
-                        save()
+                        run.save()
                 if not world.active or stop:  # ranks stop after the step they agreed on, never one alone
-                    check_interrupts(stop)  # Ctrl-C or SIGTERM during the step stop here, with the step whole
+                    check_interrupts(stop)
     except distributed.CollectiveFailure:  # a rank died: this one may be mid-step, so it saves nothing
         raise
     except (KeyboardInterrupt, IfqaError):  # interrupted, or out of memory within a step: keep the whole steps
-        optimizer.zero_grad(set_to_none=True)
-        if record.step > 0:
-            if in_step:  # its dropout masks come again when it is taken on resuming
-                _restore_rng(before_step, device)
-            save()
-            log.warning("%s: stopped at step %d of %d, state saved", output, record.step, settings.steps)
+        run.saved_on_stop()
         raise
     finally:
         bar.close()
-        forward = parallel = None  # DistributedDataParallel lets go of the process group before the group is left
+        parallel = forward = None  # DistributedDataParallel lets go of the process group before the group is left
         distributed.stop()
-    return _finish(trainee, record, output, settings, device, precision, world)
 
 
-def _finish(trainee, record: _Progress, output: Path, settings, device: str, precision: str, world: World) -> dict:
+def _finish(trainee, record: _Progress, output: Path, settings, device: Device, precision: str, world: World) -> dict:
     """The record of this invocation; a finished run's model saved, its log and result written."""
     result = {
         "step": record.step,
@@ -360,14 +426,14 @@ def _finish(trainee, record: _Progress, output: Path, settings, device: str, pre
         "history": record.history,
         "log": record.log,
         "finished": record.step >= settings.steps,
-        "device": device,
-        **trainee.state(),
+        "device": str(device),
+        **trainee.evaluation.state(),
     }
     if not result["finished"]:
         return result
     result.update(bf16=precision == "bf16", numerics=numerics(device, precision))
-    if trainee.save_model is not None and world.main:
-        trainee.save_model(output)  # replaces a model an earlier, killed run saved from the same final state
+    if trainee.save is not None and world.main:
+        trainee.save(output)  # replaces a model an earlier, killed run saved from the same final state
         with atomic_write(output / "train_log.jsonl") as handle:
             handle.write("".join(json.dumps(entry) + "\n" for entry in record.log))
         write_json(output / RESULT, result)  # the model is saved: from here a rerun does not train again

@@ -1,18 +1,27 @@
-"""Training recipes for learned retrieval components, as configuration dataclasses (no heavy
-imports: the command line builds ``ifqa train reranker|retriever`` options from them).
+"""What ifqa trains, as configuration dataclasses (no heavy imports: the command line builds every
+``ifqa train`` command's options from them): the retrieval models' recipes (mined kinds) and the readers'
+(run kinds: FiD, the LLM reader), whose loop settings are declared once (``run_recipe``).
 
-The defaults are the recipe reported in docs/results.md; they were chosen on IfQA dev only.
+The defaults are the recipes reported in docs/results.md; they were chosen on IfQA dev only.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from ifqa.configs import option
+from ifqa.devices import is_cuda
 from ifqa.errors import IfqaError
 from ifqa.llm.trained import READER_SETTINGS
 from ifqa.registry import QUERY_MODES
 from ifqa.retrieval import DEFAULT_ENCODER
+
+#: every training command's --precision (devices.pick_precision's ``train`` work)
+PRECISION_HELP = (
+    "auto: bf16 autocast on a GPU with native bf16, else fp32 (every CPU: the same losses on any CPU); "
+    "bf16 on a CPU with AMX or AVX-512 BF16 when asked."
+)
 
 
 @dataclass(frozen=True)
@@ -38,10 +47,7 @@ class LoopRecipe(MiningRecipe):
 
     epochs: int = option(1, "Passes over the training questions.", min=1)
     precision: str = option(  # devices.pick_precision's ``train`` work
-        "auto",
-        "auto: bf16 autocast on a GPU with native bf16, else fp32 (every CPU: the same losses on any CPU); "
-        "bf16 on a CPU with AMX or AVX-512 BF16 when asked.",
-        choices=("auto", "fp32", "bf16"),
+        "auto", PRECISION_HELP, choices=("auto", "fp32", "bf16")
     )
     save_every: int = option(200, "Also save the resumable state every N steps (Ctrl-C saves it too).", min=1)
 
@@ -100,8 +106,91 @@ class ControlRecipe(MiningRecipe):
     weight: float = option(0.5, "Weight of the classifier's logit added to the first-stage score.")
 
 
+#: The loop settings of a reader trained on a run file, declared once: name -> (type, default, help, bounds).
+#: A kind's recipe takes them with its own defaults (``run_recipe``).
+RUN_FIELDS = {
+    "epochs": (int, 1, "Passes over the training questions (when --steps is not given).", dict(min=1)),
+    "steps": (int | None, None, "Optimizer steps in all (default: --epochs passes).", dict(min=1)),
+    "batch_size": (int | None, 8, "Questions per optimizer step, over all ranks.", dict(min=1)),
+    "accumulation": (int, 1, "Micro-batches per step (each of --batch-size / --accumulation questions).", dict(min=1)),
+    "lr": (float, 1e-4, "Peak learning rate (AdamW, linear warm-up then decay).", dict(min=0.0)),
+    "warmup_steps": (int | None, None, "Steps of warm-up (default: 5% of the steps).", dict(min=0)),
+    "weight_decay": (float, 0.0, "AdamW weight decay.", dict(min=0.0)),
+    "max_grad_norm": (float, 1.0, "Gradients are clipped to this norm.", dict(min=1e-6)),
+    "eval_every": (int, 100, "Dev EM every N steps (with --dev-run); best/ keeps the best.", dict(min=1)),
+    "dev_questions": (
+        int | None,
+        None,
+        "Score dev EM on the dev run's first N questions while training (default: all).",
+        dict(min=1),
+    ),
+    "eval_batch_size": (int, 16, "Questions per generation batch when scoring dev.", dict(min=1)),
+    "save_every": (int | None, None, "Also save the resumable state every N steps.", dict(min=1)),
+    "seed": (int, 0, "Seed for data order, demonstrations and initialization.", {}),
+    "precision": (str, "auto", PRECISION_HELP, dict(choices=("auto", "fp32", "bf16"))),
+    "gradient_checkpointing": (bool, False, "Recompute activations to save memory.", {}),
+}
+
+
+def run_recipe(name: str, helps: dict[str, str] | None = None, **defaults) -> type:
+    """A base recipe holding ``RUN_FIELDS`` with a kind's own ``defaults`` (``helps``: a field's help where
+    the kind's meaning of it is its own; bounds as declared); a kind's recipe subclasses it with the
+    fields of its model."""
+    helps = helps or {}
+    unknown = (set(defaults) | set(helps)) - set(RUN_FIELDS)
+    if unknown:
+        raise TypeError(f"not run recipe fields: {', '.join(sorted(unknown))}")
+    fields = []
+    for field, (kind, default, help, bounds) in RUN_FIELDS.items():
+        fields.append((field, kind, option(defaults.get(field, default), helps.get(field, help), **bounds)))
+    #: RENAMED: a setting a kind's recipe once had, as its run records of that time read now (none here)
+    return dataclasses.make_dataclass(name, fields, frozen=True, namespace={"RENAMED": {}})
+
+
 @dataclass(frozen=True)
-class LLMRecipe:
+class FiDRecipe(
+    run_recipe(
+        "FiDRunRecipe",
+        steps=15000,
+        batch_size=None,
+        warmup_steps=1000,
+        weight_decay=0.01,
+        eval_every=500,
+        eval_batch_size=8,
+    )
+):
+    """``ifqa train fid``: what a FiD training run is; saved beside its checkpoints, so a resume with other
+    settings is refused, except for those in ``HOW_NOT_WHAT``: they change speed and memory, not the result.
+    Without ``--batch-size`` each rank takes 8 questions a step on a GPU, 1 on a CPU (``on``)."""
+
+    HOW_NOT_WHAT = ("compile", "no_compile", "gradient_checkpointing", "eval_batch_size", "save_every")
+    #: a setting the recipe once had, as the run records of that time read now: name -> (new name, values)
+    RENAMED = {
+        "fp32": ("precision", {True: "fp32", False: "auto"}),
+        "bf16": ("precision", {True: "auto", False: "fp32"}),
+    }
+
+    model: str = option("t5-base", "T5 hub id or local folder (t5-base, google/flan-t5-large, ...).")
+    compile: bool = option(
+        False,
+        "Compile the model with torch.compile (the default on CUDA, where it trains about "
+        "2x faster; on a CPU only when asked).",
+    )
+    no_compile: bool = option(False, "Run the model eagerly, also on CUDA.")
+    n_context: int = option(20, "Passages per question fed to the encoder.", min=1)
+    text_maxlength: int = option(250, "Tokens per question+passage input.", min=1)
+    answer_maxlength: int = option(20, "Tokens per target answer.", min=1)
+
+    def on(self, device, ranks: int = 1) -> FiDRecipe:
+        """The recipe with its device-dependent defaults filled in (what the run records): without
+        ``--batch-size`` each of the ``ranks`` takes 8 questions a step on a GPU, 1 on a CPU, so more
+        GPUs train faster; a given ``--batch-size`` is the global batch whatever the world."""
+        per_rank = 8 if is_cuda(device) else 1
+        return self if self.batch_size else dataclasses.replace(self, batch_size=per_rank * ranks)
+
+
+@dataclass(frozen=True)
+class LLMRecipe(run_recipe("LLMRunRecipe")):
     """``ifqa train llm``: a causal LM fine-tuned to answer as ``ifqa read llm`` prompts it. The reader's
     settings (mode ... max_prompt_tokens) build every training prompt and go into the model card, which
     the reader then reads back; changing any other field but those in ``HOW_NOT_WHAT`` is another run."""
@@ -136,28 +225,7 @@ class LLMRecipe:
     max_prompt_tokens: int = option(
         512, "Prompt budget in tokens: longer prompts have their passages cut, as the reader cuts them.", min=64
     )
-    epochs: int = option(1, "Passes over the training questions (when --steps is not given).", min=1)
-    steps: int | None = option(None, "Optimizer steps in all (default: --epochs passes).", min=1)
-    batch_size: int = option(8, "Questions per optimizer step, over all ranks.", min=1)
-    accumulation: int = option(1, "Micro-batches per step (each of --batch-size / --accumulation questions).", min=1)
-    lr: float = option(1e-4, "Peak learning rate (AdamW, linear warm-up then decay).", min=0.0)
-    warmup_steps: int | None = option(None, "Steps of warm-up (default: 5% of the steps).", min=0)
-    weight_decay: float = option(0.0, "AdamW weight decay.", min=0.0)
-    max_grad_norm: float = option(1.0, "Gradients are clipped to this norm.", min=1e-6)
     lora_rank: int | None = option(None, "Train LoRA adapters of this rank (peft) instead of every weight.", min=1)
     lora_alpha: float | None = option(None, "LoRA scaling alpha (default: twice the rank).", min=0.0)
     lora_dropout: float = option(0.05, "Dropout on the LoRA adapters' inputs.", min=0.0, max=0.9)
     no_merge: bool = option(False, "Save the LoRA adapter alone, not merged into the model.")
-    eval_every: int = option(100, "Dev EM every N steps (with --dev-run); best/ keeps the best.", min=1)
-    dev_questions: int | None = option(
-        None, "Score dev EM on the dev run's first N questions while training (default: all).", min=1
-    )
-    eval_batch_size: int = option(16, "Questions per generation batch when scoring dev.", min=1)
-    save_every: int | None = option(None, "Also save the resumable state every N steps.", min=1)
-    seed: int = option(0, "Seed for data order, demonstrations and initialization.")
-    precision: str = option(
-        "auto",
-        "auto: bf16 autocast on a GPU with native bf16, else fp32; bf16 on a CPU with AMX or AVX-512 BF16 when asked.",
-        choices=("auto", "fp32", "bf16"),
-    )
-    gradient_checkpointing: bool = option(False, "Recompute activations to save memory.")

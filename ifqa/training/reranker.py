@@ -105,8 +105,16 @@ def train_reranker(
         with atomic_dir(folder / "model") as tmp:
             encoder.save(str(tmp))
 
-    trainee = Trainee(model, list(model.parameters()), steps, loss_of, prepare, save_model)
-    trainee.memory = (f"a step of {recipe.questions_per_step} questions", "--questions-per-step")
+    trainee = Trainee(
+        model=model,
+        parameters=list(model.parameters()),
+        batches=steps,
+        prepare=prepare,
+        shares="--questions-per-step",
+        loss=loss_of,
+        save=save_model,
+        memory=(f"a step of {recipe.questions_per_step} questions", "--questions-per-step"),
+    )
     result = train_recipe(recipe, trainee, output, device, run, world)
     result["recipe"] = asdict(recipe)
     result["groups"] = len(groups)

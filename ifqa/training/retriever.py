@@ -86,8 +86,17 @@ def train_retriever(
             model.save(str(tmp))
 
     trainable = [p for p in model.parameters() if p.requires_grad]
-    trainee = Trainee(model, trainable, steps, loss_of, share, save_model, unused_parameters=True)  # the pooler
-    trainee.memory = (f"a step of {recipe.questions_per_step} questions", "--questions-per-step")
+    trainee = Trainee(
+        model=model,
+        parameters=trainable,
+        batches=steps,
+        prepare=share,
+        shares="--questions-per-step",
+        loss=loss_of,
+        save=save_model,
+        unused_parameters=True,  # the pooler
+        memory=(f"a step of {recipe.questions_per_step} questions", "--questions-per-step"),
+    )
     result = train_recipe(recipe, trainee, output, device, run, world)
     result["extra"] = {
         "question_side_only": recipe.question_side_only,

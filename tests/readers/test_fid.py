@@ -7,11 +7,11 @@ from transformers import AutoTokenizer, T5ForConditionalGeneration
 from transformers.modeling_outputs import BaseModelOutput
 
 from ifqa.models import load_weights
-from ifqa.readers.fid import FiDTrainConfig
 from ifqa.readers.fid import data as fid_data
 from ifqa.readers.fid import model as fid_model
 from ifqa.readers.fid import predict as fid_predict
 from ifqa.training import fid as fid_train
+from ifqa.training.recipes import FiDRecipe
 from tests.readers.tiny_models import tiny_t5
 
 TOY = [
@@ -181,7 +181,7 @@ def test_cli_training_overfits_and_the_checkpoint_reproduces_predictions(cli, t5
 
 @pytest.mark.numerics
 def test_resume_gives_the_same_next_losses(t5_dir, toy_run, tmp_path):
-    config = FiDTrainConfig(
+    config = FiDRecipe(
         model=str(t5_dir),
         steps=6,
         lr=1e-3,
@@ -194,13 +194,15 @@ def test_resume_gives_the_same_next_losses(t5_dir, toy_run, tmp_path):
     straight = fid_train.train(toy_run, None, tmp_path / "a", config, "cpu", progress=False)
     first = fid_train.train(toy_run, None, tmp_path / "b", config, "cpu", progress=False, stop_after=3)
     assert first["step"] == 3 and not (tmp_path / "b" / "best").exists()
-    saved = tmp_path / "b" / "train_config.json"  # as written before the setting was named fp32
-    legacy = json.loads(saved.read_text())
-    legacy["bf16"] = not legacy.pop("fp32")
+    saved = tmp_path / "b" / "train_config.json"  # as earlier versions wrote it: precision as fp32 (or bf16),
+    legacy = json.loads(saved.read_text())  # no kind, no settings added since
+    legacy["fp32"] = legacy.pop("precision") == "fp32"
+    for added in ("kind", "epochs", "dev_questions"):
+        legacy.pop(added)
     saved.write_text(json.dumps(legacy))
     resumed = fid_train.train(toy_run, None, tmp_path / "b", config, "cpu", progress=False)
     assert [e["loss"] for e in resumed["log"]] == pytest.approx([e["loss"] for e in straight["log"]], abs=1e-6)
-    other = FiDTrainConfig(**{**config.__dict__, "lr": 5e-4})
+    other = FiDRecipe(**{**config.__dict__, "lr": 5e-4})
     with pytest.raises(Exception, match="other settings"):
         fid_train.train(toy_run, None, tmp_path / "b", other, "cpu", progress=False)
 
@@ -231,7 +233,7 @@ def test_loads_an_original_fid_checkpoint(t5_dir, tmp_path):
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_bf16_training_step_on_gpu(t5_dir, toy_run, tmp_path):
-    config = FiDTrainConfig(
+    config = FiDRecipe(
         model=str(t5_dir),
         steps=2,
         lr=1e-3,
@@ -263,9 +265,9 @@ def test_compiled_training_on_gpu_follows_eager_and_reads_in_bf16(t5_without_dro
         answer_maxlength=6,
     )
     eager = fid_train.train(
-        toy_run, None, tmp_path / "eager", FiDTrainConfig(**common, no_compile=True), "cuda", progress=False
+        toy_run, None, tmp_path / "eager", FiDRecipe(**common, no_compile=True), "cuda", progress=False
     )
-    compiled = fid_train.train(toy_run, None, tmp_path / "compiled", FiDTrainConfig(**common), "cuda", progress=False)
+    compiled = fid_train.train(toy_run, None, tmp_path / "compiled", FiDRecipe(**common), "cuda", progress=False)
     assert [e["loss"] for e in compiled["log"]] == pytest.approx([e["loss"] for e in eager["log"]], rel=2e-2, abs=2e-2)
     model = fid_model.FiDT5.from_pretrained(str(t5_without_dropout)).to("cuda")
     tokenizer = AutoTokenizer.from_pretrained(str(t5_without_dropout))
@@ -292,7 +294,7 @@ def test_compiled_training_equals_eager_and_resumes(t5_without_dropout, toy_run,
 
     if compile_unavailable("cpu"):
         pytest.skip(compile_unavailable("cpu"))
-    config = FiDTrainConfig(
+    config = FiDRecipe(
         model=str(t5_without_dropout),
         steps=4,
         lr=1e-3,
@@ -303,7 +305,7 @@ def test_compiled_training_equals_eager_and_resumes(t5_without_dropout, toy_run,
         answer_maxlength=6,
     )
     eager = fid_train.train(toy_run, None, tmp_path / "eager", config, "cpu", progress=False)
-    compiled_config = FiDTrainConfig(**{**config.__dict__, "compile": True})
+    compiled_config = FiDRecipe(**{**config.__dict__, "compile": True})
     first = fid_train.train(toy_run, None, tmp_path / "compiled", config, "cpu", progress=False, stop_after=2)
     assert first["step"] == 2
     compiled = fid_train.train(toy_run, None, tmp_path / "compiled", compiled_config, "cpu", progress=False)
@@ -314,11 +316,11 @@ def test_compile_settings_are_checked_before_any_work(t5_dir, toy_run, tmp_path,
     from ifqa import devices
     from ifqa.errors import IfqaError
 
-    both = FiDTrainConfig(model=str(t5_dir), steps=1, compile=True, no_compile=True)
+    both = FiDRecipe(model=str(t5_dir), steps=1, compile=True, no_compile=True)
     with pytest.raises(IfqaError, match="--compile and --no-compile"):
         fid_train.train(toy_run, None, tmp_path / "a", both, "cpu", progress=False)
     monkeypatch.setattr(devices, "compile_unavailable", lambda device: "no C++ compiler (g++) found")
-    asked = FiDTrainConfig(model=str(t5_dir), steps=1, compile=True)
+    asked = FiDRecipe(model=str(t5_dir), steps=1, compile=True)
     with pytest.raises(IfqaError, match="--compile: no C\\+\\+ compiler"):
         fid_train.train(toy_run, None, tmp_path / "b", asked, "cpu", progress=False)
     assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
@@ -342,12 +344,12 @@ def test_a_compile_that_cannot_work_is_found_by_compiling_before_any_work(t5_dir
     try:
         reason = devices.compile_unavailable("cpu")
         assert reason and reason.startswith("a test compile failed") and "\n" not in reason
-        asked = FiDTrainConfig(model=str(t5_dir), steps=1, compile=True)
+        asked = FiDRecipe(model=str(t5_dir), steps=1, compile=True)
         with pytest.raises(IfqaError, match="--compile: a test compile failed"):
             fid_train.train(toy_run, None, tmp_path / "c", asked, "cpu", progress=False)
         assert not (tmp_path / "c").exists()
         monkeypatch.setattr(devices, "compile_unavailable", lambda device: reason)
-        assert _use_compile(FiDTrainConfig(model=str(t5_dir), steps=1), "cuda") is False  # the default: eager
+        assert _use_compile(FiDRecipe(model=str(t5_dir), steps=1), "cuda") is False  # the default: eager
     finally:
         devices._compile_probe.cache_clear()
         torch._dynamo.reset()
@@ -379,7 +381,7 @@ def test_interrupted_training_keeps_whole_steps(t5_dir, toy_run, tmp_path, monke
     command resumes as if nothing happened. Out of memory is one line naming the batch size."""
     from ifqa.errors import IfqaError
 
-    config = FiDTrainConfig(
+    config = FiDRecipe(
         model=str(t5_dir),
         steps=4,
         lr=1e-3,
@@ -440,12 +442,10 @@ def test_the_batch_size_defaults_by_device_and_the_run_records_it(t5_without_dro
     --batch-size each rank takes that many (8 GPUs: 64 a step, not 8 GPUs of one question each), a
     given --batch-size stays the global batch. What the run trained with is recorded, so a resume
     compares like with like and a run says how it was trained."""
-    assert FiDTrainConfig().on("cuda").batch_size == 8 and FiDTrainConfig().on("cpu").batch_size == 1
-    assert FiDTrainConfig().on("cuda", 8).batch_size == 64 and FiDTrainConfig().on("cpu", 2).batch_size == 2
-    assert (
-        FiDTrainConfig(batch_size=3).on("cuda").batch_size == 3 == FiDTrainConfig(batch_size=3).on("cuda", 8).batch_size
-    )
-    config = FiDTrainConfig(model=str(t5_without_dropout), steps=1, warmup_steps=0, n_context=2, text_maxlength=32)
+    assert FiDRecipe().on("cuda").batch_size == 8 and FiDRecipe().on("cpu").batch_size == 1
+    assert FiDRecipe().on("cuda", 8).batch_size == 64 and FiDRecipe().on("cpu", 2).batch_size == 2
+    assert FiDRecipe(batch_size=3).on("cuda").batch_size == 3 == FiDRecipe(batch_size=3).on("cuda", 8).batch_size
+    config = FiDRecipe(model=str(t5_without_dropout), steps=1, warmup_steps=0, n_context=2, text_maxlength=32)
     fid_train.train(toy_run, None, tmp_path / "fid", config, "cpu", progress=False)
     recorded = json.loads((tmp_path / "fid" / "train_config.json").read_text())
     assert recorded["batch_size"] == 1

@@ -205,10 +205,10 @@ def test_embeddings_equal_sentence_transformers_encode(corpus, tmp_path, titles)
 def test_tokenizing_workers_write_the_same_chunks(corpus, tmp_path, monkeypatch):
     """The CUDA path (DataLoader worker processes tokenizing ahead, across chunk boundaries) runs on a
     CPU too when asked: the chunk files equal the inline path's."""
-    from ifqa.retrieval import batching
+    from ifqa import feeding
 
     dense.build(corpus, tmp_path / "inline", chunk=3, batch_size=2, progress=False)
-    monkeypatch.setattr(batching, "default_workers", lambda device, asked=None: 2)
+    monkeypatch.setattr(feeding, "default_workers", lambda device, asked=None: 2)
     dense.build(corpus, tmp_path / "workers", chunk=3, batch_size=2, progress=False)
     for j in range(3):
         name = f"chunk-{j:07d}.npy"

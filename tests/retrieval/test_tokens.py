@@ -214,7 +214,7 @@ def test_pairs_cut_on_both_sides_are_prepared_alike_on_the_feeds_threads(cross_e
     """A batch holding a question too long for --max-length is tokenized by the tokenizer itself, whose
     call changes its truncation setting: prepared ahead on the GPU feed's threads, every batch is the
     one prepared alone (two threads sharing the tokenizer once cut each other's pairs, or failed)."""
-    from ifqa.retrieval import batching
+    from ifqa import feeding
     from ifqa.retrieval.rerank import load_reranker
     from tests.fake_cuda import FakeCuda
 
@@ -230,5 +230,5 @@ def test_pairs_cut_on_both_sides_are_prepared_alike_on_the_feeds_threads(cross_e
     alone = [reranker._rows(batch) for batch in batches]
     FakeCuda(count=1).install(monkeypatch)
     monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: self)
-    for got, want in zip(batching.feed(batches, reranker._rows, "cuda", workers=0), alone, strict=True):
+    for got, want in zip(feeding.feed(batches, reranker._rows, "cuda", workers=0), alone, strict=True):
         assert {k: v.tolist() for k, v in got.items()} == {k: v.tolist() for k, v in want.items()}

@@ -1,35 +1,57 @@
-"""A toy trainable kind: what a new kind needs (a recipe, its inputs, the folder it writes, ``train`` and
-``summary``). It "trains" the run's most frequent answer into ``best/answer.txt``."""
+"""A toy reader kind, trained on the shared loop (``training/runs.py``) from its parts alone: a model (one
+logit per training answer), its batches, its loss, its dev answers and its save. It learns the run's most
+frequent answer into ``best/answer.txt``."""
 
 import collections
 from dataclasses import dataclass
 
-from ifqa.artifacts import read_run
+import torch
+
 from ifqa.configs import option
-from ifqa.io import write_json
+from ifqa.io import atomic_dir, write_json
+from ifqa.training.kinds import RunKind
+from ifqa.training.recipes import run_recipe
+from ifqa.training.runs import Reader, ReaderKind
 
 
 @dataclass(frozen=True)
-class ToyRecipe:
+class ToyRecipe(run_recipe("ToyRunRecipe", steps=8, batch_size=2, lr=0.5)):
+    HOW_NOT_WHAT = ()
     shout: bool = option(False, "Write the answer in capitals.")
 
 
-class ToyKind:
-    recipe = ToyRecipe
-    inputs = "run"
-    artifact = "best"
-    help = "Learn the most frequent answer of a run."
+def load(recipe, device, world, files) -> Reader:
+    counts = collections.Counter(r["answers"][0] for r in files.train)
+    answers = sorted(counts)
+    targets = torch.tensor([answers.index(r["answers"][0]) for r in files.train])
+    model = torch.nn.Linear(1, len(answers))
 
-    def train(self, recipe, job):
-        answers = collections.Counter(a for r in read_run(job.train_run) for a in r["answers"][:1])
-        answer = answers.most_common(1)[0][0]
-        (job.output / "best").mkdir(parents=True, exist_ok=True)
-        (job.output / "best" / "answer.txt").write_text(answer.upper() if recipe.shout else answer)
-        write_json(job.output / "best" / "ifqa_card.json", {"kind": "toy", "answer": answer})
-        return {"finished": True, "answer": answer}
+    def save(folder, **facts):
+        best = answers[int(model(torch.ones(1)).argmax())]
+        with atomic_dir(folder) as tmp:
+            (tmp / "answer.txt").write_text(best.upper() if recipe.shout else best)
+            write_json(tmp / "ifqa_card.json", {"kind": "toy", "answer": best, **facts})
 
-    def summary(self, output, record):
-        return f"{output}: learned {record['answer']!r}"
+    return Reader(
+        model=model,
+        parameters=list(model.parameters()),
+        batch=lambda g: targets[g % len(targets) :][: recipe.batch_size],
+        loss=lambda rows, forward: torch.nn.functional.cross_entropy(forward(torch.ones(len(rows), 1)), rows),
+        predict=lambda records: [answers[int(model(torch.ones(1)).argmax())]] * len(records),
+        save=save,
+        memory=("a toy step", "nothing"),
+    )
 
 
-TOY = ToyKind()
+TOY = RunKind(
+    recipe=ToyRecipe,
+    help="Learn the most frequent answer of a run.",
+    reader="tests.toys.toy_trainer:READER",
+)
+READER = ReaderKind(
+    name="toy",
+    check=lambda recipe, output: None,
+    keep=lambda train, *_: train,
+    micro_batch=lambda r: r.batch_size,
+    load=load,
+)

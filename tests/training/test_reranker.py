@@ -243,14 +243,14 @@ def test_pairs_scored_across_questions_equal_one_question_at_a_time(tmp_path, tr
     """Batching many questions' pairs together (and tokenizing them in worker processes, the CUDA
     path) gives the ranks of scoring each question alone, and in fp32 the same scores."""
     import ifqa
-    from ifqa.retrieval import batching
+    from ifqa import feeding
 
     questions = [e.question for e in ifqa.load_questions("demo", "dev")][:12]
     hits = ifqa.open_index("demo:bm25").batch_search(questions, 20)
     reranker = ifqa.Reranker(trained / "model", depth=15, batch_size=16, device="cpu")
     alone = [reranker.rerank(q, h) for q, h in zip(questions, hits)]
     together = reranker.rerank_many(questions, hits)
-    monkeypatch.setattr(batching, "default_workers", lambda device, asked=None: 2)
+    monkeypatch.setattr(feeding, "default_workers", lambda device, asked=None: 2)
     with_workers = reranker.rerank_many(questions, hits)
     for a, b, c in zip(alone, together, with_workers):
         assert [h.id for h in a] == [h.id for h in b] == [h.id for h in c]

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from ifqa import distributed
 from ifqa.artifacts import QuestionSet, as_question_set, check_questions, read_run, write_manifest, write_predictions
-from ifqa.devices import bf16_supported
+from ifqa.cards import FID_CONFIG
+from ifqa.devices import bf16_supported, is_cuda
 from ifqa.errors import IfqaError
 from ifqa.models import check_model
-from ifqa.readers.fid import FID_CONFIG
 from ifqa.readers.fid.data import Collator, FiDSettings
 from ifqa.readers.fid.model import FiDT5, load_model
 
@@ -45,7 +45,7 @@ def predict(
 
     collator = Collator(tokenizer, settings)
     device = next(model.parameters()).device
-    autocast = bf16 and device.type == "cuda" and bf16_supported(str(device))
+    autocast = bf16 and is_cuda(str(device)) and bf16_supported(str(device))
     model.eval()
     out = []
     for start in tqdm(range(0, len(records), batch_size), desc="fid", disable=not progress):
@@ -110,7 +110,7 @@ def read_to_file(
         return rows
     write_predictions(output, rows)
 
-    precision = "bf16" if device.startswith("cuda") and bf16_supported(device) else "fp32"
+    precision = "bf16" if is_cuda(device) and bf16_supported(device) else "fp32"
     write_manifest(
         output,
         questions,

@@ -1,0 +1,200 @@
+"""A reader trained on a run file's questions and passages (FiD, the LLM reader), from what every such kind
+shares: its run recorded beside its checkpoints and checked on resuming, the launched world and this rank's
+device, the loop's settings from the recipe (``recipes.run_recipe``), dev EM on a schedule with the best model
+in ``best/`` and the final one in ``last/``. A kind brings a ``Reader``: its model loaded, its batches, its
+loss, its dev predictions and its save; nothing else differs between kinds."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ifqa import distributed
+from ifqa.artifacts import read_run
+from ifqa.devices import Device
+from ifqa.distributed import World
+from ifqa.errors import IfqaError
+from ifqa.eval.answers import best_over_answers, exact_match
+from ifqa.io import settled, write_json
+from ifqa.training.loop import RESULT, RUN_CONFIG, STATE, TRAINER, BestEM, LoopSettings, Trainee, run_loop, start
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(kw_only=True)
+class Reader:
+    """What a kind brings, its model loaded for this run. ``batch(g)`` is micro-batch g's inputs (a pure
+    function of the seed); ``loss(inputs, forward)`` its loss; ``predict(records)`` answers dev records
+    on this rank (in eval mode, training mode after); ``save(folder, **facts)`` writes a checkpoint folder
+    whole (``facts``: the step and dev EM it was saved at)."""
+
+    model: Any
+    parameters: list
+    batch: Callable[[int], Any]
+    loss: Callable[[Any, Callable], Any]
+    predict: Callable[[Sequence[dict]], list[str]]
+    save: Callable[..., None]
+    memory: tuple[str, str]
+    compile: bool = False
+    record: dict = dataclasses.field(default_factory=dict)  # what the run record adds (how it was launched)
+
+
+@dataclass(frozen=True)
+class RunFiles:
+    """The run files a reader trains on and is scored on, their records as kept, and its output folder."""
+
+    train_run: str | Path
+    dev_run: str | Path | None
+    train: list[dict]
+    dev: list[dict]
+    output: Path
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReaderKind:
+    """A reader trainable on a run file, declared by its parts (``kinds.py``). ``name``: what its run
+    record names it; ``check(recipe, output)``: refusals before anything is read; ``on(recipe, device,
+    ranks)``: the recipe with its device-dependent defaults filled in; ``keep(train,
+    dev, recipe, train_run, dev_run)``: the training records kept; ``micro_batch(recipe)``: questions a
+    rank-shared micro-batch holds; ``load(recipe, device, world, files)``: its ``Reader`` (``files``: ``RunFiles``)."""
+
+    name: str
+    check: Callable
+    keep: Callable
+    micro_batch: Callable
+    load: Callable
+    on: Callable = lambda recipe, device, ranks: recipe
+
+
+def identity(kind: ReaderKind, recipe) -> dict:
+    """What a run is: its kind and every recipe field but those that change only speed and memory."""
+    return {"kind": kind.name, **{k: v for k, v in dataclasses.asdict(recipe).items() if k not in recipe.HOW_NOT_WHAT}}
+
+
+def _recorded(saved: dict, recipe) -> dict:
+    """A run record of an earlier ifqa as this one reads it: settings renamed since (FiD's fp32) under their
+    new names, settings added since at their defaults, and how the run was launched left out."""
+    saved = {k: v for k, v in saved.items() if k != "launch"}  # how it was launched: it may move between worlds
+    for old, (new, values) in type(recipe).RENAMED.items():
+        if old in saved:
+            saved[new] = values[saved.pop(old)]
+    defaults = dataclasses.asdict(type(recipe)())
+    return {**{k: v for k, v in defaults.items() if k not in saved}, **saved}
+
+
+def resumes(output: Path, kind: ReaderKind, recipe) -> bool:
+    """Whether ``output`` holds this run to resume: its record is this run's (one that is another run is
+    refused in one line)."""
+    recorded = output / RUN_CONFIG
+    if recorded.is_file():
+        try:
+            saved = json.loads(recorded.read_text(encoding="utf-8"))
+        except ValueError:
+            raise IfqaError(f"{RUN_CONFIG} is not readable JSON; train into a new --output", output) from None
+        mine = identity(kind, recipe)
+        if saved.get("kind", "fid") != kind.name:  # FiD's records of earlier versions name no kind
+            raise IfqaError("holds another kind of training run; train into a new --output", output)
+        theirs = {k: v for k, v in _recorded(saved, recipe).items() if k not in recipe.HOW_NOT_WHAT}
+        if {**theirs, "kind": kind.name} != mine:
+            raise IfqaError(
+                "holds a run with other settings; use the same options, or train into a new --output", output
+            )
+        return True
+    if (settled(output / STATE) / TRAINER).exists() or (output / RESULT).exists():
+        raise IfqaError(f"holds a training state without its {RUN_CONFIG}; train into a new --output", output)
+    return False  # a folder holding what the command did not write is the output guard's (cli/options.py)
+
+
+def dev_em(predictions: Sequence[str], records: Sequence[dict]) -> float:
+    right = sum(best_over_answers(exact_match, p, r["answers"]) for p, r in zip(predictions, records))
+    return 100.0 * right / max(1, len(records))
+
+
+class DevEM(BestEM):
+    """Dev EM every ``eval_every`` steps and at the last, each rank predicting its share of whole batches;
+    a better EM saves ``best/`` (then the state is saved too, so ``best/`` and the best EM agree on resuming)."""
+
+    def __init__(self, reader: Reader, records: list[dict], recipe, steps: int, world: World, output: Path):
+        self.reader, self.recipe, self.steps, self.world, self.output = reader, recipe, steps, world, output
+        self.records = records[: recipe.dev_questions] if recipe.dev_questions else records
+        self.best_em, self.last_em = -1.0, None
+
+    def after_step(self, step: int, entry: dict) -> bool:
+        if not self.records or (step % self.recipe.eval_every and step != self.steps):
+            return False
+        share = self.world.blocks(len(self.records), self.recipe.eval_batch_size)
+        mine = self.reader.predict(self.records[share.start : share.stop])
+        em = dev_em(distributed.gather_objects(mine, self.world), self.records)
+        entry["dev_em"] = self.last_em = round(em, 2)
+        if entry["dev_em"] > self.best_em:
+            self.best_em = entry["dev_em"]
+            with distributed.one_writer(self.world) as writes:
+                if writes:
+                    self.reader.save(self.output / "best", step=step, dev_em=entry["dev_em"])
+        return True
+
+
+def settings_of(recipe, steps: int, precision: str, compile: bool) -> LoopSettings:
+    """The loop's settings from a run recipe: warm-up over 5% of the steps unless the recipe says."""
+    warmup = recipe.warmup_steps if recipe.warmup_steps is not None else max(1, steps // 20)
+    return LoopSettings(
+        steps,
+        recipe.lr,
+        weight_decay=recipe.weight_decay,
+        save_every=recipe.save_every,
+        precision=precision,
+        seed=recipe.seed,
+        warmup_steps=warmup,
+        accumulation=recipe.accumulation,
+        max_grad_norm=recipe.max_grad_norm,
+        compile=compile,
+    )
+
+
+def train_reader(kind: ReaderKind, recipe, train_run, dev_run, output, run) -> dict:
+    """Train ``kind``'s reader on a run file; a rerun resumes from ``output``'s state. Returns the training
+    record (``step``, ``log``, ``best_em``)."""
+    output = settled(Path(output))
+    kind.check(recipe, output)
+    resuming = resumes(output, kind, recipe)
+    world, device = start(recipe.seed, run.device)
+    recipe = kind.on(recipe, device, world.size)
+    world.share(range(kind.micro_batch(recipe)))  # a batch the ranks cannot share: one line, now
+    train_records, dev_records = read_run(train_run), read_run(dev_run) if dev_run else []
+    train_records = kind.keep(train_records, dev_records, recipe, train_run, dev_run)
+    steps = recipe.steps or max(1, math.ceil(recipe.epochs * len(train_records) / recipe.batch_size))
+    if world.active:  # the group forms before anything is written: a peer that never comes leaves nothing
+        distributed.start(device)
+    files = RunFiles(train_run, dev_run, train_records, dev_records, output)
+    reader = kind.load(recipe, Device.of(device), world, files)
+    if not resuming and world.main:  # written once the model loads: a model that cannot leaves nothing
+        output.mkdir(parents=True, exist_ok=True)
+        write_json(output / RUN_CONFIG, {**identity(kind, recipe), **reader.record})
+    dev = DevEM(reader, dev_records, recipe, steps, world, output)
+
+    def save(folder: Path) -> None:
+        reader.save(folder / "last", step=steps, dev_em=dev.last_em)
+        if not dev.records:
+            reader.save(folder / "best", step=steps, dev_em=None)
+
+    trainee = Trainee(
+        model=reader.model,
+        parameters=reader.parameters,
+        batches=range(steps * recipe.accumulation),
+        prepare=reader.batch,
+        loss=reader.loss,
+        evaluation=dev,
+        save=save,
+        memory=reader.memory,
+    )
+    settings = settings_of(recipe, steps, recipe.precision, reader.compile)
+    result = run_loop(trainee, output, settings, device, run.progress, run.stop_after, world)
+    if not result["finished"]:
+        log.info("stopped at step %d of %d; rerun the same command to continue", result["step"], steps)
+    return result

@@ -1,0 +1,84 @@
+"""Batches prepared ahead of a model (``ifqa.feeding``): by worker processes or by threads, pinned, in
+order, within the shared memory, leaving signals to the parent."""
+
+import os
+import signal
+import threading
+
+import pytest
+import torch
+
+from ifqa import feeding
+
+
+def _signals(batch: list[int]) -> dict:
+    return {
+        "ignored": torch.tensor(
+            [signal.getsignal(signal.SIGTERM) == signal.SIG_IGN, signal.getsignal(signal.SIGINT) == signal.SIG_IGN]
+        )
+    }
+
+
+def test_workers_leave_ctrl_c_and_sigterm_to_the_parent(monkeypatch):
+    """A signal sent to the whole process group must not kill a worker mid-batch: the parent stops at a
+    whole step and ends its workers itself."""
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "true")
+    flags = [f["ignored"].tolist() for f in feeding.feed([[1], [2], [3]], _signals, "cpu", workers=2)]
+    assert flags == [[True, True]] * 3
+    assert signal.getsignal(signal.SIGTERM) != signal.SIG_IGN  # the parent's own handlers are untouched
+    assert os.environ["TOKENIZERS_PARALLELISM"] == "true"  # set off only while the workers fork
+
+
+def _sized(batch: list[int]) -> dict:
+    return {"x": torch.zeros(batch[0], dtype=torch.int64)}  # batch[0] x 8 bytes
+
+
+def test_what_workers_keep_in_flight_fits_the_shared_memory(monkeypatch):
+    """8 workers x 4 batches ahead would not fit a container's small /dev/shm (bus error): what is in
+    flight is sized to half the free shared memory, and a batch that cannot fit at all is one line
+    before any batch is handed over."""
+    assert feeding.shared_memory_free("/no/such/folder") is None
+    assert feeding.in_flight(1000, 8, None) == (8, feeding.PREFETCH)  # nothing known: as before
+    assert feeding.in_flight(1000, 8, 10**9) == (8, feeding.PREFETCH)
+    assert feeding.in_flight(1000, 8, 8000) == (4, 1)  # 4 batches fit in half of it
+    assert feeding.in_flight(1000, 2, 12_000) == (2, 3)
+    assert feeding.in_flight(1000, 8, 1500) == (1, 1)  # one batch fits, not two: one worker, one ahead
+    seen = []
+    monkeypatch.setattr(feeding, "shared_memory_free", lambda path=feeding.SHARED_MEMORY: 4 * 8 * 100)
+    real_in_flight = feeding.in_flight
+    monkeypatch.setattr(feeding, "in_flight", lambda *args: seen.append(real_in_flight(*args)) or seen[-1])
+    work = [[100], [90], [80], [70], [60]]
+    assert [f["x"].numel() for f in feeding.feed(work, _sized, "cpu", workers=2)] == [100, 90, 80, 70, 60]
+    assert seen == [(2, 1)]  # the first (longest) batch measured: 800 bytes, 4 of them fit in 3,200
+    monkeypatch.setattr(feeding, "shared_memory_free", lambda path=feeding.SHARED_MEMORY: 500)
+    with pytest.raises(feeding.IfqaError, match=r"does not fit the 0.0 MB free in /dev/shm.*lower --batch-size"):
+        next(feeding.feed(work, _sized, "cpu", workers=2))
+
+
+def test_without_workers_a_gpu_is_fed_by_threads_ahead_pinned_and_in_order(monkeypatch):
+    """No worker processes on CUDA (a tokenizer whose batch call runs its own threads): batches are
+    prepared ahead on threads, a bounded number at a time, pinned, and come back in order."""
+    from tests.fake_cuda import FakeCuda
+
+    FakeCuda(count=1).install(monkeypatch)
+    pinned, prepared, taken = [], [], []
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: pinned.append(1) or self)
+
+    def prepare(batch: list[int]) -> dict:
+        prepared.append(batch[0])
+        return {"x": torch.tensor(batch), "note": "kept"}
+
+    work = [[i, i + 1] for i in range(20)]
+    for item in feeding.feed(work, prepare, "cuda", workers=0):
+        assert len(prepared) - len(taken) <= feeding.PREFETCH + feeding.THREADS_AHEAD
+        taken.append(item)
+    assert [t["x"].tolist() for t in taken] == work and {t["note"] for t in taken} == {"kept"}
+    assert len(pinned) == len(work)
+    monkeypatch.setenv(feeding.WORKERS_ENV, "0")  # no workers for a caller that did not vouch for threads:
+    threads = set(feeding.feed(work, lambda batch: threading.get_ident(), "cuda"))
+    assert threads == {threading.get_ident()}  # its prepare runs on the calling thread, never on two at once
+    monkeypatch.setenv(feeding.WORKERS_ENV, "3")  # the user's count wins on CUDA
+    assert feeding.default_workers("cuda", 0) == 3 and feeding.default_workers("cpu", 0) == 0
+    monkeypatch.setenv(feeding.WORKERS_ENV, "many")
+    with pytest.raises(feeding.IfqaError, match="IFQA_FEED_WORKERS='many'"):
+        feeding.default_workers("cuda")
