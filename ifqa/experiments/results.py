@@ -25,87 +25,19 @@ def _pct(value) -> str:
 
 
 def write_results(output: Path, results: dict) -> None:
+    """results.json, results.md (the retrieval and reader tables, the comparisons, breakdowns and premise
+    classes) and results.csv (a row per retriever and reader)."""
     output.mkdir(parents=True, exist_ok=True)
     write_json(output / "results.json", results)
     lines = [f"# {results['name']}", "", f"{results['n']} questions ({results['questions']}).", ""]
     rows: list[dict[str, Any]] = []
     if results["retrievers"]:
-        # every depth any retriever was scored at (retrievers may differ in k); a cell it lacks is "–"
-        depths = _depths(r["recall"]["answer"] for r in results["retrievers"])
-        lines += [
-            "## Retrieval (recall %, gold passage / answer string)",
-            "",
-            "| retriever | " + " | ".join(f"R@{k}" for k in depths) + " |",
-            "|---" * (len(depths) + 1) + "|",
-        ]
-        for r in results["retrievers"]:
-            gold, answer = r["recall"].get("gold", {}), r["recall"]["answer"]
-            cells = [f"{_pct(gold.get(k))} / {_pct(answer.get(k))}" if k in answer else "–" for k in depths]
-            lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
-            rows.append(
-                {
-                    "system": r["name"],
-                    "kind": "retriever",
-                    **{f"gold@{k}": gold.get(k) for k in depths},
-                    **{f"answer@{k}": answer.get(k) for k in depths},
-                }
-            )
-        lines.append("")
-        tested = [r for r in results["retrievers"] if r.get("gold_ci95")]
-        if tested:
-            depths_ = _depths(r["gold_ci95"] for r in tested)
-            compared = any(r.get("vs") for r in tested)  # Δ columns only where some stage has a baseline
-            heading = "; paired permutation test against the `compare_to` stage" if compared else ""
-            column = " | Δ vs baseline (p)" if compared else ""
-            lines += [
-                f"Gold recall with 95% bootstrap intervals{heading}:",
-                "",
-                "| retriever | " + " | ".join(f"R@{k} [95% CI]{column}" for k in depths_) + " |",
-                "|---" * ((2 if compared else 1) * len(depths_) + 1) + "|",
-            ]
-            for r in tested:
-                cells = []
-                for k in depths_:
-                    ci = r["gold_ci95"].get(k)
-                    cells.append(f"{r['recall']['gold'][k]:.1f} {interval(ci)}" if ci is not None else "–")
-                    if compared:
-                        vs = (r.get("vs") or {}).get(k)
-                        cells.append(
-                            f"{vs['difference']:+.1f} vs {r['vs']['name']} (p={vs['p_value']:.4f})" if vs else ""
-                        )
-                lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
-            lines.append("")
+        lines += _retrieval_table(results, rows) + _retrieval_intervals(results)
     if results["readers"]:
         headline = TASKS.get(results.get("task", "qa")).headline
         if any(r.get("judge_accuracy") is not None for r in results["readers"]):
             headline = (*headline, ("judge_accuracy", "Judge"))
-        labels = " / ".join(label for _, label in headline)
-        lines += [
-            f"## Readers ({labels} %, 95% bootstrap CI)",
-            "",
-            "| system | retriever | "
-            + " | ".join(f"{label} | {label} 95% CI" for _, label in headline)
-            + f" | paper {labels} | status |",
-            "|---" * (2 * len(headline) + 4) + "|",
-        ]
-        for r in results["readers"]:
-            paper = r.get("paper") or {}
-            paper_cell = " / ".join(str(paper.get(metric, "")) for metric, _ in headline) if paper else ""
-            ran = r["status"] == "ran"
-            cells = " | ".join(
-                f"{r[metric]:.2f} | {interval(r[metric + '_ci95'])}" if ran and r.get(metric) is not None else "– | "
-                for metric, _ in headline
-            )
-            status = "ran" if ran else f"{r['status']}: `{r['command']}`"
-            lines.append(f"| {r['name']} | {r.get('retriever') or 'none'} | {cells} | {paper_cell} | {status} |")
-            row = {"system": r["name"], "kind": "reader", "retriever": r.get("retriever"), "status": r["status"]}
-            for metric, _ in headline:
-                low, high = r.get(f"{metric}_ci95") or (None, None)
-                row.update({metric: r.get(metric), f"{metric}_low": low, f"{metric}_high": high})
-                row[f"paper_{metric}"] = paper.get(metric)
-            if r.get("judge"):
-                row["judge_kappa_em"] = r["judge"]["kappa_em"]
-            rows.append({**row, "command": r["command"]})
+        lines += _reader_table(results, headline, rows)
         lines += _comparison_table(results, headline)
         lines += _breakdown_table(results, TASKS.get(results.get("task", "qa")))
     lines += _premise_table(results)
@@ -115,6 +47,91 @@ def write_results(output: Path, results: dict) -> None:
         writer = csv.DictWriter(handle, fieldnames=list(dict.fromkeys(c for row in rows for c in row)))
         writer.writeheader()
         writer.writerows(rows)
+
+
+def _retrieval_table(results: dict, rows: list) -> list[str]:
+    """Recall at every depth any retriever was scored at (retrievers may differ in k; a cell it lacks is
+    "–"), gold passage / answer string; each retriever's row added to ``rows``."""
+    depths = _depths(r["recall"]["answer"] for r in results["retrievers"])
+    lines = [
+        "## Retrieval (recall %, gold passage / answer string)",
+        "",
+        "| retriever | " + " | ".join(f"R@{k}" for k in depths) + " |",
+        "|---" * (len(depths) + 1) + "|",
+    ]
+    for r in results["retrievers"]:
+        gold, answer = r["recall"].get("gold", {}), r["recall"]["answer"]
+        cells = [f"{_pct(gold.get(k))} / {_pct(answer.get(k))}" if k in answer else "–" for k in depths]
+        lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
+        rows.append(
+            {
+                "system": r["name"],
+                "kind": "retriever",
+                **{f"gold@{k}": gold.get(k) for k in depths},
+                **{f"answer@{k}": answer.get(k) for k in depths},
+            }
+        )
+    return [*lines, ""]
+
+
+def _retrieval_intervals(results: dict) -> list[str]:
+    """Gold recall with its intervals, and the paired test against a ``compare_to`` stage where one has it."""
+    tested = [r for r in results["retrievers"] if r.get("gold_ci95")]
+    if not tested:
+        return []
+    depths = _depths(r["gold_ci95"] for r in tested)
+    compared = any(r.get("vs") for r in tested)  # Δ columns only where some stage has a baseline
+    heading = "; paired permutation test against the `compare_to` stage" if compared else ""
+    column = " | Δ vs baseline (p)" if compared else ""
+    lines = [
+        f"Gold recall with 95% bootstrap intervals{heading}:",
+        "",
+        "| retriever | " + " | ".join(f"R@{k} [95% CI]{column}" for k in depths) + " |",
+        "|---" * ((2 if compared else 1) * len(depths) + 1) + "|",
+    ]
+    for r in tested:
+        cells = []
+        for k in depths:
+            ci = r["gold_ci95"].get(k)
+            cells.append(f"{r['recall']['gold'][k]:.1f} {interval(ci)}" if ci is not None else "–")
+            if compared:
+                vs = (r.get("vs") or {}).get(k)
+                cells.append(f"{vs['difference']:+.1f} vs {r['vs']['name']} (p={vs['p_value']:.4f})" if vs else "")
+        lines.append(f"| {r['name']} | " + " | ".join(cells) + " |")
+    return [*lines, ""]
+
+
+def _reader_table(results: dict, headline, rows: list) -> list[str]:
+    """Each reader's headline metrics with intervals, the paper's figures and its status (the command that
+    would run a row that did not); each reader's row added to ``rows``."""
+    labels = " / ".join(label for _, label in headline)
+    lines = [
+        f"## Readers ({labels} %, 95% bootstrap CI)",
+        "",
+        "| system | retriever | "
+        + " | ".join(f"{label} | {label} 95% CI" for _, label in headline)
+        + f" | paper {labels} | status |",
+        "|---" * (2 * len(headline) + 4) + "|",
+    ]
+    for r in results["readers"]:
+        paper = r.get("paper") or {}
+        paper_cell = " / ".join(str(paper.get(metric, "")) for metric, _ in headline) if paper else ""
+        ran = r["status"] == "ran"
+        cells = " | ".join(
+            f"{r[metric]:.2f} | {interval(r[metric + '_ci95'])}" if ran and r.get(metric) is not None else "– | "
+            for metric, _ in headline
+        )
+        status = "ran" if ran else f"{r['status']}: `{r['command']}`"
+        lines.append(f"| {r['name']} | {r.get('retriever') or 'none'} | {cells} | {paper_cell} | {status} |")
+        row = {"system": r["name"], "kind": "reader", "retriever": r.get("retriever"), "status": r["status"]}
+        for metric, _ in headline:
+            low, high = r.get(f"{metric}_ci95") or (None, None)
+            row.update({metric: r.get(metric), f"{metric}_low": low, f"{metric}_high": high})
+            row[f"paper_{metric}"] = paper.get(metric)
+        if r.get("judge"):
+            row["judge_kappa_em"] = r["judge"]["kappa_em"]
+        rows.append({**row, "command": r["command"]})
+    return lines
 
 
 def _comparison_table(results: dict, headline) -> list[str]:

@@ -189,6 +189,12 @@ class FiDRecipe(
         return self if self.batch_size else dataclasses.replace(self, batch_size=per_rank * ranks)
 
 
+CLOSED_BOOK_HELP = (
+    "Open mode: this share of the training questions (a seeded choice) is trained with no passages in its "
+    "prompt, so the reader learns to answer when no passage helps."
+)
+
+
 @dataclass(frozen=True)
 class LLMRecipe(run_recipe("LLMRunRecipe")):
     """``ifqa train llm``: a causal LM fine-tuned to answer as ``ifqa read llm`` prompts it. The reader's
@@ -209,13 +215,7 @@ class LLMRecipe(run_recipe("LLMRunRecipe")):
         choices=("open", "qa"),
     )
     passages: int = option(3, "Open mode: top passages of the run in each prompt.", min=1)
-    closed_book_share: float = option(
-        0.0,
-        "Open mode: this share of the training questions (a seeded choice) is trained with no passages in "
-        "its prompt, so the reader learns to answer when no passage helps.",
-        min=0.0,
-        max=1.0,
-    )
+    closed_book_share: float = option(0.0, CLOSED_BOOK_HELP, min=0.0, max=1.0)
     demos: int = option(0, "In-context demonstrations in each prompt (from the training questions).", min=0)
     selection: str = option(
         "random", "How demonstrations are chosen.", choices=("random", "similar"), flag="--demo-selection"

@@ -135,7 +135,48 @@ def test_an_adapter_reads_alike_on_llamacpp_and_hf(tmp_path, monkeypatch):
 
 
 @needs_model
-@pytest.mark.slow
+def test_a_converted_model_is_the_base_file_when_its_weights_are_the_bases(tmp_path, monkeypatch):
+    """``write_model`` from the base file's own weights, taken to transformers' order and back: every
+    tensor equals the base's F16 copy that llama.cpp makes itself, and llama.cpp reads the two alike."""
+    import gguf
+
+    from ifqa.llm.llamacpp_backend import LlamaCppBackend
+    from ifqa.llm.local_models import f16_copy
+    from ifqa.llm.protocol import BackendOptions, GenerationParams
+
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
+    reader = gguf.GGUFReader(str(SMOLLM2))
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, 30)
+    hf_names = {f"{names.get_name(m)}.weight": f"{m}.weight" for m in _hf_modules(30)}
+    weights = {}
+    for tensor in reader.tensors:
+        values = gguf.quants.dequantize(tensor.data, tensor.tensor_type).reshape(
+            [int(n) for n in reversed(tensor.shape)]
+        )
+        values = gguf_forms._reordered(tensor.name, values, "llama", (9, 3), back=True)
+        weights[hf_names[tensor.name]] = torch.from_numpy(values.copy())
+    converted = tmp_path / "converted.gguf"
+    gguf_forms.write_model(converted, SMOLLM2, weights)
+    copy = gguf.GGUFReader(str(f16_copy(SMOLLM2)))
+    ours = {t.name: t for t in gguf.GGUFReader(str(converted)).tensors}
+    assert set(ours) == {t.name for t in copy.tensors}
+    for tensor in copy.tensors:
+        assert np.array_equal(np.asarray(ours[tensor.name].data), np.asarray(tensor.data)), tensor.name
+    prompts, params = [e.question for e in load_demo("dev")[:2]], GenerationParams(max_tokens=6, temperature=0.0)
+    options = BackendOptions(model_threads=2, batch_size=2)
+    read = [[c.text for c in LlamaCppBackend(str(m), options).complete(prompts, params)] for m in (converted, SMOLLM2)]
+    assert read[0] == read[1]
+
+
+def _hf_modules(blocks: int) -> list[str]:
+    """The transformers names of a llama model's weights (SmolLM2's: no separate output head)."""
+    layer = ["self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj"]
+    layer += ["mlp.up_proj", "mlp.down_proj", "input_layernorm", "post_attention_layernorm"]
+    return ["model.embed_tokens", "model.norm"] + [f"model.layers.{i}.{m}" for i in range(blocks) for m in layer]
+
+
+@needs_model
+@pytest.mark.heavy  # the 135M model dequantized, saved and converted (over a minute): the test above covers write_model
 def test_a_full_fine_tune_is_converted_once_and_reads_as_on_hf(tmp_path, monkeypatch):
     """A transformers folder fine-tuned from a GGUF base reads on llama.cpp through a GGUF conversion made
     once in the cache from the base file's metadata (a query weight changed: its rows go in llama.cpp's
