@@ -56,13 +56,21 @@ def highlight_terms(question: str) -> list[str]:
     return sorted({w for w in words if len(w) >= 3 and w not in stop})
 
 
+#: the reader a server offers when none is configured: the trained one ifqa ships (SmolLM2 with its IfQA
+#: adapter, on llama.cpp in the server's process: no endpoint, no download)
+OFFERED_READER = "demo:smollm2-ifqa"
+
+
 def configure_hint(retrieval: RetrievalConfig) -> str:
-    """The command that starts this server with a reader (shown when none is configured)."""
+    """The command that starts this server with a reader (shown when none is configured): the trained
+    reader ifqa ships, or any model behind an OpenAI-compatible endpoint."""
     parts = ["ifqa serve"]
     parts += [f"--index {spec}" for spec in retrieval.indexes if spec != "demo:bm25"]
     if retrieval.rerank:
         parts.append(f"--rerank {retrieval.rerank}")
-    return " ".join(parts + ["--model MODEL_NAME --base-url http://localhost:8001/v1"])
+    return " ".join([*parts, f"--model {OFFERED_READER}"]) + (
+        " (the trained reader ifqa ships), or --model MODEL_NAME --base-url http://localhost:8001/v1"
+    )
 
 
 class QAService:

@@ -70,7 +70,8 @@ def test_answer_without_a_reader_says_how_to_configure_one(search_server):
     assert status == 503
     assert result == {
         "error": "no reader is configured; start the server with one: "
-        "ifqa serve --model MODEL_NAME --base-url http://localhost:8001/v1"
+        "ifqa serve --model demo:smollm2-ifqa (the trained reader ifqa ships), or --model MODEL_NAME --base-url "
+        "http://localhost:8001/v1"
     }
 
 
