@@ -414,10 +414,18 @@ def _held(path: Path, how: str) -> None:
         handle.write(bytes(other[: len(other) // 3]))
 
 
+@pytest.fixture(scope="module")
+def shared_cache(tmp_path_factory):
+    """One cache for the cases below: the F16 working copy made once (and again after the case removing it)."""
+    return tmp_path_factory.mktemp("cache")
+
+
 @needs_model
 @pytest.mark.parametrize("how", ["overwritten in place", "removed"])
 @pytest.mark.parametrize("weights", ["file", "f16 copy", "adapter"])
-def test_a_read_answers_from_the_bytes_it_loaded_whatever_becomes_of_its_files(tmp_path, monkeypatch, weights, how):
+def test_a_read_answers_from_the_bytes_it_loaded_whatever_becomes_of_its_files(
+    tmp_path, monkeypatch, shared_cache, weights, how
+):
     """Every file a read opens (the model file, its F16 working copy, a trained reader's adapter) is read
     whole once, and digested once: changed or removed afterwards, the running read answers as before,
     never dies of SIGBUS, and never opens the path again (issue #84)."""
@@ -427,7 +435,7 @@ def test_a_read_answers_from_the_bytes_it_loaded_whatever_becomes_of_its_files(t
     from ifqa.llm.trained import base_digest
     from tests.llm.test_trained_readers import SMOLLM2_LAYERS, random_pairs, trained_folder
 
-    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(shared_cache))
     model = tmp_path / "m.gguf"
     shutil.copyfile(SMOLLM2, model)
     name, target = str(model), model
