@@ -80,9 +80,9 @@ def sections(chosen: list[str], host: bool = False) -> list[tuple[str, object]]:
     from gpu import dense, fid, rerank, tests
 
     if host:
-        from gpu.host import host_dense, host_rerank
+        from gpu.host import host_dense, host_rerank, host_workers
 
-        return [("host: index dense", host_dense), ("host: rerank", host_rerank)]
+        return [("host: index dense", host_dense), ("host: rerank", host_rerank), ("host: feed workers", host_workers)]
 
     plan = {
         "tests": [("GPU tests", tests.gpu_tests)],

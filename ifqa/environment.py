@@ -36,7 +36,7 @@ def _location(value: str) -> str | None:
 
 #: name -> what its value must be (a check returning what is wrong, or None)
 VARIABLES: dict[str, Callable[[str], str | None]] = {
-    "IFQA_FEED_WORKERS": _count,  # retrieval/batching.py: tokenizing processes feeding a GPU
+    "IFQA_FEED_WORKERS": _count,  # feeding.py: processes preparing a model's batches (on any device when set)
     "IFQA_DIST_TIMEOUT": _seconds,  # launch.py: seconds a collective or a fenced save may take
     "IFQA_DIST_BACKEND": _dist_backend,  # distributed.py: the process group's backend
     "IFQA_CACHE_DIR": _location,  # paths.py

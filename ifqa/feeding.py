@@ -19,18 +19,21 @@ WORKERS_ENV = "IFQA_FEED_WORKERS"
 
 
 def default_workers(device: str, asked: int | None = None) -> int:
-    """Tokenizing processes: none on a CPU (they would take the cores the model uses); on CUDA
-    ``asked`` (0 from a caller whose tokenizing parallelizes itself: ``tokens.BatchTokens``), else
-    several, where one tokenizing thread fed the H100 half of what it could take. Only where ``fork``
-    exists: the work and its tokenizer reach the workers without pickling. ``IFQA_FEED_WORKERS=N``
-    decides on CUDA whatever the caller asks (0: in the calling process; see ``feed``)."""
-    if not is_cuda(device) or sys.platform != "linux":
+    """Preparing processes: ``IFQA_FEED_WORKERS=N`` when set, on any device, whatever the caller asks (0: in
+    the calling process; see ``feed``; on a CPU they share the cores with the model, as the user chose);
+    else none on a CPU (they would take the cores the model uses); on CUDA ``asked`` (0 from a caller
+    whose preparing parallelizes itself: ``tokens.BatchTokens``), else several, where one tokenizing
+    thread fed the H100 half of what it could take. Only where ``fork`` exists: the work and its
+    tokenizer reach the workers without pickling."""
+    if sys.platform != "linux":
         return 0
     value = os.environ.get(WORKERS_ENV, "")
     if value:
         if not value.isdigit():
             raise IfqaError(f"{WORKERS_ENV}={value!r}: a number of worker processes (0 or more)")
         return int(value)
+    if not is_cuda(device):
+        return 0
     return asked if asked is not None else max(1, min(8, (os.cpu_count() or 2) - 2))
 
 
@@ -94,7 +97,7 @@ def feed(work: Sequence, prepare: Callable[[Any], Any], device: str, workers: in
     The first item is also prepared here, to be measured (planned batches come longest first): its
     size bounds what the workers keep in flight (``in_flight``)."""
     on_threads = workers == 0
-    if workers is None or is_cuda(device):  # a count asked for runs as asked (the tests' workers on a CPU)
+    if workers is None or is_cuda(device) or os.environ.get(WORKERS_ENV):  # else a count asked runs as asked
         workers = default_workers(device, workers)
     if len(work) < 2 or (workers == 0 and not (on_threads and is_cuda(device))):
         yield from map(prepare, work)

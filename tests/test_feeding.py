@@ -78,7 +78,10 @@ def test_without_workers_a_gpu_is_fed_by_threads_ahead_pinned_and_in_order(monke
     threads = set(feeding.feed(work, lambda batch: threading.get_ident(), "cuda"))
     assert threads == {threading.get_ident()}  # its prepare runs on the calling thread, never on two at once
     monkeypatch.setenv(feeding.WORKERS_ENV, "3")  # the user's count wins on CUDA
-    assert feeding.default_workers("cuda", 0) == 3 and feeding.default_workers("cpu", 0) == 0
+    assert feeding.default_workers("cuda", 0) == 3 and feeding.default_workers("cpu", 0) == 3  # any device
+    monkeypatch.delenv(feeding.WORKERS_ENV)
+    assert feeding.default_workers("cpu") == 0 and feeding.default_workers("cuda", 0) == 0
+    monkeypatch.setenv(feeding.WORKERS_ENV, "3")
     monkeypatch.setenv(feeding.WORKERS_ENV, "many")
     with pytest.raises(feeding.IfqaError, match="IFQA_FEED_WORKERS='many'"):
         feeding.default_workers("cuda")

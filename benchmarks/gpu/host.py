@@ -123,3 +123,66 @@ def host_rerank(suite: Suite) -> list[dict]:
             note=f"{again[0]:.1f} s wall, {again[1]:.1f} s CPU",
         ),
     ]
+
+
+def host_workers(suite: Suite) -> list[dict]:
+    """The feed's scaling with the host's cores: `ifqa index dense` and `ifqa rerank` (its passages' tokens
+    in the cache) with the model answering at once, their wall rate past start-up with one feed worker
+    process and with two (``IFQA_FEED_WORKERS``); two should give nearly twice one's rate."""
+    from ifqa.feeding import WORKERS_ENV
+
+    full, small = collections(suite)
+    n, n_small = suite.passages, suite.startup_passages
+    depth = suite.size["depth"]
+    folder = suite.work.new("host-workers")
+    folder.mkdir()
+    questions_file, run, startup_run = write_ifqa_run(folder, -(-suite.pairs // depth), depth, 1)
+    pairs = -(-suite.pairs // depth) * depth
+    cache = {"IFQA_CACHE_DIR": str(folder / "cache")}
+    command(*_rerank_args(suite, run, questions_file, folder / "fill.jsonl", depth), env=cache)  # tokens cached
+
+    made = iter(range(1_000_000))
+
+    def rate(args_for, items: int, small_items: int, env: dict) -> float:
+        """Items a second past start-up: the full run's beyond the start-up run's (each the least of
+        ``REPEATS``), each run into a folder of its own."""
+        best = {}
+        for name in ("startup", "full"):
+            runs = [
+                command(*args_for(name, suite.work.new(f"host-workers-{next(made)}")), env=env)[1]
+                for _ in range(REPEATS)
+            ]
+            best[name] = min(runs)
+        return (items - small_items) / max(1e-9, best["full"] - best["startup"])
+
+    def dense_args(name, out):
+        corpus = small if name == "startup" else full
+        return ("index", "dense", "--corpus", corpus, "-o", out, "--encoder", suite.folders["encoder"],
+                "--no-progress", "--device", "cpu")  # fmt: skip
+
+    def rerank_args(name, out):
+        return _rerank_args(suite, startup_run if name == "startup" else run, questions_file, out, depth)
+
+    rows = []
+    for key, label, args_for, items, small_items, unit in (
+        ("dense", "`ifqa index dense`", dense_args, n, n_small, "psg"),
+        ("rerank", "`ifqa rerank` (tokens in the cache)", rerank_args, pairs, depth, "pairs"),
+    ):
+        one, two = (rate(args_for, items, small_items, {**cache, WORKERS_ENV: str(w)}) for w in (1, 2))
+        shown = f"{two / one:.2f}x ({two:,.0f} vs {one:,.0f} {unit}/s)"
+        suite.goals.judge(f"host-workers-{key}", two / one, GOALS["host"]["workers"], shown)
+        rows.append(
+            row(
+                f"host: {label}, two feed workers ÷ one, the model answering at once, past start-up",
+                two,
+                f"{unit}/s",
+                same=one,
+                note=f"{WORKERS_ENV}=2 beside {WORKERS_ENV}=1, {items:,} {unit}",
+            )
+        )
+    return rows
+
+
+def _rerank_args(suite: Suite, run_file, questions_file, out, depth: int) -> tuple:
+    return ("rerank", "--run", run_file, "--model", suite.folders["reranker"], "--depth", depth,
+            "--questions", questions_file, "-o", out, "--no-progress", "--device", "cpu")  # fmt: skip
