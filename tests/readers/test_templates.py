@@ -118,3 +118,16 @@ def test_a_checkout_run_from_pythonpath_reads_its_own_templates(tmp_path):
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=tmp_path, env=env)
     assert done.returncode == 0, done.stderr[-1500:]
     assert done.stdout.split() == TEMPLATES
+
+
+def test_a_premise_first_template_states_the_premise_apart():
+    """``{premise}``: the question's "If ..." clause (split off at its first comma), or the question itself."""
+    from ifqa.readers.llm import prompts
+
+    template = prompts.load_template("open_premise")
+    question = "If the river dried up, what would the bridge cross?"
+    demo = prompts.Demo("If the sea rose, which city would flood first?", "Venice", ["Venice is on a lagoon."])
+    text = prompts.render(template, question, [demo], [{"title": "Bridge", "text": "The bridge crosses the river."}])
+    assert "Premise: If the river dried up\n" in text and "Premise: If the sea rose\n" in text
+    assert text.rstrip().endswith(f"Question: {question}\nAnswer:")
+    assert prompts.premise_of("What is the capital of France?") == "What is the capital of France?"

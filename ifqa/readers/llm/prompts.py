@@ -21,6 +21,7 @@ from importlib import resources
 from pathlib import Path
 
 from ifqa.errors import IfqaError
+from ifqa.retrieval.queries import split_premise
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +92,7 @@ def load_template(name: str, directory: str | Path | None = None) -> Template:
     if missing:
         raise IfqaError(f"template lacks section(s) {', '.join(sorted(missing))}", path)
     for section in ("demonstration", "query"):  # the instruction is shown as written, never filled
-        check_placeholders(sections[section], ("question", "answer", "rationale", "passages"), path)
+        check_placeholders(sections[section], ("question", "premise", "answer", "rationale", "passages"), path)
     return Template(name, sections["instruction"], sections["demonstration"], sections["query"])
 
 
@@ -233,13 +234,20 @@ def number_passages(passages: Sequence[str | dict], words: int | None = None) ->
     return "\n".join(lines)
 
 
+def premise_of(question: str) -> str:
+    """The question's counterfactual premise ("If X"), as a premise-first template states it apart; the
+    question itself where it has none."""
+    return split_premise(question)[0] or question
+
+
 def render(
     template: Template, question: str, demos: Sequence[Demo], passages: Sequence[str | dict], words: int | None = None
 ) -> str:
     shown = [(template.demonstration, d.question, d.answer, d.rationale, d.passages) for d in demos]
     shown.append((template.query, question, "", "", passages))  # the query: the answer is the model's to write
     blocks = [
-        t.format(question=q, answer=a, rationale=r, passages=number_passages(p, words)) for t, q, a, r, p in shown
+        t.format(question=q, premise=premise_of(q), answer=a, rationale=r, passages=number_passages(p, words))
+        for t, q, a, r, p in shown
     ]
     return "\n\n".join([template.instruction, *blocks])
 
