@@ -316,7 +316,11 @@ def test_gpu_suite_sections_each_run_only_their_measurements(monkeypatch):
     assert names(list(module.SECTIONS))[0] == "GPU tests"
     documented = re.findall(r"^- ``(\w+)``:", module.__doc__, flags=re.M)
     assert documented == list(module.SECTIONS)  # the docstring lists the sections in the order they run
-    assert [name for name, _ in module.sections(["dense"], host=True)] == ["host: index dense", "host: rerank", "host: feed workers"]
+    assert [name for name, _ in module.sections(["dense"], host=True)] == [
+        "host: index dense",
+        "host: rerank",
+        "host: feed workers",
+    ]
 
 
 def _fake_wheels(folder: Path) -> Path:
