@@ -2,7 +2,9 @@
 
 A reader entry subclasses ``ReaderEntry``, which declares what the command line and experiments read
 of it: ``name``, ``config`` (its configuration dataclass, see ``ifqa.configs``), ``model_key`` (the
-field without which it cannot run), ``reads_run`` (whether it takes ``--run``) and ``read(config, job)``.
+field without which it cannot run), ``reads_run`` (whether it takes ``--run``), ``settled(config)`` (the
+settings a read runs with, where the model decides some: they name the default output) and
+``read(config, job)``.
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ class ReaderEntry:
     config: type
     model_key: str | None = "model"  # None: the reader needs no model
     reads_run: bool = True  # False: it retrieves for itself (iterative)
+
+    def settled(self, config):
+        """The settings a read will run with, where the model decides some of them (a trained reader's
+        card): what names the default output, so that the file says what was read."""
+        return config
 
     def read(self, config, job: ReadJob) -> dict:
         raise NotImplementedError

@@ -112,12 +112,9 @@ def test_a_merged_adapter_is_the_peft_model_it_was_written_from(tmp_path):
     assert torch.allclose(got, expected, atol=4 * 2**-11 * float(expected.abs().max()), rtol=0)
 
 
-@needs_model
-@pytest.mark.slow
-def test_an_adapter_reads_alike_on_llamacpp_and_hf(tmp_path, monkeypatch):
-    """The same adapter file, applied by llama.cpp to the base file and merged by --backend hf into the
-    dequantized base, makes both say the same, and something else than the base says."""
-    from ifqa.llm.hf_backend import HFBackend
+def _adapted_and_base(tmp_path, monkeypatch) -> tuple[Path, list[str], list[str], list[str]]:
+    """A random adapter for SmolLM2 on llama.cpp: (its folder, the prompts, what the adapted model and the
+    base say)."""
     from ifqa.llm.llamacpp_backend import LlamaCppBackend
     from ifqa.llm.protocol import BackendOptions, GenerationParams
 
@@ -129,8 +126,27 @@ def test_an_adapter_reads_alike_on_llamacpp_and_hf(tmp_path, monkeypatch):
     options = BackendOptions(model_threads=2, batch_size=4, gguf_weights="f16")
     adapted = [c.text for c in LlamaCppBackend(str(folder), options).complete(prompts, params)]
     base = [c.text for c in LlamaCppBackend(str(SMOLLM2), options).complete(prompts, params)]
-    merged = [c.text for c in HFBackend(str(folder), "cpu", 4, dtype="float32").complete(prompts, params)]
+    return folder, prompts, adapted, base
+
+
+@needs_model
+def test_llamacpp_applies_a_trained_readers_adapter(tmp_path, monkeypatch):
+    """The adapter file is applied: the adapted model says something else than its base."""
+    _, _, adapted, base = _adapted_and_base(tmp_path, monkeypatch)
     assert adapted != base
+
+
+@needs_model
+@pytest.mark.heavy  # transformers dequantizes the 135M base (a minute here); the merge: test_a_merged_adapter_is_the_peft_model...
+def test_an_adapter_reads_alike_on_llamacpp_and_hf(tmp_path, monkeypatch):
+    """The same adapter file, applied by llama.cpp to the base file and merged by --backend hf into the
+    dequantized base, makes both say the same."""
+    from ifqa.llm.hf_backend import HFBackend
+    from ifqa.llm.protocol import GenerationParams
+
+    folder, prompts, adapted, _ = _adapted_and_base(tmp_path, monkeypatch)
+    params = GenerationParams(max_tokens=6, temperature=0.0)
+    merged = [c.text for c in HFBackend(str(folder), "cpu", 4, dtype="float32").complete(prompts, params)]
     assert sum(a == m for a, m in zip(adapted, merged)) >= 3, (adapted, merged)
 
 
@@ -290,3 +306,29 @@ def test_a_demo_reader_that_is_not_installed_is_one_line(monkeypatch, tmp_path):
     monkeypatch.setattr(trained, "demo_reader_folder", lambda model: tmp_path / "absent")
     with pytest.raises(IfqaError, match="not in this installation"):
         trained_reader("demo:smollm2-ifqa")
+
+
+@needs_model
+def test_the_shipped_reader_is_whole_and_says_what_it_was_trained_on(monkeypatch, tmp_path):
+    """``demo:smollm2-ifqa``: its adapter the bytes its card records, written for the base the install
+    carries; the card says where the weights come from, how to remake them and what they score."""
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
+    shipped = trained_reader("demo:smollm2-ifqa")
+    base, adapter = shipped.checked_adapter()
+    assert base == SMOLLM2 and adapter.stat().st_size <= 12 * 2**20  # the issue's bound on the package
+    facts = shipped.card["shipped"]
+    assert "no IfQA text" in facts["trained_on"] and facts["reproduce"].startswith("ifqa train llm ")
+    assert facts["dev"]["n"] == 700 and 0 < facts["dev"]["em"] <= 100 and len(facts["commit"]) == 40
+
+
+@needs_model
+def test_a_trained_readers_default_output_is_named_by_the_mode_it_reads_in(tmp_path):
+    """Its card's mode, not the reader's default, names the predictions file a read writes by default."""
+    from ifqa.readers.llm.config import LLMReaderConfig
+    from ifqa.registry import READERS
+
+    folder = trained_folder(
+        tmp_path / "reader", SMOLLM2, base_digest(str(SMOLLM2)), random_pairs(SMOLLM2_LAYERS, 1, 0.01)
+    )
+    name = READERS.get("llm").settled(LLMReaderConfig(model=str(folder))).output_name("demo-dev")
+    assert "-llm-open-" in name, name

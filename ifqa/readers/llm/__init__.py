@@ -40,6 +40,9 @@ class LLMReaderEntry(ReaderEntry):
     config = LLMReaderConfig
     model_key = "model"
 
+    def settled(self, config: LLMReaderConfig) -> LLMReaderConfig:
+        return as_trained(config, warn=False)
+
     def read(self, config: LLMReaderConfig, job) -> dict:
         from ifqa.llm.session import ModelSession  # the model layer, for a read alone (the config builds options)
         from ifqa.readers.llm.reader import LLMReader, check_contexts, load_contexts, read_to_file  # likewise

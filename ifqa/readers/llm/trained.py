@@ -20,7 +20,7 @@ def trained_card(model: str | None) -> dict | None:
     return None if found is None else found.card
 
 
-def as_trained(config: LLMReaderConfig) -> LLMReaderConfig:
+def as_trained(config: LLMReaderConfig, warn: bool = True) -> LLMReaderConfig:
     """``config`` with the trained model's reader settings where it leaves an option at its default; an
     option given otherwise is kept, with a warning that the model never saw prompts made so."""
     card = trained_card(config.model) if config.follow_card else None
@@ -33,7 +33,7 @@ def as_trained(config: LLMReaderConfig) -> LLMReaderConfig:
         value, wanted = getattr(config, field.name), trained[field.name]
         if value == field_default(field):
             changes[field.name] = wanted
-        elif value != wanted:
+        elif value != wanted and warn:
             log.warning("%s %s: %s was trained with %s", flag(field), value, config.model, wanted)
     return replace(config, **changes)
 
