@@ -24,7 +24,7 @@ from ifqa.cards import CARD  # noqa: E402
 from ifqa.io import atomic_dir  # noqa: E402
 from ifqa.llm.gguf_forms import ADAPTER  # noqa: E402
 from ifqa.llm.local_models import DEMO_READERS  # noqa: E402
-from ifqa.llm.trained import KIND, trained_reader  # noqa: E402
+from ifqa.llm.trained import trained_reader  # noqa: E402
 
 log = logging.getLogger("ship_reader")
 ROOT = Path(__file__).resolve().parents[1]
@@ -38,7 +38,7 @@ PROVENANCE = (
 
 def ship(reader: Path, evaluation: Path, command: str, name: str) -> Path:
     found = trained_reader(str(reader))
-    if found is None or found.card.get("kind") != KIND or found.adapter is None:
+    if found is None or found.adapter is None:  # trained_reader: a card of kind llm-reader, else None
         raise SystemExit(f"{reader}: not a trained reader holding {ADAPTER}")
     found.checked_adapter()  # its bytes, its base's digest and shapes: what every read checks
     scores = json.loads(evaluation.read_text(encoding="utf-8"))
