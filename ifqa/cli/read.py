@@ -56,10 +56,10 @@ def _make_command(name: str) -> click.Command:
     @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
     def command(api_key, setting, split, questions, data_dir, output, no_progress, **options) -> None:
         run_path = options.pop("run_path", None)
-        config = from_options(entry.config, options)
+        config = entry.settled(from_options(entry.config, options))
         source = question_source(setting, split, questions, data_dir)
         question_set = source.load()
-        output = Path(output) if output else Path("runs") / entry.settled(config).output_name(source.label)
+        output = Path(output) if output else Path("runs") / config.output_name(source.label)
         counters = entry.read(
             config,
             ReadJob(question_set, source, output, Path(run_path) if run_path else None, not no_progress, api_key),

@@ -29,7 +29,8 @@ class ReaderEntry:
 
     def settled(self, config):
         """The settings a read will run with, where the model decides some of them (a trained reader's
-        card): what names the default output, so that the file says what was read."""
+        card): what names the default output, so that the file says what was read, and what ``read`` is
+        given (settling a settled config changes nothing)."""
         return config
 
     def read(self, config, job: ReadJob) -> dict:

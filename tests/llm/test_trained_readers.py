@@ -332,3 +332,23 @@ def test_a_trained_readers_default_output_is_named_by_the_mode_it_reads_in(tmp_p
     )
     name = READERS.get("llm").settled(LLMReaderConfig(model=str(folder))).output_name("demo-dev")
     assert "-llm-open-" in name, name
+
+
+def test_a_trained_readers_card_is_followed_once(tmp_path, caplog):
+    """Settling takes the card's prompt settings where an option is left at its default and warns once
+    for one given otherwise; the settled config is settled already (the read, the reader and the output
+    name each settle what they are given: the same settings, the warning said once)."""
+    from ifqa.readers.llm.config import LLMReaderConfig
+    from ifqa.registry import READERS
+
+    folder = trained_folder(
+        tmp_path / "reader", SMOLLM2, base_digest(str(SMOLLM2)), random_pairs(SMOLLM2_LAYERS, 1, 0.01)
+    )
+    entry = READERS.get("llm")
+    with caplog.at_level("WARNING"):
+        settled = entry.settled(LLMReaderConfig(model=str(folder), demos=3))
+        again = entry.settled(settled)
+    assert again == settled and settled.mode == "open" and settled.demos == 3
+    assert [r.getMessage() for r in caplog.records if "was trained with" in r.getMessage()] == [
+        f"--demos 3: {folder} was trained with 0"
+    ]

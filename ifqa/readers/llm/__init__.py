@@ -41,13 +41,13 @@ class LLMReaderEntry(ReaderEntry):
     model_key = "model"
 
     def settled(self, config: LLMReaderConfig) -> LLMReaderConfig:
-        return as_trained(config, warn=False)
+        return as_trained(config)
 
     def read(self, config: LLMReaderConfig, job) -> dict:
         from ifqa.llm.session import ModelSession  # the model layer, for a read alone (the config builds options)
         from ifqa.readers.llm.reader import LLMReader, check_contexts, load_contexts, read_to_file  # likewise
 
-        config = as_trained(config)  # its mode and passages decide what is checked below
+        config = self.settled(config)  # its mode and passages decide what is checked below
         config.require_model()
         contexts = load_contexts(job.run, job.questions)  # read and checked before any model is loaded or contacted
         check_contexts(config.mode, job.questions, contexts, job.run)
