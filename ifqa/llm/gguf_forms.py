@@ -14,11 +14,14 @@ llama.cpp's order here, and taken back out of it for ``--backend hf``.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from pathlib import Path
 
 from ifqa.errors import IfqaError
-from ifqa.io import umask_modes
+from ifqa.io import umask_modes, write_json
+from ifqa.llm.local_models import file_digest
+from ifqa.paths import cache_dir
 
 ADAPTER = "adapter.gguf"  # a trained folder's LoRA adapter, in llama.cpp's adapter format
 MODEL = "model.gguf"  # a trained folder's whole model, converted
@@ -73,8 +76,7 @@ def _reordered(name: str, rows, arch: str, heads: tuple[int, int], back: bool = 
     return (deinterleave if back else interleave)(rows, count)
 
 
-def _architecture(reader, path: Path) -> str:
-    arch = str(_field(reader, "general.architecture", ""))
+def _architecture(arch: str, path: Path) -> str:
     if arch not in ARCHITECTURES:
         raise IfqaError(
             f"is a {arch or 'unnamed'} model; LoRA adapters in GGUF are written for {', '.join(ARCHITECTURES)} "
@@ -84,9 +86,37 @@ def _architecture(reader, path: Path) -> str:
     return arch
 
 
+FACTS = ("architecture", "blocks", "heads", "shapes")
+
+
+def base_facts(base: Path) -> dict:
+    """What an adapter needs of its base file: its architecture, block and head counts, and every tensor's
+    shape. The gguf package's reader parses every metadata array (SmolLM2's 49,152-token vocabulary and
+    merges: 6 s on a Zen 1 core, paid by each read with an adapter), so they are read once per base file and
+    kept in ifqa's cache under the digest of its bytes (a changed file is another key)."""
+    path = cache_dir() / "gguf" / f"{file_digest(base)}.facts.json"
+    with contextlib.suppress(OSError, ValueError):
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(kept, dict) and set(kept) == set(FACTS):
+            return kept
+    reader = _reader(base, "base model")
+    arch = str(_field(reader, "general.architecture", ""))
+    known = arch in ARCHITECTURES
+    facts = {
+        "architecture": arch,
+        "blocks": int(_field(reader, f"{arch}.block_count")) if known else None,
+        "heads": list(_heads(reader, arch)) if known else None,
+        "shapes": {t.name: [int(n) for n in t.shape] for t in reader.tensors},
+    }
+    with contextlib.suppress(OSError):  # kept for the next read; this one has them either way
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_json(path, facts)
+    return facts
+
+
 def check_base(base: Path) -> None:
     """A GGUF base an adapter can be written for (refused before training, not at its first save)."""
-    _architecture(_reader(base, "base model"), base)
+    _architecture(base_facts(base)["architecture"], base)
 
 
 def _names(arch: str, blocks: int):
@@ -120,9 +150,9 @@ def write_adapter(target: Path, base: Path, base_digest: str, alpha: float, pair
     import gguf
     import numpy as np
 
-    reader = _reader(base, "base model")
-    arch = _architecture(reader, base)
-    heads, names = _heads(reader, arch), _names(arch, int(_field(reader, f"{arch}.block_count")))
+    facts = base_facts(base)
+    arch = _architecture(facts["architecture"], base)
+    heads, names = tuple(facts["heads"]), _names(arch, facts["blocks"])
     tensors = []
     for module, (a, b) in sorted(pairs.items()):
         name = gguf_name(names, module)
@@ -154,8 +184,8 @@ def write_model(target: Path, base: Path, weights: dict) -> None:
     import gguf
     import numpy as np
 
-    reader = _reader(base, "base model")
-    arch = _architecture(reader, base)
+    reader = _reader(base, "base model")  # whole: its metadata is copied
+    arch = _architecture(str(_field(reader, "general.architecture", "")), base)
     heads, names = _heads(reader, arch), _names(arch, int(_field(reader, f"{arch}.block_count")))
     by_gguf = {names.get_name(key, try_suffixes=(".weight", ".bias")): key for key in weights}
     missing = [t.name for t in reader.tensors if t.name not in by_gguf]
@@ -188,8 +218,8 @@ def check_adapter(adapter: Path, base: Path, base_digest: str) -> None:
     reader = _reader(adapter, "LoRA adapter")
     if _field(reader, "general.type") != "adapter" or _field(reader, "adapter.type") != "lora":
         raise IfqaError("is not a LoRA adapter (general.type adapter, adapter.type lora)", adapter)
-    base_reader = _reader(base, "base model")
-    mine, theirs = _field(reader, "general.architecture"), _field(base_reader, "general.architecture")
+    facts = base_facts(base)
+    mine, theirs = _field(reader, "general.architecture"), facts["architecture"]
     if mine != theirs:
         raise IfqaError(f"is an adapter for a {mine} model, and its base {base} is a {theirs} model", adapter)
     recorded = _field(reader, BASE_DIGEST)
@@ -199,7 +229,7 @@ def check_adapter(adapter: Path, base: Path, base_digest: str) -> None:
             "apply it to the file it was trained on",
             adapter,
         )
-    shapes = {t.name: tuple(int(n) for n in t.shape) for t in base_reader.tensors}
+    shapes = {name: tuple(shape) for name, shape in facts["shapes"].items()}
     for tensor in reader.tensors:
         weight, _, part = tensor.name.rpartition(".lora_")
         shape = tuple(int(n) for n in tensor.shape)  # ggml's order: inputs first
@@ -215,7 +245,7 @@ def merge_adapter(model, adapter: Path) -> int:
     import torch
 
     reader = _reader(adapter, "LoRA adapter")
-    arch = _architecture(reader, adapter)
+    arch = _architecture(str(_field(reader, "general.architecture", "")), adapter)
     config = model.config
     heads = (config.num_attention_heads, getattr(config, "num_key_value_heads", None) or config.num_attention_heads)
     names = _names(arch, config.num_hidden_layers)

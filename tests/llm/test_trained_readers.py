@@ -352,3 +352,36 @@ def test_a_trained_readers_card_is_followed_once(tmp_path, caplog):
     assert [r.getMessage() for r in caplog.records if "was trained with" in r.getMessage()] == [
         f"--demos 3: {folder} was trained with 0"
     ]
+
+
+def test_a_bases_facts_are_read_once_per_file(tmp_path, monkeypatch):
+    """What an adapter is written and checked against (architecture, counts, tensor shapes) is read from the
+    base file once and kept under the digest of its bytes: the next write or check opens no reader on the
+    base, a damaged record is read again rather than trusted, and a changed base is another file."""
+    import gguf
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    def llama(layers: int):
+        shape = dict(vocab_size=64, hidden_size=32, intermediate_size=64, num_attention_heads=4, num_key_value_heads=2)
+        return LlamaForCausalLM(LlamaConfig(num_hidden_layers=layers, **shape))
+
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
+    base = tiny_base(tmp_path / "base.gguf", llama(2))
+    opened, real = [], gguf.GGUFReader
+    monkeypatch.setattr(gguf, "GGUFReader", lambda path, *a, **k: opened.append(Path(path).name) or real(path, *a, **k))
+    pairs = {"model.layers.1.self_attn.q_proj": (np.ones((2, 32), np.float32), np.ones((32, 2), np.float32))}
+    adapter = tmp_path / "adapter.gguf"
+    gguf_forms.write_adapter(adapter, base, "d", 4.0, pairs)
+    gguf_forms.check_adapter(adapter, base, "d")
+    gguf_forms.check_base(base)
+    assert opened == ["base.gguf", "adapter.gguf"]
+    [record] = (tmp_path / "cache" / "gguf").glob("*.facts.json")
+    facts = json.loads(record.read_text())
+    assert facts["blocks"] == 2 and facts["heads"] == [4, 2] and facts["shapes"]["blk.1.attn_q.weight"] == [32, 32]
+    record.write_text('{"architecture": "llama"}')
+    gguf_forms.check_adapter(adapter, base, "d")
+    assert opened.count("base.gguf") == 2 and json.loads(record.read_text()) == facts
+    tiny_base(base, llama(1))
+    with pytest.raises(IfqaError, match="blk.1.attn_q.weight.lora_a .* fits no weight"):
+        gguf_forms.check_adapter(adapter, base, "d")  # the one-block base read afresh: no block 1 to adapt
+    assert opened.count("base.gguf") == 3
