@@ -13,13 +13,8 @@ import sys
 import time
 from pathlib import Path
 
-import torch
-from transformers import T5Config
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import Parser  # noqa: E402
-
-from ifqa.readers.fid.model import FiDT5  # noqa: E402
 
 T5_BASE = dict(
     vocab_size=32128,
@@ -48,6 +43,11 @@ def measure(
 ) -> dict:
     """Training examples/s of the model alone, as `ifqa train fid` steps it: bf16 autocast and fused
     AdamW on CUDA, ``compiled`` under torch.compile (labels of one shape, as ifqa pads them)."""
+    import torch  # here, not at the top: --help answers without loading torch
+    from transformers import T5Config
+
+    from ifqa.readers.fid.model import FiDT5
+
     torch.manual_seed(0)
     model = (FiDT5.from_pretrained(str(folder)) if folder else FiDT5(T5Config(**T5_BASE))).to(device).train()
     if checkpointing:
@@ -96,6 +96,8 @@ def main() -> None:
     parser.add_argument("--passages", type=int, default=20)
     parser.add_argument("--length", type=int, default=250)
     args = parser.parse_args()
+    import torch
+
     if not torch.cuda.is_available():
         print("no CUDA device: this benchmark needs a GPU (figures pending)")
         return
