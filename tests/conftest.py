@@ -160,6 +160,26 @@ def cli():
     return run_cli
 
 
+@pytest.fixture(scope="session")
+def demo_index_cache(tmp_path_factory) -> Path:
+    """A cache holding the demo BM25 index, built once per session: a test whose subject is not the index
+    starts its own cache as a copy (``cache_with_demo_index``) instead of building it again (2 s each)."""
+    from unittest import mock
+
+    from ifqa.retrieval.specs import open_index
+
+    folder = tmp_path_factory.mktemp("demo-index-cache")
+    with mock.patch.dict(os.environ, {"IFQA_CACHE_DIR": str(folder)}):
+        open_index("demo:bm25")
+    return folder
+
+
+def cache_with_demo_index(template: Path, target: Path) -> Path:
+    """``target``, a fresh cache of its own that already holds the demo BM25 index."""
+    shutil.copytree(template, target)
+    return target
+
+
 def write_questions(path: Path, examples: list[dict]) -> Path:
     path.write_text(json.dumps(examples))
     return path
