@@ -190,7 +190,7 @@ def main() -> None:
         )
         print(
             "| command | seconds | within import + 3 s | within modeling import + 3 s "
-            "| the model alone | command less the model | within import + 3 s | within modeling import + 3 s |"
+            "| the model alone | command less the model | that within import + 3 s | that within modeling import + 3 s |"
         )
         print("|---|---|---|---|---|---|---|---|")
         kinds = {"ifqa index dense (100 passages)": ("encoder", encoder), "ifqa rerank (100 pairs)": ("cross", cross)}

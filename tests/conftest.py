@@ -163,7 +163,8 @@ def cli():
 @pytest.fixture(scope="session")
 def demo_index_cache(tmp_path_factory) -> Path:
     """A cache holding the demo BM25 index, built once per session: a test whose subject is not the index
-    starts its own cache as a copy (``cache_with_demo_index``) instead of building it again (2 s each)."""
+    starts its own cache as a copy (``cache_with_demo_index``) instead of building it again (2 s each).
+    Never handed to a test itself: it is shared."""
     from unittest import mock
 
     from ifqa.retrieval.specs import open_index
@@ -174,10 +175,10 @@ def demo_index_cache(tmp_path_factory) -> Path:
     return folder
 
 
-def cache_with_demo_index(template: Path, target: Path) -> Path:
-    """``target``, a fresh cache of its own that already holds the demo BM25 index."""
-    shutil.copytree(template, target)
-    return target
+@pytest.fixture
+def cache_with_demo_index(tmp_path, demo_index_cache) -> Path:
+    """The test's own fresh cache (``tmp_path / "cache"``), already holding the demo BM25 index."""
+    return Path(shutil.copytree(demo_index_cache, tmp_path / "cache"))
 
 
 def write_questions(path: Path, examples: list[dict]) -> Path:

@@ -3,7 +3,6 @@ import pytest
 from ifqa.datasets.demo import load_demo
 from ifqa.errors import IfqaError
 from ifqa.experiments import compare, load_config, premise_effect, run_experiment, side_by_side, split_premise
-from tests.conftest import cache_with_demo_index
 from tests.readers.fake_openai import FakeOpenAI
 
 DEV = load_demo("dev")
@@ -11,8 +10,8 @@ ANSWERS = {e.question: e.answers[0] for e in DEV + load_demo("train")}
 
 
 @pytest.fixture
-def cache(tmp_path, monkeypatch, demo_index_cache):
-    monkeypatch.setenv("IFQA_CACHE_DIR", str(cache_with_demo_index(demo_index_cache, tmp_path / "cache")))
+def cache(monkeypatch, cache_with_demo_index):
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(cache_with_demo_index))
     monkeypatch.setenv("OPENAI_API_KEY", "k")
 
 

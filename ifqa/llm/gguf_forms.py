@@ -76,6 +76,10 @@ def _reordered(name: str, rows, arch: str, heads: tuple[int, int], back: bool = 
     return (deinterleave if back else interleave)(rows, count)
 
 
+def _named_architecture(reader) -> str:
+    return str(_field(reader, "general.architecture", ""))
+
+
 def _architecture(arch: str, path: Path) -> str:
     if arch not in ARCHITECTURES:
         raise IfqaError(
@@ -100,7 +104,7 @@ def base_facts(base: Path) -> dict:
         if isinstance(kept, dict) and set(kept) == set(FACTS):
             return kept
     reader = _reader(base, "base model")
-    arch = str(_field(reader, "general.architecture", ""))
+    arch = _named_architecture(reader)
     known = arch in ARCHITECTURES
     facts = {
         "architecture": arch,
@@ -185,7 +189,7 @@ def write_model(target: Path, base: Path, weights: dict) -> None:
     import numpy as np
 
     reader = _reader(base, "base model")  # whole: its metadata is copied
-    arch = _architecture(str(_field(reader, "general.architecture", "")), base)
+    arch = _architecture(_named_architecture(reader), base)
     heads, names = _heads(reader, arch), _names(arch, int(_field(reader, f"{arch}.block_count")))
     by_gguf = {names.get_name(key, try_suffixes=(".weight", ".bias")): key for key in weights}
     missing = [t.name for t in reader.tensors if t.name not in by_gguf]
@@ -245,7 +249,7 @@ def merge_adapter(model, adapter: Path) -> int:
     import torch
 
     reader = _reader(adapter, "LoRA adapter")
-    arch = _architecture(str(_field(reader, "general.architecture", "")), adapter)
+    arch = _architecture(_named_architecture(reader), adapter)
     config = model.config
     heads = (config.num_attention_heads, getattr(config, "num_key_value_heads", None) or config.num_attention_heads)
     names = _names(arch, config.num_hidden_layers)

@@ -8,7 +8,6 @@ import re
 import pytest
 
 from ifqa.datasets.demo import load_demo
-from tests.conftest import cache_with_demo_index
 from tests.readers.fake_openai import FakeOpenAI
 
 DEV = load_demo("dev")
@@ -16,9 +15,8 @@ GOLD = {e.question: e.answers[0] for e in DEV}
 
 
 @pytest.fixture
-def env(tmp_path, demo_index_cache):
-    cache = cache_with_demo_index(demo_index_cache, tmp_path / "cache")
-    return {**os.environ, "IFQA_CACHE_DIR": str(cache), "OPENAI_API_KEY": "sk-test"}
+def env(cache_with_demo_index):
+    return {**os.environ, "IFQA_CACHE_DIR": str(cache_with_demo_index), "OPENAI_API_KEY": "sk-test"}
 
 
 def _question(prompt: str) -> str:

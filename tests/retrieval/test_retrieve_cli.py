@@ -5,13 +5,11 @@ import pytest
 
 from ifqa.choices import subcommands
 from ifqa.retrieval import bm25, dense
-from tests.conftest import cache_with_demo_index
 
 
 @pytest.fixture
-def env(tmp_path, demo_index_cache):
-    cache = cache_with_demo_index(demo_index_cache, tmp_path / "cache")
-    return {**os.environ, "IFQA_CACHE_DIR": str(cache), "HF_HUB_OFFLINE": "1"}
+def env(cache_with_demo_index):
+    return {**os.environ, "IFQA_CACHE_DIR": str(cache_with_demo_index), "HF_HUB_OFFLINE": "1"}
 
 
 def test_retrieve_on_the_demo_by_default(cli, tmp_path, env):
