@@ -53,6 +53,31 @@ def model_type(name: str | Path) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def check_causal_lm(name: str | Path, option: str, hint: str = "") -> None:
+    """A local model that is not a causal LM is refused in one line: a config whose ``model_type``
+    transformers loads as no causal LM (``hint`` says where that kind goes), or an encoder (a
+    sentence-transformers layout, or architectures naming no language-model head: BERT's model type
+    is a causal LM too, as BertLMHeadModel)."""
+    import json
+
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    kind = model_type(name)
+    if kind is not None and kind not in MODEL_FOR_CAUSAL_LM_MAPPING_NAMES:
+        raise IfqaError(f"{option} {name}: a {kind} model is not a causal LM{hint}")
+    folder = Path(name).expanduser()
+    encoder = "a sentence-transformers model" if (folder / "modules.json").is_file() else None
+    try:
+        architectures = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("architectures") or []
+    except (OSError, ValueError, AttributeError):
+        architectures = []
+    heads = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
+    if architectures and not any(a.endswith(heads) for a in architectures):
+        encoder = encoder or ", ".join(architectures)
+    if encoder:
+        raise IfqaError(f"{option} {name}: an encoder ({encoder}), not a causal LM that writes answers")
+
+
 @contextlib.contextmanager
 def loading(name: str | Path, what: str = "model", loads: str | Path | None = None) -> Iterator[None]:
     """Whatever a library raises while loading ``name`` becomes one line naming it. ``loads``: what is

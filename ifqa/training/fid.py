@@ -7,7 +7,7 @@ import json
 import logging
 import random
 from collections.abc import Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -22,9 +22,9 @@ from ifqa.io import atomic_dir, settled
 from ifqa.readers.fid.data import Collator, FiDSettings
 from ifqa.readers.fid.model import enable_checkpointing, load_model
 from ifqa.readers.fid.predict import predict
-from ifqa.training.loop import RESULT, STATE, TRAINER, Invocation, batch_order
+from ifqa.training.loop import RESULT, STATE, TRAINER, batch_order
 from ifqa.training.recipes import FiDRecipe
-from ifqa.training.runs import Reader, ReaderKind, RunFiles, train_reader
+from ifqa.training.runs import Reader, ReaderKind, RunFiles, trainer
 
 log = logging.getLogger(__name__)
 
@@ -44,20 +44,18 @@ def _use_compile(recipe: FiDRecipe, device: Device | str) -> bool:
     return reason is None
 
 
+@dataclass(frozen=True)
 class _Batches:
     """The tensors of micro-step ``g`` (inputs, labels), a pure function of the seed: worker processes
     prepare them ahead of the GPU (``feeding.feed``) and a resumed run sees the same data. With a compiled
     model labels are padded to ``answer_maxlength`` (loss unchanged: padded positions are ignored and the
     decoder is causal), so every step has one shape and nothing recompiles."""
 
-    def __init__(self, records: Sequence[dict], collator: Collator, recipe: FiDRecipe, fixed_shape: bool, world: World):
-        self.records, self.collator, self.recipe, self.fixed_shape, self.world = (
-            records,
-            collator,
-            recipe,
-            fixed_shape,
-            world,
-        )
+    records: Sequence[dict]
+    collator: Collator
+    recipe: FiDRecipe
+    fixed_shape: bool
+    world: World
 
     def __call__(self, g: int) -> dict:
         recipe = self.recipe
@@ -156,8 +154,4 @@ KIND = ReaderKind(
 )
 
 
-def train(
-    train_run, dev_run, output, recipe, device: str | None = None, progress: bool = True, stop_after: int | None = None
-) -> dict:
-    """``runs.train_reader`` for this kind (its run record, dev EM, ``best/`` and ``last/``)."""
-    return train_reader(KIND, recipe, train_run, dev_run, output, Invocation(device, progress, stop_after))
+train = trainer(KIND)

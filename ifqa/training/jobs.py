@@ -125,17 +125,16 @@ def train_job(
         output.mkdir(parents=True, exist_ok=True)
     groups, mined = _groups(recipe, questions, output, corpus, run.progress)
     started = time.time()
+    made = {  # what every card says made its model
+        "ifqa": __version__,
+        "kind": name,
+        "recipe": dataclasses.asdict(recipe),
+        "training_data": {"questions": questions.describe(), "groups": len(groups), "mining": mined},
+        "seed": recipe.seed,
+    }
     if kind.trainer is None:
         info = train_control(groups, output / "model", recipe.seed, recipe.weight)
-        card = {
-            "ifqa": __version__,
-            "kind": name,
-            "recipe": dataclasses.asdict(recipe),
-            "classifier": info,
-            "training_data": {"questions": questions.describe(), "groups": len(groups), "mining": mined},
-            "seed": recipe.seed,
-            "train_seconds": round(time.time() - started, 1),
-        }
+        card = {**made, "classifier": info, "train_seconds": round(time.time() - started, 1)}
         write_card(output / "model", card)
         return {"finished": True, **card}
     result = kind.load_trainer()(groups, output, recipe, run)
@@ -144,15 +143,11 @@ def train_job(
     if not result["finished"]:
         return {"finished": False, "step": result["step"], "steps": result["steps"]}
     card = {
-        "ifqa": __version__,
-        "kind": name,
+        **made,
         "base_model": recipe.model,
-        "recipe": dataclasses.asdict(recipe),
-        "training_data": {"questions": questions.describe(), "groups": len(groups), "mining": mined},
         "passages_read_as": "text without title (IfQA gold passages have none; every other passage has one)",
         "negatives": f"top-{recipe.hard_depth} of the first stage minus gold matches, plus "
         f"{recipe.other_gold} other questions' gold passage(s), {recipe.other_gold_from}",
-        "seed": recipe.seed,
         "steps": result["steps"],
         "train_seconds": round(time.time() - started, 1),
         "device": result["device"],

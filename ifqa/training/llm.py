@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import functools
 import importlib.util
-import json
 import logging
 import math
 import random
@@ -34,12 +34,12 @@ from ifqa.llm.local_models import PREFIX, is_local_file_model, model_content, mo
 from ifqa.llm.session import ModelSession
 from ifqa.llm.trained import KIND as CARD_KIND
 from ifqa.llm.trained import base_digest
-from ifqa.models import model_type
+from ifqa.models import check_causal_lm
 from ifqa.readers.llm.config import LLMReaderConfig
 from ifqa.readers.llm.reader import LLMReader
-from ifqa.training.loop import Invocation, batch_order
+from ifqa.training.loop import batch_order
 from ifqa.training.recipes import LLMRecipe
-from ifqa.training.runs import Reader, ReaderKind, RunFiles, train_reader
+from ifqa.training.runs import Reader, ReaderKind, RunFiles, trainer
 from ifqa.version import __version__
 
 log = logging.getLogger(__name__)
@@ -203,7 +203,7 @@ def _with_lora(model, recipe: LLMRecipe):
 
     config = peft.LoraConfig(
         r=recipe.lora_rank,
-        lora_alpha=recipe.lora_alpha if recipe.lora_alpha is not None else 2 * recipe.lora_rank,
+        lora_alpha=recipe.alpha(),
         lora_dropout=recipe.lora_dropout,
         target_modules="all-linear",
         task_type="CAUSAL_LM",
@@ -211,28 +211,24 @@ def _with_lora(model, recipe: LLMRecipe):
     return peft.get_peft_model(model, config)
 
 
-class _Saver:
-    """Writes a trained folder aside and swaps it in (``io.atomic_dir``) with its card: on a GGUF base, a
-    LoRA run's adapter as llama.cpp reads it (``adapter.gguf``: ``--backend hf`` merges the same file);
-    otherwise the model (LoRA merged unless ``--no-merge``) and its tokenizer."""
-
-    def __init__(self, backend, recipe: LLMRecipe, card: dict, gguf_base: Path | None):
-        self.backend, self.recipe, self.card, self.gguf_base = backend, recipe, card, gguf_base
-
-    def __call__(self, target: Path, **facts) -> None:
-        model = self.backend.model
-        with atomic_dir(target) as tmp:
-            card = {**self.card, **facts}
-            if self.gguf_base is not None and self.recipe.lora_rank is not None:
-                alpha = self.recipe.lora_alpha if self.recipe.lora_alpha is not None else 2 * self.recipe.lora_rank
-                write_adapter(tmp / ADAPTER, self.gguf_base, self.card["base_digest"], alpha, lora_pairs(model))
-                card["adapter"] = {"file": ADAPTER, "digest": whole_digest(tmp / ADAPTER), "alpha": alpha}
-            else:
-                if self.recipe.lora_rank is not None and not self.recipe.no_merge:
-                    model = copy.deepcopy(model).merge_and_unload()  # the training copy keeps its adapters
-                model.save_pretrained(tmp)
-                self.backend.tokenizer.save_pretrained(tmp)
-            write_card(tmp, card)
+def _save(backend, recipe: LLMRecipe, made: dict, target: Path, **facts) -> None:
+    """A trained folder written aside and swapped in (``io.atomic_dir``) with its card (``made`` and the
+    ``facts`` of this save): on a GGUF base, a LoRA run's adapter as llama.cpp reads it (``adapter.gguf``:
+    ``--backend hf`` merges the same file); otherwise the model (LoRA merged unless ``--no-merge``) and its
+    tokenizer."""
+    model = backend.model
+    with atomic_dir(target) as tmp:
+        card = {**made, **facts}
+        if is_local_file_model(recipe.model) and recipe.lora_rank is not None:
+            alpha = recipe.alpha()
+            write_adapter(tmp / ADAPTER, model_file(recipe.model), made["base_digest"], alpha, lora_pairs(model))
+            card["adapter"] = {"file": ADAPTER, "digest": whole_digest(tmp / ADAPTER), "alpha": alpha}
+        else:
+            if recipe.lora_rank is not None and not recipe.no_merge:
+                model = copy.deepcopy(model).merge_and_unload()  # the training copy keeps its adapters
+            model.save_pretrained(tmp)
+            backend.tokenizer.save_pretrained(tmp)
+        write_card(tmp, card)
 
 
 def lora_pairs(model) -> dict:
@@ -247,27 +243,6 @@ def lora_pairs(model) -> dict:
                 b.detach().float().cpu().numpy(),
             )
     return pairs
-
-
-def causal_lm_types() -> set[str]:
-    """The model types transformers loads as causal LMs."""
-    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
-
-    return set(MODEL_FOR_CAUSAL_LM_MAPPING_NAMES)
-
-
-def _encoder(model: str) -> str | None:
-    """What a local folder is when it is an encoder: a sentence-transformers layout, or a model whose
-    architectures name no language-model head (BERT's model types are causal LMs too, as BertLMHeadModel)."""
-    folder = Path(model).expanduser()
-    if (folder / "modules.json").is_file():
-        return "a sentence-transformers model"
-    try:
-        architectures = json.loads((folder / "config.json").read_text(encoding="utf-8")).get("architectures") or []
-    except (OSError, ValueError, AttributeError):
-        return None
-    heads = ("ForCausalLM", "LMHeadModel", "ForConditionalGeneration")
-    return None if not architectures or any(a.endswith(heads) for a in architectures) else ", ".join(architectures)
 
 
 def _check_model(recipe: LLMRecipe) -> None:
@@ -285,12 +260,7 @@ def _check_model(recipe: LLMRecipe) -> None:
             f"--no-merge: on a GGUF --model ({recipe.model}) the adapter is always saved apart, as adapter.gguf "
             "(read by --backend llamacpp and hf); leave --no-merge out"
         )
-    kind = model_type(recipe.model)
-    if kind is not None and kind not in causal_lm_types():
-        raise IfqaError(f"--model {recipe.model}: a {kind} model is not a causal LM (FiD trains T5: ifqa train fid)")
-    encoder = _encoder(recipe.model)
-    if encoder:
-        raise IfqaError(f"--model {recipe.model}: an encoder ({encoder}), not a causal LM that writes answers")
+    check_causal_lm(recipe.model, "--model", " (FiD trains T5: ifqa train fid)")
     if recipe.lora_rank is not None and is_local_file_model(recipe.model):
         check_base(model_file(recipe.model))  # its adapter is written as GGUF: an architecture it can be written for
     if recipe.closed_book_share and recipe.mode != "open":
@@ -315,19 +285,13 @@ def load(recipe: LLMRecipe, device: Device, world: World, files: RunFiles) -> Re
         backend.model.gradient_checkpointing_enable()
         backend.model.enable_input_require_grads()
     backend.model = _with_lora(backend.model, recipe)
-    save = _Saver(
-        backend,
-        recipe,
-        card(recipe, files, reader),
-        model_file(recipe.model) if is_local_file_model(recipe.model) else None,
-    )
     return Reader(
         model=backend.model,
         parameters=[p for p in backend.model.parameters() if p.requires_grad],
         batch=_Batches(examples, recipe, backend.tokenizer.pad_token_id, world),
         loss=lambda inputs, forward: answer_loss(inputs, forward, world.size),
         predict=lambda records: _answers(reader, records, recipe.eval_batch_size),
-        save=save,
+        save=functools.partial(_save, backend, recipe, card(recipe, files, reader)),
         memory=(
             f"a batch of {recipe.batch_size // recipe.accumulation} prompts of up to {recipe.max_prompt_tokens} tokens",
             "memory: the same command with --gradient-checkpointing resumes from the last whole step (saved), or "
@@ -394,8 +358,4 @@ KIND = ReaderKind(
 )
 
 
-def train(
-    train_run, dev_run, output, recipe, device: str | None = None, progress: bool = True, stop_after: int | None = None
-) -> dict:
-    """``runs.train_reader`` for this kind (its run record, dev EM, ``best/`` and ``last/``)."""
-    return train_reader(KIND, recipe, train_run, dev_run, output, Invocation(device, progress, stop_after))
+train = trainer(KIND)

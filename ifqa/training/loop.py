@@ -14,6 +14,7 @@ by keyword: its data, its step (the loss), its evaluation and its save. The loop
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import random
@@ -61,6 +62,12 @@ class LoopSettings:
     def warmup_length(self) -> int:
         return max(1, self.warmup_steps if self.warmup_steps is not None else int(self.warmup * self.steps))
 
+    @classmethod
+    def of(cls, recipe, steps: int, **given) -> LoopSettings:
+        """The settings a recipe declares (its fields of these names), ``given`` over them."""
+        named = {f.name: getattr(recipe, f.name) for f in dataclasses.fields(cls) if hasattr(recipe, f.name)}
+        return cls(**{**named, "steps": steps, **given})
+
 
 class Evaluation:
     """What a trainee measures as it trains (a reader's dev EM): ``after_step`` may add to the step's log
@@ -75,22 +82,6 @@ class Evaluation:
 
     def restore(self, saved: dict) -> None:
         pass
-
-
-class BestEM(Evaluation):
-    """The best dev EM a reader's run has seen (its ``best/``), carried across a resume in the loop's
-    state: a reader's dev scorer subclasses it."""
-
-    best_em: float = -1.0
-
-    def state(self) -> dict:
-        return {"best_em": self.best_em}
-
-    def restore(self, saved: dict) -> None:
-        best = saved.get("best_em", -1.0)
-        if not isinstance(best, (int, float)):
-            raise TypeError("its 'best_em' is not a number")
-        self.best_em = float(best)
 
 
 def as_planned(plan):
@@ -179,9 +170,7 @@ def adamw(parameters, lr: float, weight_decay: float, device: Device):
 def train_recipe(recipe, trainee: Trainee, output: Path, device: Device, run: Invocation, world: World) -> dict:
     """``run_loop`` with a recipe's learning rate, precision, seed and save interval; the output folder is
     made on the main rank."""
-    settings = LoopSettings(
-        len(trainee.batches), recipe.lr, precision=recipe.precision, seed=recipe.seed, save_every=recipe.save_every
-    )
+    settings = LoopSettings.of(recipe, len(trainee.batches))
     if trainee.shares and trainee.batches:  # a global batch the ranks cannot share equally: one line, now
         world.share(trainee.batches[0], trainee.shares)
     if world.main:

@@ -229,3 +229,7 @@ class LLMRecipe(run_recipe("LLMRunRecipe")):
     lora_alpha: float | None = option(None, "LoRA scaling alpha (default: twice the rank).", min=0.0)
     lora_dropout: float = option(0.05, "Dropout on the LoRA adapters' inputs.", min=0.0, max=0.9)
     no_merge: bool = option(False, "Save the LoRA adapter alone, not merged into the model.")
+
+    def alpha(self) -> float | None:
+        """LoRA's scaling alpha: ``--lora-alpha``, else twice the rank."""
+        return self.lora_alpha if self.lora_alpha is not None or self.lora_rank is None else 2 * self.lora_rank

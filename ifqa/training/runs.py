@@ -22,7 +22,8 @@ from ifqa.distributed import World
 from ifqa.errors import IfqaError
 from ifqa.eval.answers import best_over_answers, exact_match
 from ifqa.io import settled, write_json
-from ifqa.training.loop import RESULT, RUN_CONFIG, STATE, TRAINER, BestEM, LoopSettings, Trainee, run_loop, start
+from ifqa.training import loop
+from ifqa.training.loop import RESULT, RUN_CONFIG, STATE, TRAINER, Evaluation, LoopSettings, Trainee, run_loop, start
 
 log = logging.getLogger(__name__)
 
@@ -116,9 +117,10 @@ def dev_em(predictions: Sequence[str], records: Sequence[dict]) -> float:
     return 100.0 * right / max(1, len(records))
 
 
-class DevEM(BestEM):
+class DevEM(Evaluation):
     """Dev EM every ``eval_every`` steps and at the last, each rank predicting its share of whole batches;
-    a better EM saves ``best/`` (then the state is saved too, so ``best/`` and the best EM agree on resuming)."""
+    a better EM saves ``best/`` (then the state is saved too, so ``best/`` and the best EM agree on resuming:
+    the best EM is carried in the loop's state)."""
 
     def __init__(self, reader: Reader, records: list[dict], recipe, steps: int, world: World, output: Path):
         self.reader, self.recipe, self.steps, self.world, self.output = reader, recipe, steps, world, output
@@ -139,22 +141,14 @@ class DevEM(BestEM):
                     self.reader.save(self.output / "best", step=step, dev_em=entry["dev_em"])
         return True
 
+    def state(self) -> dict:
+        return {"best_em": self.best_em}
 
-def settings_of(recipe, steps: int, precision: str, compile: bool) -> LoopSettings:
-    """The loop's settings from a run recipe: warm-up over 5% of the steps unless the recipe says."""
-    warmup = recipe.warmup_steps if recipe.warmup_steps is not None else max(1, steps // 20)
-    return LoopSettings(
-        steps,
-        recipe.lr,
-        weight_decay=recipe.weight_decay,
-        save_every=recipe.save_every,
-        precision=precision,
-        seed=recipe.seed,
-        warmup_steps=warmup,
-        accumulation=recipe.accumulation,
-        max_grad_norm=recipe.max_grad_norm,
-        compile=compile,
-    )
+    def restore(self, saved: dict) -> None:
+        best = saved.get("best_em", -1.0)
+        if not isinstance(best, (int, float)):
+            raise TypeError("its 'best_em' is not a number")
+        self.best_em = float(best)
 
 
 def train_reader(kind: ReaderKind, recipe, train_run, dev_run, output, run) -> dict:
@@ -193,8 +187,19 @@ def train_reader(kind: ReaderKind, recipe, train_run, dev_run, output, run) -> d
         save=save,
         memory=reader.memory,
     )
-    settings = settings_of(recipe, steps, recipe.precision, reader.compile)
+    warmup = recipe.warmup_steps if recipe.warmup_steps is not None else max(1, steps // 20)  # 5% by default
+    settings = LoopSettings.of(recipe, steps, warmup_steps=warmup, compile=reader.compile)
     result = run_loop(trainee, output, settings, device, run.progress, run.stop_after, world)
     if not result["finished"]:
         log.info("stopped at step %d of %d; rerun the same command to continue", result["step"], steps)
     return result
+
+
+def trainer(kind: ReaderKind) -> Callable[..., dict]:
+    """A kind's ``train(train_run, dev_run, output, recipe, device=None, progress=True, stop_after=None)``:
+    ``train_reader`` with that invocation."""
+
+    def train(train_run, dev_run, output, recipe, device: str | None = None, progress=True, stop_after=None) -> dict:
+        return train_reader(kind, recipe, train_run, dev_run, output, loop.Invocation(device, progress, stop_after))
+
+    return train
