@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from ifqa.cli.options import output_option
+from ifqa.cli.options import count_option, output_option
 from ifqa.corpus.build import build
 from ifqa.tables import table
 
@@ -23,14 +23,12 @@ def corpus() -> None:
     type=click.Choice(["xml", "wikiextractor-json", "wikiextractor-doc", "passages-jsonl", "passages-tsv"]),
     help="Input format (default: detected from the content).",
 )
-@click.option("--words", default=100, show_default=True, type=click.IntRange(min=1), help="Words per passage.")
-@click.option("--workers", default=1, show_default=True, type=click.IntRange(min=1), help="Worker processes.")
-@click.option(
+@count_option("--words", "Words per passage.", default=100)
+@count_option("--workers", "Worker processes.", default=1)
+@count_option(
     "--batch-size",
+    "Records per batch, at most (a batch also closes at 1 MB); the unit of resuming. Multistream bz2 dumps are batched by ~1 MB of compressed streams instead, decompressed by the workers.",
     default=200,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Records per batch, at most (a batch also closes at 1 MB); the unit of resuming. Multistream bz2 dumps are batched by ~1 MB of compressed streams instead, decompressed by the workers.",
 )
 @click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def corpus_build(inputs, output, format_, words, workers, batch_size, no_progress) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from ifqa.choices import AliasedOption, announce_renames
-from ifqa.cli.options import guard_outputs, output_option, runtime_label, runtime_options
+from ifqa.cli.options import count_option, guard_outputs, output_option, runtime_label, runtime_options
 from ifqa.configs import click_options, from_options, option_fields
 from ifqa.datasets.hub import is_hub
 from ifqa.datasets.hub_corpus import corpus_file
@@ -108,9 +108,7 @@ def index() -> None:
     "Lucene from there (measured faster and smaller at IfQA's 3,800 questions; docs/benchmarks.md).",
 )
 @click_options(BM25Settings)
-@click.option(
-    "--threads", default=1, show_default=True, type=click.IntRange(min=1), help="Indexing threads (pyserini)."
-)
+@count_option("--threads", "Indexing threads (pyserini).", default=1)
 @click.option(
     "--chunk-docs",
     type=click.IntRange(min=100),
@@ -147,9 +145,7 @@ def index_bm25(corpus, index_dir, engine, threads, chunk_docs, max_memory, force
 )
 @click_options(DenseSettings)
 @click.option("--shard", help="Encode only shard i of N (i/N, from 0); run once more without it to build the index.")
-@click.option(
-    "--batch-size", type=click.IntRange(min=1), help="Passages encoded together (default: 512 on a GPU, 64 on a CPU)."
-)
+@count_option("--batch-size", "Passages encoded together (default: 512 on a GPU, 64 on a CPU).")
 @click.option(
     "--precision",
     type=click.Choice(PRECISIONS),
@@ -158,15 +154,9 @@ def index_bm25(corpus, index_dir, engine, threads, chunk_docs, max_memory, force
     help="Model precision: auto is fp16 on a GPU (within 1e-3 cosine of fp32) and fp32 on a CPU.",
 )
 @runtime_options("Encoding")
-@click.option(
-    "--chunk-size",
-    default=4096,
-    show_default=True,
-    type=click.IntRange(min=1),
-    help="Passages per embedding file (the unit of resuming).",
-)
+@count_option("--chunk-size", "Passages per embedding file (the unit of resuming).", default=4096)
 @click.option("--device", help="cpu, cuda, cuda:1 ... (default: GPU when present)")
-@click.option("--threads", type=click.IntRange(min=1), help="CPU threads per encoding process (default: torch's).")
+@count_option("--threads", "CPU threads per encoding process (default: torch's).")
 @click.option(
     "--ray",
     "ray_address",
@@ -177,7 +167,7 @@ def index_bm25(corpus, index_dir, engine, threads, chunk_docs, max_memory, force
     help="Encode on Ray: one actor per GPU (or CPU) of the cluster at ADDRESS (ray://host:10001, auto), "
     "or a local Ray with --ray alone. Same chunk files, same resuming.",
 )
-@click.option("--ray-workers", type=click.IntRange(min=1), help="Most Ray actors (default: one per GPU, else per CPU).")
+@count_option("--ray-workers", "Most Ray actors (default: one per GPU, else per CPU).")
 @click.option(
     "--max-memory",
     help="Most memory the FAISS index may take, e.g. 64G; checked before encoding (default: the machine's).",

@@ -72,6 +72,11 @@ class OutputOption(AliasedOption):
         self.owns, self.replaces = owns, replaces or {}
 
 
+def count_option(flag: str, help: str, default: int | None = None):
+    """A whole-number option of at least 1 (its default shown when it has one)."""
+    return click.option(flag, default=default, show_default=default is not None, type=click.IntRange(min=1), help=help)
+
+
 def output_option(
     help: str,
     name: str = "output",

@@ -8,6 +8,7 @@ import click
 
 from ifqa.api import Reranker
 from ifqa.cli.options import (
+    count_option,
     given_run,
     output_option,
     question_source,
@@ -32,14 +33,10 @@ from ifqa.retrieval.rerank_run import read_rerankable, rerank_run
     help="Cross-encoder: a folder from `ifqa train reranker` or a hub id "
     "(cross-encoder/ms-marco-MiniLM-L-6-v2, BAAI/bge-reranker-base, ...).",
 )
-@click.option(
-    "--depth", default=100, show_default=True, type=click.IntRange(min=1), help="Passages re-scored per question."
-)
+@count_option("--depth", "Passages re-scored per question.", default=100)
 @output_option("The reranked run (+ manifest).")
 @recorded_question_options
-@click.option(
-    "--batch-size", type=click.IntRange(min=1), help="Pairs scored together (default: 512 on a GPU, 64 on a CPU)."
-)
+@count_option("--batch-size", "Pairs scored together (default: 512 on a GPU, 64 on a CPU).")
 @click.option("--max-length", type=click.IntRange(min=16), help="Tokens per pair (default: the model's).")
 @click.option("--device", help="cpu, cuda ... (default: GPU when present).")
 @click.option(

@@ -6,7 +6,14 @@ import logging
 
 import click
 
-from ifqa.cli.options import RUNS_UNTIL_STOPPED, question_options, question_source, retrieval_config, retrieval_options
+from ifqa.cli.options import (
+    RUNS_UNTIL_STOPPED,
+    count_option,
+    question_options,
+    question_source,
+    retrieval_config,
+    retrieval_options,
+)
 from ifqa.configs import click_options, from_options, option_fields
 from ifqa.readers.llm.config import LLMReaderConfig, SharedDeviceReaderConfig
 from ifqa.serve.service import Limits, QAService
@@ -35,9 +42,7 @@ SERVED_OTHERWISE = {"k": "per request", "device": "--device", "batch_size": "one
     help="Address to bind (0.0.0.0 exposes the server to the network).",
 )
 @click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="Port to listen on.")
-@click.option(
-    "--max-k", default=100, show_default=True, type=click.IntRange(min=1), help="Most passages one request may ask for."
-)
+@count_option("--max-k", "Most passages one request may ask for.", default=100)
 def serve(api_key, setting, split, questions, data_dir, host, port, max_k, **options) -> None:
     """Serve a page to ask one question and see every stage, and the JSON API (/search, /answer, /health).
 

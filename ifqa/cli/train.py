@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from ifqa.cards import CARD, FID_CONFIG
-from ifqa.cli.options import output_option, question_options_for, question_source
+from ifqa.cli.options import count_option, output_option, question_options_for, question_source
 from ifqa.configs import click_options, from_options
 from ifqa.distributed import launched
 from ifqa.errors import IfqaError
@@ -83,9 +83,7 @@ def _run_command(name: str, kind) -> None:
         replaces={"best": SAVED_READER, "last": SAVED_READER},
     )
     @click_options(kind.recipe)
-    @click.option(
-        "--stop-after", type=click.IntRange(min=1), help="Stop after N steps (state saved; rerun to continue)."
-    )
+    @count_option("--stop-after", "Stop after N steps (state saved; rerun to continue).")
     @click.option("--device", help="cpu, cuda ... (default: GPU when present).")
     @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
     @click.option("--no-bf16", "no_bf16", is_flag=True, hidden=True, help="The former spelling of --precision fp32.")
@@ -122,7 +120,7 @@ def _questions_command(name: str, kind) -> None:
         help="A first-stage run of dev questions: its recall before and after goes into the model card.",
     )
     @click.option("--device", help="cpu, cuda ... (default: GPU when present).")
-    @click.option("--stop-after", type=click.IntRange(min=1), help="Stop after N steps (state saved; rerun to resume).")
+    @count_option("--stop-after", "Stop after N steps (state saved; rerun to resume).")
     @click.option("--no-progress", is_flag=True, help="Hide progress bars.")
     def command(
         setting, split, questions, data_dir, output, corpus, dev_run, device, stop_after, no_progress, **options
