@@ -211,7 +211,7 @@ def _with_lora(model, recipe: LLMRecipe):
     return peft.get_peft_model(model, config)
 
 
-def _save(backend, recipe: LLMRecipe, made: dict, target: Path, **facts) -> None:
+def _save(backend, recipe: LLMRecipe, made: dict, gguf_base: Path | None, target: Path, **facts) -> None:
     """A trained folder written aside and swapped in (``io.atomic_dir``) with its card (``made`` and the
     ``facts`` of this save): on a GGUF base, a LoRA run's adapter as llama.cpp reads it (``adapter.gguf``:
     ``--backend hf`` merges the same file); otherwise the model (LoRA merged unless ``--no-merge``) and its
@@ -219,9 +219,9 @@ def _save(backend, recipe: LLMRecipe, made: dict, target: Path, **facts) -> None
     model = backend.model
     with atomic_dir(target) as tmp:
         card = {**made, **facts}
-        if is_local_file_model(recipe.model) and recipe.lora_rank is not None:
+        if gguf_base is not None and recipe.lora_rank is not None:
             alpha = recipe.alpha()
-            write_adapter(tmp / ADAPTER, model_file(recipe.model), made["base_digest"], alpha, lora_pairs(model))
+            write_adapter(tmp / ADAPTER, gguf_base, made["base_digest"], alpha, lora_pairs(model))
             card["adapter"] = {"file": ADAPTER, "digest": whole_digest(tmp / ADAPTER), "alpha": alpha}
         else:
             if recipe.lora_rank is not None and not recipe.no_merge:
@@ -285,13 +285,14 @@ def load(recipe: LLMRecipe, device: Device, world: World, files: RunFiles) -> Re
         backend.model.gradient_checkpointing_enable()
         backend.model.enable_input_require_grads()
     backend.model = _with_lora(backend.model, recipe)
+    gguf_base = model_file(recipe.model) if is_local_file_model(recipe.model) else None  # resolved once
     return Reader(
         model=backend.model,
         parameters=[p for p in backend.model.parameters() if p.requires_grad],
         batch=_Batches(examples, recipe, backend.tokenizer.pad_token_id, world),
         loss=lambda inputs, forward: answer_loss(inputs, forward, world.size),
         predict=lambda records: _answers(reader, records, recipe.eval_batch_size),
-        save=functools.partial(_save, backend, recipe, card(recipe, files, reader)),
+        save=functools.partial(_save, backend, recipe, card(recipe, files, reader), gguf_base),
         memory=(
             f"a batch of {recipe.batch_size // recipe.accumulation} prompts of up to {recipe.max_prompt_tokens} tokens",
             "memory: the same command with --gradient-checkpointing resumes from the last whole step (saved), or "

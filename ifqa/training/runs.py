@@ -22,8 +22,18 @@ from ifqa.distributed import World
 from ifqa.errors import IfqaError
 from ifqa.eval.answers import best_over_answers, exact_match
 from ifqa.io import settled, write_json
-from ifqa.training import loop
-from ifqa.training.loop import RESULT, RUN_CONFIG, STATE, TRAINER, Evaluation, LoopSettings, Trainee, run_loop, start
+from ifqa.training.loop import (
+    RESULT,
+    RUN_CONFIG,
+    STATE,
+    TRAINER,
+    Evaluation,
+    Invocation,
+    LoopSettings,
+    Trainee,
+    run_loop,
+    start,
+)
 
 log = logging.getLogger(__name__)
 
@@ -200,6 +210,6 @@ def trainer(kind: ReaderKind) -> Callable[..., dict]:
     ``train_reader`` with that invocation."""
 
     def train(train_run, dev_run, output, recipe, device: str | None = None, progress=True, stop_after=None) -> dict:
-        return train_reader(kind, recipe, train_run, dev_run, output, loop.Invocation(device, progress, stop_after))
+        return train_reader(kind, recipe, train_run, dev_run, output, Invocation(device, progress, stop_after))
 
     return train
