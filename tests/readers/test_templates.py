@@ -131,3 +131,14 @@ def test_a_premise_first_template_states_the_premise_apart():
     assert "Premise: If the river dried up\n" in text and "Premise: If the sea rose\n" in text
     assert text.rstrip().endswith(f"Question: {question}\nAnswer:")
     assert prompts.premise_of("What is the capital of France?") == "What is the capital of France?"
+
+
+def test_a_template_is_named_with_or_without_its_file_suffix_and_an_unknown_one_lists_the_known():
+    """``--template open_premise.txt`` (the file's name) and ``open_premise`` are one template; a name
+    that is neither says which names the folder holds."""
+    from ifqa.errors import IfqaError
+    from ifqa.readers.llm import prompts
+
+    assert prompts.load_template("open_premise.txt") == prompts.load_template("open_premise")
+    with pytest.raises(IfqaError, match=r"no such prompt template \(the folder has: .*open_premise"):
+        prompts.load_template("open_premiss")

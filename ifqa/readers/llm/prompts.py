@@ -83,9 +83,13 @@ def check_placeholders(text: str, filled: Sequence[str], path: str | Path) -> No
 
 
 def load_template(name: str, directory: str | Path | None = None) -> Template:
-    path = prompts_dir(directory) / f"{name}.txt"
+    """A reader's template by name, with or without its ``.txt`` (the name is what cards record)."""
+    name = name.removesuffix(".txt")
+    folder = prompts_dir(directory)
+    path = folder / f"{name}.txt"
     if not path.exists():
-        raise IfqaError("no such prompt template", path)
+        known = ", ".join(sorted(p.stem for p in folder.glob("*.txt")))
+        raise IfqaError(f"no such prompt template (the folder has: {known})", path)
     parts = _SECTION.split(path.read_text(encoding="utf-8"))
     sections = {parts[i]: parts[i + 1].strip("\n") for i in range(1, len(parts) - 1, 2)}
     missing = {"instruction", "demonstration", "query"} - sections.keys()
