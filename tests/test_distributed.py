@@ -575,11 +575,14 @@ def test_a_one_process_checkpoint_resumes_on_two_ranks_with_dev_em_shared(fid_se
     from ifqa.training import fid as fid_train
 
     root, run, _ = fid_setup
+    dev = tmp_path / "dev.jsonl"  # the same passages asked otherwise: training never scores its own questions
+    records = [json.loads(line) for line in run.read_text().splitlines()]
+    dev.write_text("".join(json.dumps({**r, "question": f"As asked on dev: {r['question']}"}) + "\n" for r in records))
     config = _fid_config(root, eval_every=2, eval_batch_size=1)
-    alone = fid_train.train(run, run, tmp_path / "alone", config, "cpu", progress=False)
-    fid_train.train(run, run, tmp_path / "split", config, "cpu", progress=False, stop_after=2)
+    alone = fid_train.train(run, dev, tmp_path / "alone", config, "cpu", progress=False)
+    fid_train.train(run, dev, tmp_path / "split", config, "cpu", progress=False, stop_after=2)
     result = train_fid_on_ranks(
-        root, run, tmp_path / "split", "--dev-run", run, "--eval-every", "2", "--eval-batch-size", "1"
+        root, run, tmp_path / "split", "--dev-run", dev, "--eval-every", "2", "--eval-batch-size", "1"
     )
     assert result.returncode == 0, result.stderr[-3000:]
     log = [json.loads(line) for line in (tmp_path / "split" / "train_log.jsonl").read_text().splitlines()]

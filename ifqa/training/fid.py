@@ -86,12 +86,6 @@ def check(recipe: FiDRecipe, output: Path) -> None:
         )
 
 
-def keep(train: list[dict], dev: list[dict], recipe, train_run, dev_run) -> list[dict]:
-    if not train:
-        raise IfqaError("no training questions", train_run)
-    return train
-
-
 def load(recipe: FiDRecipe, device: Device, world: World, files: RunFiles) -> Reader:
     """The T5 to train (its gradients recomputed when asked, compiled on CUDA), its batches and loss."""
     compiled = _use_compile(recipe, device)
@@ -148,7 +142,6 @@ KIND = ReaderKind(
     name="fid",
     check=check,
     on=lambda recipe, device, ranks: recipe.on(device, ranks),
-    keep=keep,
     micro_batch=lambda recipe: recipe.batch_size,
     load=load,
 )

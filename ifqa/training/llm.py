@@ -27,7 +27,6 @@ from ifqa.cards import write_card
 from ifqa.devices import Device
 from ifqa.distributed import World
 from ifqa.errors import IfqaError
-from ifqa.eval.answers import normalize_answer
 from ifqa.io import atomic_dir
 from ifqa.llm.gguf_forms import ADAPTER, check_base, write_adapter
 from ifqa.llm.local_models import PREFIX, is_local_file_model, model_content, model_file, whole_digest
@@ -43,10 +42,6 @@ from ifqa.training.runs import Reader, ReaderKind, RunFiles, trainer
 from ifqa.version import __version__
 
 log = logging.getLogger(__name__)
-
-#: the share of training questions that may also be dev questions (IfQA's own train and dev share 9 of
-#: 2,400 question texts: those are left out of training); more is a dev run of the training questions
-OVERLAP_REFUSED = 0.05
 
 
 def reader_config(recipe: LLMRecipe, device: str, batch_size: int | None = None) -> LLMReaderConfig:
@@ -77,30 +72,14 @@ def _examples(records: list[dict]) -> list[Example]:
     return [Example(str(r["qid"]), r["question"], list(r.get("answers") or [])) for r in records]
 
 
-def _check_runs(train: list[dict], dev: list[dict], recipe: LLMRecipe, train_run, dev_run) -> list[dict]:
-    """The training records kept: every one with an answer and (open mode) passages; those whose question
-    is also a dev question are left out, and a train run that is largely the dev run is refused."""
-    if not train:
-        raise IfqaError("no training questions", train_run)
-    recorded = (recorded_questions(train_run) or {}).get("name", "")
-    if recorded.split(":")[-1] in ("dev", "test", "validation"):
-        raise IfqaError(f"is a run of {recorded}; train on a train split and keep it for evaluation", train_run)
+def _check_runs(train: list[dict], recipe: LLMRecipe, train_run) -> list[dict]:
+    """Every training record has an answer to train on and (open mode) passages to read."""
     for record in train:
         if not record.get("answers"):
             raise IfqaError(f"question {record.get('qid')} has no answer to train on", train_run)
         if recipe.mode == "open" and not record.get("ctxs"):
             raise IfqaError(f"--mode open: question {record.get('qid')} has no passages in the run", train_run)
-    scored = {normalize_answer(r["question"]) for r in dev}
-    kept = [r for r in train if normalize_answer(r["question"]) not in scored]
-    if len(train) - len(kept) > OVERLAP_REFUSED * len(train):
-        raise IfqaError(
-            f"{len(train) - len(kept)} of its {len(train)} questions are questions of --dev-run {dev_run}, whose EM "
-            "would then be scored on training questions; train on another split",
-            train_run,
-        )
-    if len(kept) < len(train):
-        log.info("%d training question(s) are also dev questions: left out of training", len(train) - len(kept))
-    return kept
+    return train
 
 
 def _target(tokenizer, chat: bool, prompt: str, prompt_ids: list[int], answer: str) -> list[int]:

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from ifqa import distributed
-from ifqa.artifacts import read_run
+from ifqa.artifacts import read_run, recorded_questions
 from ifqa.devices import Device
 from ifqa.distributed import World
 from ifqa.errors import IfqaError
-from ifqa.eval.answers import best_over_answers, exact_match
+from ifqa.eval.answers import best_over_answers, exact_match, normalize_answer
 from ifqa.io import settled, write_json
 from ifqa.training.loop import (
     RESULT,
@@ -71,16 +71,43 @@ class RunFiles:
 class ReaderKind:
     """A reader trainable on a run file, declared by its parts (``kinds.py``). ``name``: what its run
     record names it; ``check(recipe, output)``: refusals before anything is read; ``on(recipe, device,
-    ranks)``: the recipe with its device-dependent defaults filled in; ``keep(train,
-    dev, recipe, train_run, dev_run)``: the training records kept; ``micro_batch(recipe)``: questions a
+    ranks)``: the recipe with its device-dependent defaults filled in; ``keep(train, recipe, train_run)``:
+    refusals of the training records its batches could not use (after ``held_apart``); ``micro_batch(recipe)``: questions a
     rank-shared micro-batch holds; ``load(recipe, device, world, files)``: its ``Reader`` (``files``: ``RunFiles``)."""
 
     name: str
     check: Callable
-    keep: Callable
     micro_batch: Callable
     load: Callable
+    keep: Callable = lambda train, recipe, train_run: train
     on: Callable = lambda recipe, device, ranks: recipe
+
+
+#: the share of training questions that may also be dev questions (IfQA's own train and dev share 9 of
+#: 2,400 question texts: those are left out of training); more is a dev run of the training questions
+OVERLAP_REFUSED = 0.05
+
+
+def held_apart(train: list[dict], dev: list[dict], train_run, dev_run) -> list[dict]:
+    """The training records every kind may train on, whatever it reads of them: a run of an evaluation split
+    is refused, questions that are also ``--dev-run`` questions are left out (dev EM picks ``best/``), and a
+    train run that is largely the dev run is refused, all before a model loads."""
+    if not train:
+        raise IfqaError("no training questions", train_run)
+    recorded = (recorded_questions(train_run) or {}).get("name", "")
+    if recorded.split(":")[-1] in ("dev", "test", "validation"):
+        raise IfqaError(f"is a run of {recorded}; train on a train split and keep it for evaluation", train_run)
+    scored = {normalize_answer(r["question"]) for r in dev}
+    kept = [r for r in train if normalize_answer(r["question"]) not in scored]
+    if len(train) - len(kept) > OVERLAP_REFUSED * len(train):
+        raise IfqaError(
+            f"{len(train) - len(kept)} of its {len(train)} questions are questions of --dev-run {dev_run}, whose EM "
+            "would then be scored on training questions; train on another split",
+            train_run,
+        )
+    if len(kept) < len(train):
+        log.info("%d training question(s) are also dev questions: left out of training", len(train) - len(kept))
+    return kept
 
 
 def identity(kind: ReaderKind, recipe) -> dict:
@@ -167,11 +194,11 @@ def train_reader(kind: ReaderKind, recipe, train_run, dev_run, output, run) -> d
     output = settled(Path(output))
     kind.check(recipe, output)
     resuming = resumes(output, kind, recipe)
+    train_records, dev_records = read_run(train_run), read_run(dev_run) if dev_run else []
+    train_records = kind.keep(held_apart(train_records, dev_records, train_run, dev_run), recipe, train_run)
     world, device = start(recipe.seed, run.device)
     recipe = kind.on(recipe, device, world.size)
     world.share(range(kind.micro_batch(recipe)))  # a batch the ranks cannot share: one line, now
-    train_records, dev_records = read_run(train_run), read_run(dev_run) if dev_run else []
-    train_records = kind.keep(train_records, dev_records, recipe, train_run, dev_run)
     steps = recipe.steps or max(1, math.ceil(recipe.epochs * len(train_records) / recipe.batch_size))
     if world.active:  # the group forms before anything is written: a peer that never comes leaves nothing
         distributed.start(device)

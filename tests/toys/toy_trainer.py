@@ -51,7 +51,6 @@ TOY = RunKind(
 READER = ReaderKind(
     name="toy",
     check=lambda recipe, output: None,
-    keep=lambda train, *_: train,
     micro_batch=lambda r: r.batch_size,
     load=load,
 )
