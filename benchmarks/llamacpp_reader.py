@@ -4,11 +4,13 @@ one by one (its `create_chat_completion`, as a user would call it), and through 
 dequantizes the GGUF file) with batching, in float32 and in its default precision (bfloat16 on a CPU with
 AMX, else float32). ifqa reads the Q4_1 file through its F16 working copy
 by default (``--gguf-weights auto``) and as stored with ``--gguf-weights file``: each is compared with
-llama-cpp-python on the same weights, and with llama-cpp-python on the file as a user runs it. One
+llama-cpp-python on the same weights, and with llama-cpp-python on the file as a user runs it. A trained
+reader (``--model demo:smollm2-ifqa``) reads with its adapter merged into the F16 copy, beside llama-cpp-python
+applying the adapter at every product (``lora_path``) on the F16 copy and on the file. One
 run, one machine, the same prompts (ifqa builds them: instruction, the top passages of a run, the
 question; no demonstrations unless --demos).
 
-    python benchmarks/llamacpp_reader.py [--run RUN.jsonl] [--questions 40] [--passages 5] [--skip-hf]
+    python benchmarks/llamacpp_reader.py [--run RUN.jsonl] [--questions 40] [--passages 5] [--skip-hf] [--model M]
 
 RUN is a run file (`ifqa retrieve ... --k 5`; e.g. IfQA supervised dev over mini-wiki's BM25 index); by
 default the demo dev set over demo:bm25. Reported per path: seconds, questions/s, prompt and generated
@@ -33,6 +35,7 @@ from ifqa.artifacts import QuestionSet, read_manifest, read_run  # noqa: E402
 from ifqa.datasets import QuestionSource  # noqa: E402
 from ifqa.llm.local_models import f16_copy, model_file  # noqa: E402
 from ifqa.llm.session import ModelSession  # noqa: E402
+from ifqa.llm.trained import trained_reader  # noqa: E402
 from ifqa.readers.llm import reader as llm_reader  # noqa: E402
 from ifqa.readers.llm.config import LLMReaderConfig  # noqa: E402
 from tests.llm.reference import reference_llama  # noqa: E402
@@ -70,10 +73,10 @@ def ifqa_reading(config: LLMReaderConfig, questions: QuestionSet, run: Path, out
     inside = [0.0]
     complete = session.backend.complete
 
-    def timed(prompts, params):
+    def timed(prompts, params, *rest):
         started = time.perf_counter()
         try:
-            return complete(prompts, params)
+            return complete(prompts, params, *rest)
         finally:
             inside[0] += time.perf_counter() - started
 
@@ -81,7 +84,7 @@ def ifqa_reading(config: LLMReaderConfig, questions: QuestionSet, run: Path, out
     reader = llm_reader.LLMReader(session, config, [], {e.question for e in questions.examples})
     contexts = llm_reader.load_contexts(run, questions)
     prompts = [
-        reader._prompt(reader.template, reader.selector, e, contexts[e.qid][: config.passages]).text
+        reader._prompt(reader.template, reader.selector, e, contexts[e.qid][: reader.config.passages]).text
         for e in questions.examples
     ]
     started = time.perf_counter()
@@ -95,17 +98,21 @@ def ifqa_reading(config: LLMReaderConfig, questions: QuestionSet, run: Path, out
             "completion_tokens": counters.completion_tokens,
             "host_seconds": seconds - inside[0],
             "weights": session.backend.describe().get("weights", ""),
+            "loaded": getattr(session.backend, "loaded", None),
         },
         prompts,
     )
 
 
-def runtime_alone(source: Path, prompts: list[str], threads: int, max_tokens: int, stops: list[str]) -> dict:
-    """llama-cpp-python as a user calls it on ``source``: one chat completion after another (its own prefix
-    reuse on)."""
+def runtime_alone(
+    source: Path, prompts: list[str], threads: int, max_tokens: int, stops: list[str], lora: Path | None = None
+) -> dict:
+    """llama-cpp-python as a user calls it on ``source`` (with the LoRA adapter ``lora`` applied, as its
+    ``lora_path`` applies one): one chat completion after another (its own prefix reuse on)."""
     # llama_cpp.Llama with its AMX weight buffers off on a CPU with AMX, as ifqa loads it
     # (llama.cpp's AMX kernel crashes on Q4_1 there); elsewhere exactly llama_cpp.Llama
-    llm = reference_llama(source, n_ctx=8192, n_threads=threads, flash_attn=True)
+    adapter = {"lora_path": str(lora)} if lora else {}
+    llm = reference_llama(source, n_ctx=8192, n_threads=threads, flash_attn=True, **adapter)
     prompt_tokens = completion_tokens = 0
     started = time.perf_counter()
     for prompt in prompts:
@@ -131,21 +138,37 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=8)
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--skip-hf", action="store_true", help="Leave out transformers (28 s to dequantize).")
+    parser.add_argument(
+        "--model",
+        default=MODEL,
+        help="A trained reader with a LoRA adapter (demo:smollm2-ifqa, a folder ifqa train llm made) reads with "
+        "its card's prompt settings, beside llama-cpp-python applying its adapter (lora_path).",
+    )
     args = parser.parse_args()
+    trained = trained_reader(args.model)
+    base, lora = trained.checked_adapter() if trained is not None else (model_file(args.model), None)
     with tempfile.TemporaryDirectory() as tmp:
         os.environ["IFQA_CACHE_DIR"] = str(Path(tmp) / "cache")
         questions, run, label = questions_and_run(args.run, args.questions, Path(tmp))
-        common = {"model": MODEL, "mode": "open", "passages": args.passages, "demos": args.demos, "no_cache": True}
+        common = {"model": args.model, "no_cache": True}
+        if trained is None:  # a trained reader reads as its card says
+            common |= {"mode": "open", "passages": args.passages, "demos": args.demos}
         measured, compared = [], {}  # (path, measures, the llama-cpp-python path it is compared with)
+        adapted = " + adapter" if lora else ""
         for weights in ("auto", "file"):  # auto: the F16 working copy of the Q4_1 file; file: Q4_1 as stored
             config = LLMReaderConfig(
                 **common, model_threads=args.threads, batch_size=args.batch_size, gguf_weights=weights
             )
             ours, prompts = ifqa_reading(config, questions, run, Path(tmp) / f"ifqa-{weights}.jsonl")
-            kind = "F16 copy" if weights == "auto" else "Q4_1 file"
-            source = f16_copy(model_file(MODEL)) if weights == "auto" else model_file(MODEL)
-            compared[kind] = runtime_alone(source, prompts, args.threads, 32, ["\nQuestion:", "\n\n"])
+            kind = ("F16 copy" if weights == "auto" else "Q4_1 file") + adapted
+            source = f16_copy(base) if weights == "auto" else base
+            compared[kind] = runtime_alone(source, prompts, args.threads, 32, ["\nQuestion:", "\n\n"], lora)
             measured.append((f"llama-cpp-python one by one, {kind}", compared[kind], kind))
+            if lora and weights == "auto":  # ifqa reads the adapter merged into the F16 copy: the same weights, alone
+                kind = "F16 copy, adapter merged"
+                merged = ours["loaded"]
+                compared[kind] = runtime_alone(merged, prompts, args.threads, 32, ["\nQuestion:", "\n\n"])
+                measured.append((f"llama-cpp-python one by one, {kind}", compared[kind], kind))
             flag = "" if weights == "auto" else " --gguf-weights file"
             measured.append((f"ifqa --backend llamacpp{flag} (batch {args.batch_size}), {kind}", ours, kind))
         for dtype in () if args.skip_hf else ("float32", "auto"):  # auto: bfloat16 on a CPU with AMX
@@ -153,8 +176,8 @@ def main() -> None:
             read = ifqa_reading(hf, questions, run, Path(tmp) / f"hf-{dtype}.jsonl")[0]
             flag = f" --dtype {dtype}" if dtype != "auto" else ""
             name = f"ifqa --backend hf{flag} ({read['weights']}, batch {args.batch_size})"
-            measured.append((name, read, "Q4_1 file"))
-    n, baseline = len(questions.examples), compared["Q4_1 file"]["seconds"]
+            measured.append((name, read, "Q4_1 file" + adapted))
+    n, baseline = len(questions.examples), compared["Q4_1 file" + adapted]["seconds"]
     rows = [
         {
             "path": name,

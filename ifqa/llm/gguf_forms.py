@@ -20,7 +20,7 @@ from pathlib import Path
 
 from ifqa.errors import IfqaError
 from ifqa.io import umask_modes, write_json
-from ifqa.llm.local_models import file_digest
+from ifqa.llm.local_models import file_digest, working_copy
 from ifqa.paths import cache_dir
 
 ADAPTER = "adapter.gguf"  # a trained folder's LoRA adapter, in llama.cpp's adapter format
@@ -182,12 +182,9 @@ def write_adapter(target: Path, base: Path, base_digest: str, alpha: float, pair
 
 
 def write_model(target: Path, base: Path, weights: dict) -> None:
-    """A whole model as llama.cpp reads it, in float16: the base file's metadata (its tokenizer and chat
-    template included) and tensor names, each tensor taken from ``weights`` (a transformers state dict of
-    the base's architecture, fine-tuned); the base's tensors the state dict lacks are refused."""
-    import gguf
-    import numpy as np
-
+    """A whole model as llama.cpp reads it (``_write_like``), each tensor taken from ``weights`` (a
+    transformers state dict of the base's architecture, fine-tuned); the base's tensors the state dict lacks
+    are refused."""
     reader = _reader(base, "base model")  # whole: its metadata is copied
     arch = _architecture(_named_architecture(reader), base)
     heads, names = _heads(reader, arch), _names(arch, int(_field(reader, f"{arch}.block_count")))
@@ -195,6 +192,48 @@ def write_model(target: Path, base: Path, weights: dict) -> None:
     missing = [t.name for t in reader.tensors if t.name not in by_gguf]
     if missing:
         raise IfqaError(f"the trained weights lack {len(missing)} of the base's tensors ({missing[0]} ...)", base)
+
+    def values(tensor):
+        return _reordered(tensor.name, weights[by_gguf[tensor.name]].detach().float().cpu().numpy(), arch, heads)
+
+    _write_like(target, reader, arch, values)
+
+
+def write_merged(target: Path, base: Path, adapter: Path) -> None:
+    """The base with a LoRA adapter's updates added (alpha / rank x B A, in float32, where llama.cpp would add
+    them to every product it computes), written as a whole model (``_write_like``): llama.cpp then reads
+    the trained reader at its base's pace (benchmarks/llamacpp_reader.py). Both files are checked first
+    (``check_adapter``)."""
+    import gguf
+    import numpy as np
+
+    reader, lora = _reader(base, "base model"), _reader(adapter, "LoRA adapter")
+    arch = _architecture(_named_architecture(reader), base)
+    alpha = float(_field(lora, "adapter.lora.alpha", 0.0))
+    factors = {t.name: np.asarray(t.data, dtype=np.float32) for t in lora.tensors}
+
+    def values(tensor):
+        weight = gguf.quants.dequantize(tensor.data, tensor.tensor_type).astype(np.float32)
+        weight = weight.reshape([int(n) for n in reversed(tensor.shape)])
+        a, b = factors.get(f"{tensor.name}.lora_a"), factors.get(f"{tensor.name}.lora_b")
+        return weight if a is None else weight + (alpha / a.shape[0] if alpha else 1.0) * (b @ a)
+
+    _write_like(target, reader, arch, values)
+
+
+def merged_copy(base: Path, adapter: Path) -> Path:
+    """``write_merged``'s file in the ifqa cache (``local_models.working_copy``), named by both files' bytes."""
+    name = f"{base.stem}-{file_digest(base)[:16]}-lora-{file_digest(adapter)[:16]}-f16.gguf"
+    hint = "or apply the adapter at every product: --gguf-weights file"
+    return working_copy(name, adapter, "merged F16 copy", lambda partial: write_merged(partial, base, adapter), hint)
+
+
+def _write_like(target: Path, reader, arch: str, values) -> None:
+    """A whole model as llama.cpp reads it, in float16 (vectors in float32): ``reader``'s metadata (its
+    tokenizer and chat template included) and tensor names, each tensor's ``values(tensor)`` (float32, in
+    llama.cpp's order)."""
+    import gguf
+    import numpy as np
 
     def write(partial: Path) -> None:
         writer = gguf.GGUFWriter(str(partial), arch)
@@ -205,9 +244,8 @@ def write_model(target: Path, base: Path, weights: dict) -> None:
             writer.add_key_value(key, field.contents(), field.types[0], sub_type)
         writer.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
         for tensor in reader.tensors:
-            values = weights[by_gguf[tensor.name]].detach().float().cpu().numpy()
-            values = _reordered(tensor.name, values, arch, heads)
-            writer.add_tensor(tensor.name, values.astype(np.float16 if values.ndim == 2 else np.float32))
+            found = values(tensor)
+            writer.add_tensor(tensor.name, found.astype(np.float16 if found.ndim == 2 else np.float32))
         writer.write_header_to_file()
         writer.write_kv_data_to_file()
         writer.write_tensors_to_file()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ifqa.devices import cpu_threads
 from ifqa.errors import IfqaError
+from ifqa.llm.gguf_forms import merged_copy
 from ifqa.llm.llamacpp_batch import BatchedGenerator
 from ifqa.llm.local_models import f16_copy, file_digest, model_content, model_file, open_adapter, open_model, wants_f16
 from ifqa.llm.local_thinking import BudgetState, closing_for, template_thinks
@@ -59,10 +60,15 @@ class LlamaCppBackend(Backend):
         file_type = int(metadata.get("general.file_type", -1))
         copy = wants_f16(options.gguf_weights, file_type, header.n_params())
         header.close()
-        self.loaded = f16_copy(path) if copy else path  # the file llama.cpp reads
+        base_digest = trained.card["base_digest"] if adapter is not None else None
+        if copy and adapter is not None:  # merged once, not added at every product (1.17x: llamacpp_reader.py)
+            self.loaded, adapter = merged_copy(path, adapter), None
+        else:
+            self.loaded = f16_copy(path) if copy else path  # the file llama.cpp reads
         stamps[self.loaded] = stamps.get(self.loaded) or _stamp(self.loaded)
         self.model = _loaded(self.loaded, "the model", lambda: open_model(self.loaded))
         self.weights = f"F16 copy of {file_type_name(file_type)}" if copy else self.model.desc().rsplit(" ", 1)[-1]
+        self.weights += " with its adapter merged" if copy and base_digest else ""
         self.adapter = (
             None if adapter is None else _loaded(adapter, "the LoRA adapter", lambda: open_adapter(self.model, adapter))
         )
@@ -78,7 +84,7 @@ class LlamaCppBackend(Backend):
             "weights": self.weights,
             **self.content,
             **({"copy": file_digest(self.loaded)[:16]} if self.loaded != self.path else {}),
-            **({"base": trained.card["base_digest"]} if adapter is not None else {}),
+            **({"base": base_digest} if base_digest else {}),
         }
         self.engine = BatchedGenerator(self.model, self.window, self.batch_size, self.threads, self.adapter)
 

@@ -50,8 +50,9 @@ def trained_folder(folder: Path, base: Path, digest: str, pairs: dict, alpha: fl
     return folder
 
 
-def tiny_base(path: Path, model) -> Path:
-    """A GGUF file of a tiny transformers llama's shapes and metadata (what an adapter is written against)."""
+def tiny_base(path: Path, model, weights: bool = False) -> Path:
+    """A GGUF file of a tiny transformers llama's shapes and metadata (what an adapter is written against):
+    its linear layers' weights in llama.cpp's row order with ``weights``, else zeros."""
     import gguf
 
     config = model.config
@@ -60,9 +61,12 @@ def tiny_base(path: Path, model) -> Path:
     writer.add_head_count(config.num_attention_heads)
     writer.add_head_count_kv(config.num_key_value_heads)
     names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, config.num_hidden_layers)
+    heads = (config.num_attention_heads, config.num_key_value_heads)
     for name, module in model.named_modules():
         if isinstance(module, torch.nn.Linear) and names.get_name(name):
-            writer.add_tensor(f"{names.get_name(name)}.weight", np.zeros(tuple(module.weight.shape), np.float32))
+            tensor = f"{names.get_name(name)}.weight"
+            values = module.weight.detach().numpy() if weights else np.zeros(tuple(module.weight.shape), np.float32)
+            writer.add_tensor(tensor, gguf_forms._reordered(tensor, values, "llama", heads).astype(np.float32))
     writer.write_header_to_file()
     writer.write_kv_data_to_file()
     writer.write_tensors_to_file()
@@ -110,6 +114,46 @@ def test_a_merged_adapter_is_the_peft_model_it_was_written_from(tmp_path):
         plain = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)(input_ids=ids).logits
     assert (expected - plain).abs().max() > 0.1  # the adapter changes what the model says
     assert torch.allclose(got, expected, atol=4 * 2**-11 * float(expected.abs().max()), rtol=0)
+
+
+@pytest.mark.numerics
+def test_the_merged_copy_is_the_base_plus_each_update_as_backend_hf_merges_it(tmp_path):
+    """``write_merged`` (numpy, in llama.cpp's row order) and ``merge_adapter`` (torch, in transformers')
+    add the same updates to the same weights: every merged tensor, its rows taken back to transformers'
+    order, is the hf merge rounded once to float16 (at most one float16 step apart: the two sums may round
+    float32 differently), and the file says nothing else than its base."""
+    import gguf
+    import peft
+    from transformers import AutoModelForCausalLM
+
+    from ifqa.training.llm import lora_pairs
+
+    folder = tiny_llama(tmp_path / "llama")
+    torch.manual_seed(0)
+    adapted = peft.get_peft_model(
+        AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32),
+        peft.LoraConfig(r=4, lora_alpha=8, target_modules="all-linear", lora_dropout=0.0),
+    )
+    for name, parameter in adapted.named_parameters():
+        if "lora_B" in name:
+            parameter.data.normal_(0, 0.5)
+    base = tiny_base(tmp_path / "base.gguf", AutoModelForCausalLM.from_pretrained(str(folder)), weights=True)
+    gguf_forms.write_adapter(tmp_path / "adapter.gguf", base, "d", 8.0, lora_pairs(adapted))
+    gguf_forms.write_merged(tmp_path / "merged.gguf", base, tmp_path / "adapter.gguf")
+    hf = AutoModelForCausalLM.from_pretrained(str(folder), dtype=torch.float32)
+    gguf_forms.merge_adapter(hf, tmp_path / "adapter.gguf")
+    names = gguf.get_tensor_name_map(gguf.MODEL_ARCH.LLAMA, hf.config.num_hidden_layers)
+    expected = {
+        f"{names.get_name(n)}.weight": m.weight.detach().numpy() for n, m in hf.named_modules() if names.get_name(n)
+    }
+    written = gguf.GGUFReader(str(tmp_path / "merged.gguf"))
+    assert {t.name for t in written.tensors} == {t.name for t in gguf.GGUFReader(str(base)).tensors}
+    for tensor in written.tensors:
+        got = gguf_forms._reordered(tensor.name, np.asarray(tensor.data, np.float32), "llama", (4, 2), back=True)
+        want = expected[tensor.name]
+        assert tensor.tensor_type == gguf.GGMLQuantizationType.F16
+        step = 2.0 ** (np.floor(np.log2(np.maximum(np.abs(want), 2.0**-14))) - 10)  # float16's spacing at each value
+        assert np.all(np.abs(got - want) <= step), tensor.name
 
 
 def _adapted_and_base(tmp_path, monkeypatch) -> tuple[Path, list[str], list[str], list[str]]:
