@@ -58,6 +58,10 @@ def work(tmp_path_factory, tiny_model):
     (base / "broken" / "offsets.npy").unlink()
     run = base / "demo-run.jsonl"
     assert run_cli("retrieve", "--k", "3", "-o", run, "--no-progress", env=env).returncode == 0
+    train_run = base / "demo-train-run.jsonl"  # what a reader trains on (a dev run is refused before its model)
+    assert (
+        run_cli("retrieve", "--split", "train", "--k", "3", "-o", train_run, "--no-progress", env=env).returncode == 0
+    )
     records = [json.loads(line) for line in run.read_text().splitlines()]
     records[0]["ctxs"][1]["text"] = ""
     (base / "notext-run.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
@@ -656,7 +660,7 @@ CASES = [
     ),
     (
         "FiD gradient norm below zero",
-        ["train", "fid", "--run", f"{B}/demo-run.jsonl", "--max-grad-norm", "-1", "-o", f"{B}/m12"],
+        ["train", "fid", "--run", f"{B}/demo-train-run.jsonl", "--max-grad-norm", "-1", "-o", f"{B}/m12"],
         "--max-grad-norm",
         "m12",
     ),
@@ -867,7 +871,7 @@ CASES = [
     ),
     (
         "learning rate inf",
-        ["train", "fid", "--run", f"{B}/demo-run.jsonl", "--lr", "inf", "-o", f"{B}/y12"],
+        ["train", "fid", "--run", f"{B}/demo-train-run.jsonl", "--lr", "inf", "-o", f"{B}/y12"],
         "--lr must be a finite number",
         "y12",
     ),
@@ -935,7 +939,7 @@ CASES = [
     ),
     (
         "FiD from a missing model",
-        ["train", "fid", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/no-such-t5", "-o", f"{B}/z3"],
+        ["train", "fid", "--run", f"{B}/demo-train-run.jsonl", "--model", f"{B}/no-such-t5", "-o", f"{B}/z3"],
         "no such model folder",
         "z3",
     ),
@@ -1412,7 +1416,7 @@ CASES = [
     ),
     (
         "FiD from a BERT folder",
-        ["train", "fid", "--run", f"{B}/demo-run.jsonl", "--model", f"{B}/bare-encoder", "-o", f"{B}/s5"],
+        ["train", "fid", "--run", f"{B}/demo-train-run.jsonl", "--model", f"{B}/bare-encoder", "-o", f"{B}/s5"],
         "not a T5 model (its config.json says model_type 'bert')",
         "s5",
     ),

@@ -194,11 +194,11 @@ def train_reader(kind: ReaderKind, recipe, train_run, dev_run, output, run) -> d
     output = settled(Path(output))
     kind.check(recipe, output)
     resuming = resumes(output, kind, recipe)
-    train_records, dev_records = read_run(train_run), read_run(dev_run) if dev_run else []
-    train_records = kind.keep(held_apart(train_records, dev_records, train_run, dev_run), recipe, train_run)
     world, device = start(recipe.seed, run.device)
     recipe = kind.on(recipe, device, world.size)
     world.share(range(kind.micro_batch(recipe)))  # a batch the ranks cannot share: one line, now
+    train_records, dev_records = read_run(train_run), read_run(dev_run) if dev_run else []
+    train_records = kind.keep(held_apart(train_records, dev_records, train_run, dev_run), recipe, train_run)
     steps = recipe.steps or max(1, math.ceil(recipe.epochs * len(train_records) / recipe.batch_size))
     if world.active:  # the group forms before anything is written: a peer that never comes leaves nothing
         distributed.start(device)
