@@ -202,8 +202,8 @@ def write_model(target: Path, base: Path, weights: dict) -> None:
 def write_merged(target: Path, base: Path, adapter: Path) -> None:
     """The base with a LoRA adapter's updates added (alpha / rank x B A, in float32, where llama.cpp would add
     them to every product it computes), written as a whole model (``_write_like``): llama.cpp then reads
-    the trained reader at its base's pace (benchmarks/llamacpp_reader.py). Both files are checked first
-    (``check_adapter``)."""
+    the trained reader at its base's pace (benchmarks/llamacpp_reader.py). The caller has checked both files
+    (``TrainedReader.checked_adapter``: every factor fits a weight of this base)."""
     import gguf
     import numpy as np
 

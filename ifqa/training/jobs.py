@@ -26,11 +26,10 @@ from ifqa.retrieval.specs import index_manifest
 from ifqa.training.control import train_control
 from ifqa.training.data import check_has_gold, mine_groups, read_groups, write_groups
 from ifqa.training.loop import Invocation, check_saved_state
+from ifqa.training.runs import EVALUATION_SPLITS
 from ifqa.version import __version__
 
 log = logging.getLogger(__name__)
-
-EVALUATION_SPLITS = ("dev", "test", "validation")
 
 
 def check_before_mining(kind, recipe, questions: int, device: str | None) -> None:

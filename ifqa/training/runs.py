@@ -83,6 +83,8 @@ class ReaderKind:
     on: Callable = lambda recipe, device, ranks: recipe
 
 
+#: the splits a model is selected or scored on, never trained on
+EVALUATION_SPLITS = ("dev", "test", "validation")
 #: the share of training questions that may also be dev questions (IfQA's own train and dev share 9 of
 #: 2,400 question texts: those are left out of training); more is a dev run of the training questions
 OVERLAP_REFUSED = 0.05
@@ -95,7 +97,7 @@ def held_apart(train: list[dict], dev: list[dict], train_run, dev_run) -> list[d
     if not train:
         raise IfqaError("no training questions", train_run)
     recorded = (recorded_questions(train_run) or {}).get("name", "")
-    if recorded.split(":")[-1] in ("dev", "test", "validation"):
+    if recorded.split(":")[-1] in EVALUATION_SPLITS:
         raise IfqaError(f"is a run of {recorded}; train on a train split and keep it for evaluation", train_run)
     scored = {normalize_answer(r["question"]) for r in dev}
     kept = [r for r in train if normalize_answer(r["question"]) not in scored]
