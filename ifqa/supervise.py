@@ -2,7 +2,7 @@
 process then dies of a signal where Python can say nothing: faiss's extension segfaults as it loads,
 Rust's allocator in tokenizers aborts. There, and only there, the ``ifqa`` program runs its command in
 a child process and, should the child die of such a signal, says so in one line naming memory and the
-settings to lower (trust round 9). Without a limit, allocations do not fail (the kernel's OOM killer
+settings to lower. Without a limit, allocations do not fail (the kernel's OOM killer
 acts instead), and the command runs in the program's own process as always.
 
 The parent ignores SIGINT (a terminal's Ctrl-C reaches the child, in the same process group), passes

@@ -16,7 +16,7 @@ from ifqa.errors import IfqaError
 from ifqa.llm.gguf_forms import ADAPTER
 from ifqa.registry import TRAINABLE
 from ifqa.training.kinds import TrainJob
-from ifqa.training.loop import RESULT, STATE, Invocation
+from ifqa.training.loop import RESULT, RUN_CONFIG, STATE, Invocation
 
 #: what marks a saved model folder (best/, last/, model/) as a training run's: what its save writes (the
 #: weights' config first; a kill may come before the card), never a file of the user's
@@ -79,7 +79,7 @@ def _run_command(name: str, kind) -> None:
     @output_option(
         "Training folder (best/, last/, train_log.jsonl).",
         folder=True,
-        owns=("train_config.json", STATE, RESULT, "last/trainer_state.pt"),
+        owns=(RUN_CONFIG, STATE, RESULT, "last/trainer_state.pt"),
         replaces={"best": SAVED_READER, "last": SAVED_READER},
     )
     @click_options(kind.recipe)

@@ -24,7 +24,7 @@ from ifqa.retrieval.engines import INDEX_COMMANDS
 from ifqa.retrieval.index import MANIFEST
 from ifqa.retrieval.specs import index_manifest
 from ifqa.training.kinds import TrainJob
-from ifqa.training.loop import RESULT, STATE, Invocation
+from ifqa.training.loop import RESULT, RUN_CONFIG, STATE, Invocation
 
 log = logging.getLogger(__name__)
 
@@ -208,7 +208,7 @@ class TrainStage(Stage):
             if folder.exists():  # another recipe: its training folder goes (mined groups stay)
                 for name in ("model", "best", "last", STATE):
                     shutil.rmtree(folder / name, ignore_errors=True)
-                for name in (RESULT, "train_config.json", "train_log.jsonl", "train_run.jsonl"):
+                for name in (RESULT, RUN_CONFIG, "train_log.jsonl", "train_run.jsonl"):
                     (folder / name).unlink(missing_ok=True)
             job = TrainJob(spec["kind"], folder, Invocation(progress=context.progress), source=source)
             if kind.inputs == "run":

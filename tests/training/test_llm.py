@@ -89,6 +89,35 @@ def test_the_loss_falls_on_the_answer_tokens_the_reader_would_read(tmp_path, cha
         assert int(batch["attention_mask"][n].sum()) == len(prompt) + len(answer)
 
 
+def test_fine_tuning_a_trained_reader_builds_its_prompts_from_the_recipe_not_the_old_card(tmp_path):
+    """A folder ``ifqa train llm`` made, trained again: its prompts are the recipe's (what the new card
+    records), never the old card's, which ``ifqa read llm`` alone follows."""
+    from ifqa.cards import write_card
+    from ifqa.readers.llm.config import LLMReaderConfig
+    from ifqa.readers.llm.trained import as_trained
+
+    model = tiny_llama(tmp_path / "m", chat=True)
+    old = {"mode": "open", "passages": 1, "demos": 0, "selection": "random", "template": "open_premise"}
+    write_card(
+        model,
+        {
+            "kind": "llm-reader",
+            "base_model": str(model),
+            "reader": {**old, "prompts_dir": None, "max_prompt_tokens": 128, "seed": 0},
+        },
+    )
+    card_read = as_trained(LLMReaderConfig(model=str(model)))
+    assert (card_read.passages, card_read.template, card_read.max_prompt_tokens) == (1, "open_premise", 128)
+
+    reader = reader_for(model)  # the recipe's defaults: 2 passages, the mode's template, 512 tokens
+    assert (reader.config.passages, reader.config.max_prompt_tokens) == (2, 512)
+    assert reader.template.name == "open" and reader.config.template is None
+    record = json.loads(write_run(tmp_path / "r.jsonl", TOY).read_text().splitlines()[0])
+    example = Example(record["qid"], record["question"], record["answers"])
+    prompt = reader.prompt_for(example, {record["qid"]: record["ctxs"]}).text
+    assert all(ctx["text"] in prompt for ctx in record["ctxs"][:2])
+
+
 @pytest.mark.numerics
 def test_the_answer_loss_equals_the_full_logits_loss(tmp_path):
     """The LM head over the last positions alone gives transformers' own loss over masked labels (fp32)."""
