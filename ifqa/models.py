@@ -29,7 +29,11 @@ def check_model_location(name: str | Path) -> None:
         raise IfqaError("no such model folder", text)
 
 
-def check_model(name: str | Path, hint: str = "", files: tuple[str, ...] = ("config.json", "modules.json")) -> Path:
+#: what a model folder holds, one of them at least
+MODEL_FILES = ("config.json", "modules.json")
+
+
+def check_model(name: str | Path, hint: str = "", files: tuple[str, ...] = MODEL_FILES) -> Path:
     """``check_model_location``, and a local path that holds none of ``files`` is refused too
     ("not a model folder", then ``hint``: what the option takes)."""
     check_model_location(name)
@@ -107,6 +111,21 @@ def loading(name: str | Path, what: str = "model", loads: str | Path | None = No
         if unreachable is not None:
             detail = f"not in the local cache, and the Hub cannot be reached: {unreachable}"
         raise IfqaError(f"cannot load {what} {str(name)!r} ({detail})") from None
+
+
+def library_model(cls, name: str, what: str, resolved: str | None = None, hint: str = "", files=MODEL_FILES, **kwargs):
+    """A sentence-transformers model to train (``cls``: ``SentenceTransformer`` or ``CrossEncoder``), named
+    ``name`` (``resolved``: the packaged folder it stands for, if any), on the CPU (the training loop moves
+    it), ``kwargs`` its constructor's; a folder holding no model (``check_model``) or one the library cannot
+    load (``loading``) is one line naming ``name``."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.set_verbosity_error()
+    hf_logging.disable_progress_bar()
+    path = check_model(resolved or name, hint, files)
+    source = str(path) if path.exists() else name
+    with loading(name, what, source):
+        return cls(source, device="cpu", **kwargs)
 
 
 def check_max_length(max_length: int | None, config, name: str, option: str = "--max-length") -> None:

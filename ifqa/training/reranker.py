@@ -13,10 +13,9 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from ifqa.devices import pick_device
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_dir
-from ifqa.models import check_model, loading, pair_inputs
+from ifqa.models import library_model, pair_inputs
 from ifqa.retrieval.encoders import resolve
 from ifqa.training.data import TrainingGroup, plan_steps
 from ifqa.training.loop import Invocation, Trainee, start, train_recipe
@@ -25,52 +24,28 @@ from ifqa.training.recipes import RerankerRecipe
 log = logging.getLogger(__name__)
 
 
-def load_cross_encoder(
-    name: str,
-    device: str | None = None,
-    max_length: int | None = None,
-    num_labels: int | None = None,
-    config: dict | None = None,
-):
-    """A sentence-transformers ``CrossEncoder`` to train, from a folder or hub id (``config``: model-config
-    values to override; scoring reads cross-encoders through transformers, ``rerank.load_pair_model``); a
-    folder that holds no model is one clear error."""
-    from sentence_transformers import CrossEncoder
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.set_verbosity_error()
-    hf_logging.disable_progress_bar()
-
-    path = check_model(resolve(name), "; train one with `ifqa train reranker` or give a hub id", ("config.json",))
-    device = pick_device(device)
-    source = str(path) if path.exists() else name
-    with loading(name, "cross-encoder", source):
-        return CrossEncoder(
-            source,
-            device=device,
-            max_length=max_length,
-            num_labels=num_labels,
-            config_kwargs=config,
-        )
-
-
 def train_reranker(
     groups: Sequence[TrainingGroup], output: str | Path, recipe: RerankerRecipe, run: Invocation = Invocation()
 ) -> dict:
     """Train (or resume) into ``output``; the finished model is ``output/model`` (a CrossEncoder folder)."""
     import torch
+    from sentence_transformers import CrossEncoder
 
     output = Path(output)
     groups = [g for g in groups if g.positives and len(g.negatives) + len(g.other_gold) >= 1]
     if not groups:
         raise IfqaError("no training group has both a gold passage and a negative")
     world, device = start(recipe.seed, run.device)
-    encoder = load_cross_encoder(
+    encoder = library_model(
+        CrossEncoder,
         recipe.model,
-        "cpu",
-        recipe.max_length,
+        "cross-encoder",
+        resolve(recipe.model),
+        "; train one with `ifqa train reranker` or give a hub id",
+        ("config.json",),
+        max_length=recipe.max_length,
         num_labels=1,
-        config={"attention_probs_dropout_prob": recipe.attention_dropout},
+        config_kwargs={"attention_probs_dropout_prob": recipe.attention_dropout},
     )
     model, tokenizer = encoder.model, encoder.tokenizer
     if not hasattr(type(model.config)(), "attention_probs_dropout_prob"):  # an override only adds the key

@@ -18,7 +18,7 @@ from pathlib import Path
 from ifqa import distributed
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_dir
-from ifqa.models import check_model, loading
+from ifqa.models import library_model
 from ifqa.retrieval.encoders import resolve
 from ifqa.training.data import TrainingGroup, plan_steps
 from ifqa.training.loop import Invocation, Trainee, start, train_recipe
@@ -36,10 +36,7 @@ def train_retriever(
 
     output = Path(output)
     world, device = start(recipe.seed, run.device)
-    path = check_model(resolve(recipe.model))
-    source = str(path) if path.exists() else recipe.model
-    with loading(recipe.model, "sentence-transformers model", source):
-        model = SentenceTransformer(source, device="cpu")
+    model = library_model(SentenceTransformer, recipe.model, "sentence-transformers model", resolve(recipe.model))
     model.max_seq_length = recipe.max_length
     passage_model = copy.deepcopy(model).to(device).eval() if recipe.question_side_only else model
     steps = plan_steps(
