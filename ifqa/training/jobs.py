@@ -25,7 +25,7 @@ from ifqa.retrieval.encoders import resolve
 from ifqa.retrieval.specs import index_manifest
 from ifqa.training.control import train_control
 from ifqa.training.data import check_has_gold, mine_groups, read_groups, write_groups
-from ifqa.training.loop import Invocation, check_saved_state
+from ifqa.training.loop import Invocation, saved_state
 from ifqa.training.runs import EVALUATION_SPLITS
 from ifqa.version import __version__
 
@@ -119,7 +119,7 @@ def train_job(
     check_before_mining(kind, recipe, len(questions), run.device)
 
     if kind.trainer is not None:  # a damaged resume state is refused before mining writes its groups
-        check_saved_state(output)
+        saved_state(output)
     if launched().main:
         output.mkdir(parents=True, exist_ok=True)
     groups, mined = _groups(recipe, questions, output, corpus, run.progress)

@@ -120,21 +120,22 @@ def batch_order(n: int, batch_size: int, seed: int, step: int) -> list[int]:
     return order[position * batch_size : (position + 1) * batch_size]
 
 
-def check_saved_state(output: Path) -> None:
-    """What of a saved state can be checked before any work (mining takes minutes and writes its
-    groups): its files load as weights and the trainer's holds every key at a whole step. The rest
-    (the model's shapes, the step against the run's length) is checked when the state is restored."""
+def saved_state(output: Path, steps: int | None = None) -> tuple[dict, dict] | None:
+    """The resumable state in ``output`` (the trainer's half, the model's weights), or None: read whole, every
+    key there, at a whole step (of ``steps`` when known). The mined kinds read it before any work (mining
+    takes minutes and writes its groups); the model's shapes are checked when it is restored."""
     state_dir = settled(Path(output) / STATE)
     if not (state_dir / TRAINER).exists() and not (state_dir / "model.pt").exists():
-        return
+        return None
     start_over = f"delete {state_dir} to train from the start"
     with restoring(state_dir, start_over):
-        saved = load_weights(state_dir / TRAINER)
-        load_weights(state_dir / "model.pt")
+        saved, weights = load_weights(state_dir / TRAINER), load_weights(state_dir / "model.pt")
         missing = {"optimizer", "scheduler", "step", "history", "rng"} - set(saved)
         if missing:
             raise KeyError(", ".join(sorted(missing)))
-        check_step(saved["step"], saved["step"] if isinstance(saved["step"], int) else 0, state_dir, start_over)
+        whole = saved["step"] if steps is None and isinstance(saved["step"], int) else steps or 0
+        saved["step"] = check_step(saved["step"], whole, state_dir, start_over)
+    return saved, weights
 
 
 @dataclass(frozen=True)
@@ -250,19 +251,18 @@ class _Run:
 
     def restore(self) -> None:
         """The saved state, when there is one: weights, optimizer, schedule, record, generators."""
-        if not (self.state_dir / TRAINER).exists():
+        found = saved_state(self.output, self.settings.steps)
+        if found is None:
             return
-        start_over = f"delete {self.state_dir} to train from the start"
-        with restoring(self.state_dir, start_over):
-            saved = load_weights(self.state_dir / TRAINER)
-            self.model.load_state_dict(load_weights(self.state_dir / "model.pt"))
+        (saved, weights), record = found, self.record
+        with restoring(self.state_dir, f"delete {self.state_dir} to train from the start"):
+            self.model.load_state_dict(weights)
             self.optimizer.load_state_dict(saved["optimizer"])
             for group in self.optimizer.param_groups:  # the saved groups carry the device they ran on, not this one's
                 group["fused"] = self.device.is_cuda
             self.scheduler.load_state_dict(saved["scheduler"])
-            record = self.record
-            record.step = check_step(saved["step"], self.settings.steps, self.state_dir, start_over)
-            record.history, record.running = json.loads(saved["history"]), saved.get("running_loss")
+            record.step, record.running = saved["step"], saved.get("running_loss")
+            record.history = json.loads(saved["history"])
             record.log = json.loads(saved["log"]) if "log" in saved else _log_of(json.loads(saved.get("losses", "[]")))
             if not isinstance(record.history, list) or not isinstance(record.log, list):
                 raise TypeError("its history or log are not lists")
