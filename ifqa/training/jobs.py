@@ -26,6 +26,7 @@ from ifqa.retrieval.specs import index_manifest
 from ifqa.training.control import train_control
 from ifqa.training.data import check_has_gold, mine_groups, read_groups, write_groups
 from ifqa.training.loop import Invocation, saved_state
+from ifqa.training.recipes import MiningRecipe
 from ifqa.training.runs import EVALUATION_SPLITS
 from ifqa.version import __version__
 
@@ -63,16 +64,10 @@ def _groups(recipe, questions, output: Path, corpus: str | None, progress: bool)
     """Mined groups, reused when the questions and mining settings are those already mined."""
     if not recipe.index:
         raise IfqaError("--index is needed: the collection's index that hard negatives are mined from")
-    identity = {
-        "questions": questions.describe(),
-        "index": _collection(recipe),
-        "query_mode": recipe.query_mode,
-        "hard_depth": recipe.hard_depth,
-        "other_gold": recipe.other_gold,
-        "seed": recipe.seed,
-    }
-    if recipe.other_gold_from != "random":
-        identity["other_gold_from"] = recipe.other_gold_from
+    mining = {f.name: getattr(recipe, f.name) for f in dataclasses.fields(MiningRecipe)} | {"seed": recipe.seed}
+    if mining["other_gold_from"] == "random":  # the default, unrecorded: groups mined before it existed stay valid
+        del mining["other_gold_from"]
+    identity = {"questions": questions.describe(), **mining, "index": _collection(recipe)}
     path, meta = output / "groups.jsonl", output / "groups.json"
     if path.exists() and meta.exists() and read_json(meta) == identity:
         return read_groups(path), identity
