@@ -113,7 +113,15 @@ def loading(name: str | Path, what: str = "model", loads: str | Path | None = No
         raise IfqaError(f"cannot load {what} {str(name)!r} ({detail})") from None
 
 
-def library_model(cls, name: str, what: str, resolved: str | None = None, hint: str = "", files=MODEL_FILES, **kwargs):
+def library_model(
+    cls,
+    name: str,
+    what: str,
+    resolved: str | None = None,
+    hint: str = "",
+    files: tuple[str, ...] = MODEL_FILES,
+    **kwargs,
+):
     """A sentence-transformers model to train (``cls``: ``SentenceTransformer`` or ``CrossEncoder``), named
     ``name`` (``resolved``: the packaged folder it stands for, if any), on the CPU (the training loop moves
     it), ``kwargs`` its constructor's; a folder holding no model (``check_model``) or one the library cannot
