@@ -24,7 +24,7 @@ from ifqa.readers.fid.model import enable_checkpointing, load_model
 from ifqa.readers.fid.predict import predict
 from ifqa.training.loop import RESULT, STATE, TRAINER, batch_order
 from ifqa.training.recipes import FiDRecipe
-from ifqa.training.runs import Reader, ReaderKind, RunFiles, trainer
+from ifqa.training.runs import Reader, ReaderKind, RunFiles, rank_rows, token_mean, trainer
 
 log = logging.getLogger(__name__)
 
@@ -65,15 +65,8 @@ class _Batches:
         labels = self.collator.labels([choice.choice(r["answers"]) for r in batch])
         if self.fixed_shape and labels.shape[1] < recipe.answer_maxlength:
             labels = torch.nn.functional.pad(labels, (0, recipe.answer_maxlength - labels.shape[1]), value=-100)
-        if not self.world.active:
-            return {**self.collator.inputs(batch), "labels": labels}
-        # this rank's share of the global batch; the loss is scaled by the global batch's answer tokens
-        rows = self.world.share(range(len(batch)))
-        return {
-            **self.collator.inputs([batch[i] for i in rows]),
-            "labels": labels[rows[0] : rows[-1] + 1],
-            "global_tokens": (labels != -100).sum(),
-        }
+        rows, tokens = rank_rows(self.world, labels)
+        return {**self.collator.inputs(batch[rows]), "labels": labels[rows], **tokens}
 
 
 def check(recipe: FiDRecipe, output: Path) -> None:
@@ -97,11 +90,9 @@ def load(recipe: FiDRecipe, device: Device, world: World, files: RunFiles) -> Re
         enable_checkpointing(model)
 
     def loss(inputs: dict, forward):
-        tokens = inputs.pop("global_tokens", None)
-        value = forward(**inputs).loss
-        if tokens is not None:  # this rank's share of the global batch's mean over answer tokens
-            value = value * (inputs["labels"] != -100).sum() * world.size / tokens
-        return value
+        tokens, labels = inputs.pop("global_tokens", None), inputs["labels"]
+        value = forward(**inputs).loss  # T5's mean over this rank's answer tokens
+        return value if tokens is None else token_mean(value * (labels != -100).sum(), labels, tokens, world.size)
 
     def answers(records: Sequence[dict]) -> list[str]:
         found = predict(model, tokenizer, records, fid, recipe.eval_batch_size, bf16=precision == "bf16")

@@ -38,7 +38,7 @@ from ifqa.readers.llm.config import LLMReaderConfig
 from ifqa.readers.llm.reader import LLMReader
 from ifqa.training.loop import batch_order
 from ifqa.training.recipes import LLMRecipe
-from ifqa.training.runs import Reader, ReaderKind, RunFiles, trainer
+from ifqa.training.runs import Reader, ReaderKind, RunFiles, rank_rows, token_mean, trainer
 from ifqa.version import __version__
 
 log = logging.getLogger(__name__)
@@ -139,13 +139,8 @@ class _Batches:
         inputs = self.collate(
             [self.examples[i] for i in batch_order(len(self.examples), self.micro, self.recipe.seed, g)]
         )
-        if not self.world.active:
-            return inputs
-        share = self.world.share(
-            range(len(inputs["input_ids"]))
-        )  # this rank's rows; the loss over the global answer tokens
-        mine = {k: v[share[0] : share[-1] + 1] if torch.is_tensor(v) else v for k, v in inputs.items()}
-        return {**mine, "global_tokens": (inputs["labels"] != -100).sum()}
+        rows, tokens = rank_rows(self.world, inputs["labels"])
+        return {**{k: v[rows] if torch.is_tensor(v) else v for k, v in inputs.items()}, **tokens}
 
     def collate(self, rows: list) -> dict:
         """(prompt, answer) token rows as one left-padded batch."""
@@ -170,8 +165,7 @@ def answer_loss(inputs: dict, forward, ranks: int = 1):
     total = torch.nn.functional.cross_entropy(
         logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100, reduction="sum"
     )
-    counted = (labels != -100).sum() if tokens is None else tokens.to(labels.device) / ranks
-    return total / counted.clamp(min=1)
+    return token_mean(total, labels, tokens, ranks)
 
 
 def _with_lora(model, recipe: LLMRecipe):

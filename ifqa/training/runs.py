@@ -151,6 +151,23 @@ def resumes(output: Path, kind: ReaderKind, recipe) -> bool:
     return False  # a folder holding what the command did not write is the output guard's (cli/options.py)
 
 
+def rank_rows(world: World, labels) -> tuple[slice, dict]:
+    """This rank's rows of a global batch whose answer tokens ``labels`` marks (-100: none), and what its
+    inputs carry for ``token_mean``: the whole batch's token count (none on one rank, which takes every row)."""
+    if not world.active:
+        return slice(None), {}
+    rows = world.share(range(len(labels)))
+    return slice(rows[0], rows[-1] + 1), {"global_tokens": (labels != -100).sum()}
+
+
+def token_mean(total, labels, global_tokens=None, ranks: int = 1):
+    """``total``, a sum over the answer tokens ``labels`` marks, as a mean: over this rank's tokens on one
+    rank; under several, over the global batch's (``rank_rows``) times the ranks, whose gradients
+    DistributedDataParallel averages, so a step is the one a single process takes over the whole batch."""
+    counted = (labels != -100).sum() if global_tokens is None else global_tokens.to(labels.device) / ranks
+    return total / counted.clamp(min=1)
+
+
 def dev_em(predictions: Sequence[str], records: Sequence[dict]) -> float:
     right = sum(best_over_answers(exact_match, p, r["answers"]) for p, r in zip(predictions, records))
     return 100.0 * right / max(1, len(records))
