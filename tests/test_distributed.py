@@ -112,6 +112,12 @@ def test_launch_settings_that_cannot_work_are_one_line_before_any_work(no_launch
     with pytest.raises(IfqaError, match="--batch-size 3 is a global batch"):
         fid_train.train(tmp_path / "none.jsonl", None, tmp_path / "out", FiDRecipe(batch_size=3), "cpu")
     assert not (tmp_path / "out").exists()
+    from ifqa.registry import TRAINABLE
+    from ifqa.training.jobs import check_before_mining
+    from ifqa.training.recipes import RerankerRecipe
+
+    with pytest.raises(IfqaError, match="--questions-per-step 3 is a global batch: 2 ranks need a multiple of 2"):
+        check_before_mining(TRAINABLE.get("reranker"), RerankerRecipe(questions_per_step=3), 100, "cpu")
 
 
 LAUNCH_SHAPES = {

@@ -24,6 +24,9 @@ from ifqa.retrieval.bm25 import MemoryBM25
 
 log = logging.getLogger(__name__)
 
+#: the option naming a mined kind's global batch, which the ranks share
+PER_STEP = "--questions-per-step"
+
 
 @dataclass
 class TrainingGroup:
@@ -138,4 +141,14 @@ def plan_steps(
                 hard = rng.sample(pool, min(group_size - 1 - len(others), len(pool)))
                 batch.append((group.question, [rng.choice(group.positives)] + others + hard))
             steps.append(batch)
+    return steps
+
+
+def planned_steps(groups: Sequence[TrainingGroup], recipe, group_size: int, other_gold: int = 0) -> list:
+    """``plan_steps`` with a mined kind's recipe (epochs, questions per step, seed, depth); no step is one line."""
+    steps = plan_steps(
+        groups, recipe.epochs, recipe.questions_per_step, recipe.seed, group_size, recipe.hard_depth, other_gold
+    )
+    if not steps:
+        raise IfqaError(f"{len(groups)} training groups make no step of {recipe.questions_per_step} questions")
     return steps

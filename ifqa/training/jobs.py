@@ -24,7 +24,7 @@ from ifqa.registry import TRAINABLE
 from ifqa.retrieval.encoders import resolve
 from ifqa.retrieval.specs import index_manifest
 from ifqa.training.control import train_control
-from ifqa.training.data import check_has_gold, mine_groups, read_groups, write_groups
+from ifqa.training.data import PER_STEP, check_has_gold, mine_groups, read_groups, write_groups
 from ifqa.training.loop import Invocation, saved_state
 from ifqa.training.recipes import MiningRecipe
 from ifqa.training.runs import EVALUATION_SPLITS
@@ -47,14 +47,10 @@ def check_before_mining(kind, recipe, questions: int, device: str | None) -> Non
 
     pick_precision(recipe.precision, picked, "train")
     recipe.check()
-    if world.active and recipe.questions_per_step % world.size:
-        raise IfqaError(
-            f"--questions-per-step {recipe.questions_per_step} is a global batch: {world.size} ranks need "
-            f"a multiple of {world.size}"
-        )
+    world.share(range(recipe.questions_per_step), PER_STEP)  # a global batch the ranks cannot share: one line
     if questions < recipe.questions_per_step:
         raise IfqaError(
-            f"{questions} training questions make no step of --questions-per-step {recipe.questions_per_step}; lower it"
+            f"{questions} training questions make no step of {PER_STEP} {recipe.questions_per_step}; lower it"
         )
     if world.active:  # the group forms before anything is written: a peer that never comes leaves nothing behind
         distributed.start(picked)

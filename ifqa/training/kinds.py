@@ -38,6 +38,11 @@ def _target(target: str):
     return getattr(importlib.import_module(module), attribute)
 
 
+def stopped(output, record: dict) -> str:
+    """What every kind says of a run stopped before its last step (``--stop-after``, an interrupt)."""
+    return f"{output}: stopped at step {record['step']} of {record['steps']}; rerun the same command to continue"
+
+
 @dataclass(frozen=True, kw_only=True)
 class RunKind:
     """A reader trained on a run file's questions and passages (``runs.train_reader``: dev EM every N
@@ -57,9 +62,7 @@ class RunKind:
 
     def summary(self, output, record: dict) -> str:
         if not record["finished"]:
-            return (
-                f"{output}: stopped at step {record['step']} of {record['steps']}; rerun the same command to continue"
-            )
+            return stopped(output, record)
         last = record["log"][-1] if record["log"] else {}
         best = record.get("best_em", -1)
         scored = f", best dev EM {best:.2f}" if best is not None and best >= 0 else ""
@@ -90,7 +93,7 @@ class MinedKind:
 
     def summary(self, output, card: dict) -> str:
         if not card.get("finished"):
-            return f"{output}: stopped at step {card['step']} of {card['steps']}; rerun the same command to continue"
+            return stopped(output, card)
         if "classifier" in card:
             return f"{output}/model: passage classifier, held-out AUC {card['classifier']['held_out_auc']:.3f}"
         dev = card.get("dev") or {}

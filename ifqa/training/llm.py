@@ -16,7 +16,6 @@ import dataclasses
 import functools
 import importlib.util
 import logging
-import math
 import random
 from pathlib import Path
 
@@ -38,7 +37,7 @@ from ifqa.readers.llm.config import LLMReaderConfig
 from ifqa.readers.llm.reader import LLMReader
 from ifqa.training.loop import batch_order
 from ifqa.training.recipes import LLMRecipe
-from ifqa.training.runs import Reader, ReaderKind, RunFiles, rank_rows, token_mean, trainer
+from ifqa.training.runs import Reader, ReaderKind, RunFiles, rank_rows, run_steps, token_mean, trainer
 from ifqa.version import __version__
 
 log = logging.getLogger(__name__)
@@ -296,7 +295,7 @@ def card(recipe: LLMRecipe, files: RunFiles, reader: LLMReader) -> dict:
             "chat": reader.session.backend.chat,
         },
         "recipe": dataclasses.asdict(recipe),
-        "steps": recipe.steps or max(1, math.ceil(recipe.epochs * len(files.train) / recipe.batch_size)),
+        "steps": run_steps(recipe, len(files.train)),
         "lora": None if recipe.lora_rank is None else {"rank": recipe.lora_rank, "merged": not recipe.no_merge},
         "dev": {
             "run": str(files.dev_run),

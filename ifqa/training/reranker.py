@@ -17,7 +17,7 @@ from ifqa.errors import IfqaError
 from ifqa.io import atomic_dir
 from ifqa.models import library_model, pair_inputs
 from ifqa.retrieval.encoders import resolve
-from ifqa.training.data import TrainingGroup, plan_steps
+from ifqa.training.data import PER_STEP, TrainingGroup, planned_steps
 from ifqa.training.loop import Invocation, Trainee, start, train_recipe
 from ifqa.training.recipes import RerankerRecipe
 
@@ -50,21 +50,11 @@ def train_reranker(
     model, tokenizer = encoder.model, encoder.tokenizer
     if not hasattr(type(model.config)(), "attention_probs_dropout_prob"):  # an override only adds the key
         log.warning("%s has no attention_probs_dropout_prob; --attention-dropout has no effect", recipe.model)
-    steps = plan_steps(
-        groups,
-        recipe.epochs,
-        recipe.questions_per_step,
-        recipe.seed,
-        recipe.group_size,
-        recipe.hard_depth,
-        recipe.other_gold,
-    )
-    if not steps:
-        raise IfqaError(f"{len(groups)} training groups make no step of {recipe.questions_per_step} questions")
+    steps = planned_steps(groups, recipe, recipe.group_size, recipe.other_gold)
 
     def prepare(step) -> dict:
         """This rank's share of a step, tokenized (ahead, by worker processes, on CUDA)."""
-        share = world.share(step, "--questions-per-step")
+        share = world.share(step, PER_STEP)
         questions = [q for q, passages in share for _ in passages]
         passages = [p for _, passages in share for p in passages]
         inputs = pair_inputs(tokenizer, questions, passages, recipe.max_length, padding=True, return_tensors="pt")
@@ -85,10 +75,10 @@ def train_reranker(
         parameters=list(model.parameters()),
         batches=steps,
         prepare=prepare,
-        shares="--questions-per-step",
+        shares=PER_STEP,
         loss=loss_of,
         save=save_model,
-        memory=(f"a step of {recipe.questions_per_step} questions", "--questions-per-step"),
+        memory=(f"a step of {recipe.questions_per_step} questions", PER_STEP),
     )
     result = train_recipe(recipe, trainee, output, device, run, world)
     result["recipe"] = asdict(recipe)

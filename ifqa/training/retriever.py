@@ -16,11 +16,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ifqa import distributed
-from ifqa.errors import IfqaError
 from ifqa.io import atomic_dir
 from ifqa.models import library_model
 from ifqa.retrieval.encoders import resolve
-from ifqa.training.data import TrainingGroup, plan_steps
+from ifqa.training.data import PER_STEP, TrainingGroup, planned_steps
 from ifqa.training.loop import Invocation, Trainee, start, train_recipe
 from ifqa.training.recipes import RetrieverRecipe
 
@@ -39,24 +38,12 @@ def train_retriever(
     model = library_model(SentenceTransformer, recipe.model, "sentence-transformers model", resolve(recipe.model))
     model.max_seq_length = recipe.max_length
     passage_model = copy.deepcopy(model).to(device).eval() if recipe.question_side_only else model
-    steps = plan_steps(
-        [g for g in groups if g.positives],
-        recipe.epochs,
-        recipe.questions_per_step,
-        recipe.seed,
-        recipe.hard_negatives + 1,
-        recipe.hard_depth,
-    )
-    if not steps:
-        raise IfqaError(f"{len(groups)} training groups make no step of {recipe.questions_per_step} questions")
+    steps = planned_steps([g for g in groups if g.positives], recipe, recipe.hard_negatives + 1)
 
     def embed(encoder, texts: list[str]):
         """``encoder`` (a model, or one in DistributedDataParallel) on ``texts``, tokenized as the model does."""
         features = {k: v.to(device) if hasattr(v, "to") else v for k, v in model.tokenize(texts).items()}
         return F.normalize(encoder(features)["sentence_embedding"].float(), dim=-1)
-
-    def share(step) -> list:
-        return world.share(step, "--questions-per-step")
 
     def loss_of(batch, forward) -> torch.Tensor:
         texts, targets = [], []
@@ -87,12 +74,12 @@ def train_retriever(
         model=model,
         parameters=trainable,
         batches=steps,
-        prepare=share,
-        shares="--questions-per-step",
+        prepare=lambda step: world.share(step, PER_STEP),
+        shares=PER_STEP,
         loss=loss_of,
         save=save_model,
         unused_parameters=True,  # the pooler
-        memory=(f"a step of {recipe.questions_per_step} questions", "--questions-per-step"),
+        memory=(f"a step of {recipe.questions_per_step} questions", PER_STEP),
     )
     result = train_recipe(recipe, trainee, output, device, run, world)
     result["extra"] = {

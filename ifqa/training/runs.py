@@ -168,6 +168,11 @@ def token_mean(total, labels, global_tokens=None, ranks: int = 1):
     return total / counted.clamp(min=1)
 
 
+def run_steps(recipe, questions: int) -> int:
+    """A run's optimizer steps: ``--steps``, else ``--epochs`` passes over its ``questions``."""
+    return recipe.steps or max(1, math.ceil(recipe.epochs * questions / recipe.batch_size))
+
+
 def dev_em(predictions: Sequence[str], records: Sequence[dict]) -> float:
     right = sum(best_over_answers(exact_match, p, r["answers"]) for p, r in zip(predictions, records))
     return 100.0 * right / max(1, len(records))
@@ -218,7 +223,7 @@ def train_reader(kind: ReaderKind, recipe, train_run, dev_run, output, run) -> d
     world.share(range(kind.micro_batch(recipe)))  # a batch the ranks cannot share: one line, now
     train_records, dev_records = read_run(train_run), read_run(dev_run) if dev_run else []
     train_records = kind.keep(held_apart(train_records, dev_records, train_run, dev_run), recipe, train_run)
-    steps = recipe.steps or max(1, math.ceil(recipe.epochs * len(train_records) / recipe.batch_size))
+    steps = run_steps(recipe, len(train_records))
     if world.active:  # the group forms before anything is written: a peer that never comes leaves nothing
         distributed.start(device)
     files = RunFiles(train_run, dev_run, train_records, dev_records, output)
@@ -245,10 +250,7 @@ def train_reader(kind: ReaderKind, recipe, train_run, dev_run, output, run) -> d
     )
     warmup = recipe.warmup_steps if recipe.warmup_steps is not None else max(1, steps // 20)  # 5% by default
     settings = LoopSettings.of(recipe, steps, warmup_steps=warmup, compile=reader.compile)
-    result = run_loop(trainee, output, settings, device, run.progress, run.stop_after, world)
-    if not result["finished"]:
-        log.info("stopped at step %d of %d; rerun the same command to continue", result["step"], steps)
-    return result
+    return run_loop(trainee, output, settings, device, run.progress, run.stop_after, world)
 
 
 def trainer(kind: ReaderKind) -> Callable[..., dict]:
