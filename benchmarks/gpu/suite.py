@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import time
 
@@ -275,7 +276,21 @@ def command(*args, phases=None, env: dict | None = None) -> tuple[float, float, 
         line = [sys.executable, str(Path(__file__).with_name("phases.py")), str(phases), *map(str, args)]
     import os
 
-    result = subprocess.run(line, capture_output=True, text=True, env={**os.environ, **(env or {})})
+    # a session of its own: a measurement stopped by the call's budget ends the command and its feed workers
+    with subprocess.Popen(
+        line,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, **(env or {})},
+        start_new_session=True,
+    ) as process:
+        try:
+            stdout, stderr = process.communicate()
+        except BaseException:
+            os.killpg(process.pid, signal.SIGKILL)
+            raise
+    result = subprocess.CompletedProcess(line, process.returncode, stdout, stderr)
     seconds = time.perf_counter() - clock
     after = resource.getrusage(resource.RUSAGE_CHILDREN)  # the command's CPU time (its workers' included)
     result.cpu_seconds = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
@@ -360,12 +375,31 @@ def startup_text(startup: float, small: int, total: float, unit: str, phases=Non
     return f"{startup:.1f} s ({share:.0%} of the run{warning}; the command on {small:,} {unit}{parts})"
 
 
-def attempt(name: str, function, *args) -> list[dict]:
+class BudgetSpent(Exception):
+    """The call's budget (``--budget``) ran out while a measurement ran: it is stopped, its row says so."""
+
+
+def _budget_spent(signum, frame):
+    raise BudgetSpent("the call's budget ran out during this measurement")
+
+
+def attempt(name: str, function, *args, deadline: float | None = None) -> list[dict]:
     """A measurement that fails (a package missing on the GPU machine, a bug) becomes a row saying why,
-    so one failure never costs the others; each row notes its section's seconds."""
+    so one failure never costs the others; each row notes its section's seconds. ``deadline`` (a
+    ``time.time()``): past it the measurement is not started, and one running then is stopped (SIGALRM),
+    so the suite writes its table and exits within the device call."""
     started = time.time()
+    if deadline is not None and started >= deadline:
+        return [{**row(name, None, ""), "ifqa": "not run: the call's budget was spent (--budget)", "seconds": "0"}]
+    if deadline is not None:
+        signal.signal(signal.SIGALRM, _budget_spent)
+        signal.setitimer(signal.ITIMER_REAL, max(0.01, deadline - started))
     try:
-        result = function(*args)
+        try:
+            result = function(*args)
+        finally:
+            if deadline is not None:
+                signal.setitimer(signal.ITIMER_REAL, 0)
     except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure is reported in the table
         detail = (getattr(exc, "stderr", None) or str(exc) or type(exc).__name__).strip().splitlines() or [
             type(exc).__name__
