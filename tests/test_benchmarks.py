@@ -190,7 +190,9 @@ def test_gpu_suite_measures_every_path_at_smoke_sizes(tmp_path):
     assert "reference (library defaults)" in table and "reference (same precision and batch)" in table
     assert "start-up" in table and "reranked gold R@10" in table and "host CPU" in table
     assert "eager" in table and "compile unavailable: smoke sizes on a CPU" in table  # the eager-rate row
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["suite.md", "work"]
+    profiled = r"again under py-spy [\d,.]+ psg/s, main thread \(\d+ s sampled\): [^|]* in [^|]+\(\w+\.py\) \d+%"
+    assert re.search(profiled, table), table  # where the command's main thread was, in ifqa's own functions
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["dense-128-profile.txt", "suite.md", "work"]
 
 
 # --- every script's flags, through the one parser (benchmarks/common.Parser) ---------------------

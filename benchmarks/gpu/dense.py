@@ -15,6 +15,7 @@ from gpu.suite import (
     command,
     judge_command,
     library_default,
+    main_thread_profile,
     model_alone,
     precision_name,
     release,
@@ -37,7 +38,7 @@ def collections(suite: Suite) -> tuple[Path, Path]:
 
 
 def index_dense(
-    suite: Suite, collection: Path, out: Path, length: int, phases=None, env: dict | None = None
+    suite: Suite, collection: Path, out: Path, length: int, phases=None, env: dict | None = None, profile=None
 ) -> tuple[float, float]:
     """`ifqa index dense` as a user types it; (start time, wall seconds)."""
     started, seconds, _ = command(
@@ -56,6 +57,7 @@ def index_dense(
         suite.device,
         phases=phases,
         env=env,
+        profile=profile,
     )
     return started, seconds
 
@@ -75,7 +77,6 @@ def dense_encoding(suite: Suite, length: int) -> dict:
     ``encode`` at its defaults and in ifqa's precision and batch, and the model alone."""
     import torch
 
-    from ifqa.feeding import WORKERS_ENV
     from ifqa.retrieval.batching import default_batch_size
 
     device, size = suite.device, suite.size
@@ -92,11 +93,12 @@ def dense_encoding(suite: Suite, length: int) -> dict:
     encoded = max(p.stat().st_mtime for p in (folder / "embeddings").glob("chunk-*.npy")) - started
     shutil.rmtree(folder)  # the suite's own, and the largest thing it writes
     rate = n / seconds
-    threads = ""
-    if device.startswith("cuda") and length == LENGTHS[0]:  # tokenized by worker processes, or on the calling one
-        _, alone = index_dense(suite, corpus, folder, length, env={WORKERS_ENV: "0"})
+    profile = ""
+    if length == LENGTHS[0]:  # where the calling process spends the run (feed workers at 5,696 or 0 gave the same)
+        stacks = suite.out_file("dense-128-profile.txt")
+        _, again = index_dense(suite, corpus, folder, length, profile=stacks)
         shutil.rmtree(folder)
-        threads = f"; with {WORKERS_ENV}=0 (no workers: the tokenizer's threads) {n / alone:,.0f} psg/s"
+        profile = f"; again under py-spy {n / again:,.0f} psg/s, {main_thread_profile(stacks)}"
 
     sample = passage_texts(min(n, size["sample_passages"]))
     batch, dtype = (
@@ -134,7 +136,7 @@ def dense_encoding(suite: Suite, length: int) -> dict:
         note=f"command {seconds:.1f} s: encoding done at {encoded:.1f} s, then the flat index and exit "
         f"{seconds - encoded:.1f} s; {steady_text(n - n_small, seconds, startup, 'psg')}; references and "
         f"ceiling on {len(sample):,} passages: encode at its defaults fp32 batch {default_batch}, then "
-        f"{precision_name(dtype)} batch {batch}{threads}",
+        f"{precision_name(dtype)} batch {batch}{profile}",
     )
 
 

