@@ -13,7 +13,7 @@ from pathlib import Path
 from ifqa.artifacts import read_manifest, read_run, recorded_questions, write_manifest
 from ifqa.errors import IfqaError, restoring
 from ifqa.eval.passages import run_record
-from ifqa.io import exclusive, write_jsonl
+from ifqa.io import atomic_write, exclusive
 from ifqa.retrieval.hits import reorder
 
 log = logging.getLogger(__name__)
@@ -72,13 +72,16 @@ def _rerank_run(run_path, reranker, output, questions, progress: bool, records: 
     recorded = recorded_questions(run_path)  # a run made for these very questions: its flags are theirs
     flags_kept = bool(recorded) and recorded.get("id") == questions.identity
     try:
-        _rerank_groups(reranker, todo, examples, partial, done, len(records), progress, flags_kept)
+        written = _rerank_groups(reranker, todo, examples, partial, done, len(records), progress, flags_kept)
     except IfqaError:
         if fresh and not done:  # failed before any question was finished: nothing to resume from
             partial.unlink(missing_ok=True)
         raise
     ordered = [done[r["qid"]] for r in records]
-    write_jsonl(output, ordered)
+    with atomic_write(output) as handle:  # the lines as encoded for the partial file (a resumed one: again)
+        handle.writelines(
+            written.get(r["qid"]) or json.dumps(done[r["qid"]], ensure_ascii=False) + "\n" for r in records
+        )
     previous = read_manifest(run_path) or {}
     write_manifest(
         output,
@@ -95,8 +98,9 @@ def _rerank_run(run_path, reranker, output, questions, progress: bool, records: 
 
 def _rerank_groups(
     reranker, todo: list, examples: dict, partial: Path, done: dict, total: int, progress: bool, flags_kept: bool
-) -> None:
-    """Score ``todo`` a group of questions at a time, each finished question's line appended to ``partial``.
+) -> dict[str, str]:
+    """Score ``todo`` a group of questions at a time, each finished question's line appended to ``partial``;
+    returns those lines by question (the output is made of them: each record is encoded once).
     ``flags_kept``: the run was made for these questions, so its passages' flags are reused
     (``run_record``) instead of computed between the device's batches."""
     from tqdm import tqdm
@@ -118,14 +122,17 @@ def _rerank_groups(
             ]
             for group in groups
         ]
+        written = {}
         for group, scores in zip(groups, reranker.score_groups(items)):
             for record, values in zip(group, scores):
                 ranked = reorder(record["ctxs"], values, lambda ctx, score: {**ctx, "score": round(score, 6)})
                 line = run_record(examples[record["qid"]], ranked, record if flags_kept else None)
-                handle.write(json.dumps(line, ensure_ascii=False) + "\n")
+                written[record["qid"]] = json.dumps(line, ensure_ascii=False) + "\n"
+                handle.write(written[record["qid"]])
                 done[record["qid"]] = line
             handle.flush()
             bar.update(len(group))
+    return written
 
 
 def _read_partial(path: Path, header: dict, qids: set[str]) -> dict[str, dict]:
