@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import time
@@ -292,7 +293,8 @@ def command(
         try:
             stdout, stderr = process.communicate()
         except BaseException:
-            os.killpg(process.pid, signal.SIGKILL)
+            with contextlib.suppress(ProcessLookupError):  # the group may be gone already
+                os.killpg(process.pid, signal.SIGKILL)
             raise
     result = subprocess.CompletedProcess(line, process.returncode, stdout, stderr)
     seconds = time.perf_counter() - clock
