@@ -257,6 +257,8 @@ def warmed_rate(device: str, count: int, warm_up, run) -> float:
 
 #: How the suite starts a command: as a user types it, or (``--host``) with its models answering at once
 RUNNER: dict = {"host": False}
+#: py-spy's samples a second (``profiled``): a profile's seconds are its samples over it
+PROFILE_HZ = 50
 
 
 def command(
@@ -314,7 +316,7 @@ def profiled(line: list, profile) -> list:
     spy = shutil.which("py-spy")
     if spy is None:
         return line
-    return [spy, "record", "--nonblocking", "--idle", "--threads", "--rate", "50", "--format", "raw"] + [
+    return [spy, "record", "--nonblocking", "--idle", "--threads", "--rate", str(PROFILE_HZ), "--format", "raw"] + [
         "-o",
         str(profile),
         "--",
@@ -343,7 +345,7 @@ def main_thread_profile(profile, top: int = 4) -> str:
     if not total:
         return "no main-thread samples in the profile"
     shown = ", ".join(f"{place} {100 * n / total:.0f}%" for place, n in places.most_common(top))
-    return f"main thread ({total / 50:.0f} s sampled): {shown}"
+    return f"main thread ({total / PROFILE_HZ:.0f} s sampled): {shown}"
 
 
 def model_alone(
