@@ -110,6 +110,17 @@ def test_a_measurement_past_the_budget_is_stopped_with_its_command_and_later_one
     [done] = suite.attempt("quick", lambda: suite.row("quick", 2.0, "q/s"), deadline=time.time() + 60)
     assert done["ifqa"] == "2.0 q/s" and "section 0 s" in done["seconds"]
 
+    def falls_back():  # as FiD's measurement does where torch.compile fails: any Exception, then eager
+        for _ in range(2):
+            try:
+                time.sleep(30)
+            except Exception:  # noqa: BLE001 - what a measurement's own fall-back catches
+                pass
+
+    begun = time.time()
+    [cut] = suite.attempt("falls back", falls_back, deadline=begun + 0.5)
+    assert time.time() - begun < 10 and cut["ifqa"].startswith("not measured: BudgetSpent"), cut
+
 
 def test_gpu_suite_work_folder_removes_only_what_the_suite_made(tmp_path):
     """A folder is the suite's when it made it or was given it empty; a later run removes what the

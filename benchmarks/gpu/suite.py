@@ -423,8 +423,11 @@ def startup_text(startup: float, small: int, total: float, unit: str, phases=Non
     return f"{startup:.1f} s ({share:.0%} of the run{warning}; the command on {small:,} {unit}{parts})"
 
 
-class BudgetSpent(Exception):
-    """The call's budget (``--budget``) ran out while a measurement ran: it is stopped, its row says so."""
+class BudgetSpent(BaseException):
+    """The call's budget (``--budget``) ran out while a measurement ran: it is stopped, its row says so. Not
+    an ``Exception``, as KeyboardInterrupt is not: a measurement's own ``except Exception`` (FiD's fall-back
+    to eager where ``torch.compile`` fails) would take it for a failure and run on (the H200's call of
+    2026-11-28 ran past its budget so, until the outer timeout)."""
 
 
 def _budget_spent(signum, frame):
@@ -441,14 +444,15 @@ def attempt(name: str, function, *args, deadline: float | None = None) -> list[d
         return [{**row(name, None, ""), "ifqa": "not run: the call's budget was spent (--budget)", "seconds": "0"}]
     if deadline is not None:
         signal.signal(signal.SIGALRM, _budget_spent)
-        signal.setitimer(signal.ITIMER_REAL, max(0.01, deadline - started))
+        # again every second until the measurement ends: a library that swallows one is stopped by the next
+        signal.setitimer(signal.ITIMER_REAL, max(0.01, deadline - started), 1.0)
     try:
         try:
             result = function(*args)
         finally:
             if deadline is not None:
                 signal.setitimer(signal.ITIMER_REAL, 0)
-    except (Exception, SystemExit) as exc:  # noqa: BLE001 - every failure is reported in the table
+    except (Exception, SystemExit, BudgetSpent) as exc:  # noqa: BLE001 - every failure is reported in the table
         detail = (getattr(exc, "stderr", None) or str(exc) or type(exc).__name__).strip().splitlines() or [
             type(exc).__name__
         ]
