@@ -14,14 +14,14 @@ printed (and written to ``--out`` as JSON). Without CUDA it says so and exits 0.
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from common import ROOT, Parser  # noqa: E402
 
 CHILD = r"""
 import json, os, sys, time
@@ -58,14 +58,12 @@ print(json.dumps(stamps))
 
 
 def run(mode: str) -> dict[str, float]:
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, mode], capture_output=True, text=True, cwd=ROOT, check=True, env=None
-    )
+    done = subprocess.run([sys.executable, "-c", CHILD, mode], capture_output=True, text=True, cwd=ROOT, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = Parser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="fresh processes per mode (alternating)")
     parser.add_argument("--out", type=Path, help="write the medians here as JSON")
     args = parser.parse_args()
