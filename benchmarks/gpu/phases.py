@@ -15,7 +15,15 @@ import sys
 import time
 from pathlib import Path
 
-HEAVY = ("torch", "transformers", "sentence_transformers", "faiss", "numpy", "tokenizers")
+HEAVY = (
+    "torch",
+    "transformers",
+    "transformers.modeling_utils",
+    "sentence_transformers",
+    "faiss",
+    "numpy",
+    "tokenizers",
+)
 
 
 def _since_start() -> float:
