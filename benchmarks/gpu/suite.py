@@ -430,8 +430,13 @@ class BudgetSpent(BaseException):
     2026-11-28 ran past its budget so, until the outer timeout)."""
 
 
+#: whether a measurement is running under the budget: an alarm that lands after it ended is ignored
+_MEASURING = [False]
+
+
 def _budget_spent(signum, frame):
-    raise BudgetSpent("the call's budget ran out during this measurement")
+    if _MEASURING[0]:
+        raise BudgetSpent("the call's budget ran out during this measurement")
 
 
 def attempt(name: str, function, *args, deadline: float | None = None) -> list[dict]:
@@ -445,11 +450,13 @@ def attempt(name: str, function, *args, deadline: float | None = None) -> list[d
     if deadline is not None:
         signal.signal(signal.SIGALRM, _budget_spent)
         # again every second until the measurement ends: a library that swallows one is stopped by the next
+        _MEASURING[0] = True
         signal.setitimer(signal.ITIMER_REAL, max(0.01, deadline - started), 1.0)
     try:
         try:
             result = function(*args)
         finally:
+            _MEASURING[0] = False  # first: an alarm from here on raises nothing (the table is yet to be written)
             if deadline is not None:
                 signal.setitimer(signal.ITIMER_REAL, 0)
     except (Exception, SystemExit, BudgetSpent) as exc:  # noqa: BLE001 - every failure is reported in the table
