@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import WORK, Parser, machine  # noqa: E402
+from common import WORK, Parser, answers, evaluation, machine  # noqa: E402
 
 from ifqa.llm import gguf_forms  # noqa: E402
 from ifqa.llm.local_models import whole_digest  # noqa: E402
@@ -72,14 +72,7 @@ def read(reader: Path, args, out: Path) -> tuple[float, dict]:
     command += ["--setting", args.setting, "--split", args.split, "-o", str(out), "--no-progress"]
     subprocess.run(command, check=True, capture_output=True, text=True)
     seconds = time.perf_counter() - started
-    evaluate = [sys.executable, "-m", "ifqa", "evaluate", "--predictions", str(out), "--json"]
-    evaluate += ["--setting", args.setting, "--split", args.split]
-    report = json.loads(subprocess.run(evaluate, check=True, capture_output=True, text=True).stdout)
-    return seconds, report
-
-
-def answers(path: Path) -> dict[str, str]:
-    return {r["qid"]: r["prediction"] for r in map(json.loads, path.read_text().splitlines())}
+    return seconds, evaluation(out, args.setting, args.split)
 
 
 def main() -> None:

@@ -16,13 +16,12 @@ differ are printed.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import WORK, Parser, ifqa, machine, markdown_table, timed  # noqa: E402
+from common import WORK, Parser, answers, evaluation, ifqa, machine, markdown_table, timed  # noqa: E402
 
 
 def read(backend: str, args, out: Path, path_first: Path | None = None) -> float:
@@ -34,18 +33,6 @@ def read(backend: str, args, out: Path, path_first: Path | None = None) -> float
     command += ["--setting", args.setting, "--split", args.split, "-o", out]
     seconds, _, _ = timed(command, env=env)
     return seconds
-
-
-def predictions(path: Path) -> dict[str, str]:
-    with path.open(encoding="utf-8") as handle:
-        return {record["qid"]: record["prediction"] for record in map(json.loads, handle)}
-
-
-def exact_match(path: Path, args) -> float:
-    """EM of a predictions file, as ``ifqa evaluate`` reports it."""
-    report = path.with_suffix(".metrics.json")
-    timed(ifqa("evaluate", "--predictions", path, "--setting", args.setting, "--split", args.split, "-o", report))
-    return float(json.loads(report.read_text(encoding="utf-8"))["em"])
 
 
 def main() -> None:
@@ -65,10 +52,10 @@ def main() -> None:
     rows = [{"backend": "llamacpp", "seconds": read("llamacpp", args, llamacpp, args.llama_cpp_python)}]
     if not args.skip_hf:
         rows.append({"backend": "hf", "seconds": read("hf", args, hf)})
-    first, second = predictions(llamacpp), predictions(hf)
+    first, second = answers(llamacpp), answers(hf)
     differ = sorted((qid for qid in first if first[qid] != second.get(qid)), key=lambda q: (len(q), q))
     for row in rows:
-        row["EM"] = exact_match(llamacpp if row["backend"] == "llamacpp" else hf, args)
+        row["EM"] = float(evaluation(llamacpp if row["backend"] == "llamacpp" else hf, args.setting, args.split)["em"])
     same = len(first) - len(differ)
     print(f"{args.model} on {args.run} ({machine()}; llama-cpp-python from {args.llama_cpp_python or 'the venv'})")
     print(markdown_table(rows, digits=2))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
 import subprocess
@@ -48,6 +49,18 @@ def timed(command: list[str], **kwargs) -> tuple[float, float, subprocess.Comple
     result.stdout = rest
     result.cpu_seconds = float(cpu)
     return float(seconds), float(peak), result
+
+
+def answers(path: Path) -> dict[str, str]:
+    """A predictions file's answers by question (``ifqa read``'s output)."""
+    with Path(path).open(encoding="utf-8") as handle:
+        return {record["qid"]: record["prediction"] for record in map(json.loads, handle)}
+
+
+def evaluation(path: Path, setting: str, split: str) -> dict:
+    """``ifqa evaluate --json`` of a predictions file: EM, F1 and the rest, as the command reports them."""
+    command = ifqa("evaluate", "--predictions", path, "--json", "--setting", setting, "--split", split)
+    return json.loads(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
 
 
 def markdown_table(rows: list[dict], digits: int = 1, skip: tuple[str, ...] = ()) -> str:

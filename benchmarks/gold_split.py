@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import Parser, markdown_table  # noqa: E402
 
-from ifqa.eval.answers import exact_match  # noqa: E402
+from ifqa.eval.answers import best_over_answers, exact_match  # noqa: E402
 
 
 def levels(text: str) -> list[float]:
@@ -42,7 +42,8 @@ def main() -> None:
             if question is None:
                 parser.exit(1, f"gold_split: {args.predictions}:{number}: qid {record['qid']!r} is not in {args.run}\n")
             read = question["ctxs"][: int(record.get("passages") or 0)]
-            score = max((exact_match(record["prediction"], answer) for answer in question["answers"]), default=0.0)
+            answers = question["answers"]
+            score = best_over_answers(exact_match, record["prediction"], answers) if answers else 0.0
             groups["gold read" if any(ctx.get("gold") for ctx in read) else "none read"].append(score)
     em = {name: 100 * sum(scores) / len(scores) if scores else 0.0 for name, scores in groups.items()}
     rows = [{"questions": name, "n": len(scores), "EM": em[name]} for name, scores in groups.items()]
