@@ -23,15 +23,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from common import ROOT, Parser  # noqa: E402
 
+#: one fresh process; its stamps are phases.py's (seconds since the process began)
 CHILD = r"""
-import json, os, sys, time
-def since_start():
-    with open("/proc/self/stat") as f: fields = f.read().rsplit(")", 1)[1].split()
-    with open("/proc/uptime") as f: uptime = float(f.read().split()[0])
-    return uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")
-zero = time.perf_counter() - since_start()
-stamps = {}
-mark = lambda name: stamps.setdefault(name, round(time.perf_counter() - zero, 3))
+import json, sys
+sys.path.insert(0, "benchmarks/gpu")
+from phases import STAMPS, mark
 import torch
 mark("torch imported")
 def begin():
@@ -53,7 +49,7 @@ with torch.inference_mode():
     model(input_ids=torch.ones(64, 128, dtype=torch.long, device="cuda"))
 torch.cuda.synchronize()
 mark("first batch run")
-print(json.dumps(stamps))
+print(json.dumps(STAMPS))
 """
 
 
