@@ -66,6 +66,19 @@ def index_dense(
     return started, seconds
 
 
+def again(suite: Suite, collection: Path, out: Path, length: int, how: str, **given) -> tuple[bool, str]:
+    """The full command once more, ``how`` it differs (``given`` to ``index_dense``: under py-spy, fed another
+    way), as a note for its row: (whether it ran, its rate or why it failed). A failure (py-spy not let to
+    sample, a container's shared memory too small for worker processes) never costs the row."""
+    try:
+        _, seconds = index_dense(suite, collection, out, length, **given)
+        return True, f"; again {how} {suite.passages / seconds:,.0f} psg/s"
+    except RuntimeError as exc:
+        return False, f"; the rerun {how} failed ({str(exc)[-120:]})"
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
 def dense_startup(suite: Suite, small: Path, length: int) -> tuple[float, int]:
     """The start-up of `ifqa index dense` (the command on one chunk of passages), measured once: it
     does not depend on the token length (one chunk encodes in a fraction of a second on a GPU)."""
@@ -100,17 +113,12 @@ def dense_encoding(suite: Suite, length: int) -> dict:
     profile = ""
     if length == LENGTHS[0]:  # where the calling process spends the run, and whether its feed threads slow it
         stacks = suite.out_file("dense-128-profile.txt")
-        try:  # py-spy may not be let to sample here (ptrace): the row stands without it
-            _, again = index_dense(suite, corpus, folder, length, profile=stacks)
-            profile = f"; again under py-spy {n / again:,.0f} psg/s, {main_thread_profile(stacks)}"
-        except RuntimeError as exc:
-            profile = f"; the py-spy rerun failed ({str(exc)[-120:]})"
-        shutil.rmtree(folder, ignore_errors=True)
+        ran, profile = again(suite, corpus, folder, length, "under py-spy", profile=stacks)
+        profile += f", {main_thread_profile(stacks)}" if ran else ""
         # the fast tokenizer feeds on threads of this process (their Python shares the model's GIL); worker
         # processes instead (IFQA_FEED_WORKERS=N; =0 keeps the threads, which the H200's 5,696 vs 5,715 compared)
-        _, apart = index_dense(suite, corpus, folder, length, env={WORKERS_ENV: str(PROCESS_WORKERS)})
-        profile += f"; again fed by {PROCESS_WORKERS} worker processes instead of threads {n / apart:,.0f} psg/s"
-        shutil.rmtree(folder, ignore_errors=True)
+        how = f"fed by {PROCESS_WORKERS} worker processes instead of threads"
+        profile += again(suite, corpus, folder, length, how, env={WORKERS_ENV: str(PROCESS_WORKERS)})[1]
 
     sample = passage_texts(min(n, size["sample_passages"]))
     batch, dtype = (
