@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from ifqa.errors import IfqaError
+from ifqa.launch import World
 
 
 class Device(str):
@@ -46,24 +47,62 @@ def is_cuda(device: str | None) -> bool:
     return bool(device) and Device.of(device).is_cuda
 
 
-def pick_device(requested: str | None = None) -> Device:
-    """``requested`` checked against this machine (cpu, cuda, cuda:N, mps), else the GPU when present."""
+def pick_device(requested: str | None = None, world: World = World()) -> Device:
+    """``requested`` checked against this machine (cpu, cuda, cuda:N, mps), else the GPU when present;
+    under a launcher (``world``), this rank's: its local rank among the GPUs *it* sees (``cuda:0`` where
+    each task has its own, ``srun --gpus-per-task=1``), else the CPU. A launch that mixes GPU and CPU
+    ranks, or a ``--device`` that contradicts it, is one line (docs/readers.md, "Devices")."""
     import re
 
     import torch
 
+    if world.active:
+        return _rank_device(requested, world)
     if not requested:
         return Device("cuda" if torch.cuda.is_available() else "cpu")
     if not re.fullmatch(r"cpu|mps|cuda(:\d+)?", requested):
         raise IfqaError(f"--device {requested!r}: use cpu, cuda or cuda:N")
-    if Device(requested).is_cuda:
+    device = Device(requested)
+    if device.is_cuda:
         if not torch.cuda.is_available():
             raise IfqaError(f"--device {requested}: no CUDA device is available here (use --device cpu)")
-        if ":" in requested and int(requested.split(":")[1]) >= torch.cuda.device_count():
+        if device.index is not None and device.index >= torch.cuda.device_count():
             raise IfqaError(f"--device {requested}: this machine has {torch.cuda.device_count()} CUDA device(s)")
-    if requested == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
+    if device.kind == "mps" and not (getattr(torch.backends, "mps", None) and torch.backends.mps.is_available()):
         raise IfqaError("--device mps: no Apple GPU (MPS) is available here (use --device cpu)")
-    return Device(requested)
+    return device
+
+
+def _rank_device(requested: str | None, world: World) -> Device:
+    """The device of one rank of a launched world (``pick_device``)."""
+    import re
+
+    import torch
+
+    if requested and not re.fullmatch(r"cpu|cuda(:\d+)?", requested):
+        raise IfqaError(f"--device {requested!r}: ranks train on cpu or cuda")
+    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if requested == "cpu" and gpus:
+        raise IfqaError(
+            f"--device cpu, but the launcher gave rank {world.rank} a GPU; leave out --device, or hide "
+            "the GPUs (CUDA_VISIBLE_DEVICES=) to train on CPUs"
+        )
+    if not gpus:
+        if requested and is_cuda(requested):
+            raise IfqaError(f"--device {requested}: rank {world.rank} sees no GPU")
+        return Device("cpu")
+    local_size = world.local_size or world.local_rank + 1
+    if world.gpus_per_task:  # the GPUs this task sees are its own
+        index = 0
+    elif local_size <= gpus:
+        index = world.local_rank
+    else:
+        raise IfqaError(
+            f"{local_size} ranks on this node share {gpus} visible GPU(s): rank {world.rank} would have none "
+            "(NCCL cannot form a group across GPUs and CPUs); start at most one rank per GPU, give each task "
+            "its own (srun --gpus-per-task=1), or hide the GPUs (CUDA_VISIBLE_DEVICES=) to train on CPUs"
+        )
+    return Device(f"cuda:{index}")
 
 
 def cpu_threads() -> int:
@@ -111,7 +150,7 @@ def bf16_supported(device: str) -> bool:
     CPU with AMX or AVX-512 BF16. Emulated bf16 (V100, T4) is not support: it runs slower than fp32."""
     import torch
 
-    if is_cuda(device):
+    if Device.of(device).is_cuda:
         if not torch.cuda.is_available():
             return False
         return bool(torch.version.hip) or torch.cuda.get_device_properties(gpu_index(device)).major >= 8
@@ -128,15 +167,15 @@ GPU_DEFAULTS = {"encode": ("fp16", "fp16"), "rerank": ("bf16", "fp16"), "train":
 def pick_precision(requested: str | None, device: str, work: str = "encode") -> str:
     """The precision of ``work`` (encode, rerank, train) on ``device``: ``auto`` as ``GPU_DEFAULTS``
     says; a precision the device cannot run is one line, before any work."""
-    requested = requested or "auto"
+    requested, on_gpu = requested or "auto", Device.of(device).is_cuda
     if requested not in PRECISIONS:
         raise IfqaError(f"--precision {requested!r}: choose from {', '.join(PRECISIONS)}")
     if requested == "auto":
-        if not is_cuda(device):
+        if not on_gpu:
             return "fp32"
         native, otherwise = GPU_DEFAULTS[work]
         return native if native != "bf16" or bf16_supported(device) else otherwise
-    if requested == "fp16" and not is_cuda(device):
+    if requested == "fp16" and not on_gpu:
         raise IfqaError("--precision fp16 needs a CUDA device (a CPU runs fp16 slower than fp32); use fp32 or auto")
     if requested == "fp16" and work == "train":
         raise IfqaError("--precision fp16: training takes bf16 (no loss scaling needed) or fp32")
@@ -154,11 +193,12 @@ def numerics(device: str, precision: str) -> dict:
     name and compute capability. Two machines' different figures explain themselves from it."""
     import torch
 
-    record: dict = {"device": device, "precision": precision}
-    if is_cuda(device) and torch.cuda.is_available():
+    device = Device.of(device)
+    record: dict = {"device": str(device), "precision": precision}
+    if device.is_cuda and torch.cuda.is_available():
         properties = torch.cuda.get_device_properties(gpu_index(device))
         record.update(gpu=properties.name, capability=f"{properties.major}.{properties.minor}")
-    elif device == "cpu":
+    elif device.kind == "cpu":
         record.update(cpu_capability=torch.backends.cpu.get_cpu_capability(), cpu_bf16=cpu_bf16_features())
     return record
 

@@ -1,6 +1,6 @@
 """Data parallelism on ``torch.distributed`` for training and reading: the group a launcher's
-world forms (``ifqa.launch``), the rank's device, and rank 0 as the one writer. Without a launcher
-nothing here touches ``torch.distributed``. docs/readers.md ("Training on several GPUs") gives the
+world forms (``ifqa.launch``; a rank's device is ``devices.pick_device``'s) and rank 0 as the one
+writer. Without a launcher nothing here touches ``torch.distributed``. docs/readers.md ("Training on several GPUs") gives the
 rules (``IFQA_DIST_TIMEOUT``, saves waited for on the rendezvous store)."""
 
 from __future__ import annotations
@@ -9,7 +9,6 @@ import contextlib
 import functools
 import logging
 import os
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,40 +25,6 @@ SAVE_WAIT_SECONDS = 6 * 3600
 _STARTED: list = []  # the store this process's group was formed on, when it joined the group itself
 _WRITES: list[int] = [0]  # saves fenced so far: every rank counts the same ones, so their keys agree
 BACKEND_ENV = "IFQA_DIST_BACKEND"
-
-
-def pick_device(requested: str | None, world: World) -> str:
-    """The device of this rank: its local rank among the GPUs *it* sees (``cuda:0`` where each task
-    has its own, ``srun --gpus-per-task=1``), else the CPU; a launch that mixes GPU and CPU ranks, or a
-    ``--device`` that contradicts it, is one line (docs/readers.md, "Devices")."""
-    if not world.active:
-        return devices.pick_device(requested)
-    import torch
-
-    if requested and not re.fullmatch(r"cpu|cuda(:\d+)?", requested):
-        raise IfqaError(f"--device {requested!r}: ranks train on cpu or cuda")
-    gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if requested == "cpu" and gpus:
-        raise IfqaError(
-            f"--device cpu, but the launcher gave rank {world.rank} a GPU; leave out --device, or hide "
-            "the GPUs (CUDA_VISIBLE_DEVICES=) to train on CPUs"
-        )
-    if not gpus:
-        if requested and is_cuda(requested):
-            raise IfqaError(f"--device {requested}: rank {world.rank} sees no GPU")
-        return "cpu"
-    local_size = world.local_size or world.local_rank + 1
-    if world.gpus_per_task:  # the GPUs this task sees are its own
-        index = 0
-    elif local_size <= gpus:
-        index = world.local_rank
-    else:
-        raise IfqaError(
-            f"{local_size} ranks on this node share {gpus} visible GPU(s): rank {world.rank} would have none "
-            "(NCCL cannot form a group across GPUs and CPUs); start at most one rank per GPU, give each task "
-            "its own (srun --gpus-per-task=1), or hide the GPUs (CUDA_VISIBLE_DEVICES=) to train on CPUs"
-        )
-    return f"cuda:{index}"
 
 
 def start(device: str) -> None:

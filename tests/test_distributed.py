@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from ifqa import distributed
+from ifqa.devices import pick_device
 from ifqa.distributed import World
 from ifqa.errors import IfqaError
 from ifqa.models import load_weights
@@ -102,8 +103,8 @@ def test_launch_settings_that_cannot_work_are_one_line_before_any_work(no_launch
     for name, value in (("RANK", "1"), ("WORLD_SIZE", "2"), ("LOCAL_RANK", "1")):
         no_launcher.setenv(name, value)
     with pytest.raises(IfqaError, match="--device cuda: rank 1 sees no GPU"):
-        distributed.pick_device("cuda", distributed.launched())
-    assert distributed.pick_device(None, distributed.launched()) == "cpu"
+        pick_device("cuda", distributed.launched())
+    assert pick_device(None, distributed.launched()) == "cpu"
     no_launcher.setenv(distributed.BACKEND_ENV, "nccl")
     with pytest.raises(IfqaError, match="nccl needs a CUDA device on every rank"):
         distributed.start("cpu")
@@ -160,10 +161,10 @@ def test_every_rank_of_a_launch_shape_gets_a_gpu_of_its_own(no_launcher, monkeyp
     for name, value in env.items():
         no_launcher.setenv(name, value)
     world = distributed.launched()
-    device = distributed.pick_device(None, world)
+    device = pick_device(None, world)
     expected = 0 if world.gpus_per_task else world.local_rank
     assert device == f"cuda:{expected}" and int(device.split(":")[1]) < visible
-    assert distributed.pick_device("cuda", world) == device
+    assert pick_device("cuda", world) == device
 
 
 def test_ranks_that_would_land_on_different_kinds_of_device_are_one_line(no_launcher, monkeypatch):
@@ -174,9 +175,9 @@ def test_ranks_that_would_land_on_different_kinds_of_device_are_one_line(no_laun
         no_launcher.setenv(name, value)
     no_launcher.setenv("SLURM_STEP_TASKS_PER_NODE", "8")
     with pytest.raises(IfqaError, match="8 ranks on this node share 4 visible GPU\\(s\\): rank 6 would have none"):
-        distributed.pick_device(None, distributed.launched())
+        pick_device(None, distributed.launched())
     with pytest.raises(IfqaError, match="--device cpu, but the launcher gave rank 6 a GPU"):
-        distributed.pick_device("cpu", distributed.launched())
+        pick_device("cpu", distributed.launched())
 
 
 BAD_LAUNCHES = {

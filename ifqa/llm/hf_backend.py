@@ -8,7 +8,7 @@ import importlib.util
 import logging
 from collections.abc import Sequence
 
-from ifqa.devices import is_cuda, pick_device
+from ifqa.devices import Device, pick_device
 from ifqa.errors import IfqaError
 from ifqa.llm.gguf_forms import merge_adapter
 from ifqa.llm.local_models import is_local_file_model, model_content, model_file
@@ -28,10 +28,11 @@ def local_dtype(device: str) -> str:
     on other CPUs, whose bfloat16 products are emulated and slower than float32."""
     import torch
 
-    if is_cuda(device):
+    device = Device.of(device)
+    if device.is_cuda:
         return "bfloat16"
     amx = getattr(torch.cpu, "_is_amx_tile_supported", None)
-    return "bfloat16" if device == "cpu" and amx is not None and amx() else "float32"
+    return "bfloat16" if device.kind == "cpu" and amx is not None and amx() else "float32"
 
 
 @contextlib.contextmanager

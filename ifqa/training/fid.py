@@ -7,7 +7,7 @@ import json
 import logging
 import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import torch
@@ -80,10 +80,11 @@ def check(recipe: FiDRecipe, output: Path) -> None:
 
 
 def load(recipe: FiDRecipe, device: Device, world: World, files: RunFiles) -> Reader:
-    """The T5 to train (its gradients recomputed when asked, compiled on CUDA), its batches and loss."""
+    """The T5 to train (its gradients recomputed when asked, compiled on CUDA), its batches and loss; the
+    loop moves it to the device."""
     compiled = _use_compile(recipe, device)
     fid = FiDSettings(recipe.n_context, recipe.text_maxlength, recipe.answer_maxlength)
-    model = load_model(recipe.model, device)
+    model = load_model(recipe.model)
     tokenizer = AutoTokenizer.from_pretrained(str(recipe.model))
     precision = pick_precision(recipe.precision, device, "train")
     if recipe.gradient_checkpointing:  # in a form that compiles to one graph
@@ -129,10 +130,18 @@ def load(recipe: FiDRecipe, device: Device, world: World, files: RunFiles) -> Re
     )
 
 
+def on(recipe: FiDRecipe, device: Device, ranks: int) -> FiDRecipe:
+    """The recipe with its device-dependent default filled in (what the run records): without
+    ``--batch-size`` each of the ``ranks`` takes 8 questions a step on a GPU, 1 on a CPU, so more GPUs
+    train faster; a given ``--batch-size`` is the global batch whatever the world."""
+    per_rank = 8 if device.is_cuda else 1
+    return recipe if recipe.batch_size else replace(recipe, batch_size=per_rank * ranks)
+
+
 KIND = ReaderKind(
     name="fid",
     check=check,
-    on=lambda recipe, device, ranks: recipe.on(device, ranks),
+    on=on,
     micro_batch=lambda recipe: recipe.batch_size,
     load=load,
 )

@@ -14,7 +14,7 @@ from ifqa.api import Pipeline, Reranker
 from ifqa.artifacts import read_run, recorded_questions
 from ifqa.cards import add_dev_scores, read_card, write_card
 from ifqa.datasets import QuestionSource
-from ifqa.devices import pick_precision
+from ifqa.devices import pick_device, pick_precision
 from ifqa.distributed import launched
 from ifqa.errors import IfqaError
 from ifqa.eval.summary import summarize_run
@@ -37,7 +37,7 @@ def check_before_mining(kind, recipe, questions: int, device: str | None) -> Non
     """What would stop training after minutes of mining, checked first: the device, the starting
     model, and recipe values that cannot make a step."""
     world = distributed.launched()
-    picked = distributed.pick_device(device, world)  # a device this machine, or this launch, cannot give: one line now
+    picked = pick_device(device, world)  # a device this machine, or this launch, cannot give: one line now
     if kind.trainer is None:  # fitted in this process, by no training loop
         if world.active:
             raise IfqaError("the question-agnostic control trains in one process; start it without a launcher")

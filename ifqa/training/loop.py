@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ifqa import distributed, feeding
-from ifqa.devices import Device, gpu_index, numerics, pick_precision
+from ifqa.devices import Device, gpu_index, numerics, pick_device, pick_precision
 from ifqa.distributed import World
 from ifqa.errors import IfqaError, check_step, restoring
 from ifqa.interrupts import held_interrupts
@@ -155,7 +155,7 @@ def start(seed: int, device: str | None) -> tuple[World, Device]:
 
     torch.manual_seed(seed)
     world = distributed.launched()
-    device = Device.of(distributed.pick_device(device, world))
+    device = pick_device(device, world)
     if device.is_cuda:
         torch.cuda.set_device(gpu_index(device))
     return world, device

@@ -11,7 +11,6 @@ import dataclasses
 from dataclasses import dataclass
 
 from ifqa.configs import option
-from ifqa.devices import is_cuda
 from ifqa.errors import IfqaError
 from ifqa.llm.trained import READER_SETTINGS
 from ifqa.registry import QUERY_MODES
@@ -161,7 +160,7 @@ class FiDRecipe(
 ):
     """``ifqa train fid``: what a FiD training run is; saved beside its checkpoints, so a resume with other
     settings is refused, except for those in ``HOW_NOT_WHAT``: they change speed and memory, not the result.
-    Without ``--batch-size`` each rank takes 8 questions a step on a GPU, 1 on a CPU (``on``)."""
+    Without ``--batch-size`` each rank takes 8 questions a step on a GPU, 1 on a CPU (``training/fid.py``)."""
 
     HOW_NOT_WHAT = ("compile", "no_compile", "gradient_checkpointing", "eval_batch_size", "save_every")
     #: a setting the recipe once had, as the run records of that time read now: name -> (new name, values)
@@ -180,13 +179,6 @@ class FiDRecipe(
     n_context: int = option(20, "Passages per question fed to the encoder.", min=1)
     text_maxlength: int = option(250, "Tokens per question+passage input.", min=1)
     answer_maxlength: int = option(20, "Tokens per target answer.", min=1)
-
-    def on(self, device, ranks: int = 1) -> FiDRecipe:
-        """The recipe with its device-dependent defaults filled in (what the run records): without
-        ``--batch-size`` each of the ``ranks`` takes 8 questions a step on a GPU, 1 on a CPU, so more
-        GPUs train faster; a given ``--batch-size`` is the global batch whatever the world."""
-        per_rank = 8 if is_cuda(device) else 1
-        return self if self.batch_size else dataclasses.replace(self, batch_size=per_rank * ranks)
 
 
 CLOSED_BOOK_HELP = (

@@ -6,6 +6,7 @@ import torch
 from transformers import AutoTokenizer, T5ForConditionalGeneration
 from transformers.modeling_outputs import BaseModelOutput
 
+from ifqa.devices import Device
 from ifqa.models import load_weights
 from ifqa.readers.fid import data as fid_data
 from ifqa.readers.fid import model as fid_model
@@ -440,9 +441,11 @@ def test_the_batch_size_defaults_by_device_and_the_run_records_it(t5_without_dro
     --batch-size each rank takes that many (8 GPUs: 64 a step, not 8 GPUs of one question each), a
     given --batch-size stays the global batch. What the run trained with is recorded, so a resume
     compares like with like and a run says how it was trained."""
-    assert FiDRecipe().on("cuda").batch_size == 8 and FiDRecipe().on("cpu").batch_size == 1
-    assert FiDRecipe().on("cuda", 8).batch_size == 64 and FiDRecipe().on("cpu", 2).batch_size == 2
-    assert FiDRecipe(batch_size=3).on("cuda").batch_size == 3 == FiDRecipe(batch_size=3).on("cuda", 8).batch_size
+    gpu, cpu = Device("cuda"), Device("cpu")
+    assert fid_train.on(FiDRecipe(), gpu, 1).batch_size == 8 and fid_train.on(FiDRecipe(), cpu, 1).batch_size == 1
+    assert fid_train.on(FiDRecipe(), gpu, 8).batch_size == 64 and fid_train.on(FiDRecipe(), cpu, 2).batch_size == 2
+    given = FiDRecipe(batch_size=3)
+    assert fid_train.on(given, gpu, 1).batch_size == 3 == fid_train.on(given, gpu, 8).batch_size
     config = FiDRecipe(model=str(t5_without_dropout), steps=1, warmup_steps=0, n_context=2, text_maxlength=32)
     fid_train.train(toy_run, None, tmp_path / "fid", config, "cpu", progress=False)
     recorded = json.loads((tmp_path / "fid" / "train_config.json").read_text())

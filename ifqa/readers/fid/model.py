@@ -115,4 +115,4 @@ def load_model(path: str | Path, device: str | None = None) -> FiDT5:
                 raise IfqaError(f"not a FiD checkpoint: missing {missing[:3]}, unexpected {unexpected[:3]}", original)
             model.tie_weights()
             log.info("loaded an original facebookresearch/FiD checkpoint from %s", path)
-    return model.to(device or "cpu")
+    return model if device is None else model.to(device)  # from_pretrained loads on the CPU

@@ -11,7 +11,7 @@ from pathlib import Path
 from ifqa import distributed
 from ifqa.artifacts import QuestionSet, as_question_set, check_questions, read_run, write_manifest, write_predictions
 from ifqa.cards import FID_CONFIG
-from ifqa.devices import bf16_supported, is_cuda
+from ifqa.devices import bf16_supported, is_cuda, pick_device
 from ifqa.errors import IfqaError
 from ifqa.models import check_model
 from ifqa.readers.fid.data import Collator, FiDSettings
@@ -81,7 +81,7 @@ def read_to_file(
     if n_context:
         settings.n_context = n_context
     world = distributed.launched()
-    device = distributed.pick_device(device, world)
+    device = pick_device(device, world)
     questions = as_question_set(questions)
     run = read_run(run_path)
     check_questions(run_path, questions, run)
