@@ -69,7 +69,7 @@ class RunKind:
         return f"{output}: step {record['step']}, last loss {last.get('loss')}{scored}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class MinedKind:
     """A retrieval model trained on questions with negatives mined from an index (``training/jobs.py``):
     ``trainer`` runs the shared loop, or None for a model fitted in one process (the control);
@@ -114,18 +114,18 @@ LLM = RunKind(
     reader="ifqa.training.llm:KIND",
 )
 RERANKER = MinedKind(
-    recipes.RerankerRecipe,
-    "Train a cross-encoder reranker on IfQA training questions with mined hard negatives.",
-    "ifqa.training.reranker:train_reranker",
+    recipe=recipes.RerankerRecipe,
+    help="Train a cross-encoder reranker on IfQA training questions with mined hard negatives.",
+    trainer="ifqa.training.reranker:train_reranker",
     reranks_dev=True,
 )
 RETRIEVER = MinedKind(
-    recipes.RetrieverRecipe,
-    "Fine-tune a bi-encoder (all of it, or its question side only) on IfQA training questions.",
-    "ifqa.training.retriever:train_retriever",
+    recipe=recipes.RetrieverRecipe,
+    help="Fine-tune a bi-encoder (all of it, or its question side only) on IfQA training questions.",
+    trainer="ifqa.training.retriever:train_retriever",
 )
 CONTROL = MinedKind(
-    recipes.ControlRecipe,
-    "Fit the question-agnostic control (a passage classifier that never sees the question).",
-    None,
+    recipe=recipes.ControlRecipe,
+    help="Fit the question-agnostic control (a passage classifier that never sees the question).",
+    trainer=None,
 )
