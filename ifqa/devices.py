@@ -8,9 +8,12 @@ import contextlib
 import functools
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ifqa.errors import IfqaError
-from ifqa.launch import World
+
+if TYPE_CHECKING:
+    from ifqa.launch import World
 
 
 class Device(str):
@@ -47,7 +50,7 @@ def is_cuda(device: str | None) -> bool:
     return bool(device) and Device.of(device).is_cuda
 
 
-def pick_device(requested: str | None = None, world: World = World()) -> Device:
+def pick_device(requested: str | None = None, world: World | None = None) -> Device:
     """``requested`` checked against this machine (cpu, cuda, cuda:N, mps), else the GPU when present;
     under a launcher (``world``), this rank's: its local rank among the GPUs *it* sees (``cuda:0`` where
     each task has its own, ``srun --gpus-per-task=1``), else the CPU. A launch that mixes GPU and CPU
@@ -56,7 +59,7 @@ def pick_device(requested: str | None = None, world: World = World()) -> Device:
 
     import torch
 
-    if world.active:
+    if world is not None and world.active:
         return _rank_device(requested, world)
     if not requested:
         return Device("cuda" if torch.cuda.is_available() else "cpu")
