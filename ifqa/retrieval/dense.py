@@ -16,6 +16,7 @@ import math
 import os
 import shutil
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -177,7 +178,18 @@ def encode(
 ENCODING = inspect.signature(encode)
 
 
-def _make_index(index_type: str, dim: int, n: int, sample: np.ndarray):
+def _sample(arrays: list, chunk: int, total: int, seed: int) -> np.ndarray:
+    """``SAMPLE`` vectors (all, when fewer) drawn without replacement by ``seed``, in passage order: what
+    IVF-PQ trains on, read chunk by chunk (one gather a chunk, not one read a vector)."""
+    picks = np.sort(np.random.default_rng(seed).choice(total, size=min(total, SAMPLE), replace=False))
+    bounds = np.searchsorted(picks, np.arange(len(arrays) + 1) * chunk)
+    parts = [arrays[j][picks[bounds[j] : bounds[j + 1]] - j * chunk] for j in range(len(arrays))]
+    return np.ascontiguousarray(np.concatenate(parts))
+
+
+def _make_index(index_type: str, dim: int, n: int, sample: Callable[[], np.ndarray]):
+    """The empty index of ``index_type`` and what the manifest records of it; ``sample()`` gives the vectors
+    an index that is trained (IVF-PQ) learns from, drawn only for it."""
     import faiss
 
     if index_type == "flat":
@@ -187,10 +199,11 @@ def _make_index(index_type: str, dim: int, n: int, sample: np.ndarray):
         index.hnsw.efConstruction = 80
         return index, {"hnsw_m": HNSW_M, "ef_construction": 80}
     nlist, pq_m = _nlist(n), _pq_m(dim)  # ivfpq: check_memory has refused any other type
-    bits = max(1, min(8, int(math.log2(max(2, len(sample))))))  # 8-bit codebooks need >= 256 points
+    vectors = sample()
+    bits = max(1, min(8, int(math.log2(max(2, len(vectors))))))  # 8-bit codebooks need >= 256 points
     quantizer = faiss.IndexFlatIP(dim)
     index = faiss.IndexIVFPQ(quantizer, dim, nlist, pq_m, bits, faiss.METRIC_INNER_PRODUCT)
-    index.train(sample)
+    index.train(vectors)
     return index, {"nlist": nlist, "pq_m": pq_m, "pq_bits": bits}
 
 
@@ -282,11 +295,8 @@ def merge(
     arrays = [np.load(chunk_path(folder, j), mmap_mode="r", allow_pickle=False) for j in range(chunks)]
     dim = int(arrays[0].shape[1])
     check_memory(index_type, total, dim, memory.limit(max_memory), chunk=chunk)
-    rng = np.random.default_rng(seed)
-    picks = np.sort(rng.choice(total, size=min(total, SAMPLE), replace=False))
-    sample = np.ascontiguousarray(np.concatenate([arrays[p // chunk][p % chunk][None] for p in picks]))
     faiss.omp_set_num_threads(cpu_threads())  # a search in this process may have set fewer
-    index, extra = _make_index(index_type, dim, total, sample)
+    index, extra = _make_index(index_type, dim, total, lambda: _sample(arrays, chunk, total, seed))
     for array in arrays:
         index.add(np.ascontiguousarray(array, dtype=np.float32))
 
