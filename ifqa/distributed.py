@@ -1,7 +1,7 @@
 """Data parallelism on ``torch.distributed`` for training and reading: the group a launcher's
 world forms (``ifqa.launch``; a rank's device is ``devices.pick_device``'s) and rank 0 as the one
-writer. Without a launcher nothing here touches ``torch.distributed``. docs/readers.md ("Training on several GPUs") gives the
-rules (``IFQA_DIST_TIMEOUT``, saves waited for on the rendezvous store)."""
+writer. Without a launcher nothing here touches ``torch.distributed``. docs/readers.md ("Training on
+several GPUs") gives the rules (``IFQA_DIST_TIMEOUT``, saves waited for on the rendezvous store)."""
 
 from __future__ import annotations
 
