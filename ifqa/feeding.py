@@ -47,7 +47,34 @@ class _Prepared:
         return len(self.work)
 
     def __getitem__(self, i: int):
-        return self.prepare(self.work[i])
+        prepared = self.prepare(self.work[i])
+        return _Stacked(prepared) if isinstance(prepared, dict) else prepared
+
+
+class _Stacked:
+    """A prepared batch as it crosses from a worker to the parent: its tensors of one dtype and shape
+    stacked into one, so each group crosses in one shared-memory handoff. A handoff costs the parent
+    about the same whatever the tensor's size, and it is most of the parent's share of the feed: a
+    tokenizer's three tensors of 64 x 128 cost it 595 µs a batch, stacked 378 (512 x 128: 693, 467)."""
+
+    def __init__(self, prepared: dict):
+        import torch
+
+        self.order, self.rest, groups = list(prepared), {}, {}
+        for key, value in prepared.items():
+            if isinstance(value, torch.Tensor):
+                groups.setdefault((value.dtype, value.shape), []).append((key, value))
+            else:
+                self.rest[key] = value
+        self.stacks = [([k for k, _ in items], torch.stack([v for _, v in items])) for items in groups.values()]
+
+    def pin_memory(self) -> _Stacked:  # the DataLoader's pinning thread calls it, on CUDA
+        self.stacks = [(keys, stack.pin_memory()) for keys, stack in self.stacks]
+        return self
+
+    def unstacked(self) -> dict:
+        found = {**self.rest, **{key: t for keys, stack in self.stacks for key, t in zip(keys, stack.unbind(0))}}
+        return {key: found[key] for key in self.order}
 
 
 PREFETCH = 4  # batches each worker keeps ready
@@ -105,6 +132,7 @@ def feed(work: Sequence, prepare: Callable[[Any], Any], device: str, workers: in
     if workers == 0:
         yield from _ahead_on_threads(work, prepare)
         return
+    import torch
     from torch.utils.data import DataLoader
 
     workers, prefetch = in_flight(_nbytes(prepare(work[0])), min(workers, len(work)), shared_memory_free())
@@ -123,6 +151,10 @@ def feed(work: Sequence, prepare: Callable[[Any], Any], device: str, workers: in
                 prefetch_factor=prefetch,
                 multiprocessing_context="fork",
                 worker_init_fn=_leave_signals_to_parent,
+                # the workers' seeds from a generator of their own: drawn from torch's global one, they
+                # moved the caller's dropout stream at every start, so a resumed training run (which starts
+                # a feed again) took other dropout masks than the run it resumed would have
+                generator=torch.Generator().manual_seed(0),
             )
         )
     finally:
@@ -130,7 +162,8 @@ def feed(work: Sequence, prepare: Callable[[Any], Any], device: str, workers: in
             os.environ.pop("TOKENIZERS_PARALLELISM", None)
         else:
             os.environ["TOKENIZERS_PARALLELISM"] = previous
-    yield from batches
+    for batch in batches:
+        yield batch.unstacked() if isinstance(batch, _Stacked) else batch
 
 
 THREADS_AHEAD = 2  # threads preparing batches ahead of the GPU (a fast tokenizer's own threads do the rest)

@@ -85,3 +85,41 @@ def test_without_workers_a_gpu_is_fed_by_threads_ahead_pinned_and_in_order(monke
     monkeypatch.setenv(feeding.WORKERS_ENV, "many")
     with pytest.raises(feeding.IfqaError, match="IFQA_FEED_WORKERS='many'"):
         feeding.default_workers("cuda")
+
+
+def _mixed(batch: list[int]) -> dict:
+    n = batch[0]
+    return {
+        "input_ids": torch.arange(n * 3).reshape(n, 3),
+        "note": f"batch {n}",
+        "scores": torch.linspace(0, 1, n),
+        "attention_mask": torch.ones(n, 3, dtype=torch.int64),
+        "labels": torch.full((n, 2), -100),
+        "flags": torch.zeros(n, 3, dtype=torch.bool),
+    }
+
+
+def test_a_worker_hands_each_batch_over_as_one_buffer_per_shape_and_dtype():
+    """The parent's share of a worker's batch is mostly the handoff of each tensor: tensors of one
+    shape and dtype arrive as views of one buffer, and the batch equals the one prepared here, key
+    order, dtypes and the values that are no tensors included."""
+    work = [[n] for n in (4, 3, 2, 1)]
+    for batch, fed in zip(work, feeding.feed(work, _mixed, "cpu", workers=2), strict=True):
+        expected = _mixed(batch)
+        assert list(fed) == list(expected) and fed["note"] == expected["note"]
+        for key, value in expected.items():
+            if isinstance(value, torch.Tensor):
+                assert fed[key].dtype == value.dtype and torch.equal(fed[key], value), key
+        assert fed["input_ids"].untyped_storage().data_ptr() == fed["attention_mask"].untyped_storage().data_ptr()
+        assert fed["labels"].untyped_storage().data_ptr() != fed["input_ids"].untyped_storage().data_ptr()
+
+
+def test_starting_workers_leaves_the_callers_random_stream_where_it_was():
+    """The workers' seeds are drawn from a generator of the feed's own: drawn from torch's global one,
+    each feed's start moved the caller's dropout stream, so a resumed training run (its feed started
+    again) took other masks than the uninterrupted run (FiD's losses differed from the resumed step on)."""
+    torch.manual_seed(1)
+    expected = torch.rand(4)
+    torch.manual_seed(1)
+    assert len(list(feeding.feed([[1], [2], [3]], _sized, "cpu", workers=2))) == 3
+    assert torch.equal(torch.rand(4), expected)

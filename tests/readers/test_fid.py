@@ -179,7 +179,11 @@ def test_cli_training_overfits_and_the_checkpoint_reproduces_predictions(cli, t5
 
 
 @pytest.mark.numerics
-def test_resume_gives_the_same_next_losses(t5_dir, toy_run, tmp_path):
+@pytest.mark.parametrize("workers", ["0", "2"])
+def test_resume_gives_the_same_next_losses(t5_dir, toy_run, tmp_path, monkeypatch, workers):
+    """Resumed losses equal the uninterrupted run's, with batches prepared here or by feed workers (the
+    default on a GPU), whose start once moved the dropout stream (``feeding``)."""
+    monkeypatch.setenv("IFQA_FEED_WORKERS", workers)
     config = FiDRecipe(
         model=str(t5_dir),
         steps=6,
