@@ -1,0 +1,93 @@
+"""What a feed worker's batch costs the calling process to receive: ifqa's feed (``feeding.feed``, its
+tensors of one shape and dtype stacked into one buffer) beside torch's DataLoader handing the same
+tokenizer-shaped dict over tensor by tensor (what ifqa did before), one worker, prepare instant.
+
+torch passes each tensor through shared memory with a file descriptor of its own, a cost paid per
+tensor whatever its size: the calling process's CPU per batch is what one feed worker's batches take
+from the thread that runs the model (issue #83: the host keeping up with the chip).
+
+    python benchmarks/feed_handoff.py [--batches 400] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import Parser, machine, markdown_table  # noqa: E402
+
+from ifqa import feeding  # noqa: E402
+
+SHAPES = ((64, 128), (512, 128), (512, 256))  # the CPU batch of 128 tokens; a GPU's at 128 and 256 tokens
+KEYS = ("input_ids", "token_type_ids", "attention_mask")
+
+
+def tokenized(shape: tuple[int, int]):
+    """A prepare that returns what a BERT tokenizer returns for a batch of ``shape``, at once."""
+    import torch
+
+    def prepare(_item) -> dict:
+        return {key: torch.zeros(shape, dtype=torch.int64) for key in KEYS}
+
+    return prepare
+
+
+def tensor_by_tensor(work, prepare):
+    """The DataLoader as ifqa's feed ran it before: each batch's dict handed over tensor by tensor."""
+    import torch
+    from torch.utils.data import DataLoader
+
+    class Prepared:
+        def __len__(self):
+            return len(work)
+
+        def __getitem__(self, i):
+            return prepare(work[i])
+
+    loader = DataLoader(
+        Prepared(), batch_size=None, num_workers=1, prefetch_factor=feeding.PREFETCH,
+        multiprocessing_context="fork", generator=torch.Generator().manual_seed(0),
+    )  # fmt: skip
+    yield from loader
+
+
+def parent_cpu(path, work, prepare) -> float:
+    """The calling process's CPU µs per batch past the first (which includes the worker's start)."""
+    batches = iter(path(work, prepare))
+    next(batches)
+    started = time.process_time()
+    n = sum(1 for _ in batches)
+    return 1e6 * (time.process_time() - started) / n
+
+
+def main() -> None:
+    parser = Parser(description=__doc__)
+    parser.add_argument("--batches", type=int, default=400)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    work = [[i] for i in range(args.batches)]
+    rows = []
+    for shape in SHAPES:
+        prepare = tokenized(shape)
+        before, ours = (
+            statistics.median(parent_cpu(path, work, prepare) for _ in range(args.repeats))
+            for path in (tensor_by_tensor, lambda w, p: feeding.feed(w, p, "cpu", workers=1))
+        )
+        rows.append(
+            {
+                "batch (rows x tokens x tensors)": f"{shape[0]} x {shape[1]} x {len(KEYS)}",
+                "tensor by tensor (µs/batch)": round(before),
+                "ifqa's feed (µs/batch)": round(ours),
+                "ratio": f"{before / ours:.2f}x",
+            }
+        )
+    print(f"machine: {machine()}; {args.batches} batches, median of {args.repeats}\n")
+    print(markdown_table(rows))
+
+
+if __name__ == "__main__":
+    main()
