@@ -252,6 +252,7 @@ class PairTokens:
         if types is not None:
             self.types = (types[:a], types[a], types[a + len(first) : b], types[b], types[b + len(second) :])
         self.specials = len(self.prefix) + len(self.middle) + len(self.suffix)
+        self.parts = tuple(np.asarray(part, np.int64) for part in (self.prefix, self.middle, self.suffix))
         self.pad = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
         self.left = getattr(tokenizer, "padding_side", "right") == "left"
 
@@ -264,27 +265,27 @@ class PairTokens:
         return len(passage) - over if over < len(passage) else None
 
     def rows(self, pairs: Sequence[tuple[np.ndarray, np.ndarray, int]]) -> dict:
-        """A padded batch (tensors) of pairs given as (question ids, passage ids, passage ids kept)."""
+        """A padded batch (tensors) of pairs given as (question ids, passage ids, passage ids kept): every
+        pair's parts joined in one array and laid into the rows' unpadded places at once."""
         import torch
 
-        lengths = [self.specials + len(q) + kept for q, _, kept in pairs]
-        width = max(lengths)
-        ids = np.full((len(pairs), width), self.pad, dtype=np.int64)
-        mask = np.zeros((len(pairs), width), dtype=np.int64)
-        types = np.zeros((len(pairs), width), dtype=np.int64) if self.types is not None else None
-        prefix, middle, suffix = self.prefix, self.middle, self.suffix
-        for row, ((question, passage, kept), length) in enumerate(zip(pairs, lengths)):
-            start = width - length if self.left else 0
-            line = np.concatenate([prefix, question, middle, passage[:kept], suffix])
-            ids[row, start : start + length] = line
-            mask[row, start : start + length] = 1
-            if types is not None:  # each part's token type: prefix, first part, middle, second part, suffix
-                before = len(prefix) + len(question) + len(middle)
-                t_prefix, t_first, t_middle, t_second, t_suffix = self.types
-                types[row, start : start + before] = [*t_prefix, *[t_first] * len(question), *t_middle]
-                types[row, start + before : start + length] = [*[t_second] * kept, *t_suffix]
-        batch = {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(mask)}
-        if types is not None:
+        n = len(pairs)
+        asked = np.fromiter((len(q) for q, _, _ in pairs), np.int64, n)
+        kept = np.fromiter((k for _, _, k in pairs), np.int64, n)
+        lengths = self.specials + asked + kept
+        width = int(lengths.max())
+        places = np.arange(width) >= (width - lengths)[:, None] if self.left else np.arange(width) < lengths[:, None]
+        prefix, middle, suffix = self.parts
+        ids = np.full((n, width), self.pad, dtype=np.int64)
+        ids[places] = np.concatenate([part for q, p, k in pairs for part in (prefix, q, middle, p[:k], suffix)])
+        batch = {"input_ids": torch.from_numpy(ids), "attention_mask": torch.from_numpy(places.astype(np.int64))}
+        if self.types is not None:  # each part's token type: prefix, first part, middle, second part, suffix
+            t_prefix, t_first, t_middle, t_second, t_suffix = self.types
+            runs = np.ones((n, len(t_prefix) + len(t_middle) + len(t_suffix) + 2), dtype=np.int64)
+            runs[:, len(t_prefix)], runs[:, len(t_prefix) + 1 + len(t_middle)] = asked, kept
+            values = np.array([*t_prefix, t_first, *t_middle, t_second, *t_suffix], dtype=np.int64)
+            types = np.zeros((n, width), dtype=np.int64)
+            types[places] = np.repeat(np.tile(values, n), runs.ravel())
             batch["token_type_ids"] = torch.from_numpy(types)
         return batch
 
