@@ -53,24 +53,28 @@ class _Prepared:
 
 class _Stacked:
     """A prepared batch as it crosses from a worker to the parent: its tensors of one dtype and shape
-    stacked into one, so each group crosses in one shared-memory handoff. A handoff costs the parent
-    about the same whatever the tensor's size, and it is most of the parent's share of the feed
-    (``benchmarks/feed_handoff.py``: a tokenizer's three tensors stacked cost the parent 1.8-2.3x less CPU
-    at the CPU batch of 64 x 128, 1.4-1.5x at a GPU's 512)."""
+    stacked into one (a tensor alone in its group crosses as it is: stacking it would only copy it), so
+    each group crosses in one shared-memory handoff. A handoff costs the parent about the same whatever
+    the tensor's size, and it is most of the parent's share of the feed (``benchmarks/feed_handoff.py``:
+    a tokenizer's three tensors stacked cost the parent 1.7-2.3x less CPU at the CPU batch of 64 x 128,
+    1.3-1.6x at a GPU's 512)."""
 
     def __init__(self, prepared: dict):
         import torch
 
-        self.order, self.rest, groups = list(prepared), {}, {}
+        groups: dict = {}
         for key, value in prepared.items():
             if isinstance(value, torch.Tensor):
-                groups.setdefault((value.dtype, value.shape), []).append((key, value))
-            else:
-                self.rest[key] = value
-        self.stacks = [([k for k, _ in items], torch.stack([v for _, v in items])) for items in groups.values()]
+                groups.setdefault((value.dtype, value.shape), []).append(key)
+        shared = [keys for keys in groups.values() if len(keys) > 1]
+        stacked = {key for keys in shared for key in keys}
+        self.order = list(prepared)
+        self.rest = {key: value for key, value in prepared.items() if key not in stacked}
+        self.stacks = [(keys, torch.stack([prepared[key] for key in keys])) for keys in shared]
 
     def pin_memory(self, _device=None) -> _Stacked:  # the DataLoader's pinning thread calls it, on CUDA
         self.stacks = [(keys, stack.pin_memory()) for keys, stack in self.stacks]
+        self.rest = {key: v.pin_memory() if hasattr(v, "pin_memory") else v for key, v in self.rest.items()}
         return self
 
     def unstacked(self) -> dict:
