@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import json
 import logging
 import sqlite3
 import threading
@@ -39,11 +40,15 @@ _QUERY = 900  # digests looked up per SELECT (under SQLite's limit of variables)
 
 def tokenizer_identity(tokenizer) -> str | None:
     """A digest of everything that decides a fast tokenizer's ids (normalizer, pre-tokenizer, vocabulary,
-    added tokens), or None for a tokenizer without that definition (a slow one: tokenized pair by pair)."""
+    added tokens), or None for a tokenizer without that definition (a slow one: tokenized pair by pair).
+    Its truncation and padding are left out: every call of the tokenizer resets them (a folder's saved
+    128-token cut is gone after its first call), and what reads ids sets its own."""
     rust = getattr(tokenizer, "backend_tokenizer", None)
     if rust is None:
         return None
-    return hashlib.sha256(f"{type(tokenizer).__name__}\0{rust.to_str()}".encode()).hexdigest()
+    definition = {k: v for k, v in json.loads(rust.to_str()).items() if k not in ("truncation", "padding")}
+    text = json.dumps(definition, sort_keys=True)
+    return hashlib.sha256(f"{type(tokenizer).__name__}\0{text}".encode()).hexdigest()
 
 
 def batch_encoder(tokenizer, max_length: int | None = None, padded: bool = False):

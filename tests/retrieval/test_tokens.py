@@ -70,6 +70,18 @@ def test_pairs_from_ids_are_the_tokenizers_own_pairs(request, which, max_length)
     assert pairs.matches(QUESTIONS[:2] * 2, texts[:4])
 
 
+def test_a_tokenizers_identity_outlives_its_calls(minilm):
+    """A tokenizer's own call resets the truncation and padding its folder saved (128 tokens for
+    all-MiniLM-L6-v2): its identity, which names its token cache, stays what it was."""
+    from transformers import AutoTokenizer
+
+    fresh = AutoTokenizer.from_pretrained(resolve("sentence-transformers/all-MiniLM-L6-v2"))
+    before = tokenizer_identity(fresh)
+    fresh(["a passage"], truncation=True, max_length=16, padding="max_length")
+    fresh(["a passage"])
+    assert tokenizer_identity(fresh) == before == tokenizer_identity(minilm)
+
+
 def test_passages_are_tokenized_once_and_read_back(minilm, tmp_path, monkeypatch):
     texts = demo_texts()[:50]
     first = TokenCache(minilm, tokenizer_identity(minilm), tmp_path)
