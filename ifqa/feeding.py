@@ -47,8 +47,25 @@ class _Prepared:
         return len(self.work)
 
     def __getitem__(self, i: int):
-        prepared = self.prepare(self.work[i])
-        return _Stacked(prepared) if isinstance(prepared, dict) else prepared
+        return _crossing(self.prepare(self.work[i]))
+
+
+def _crossing(prepared: Any) -> Any:
+    """What crosses from a worker: each batch (a dict) stacked, alone or in a list or tuple of several."""
+    if isinstance(prepared, dict):
+        return _Stacked(prepared)
+    if isinstance(prepared, (list, tuple)):
+        return [_crossing(part) for part in prepared]
+    return prepared
+
+
+def _arrived(crossed: Any) -> Any:
+    """A prepared item as the worker made it (the DataLoader hands tuples over as lists)."""
+    if isinstance(crossed, _Stacked):
+        return crossed.unstacked()
+    if isinstance(crossed, list):
+        return [_arrived(part) for part in crossed]
+    return crossed
 
 
 class _Stacked:
@@ -96,8 +113,9 @@ def shared_memory_free(path: str = SHARED_MEMORY) -> int | None:
 
 
 def _nbytes(prepared: Any) -> int:
-    values = prepared.values() if isinstance(prepared, dict) else [prepared]
-    return sum(v.element_size() * v.nelement() for v in values if hasattr(v, "element_size"))
+    if isinstance(prepared, (list, tuple, dict)):
+        return sum(map(_nbytes, prepared.values() if isinstance(prepared, dict) else prepared))
+    return prepared.element_size() * prepared.nelement() if hasattr(prepared, "element_size") else 0
 
 
 def in_flight(batch_bytes: int, workers: int, free: int | None) -> tuple[int, int]:
@@ -126,8 +144,9 @@ def feed(work: Sequence, prepare: Callable[[Any], Any], device: str, workers: in
     calling one can cut each other's inputs). Without workers otherwise (``IFQA_FEED_WORKERS=0``),
     ``prepare`` runs on the calling thread.
 
-    The first item is also prepared here, to be measured (planned batches come longest first): its
-    size bounds what the workers keep in flight (``in_flight``)."""
+    The first item is prepared here, where it is measured (planned batches come longest first; its size
+    bounds what the workers keep in flight, ``in_flight``) and then served: the workers start at the
+    second, so no item is prepared twice (a dense index's item is a whole chunk)."""
     on_threads = workers == 0
     if workers is None or is_cuda(device) or os.environ.get(WORKERS_ENV):  # else a count asked runs as asked
         workers = default_workers(device, workers)
@@ -140,7 +159,8 @@ def feed(work: Sequence, prepare: Callable[[Any], Any], device: str, workers: in
     import torch
     from torch.utils.data import DataLoader
 
-    workers, prefetch = in_flight(_nbytes(prepare(work[0])), min(workers, len(work)), shared_memory_free())
+    first = prepare(work[0])
+    workers, prefetch = in_flight(_nbytes(first), min(workers, len(work) - 1), shared_memory_free())
 
     # the workers are the parallelism (a forked Rust pool can deadlock): off while they fork, then as it was,
     # so tokenizing on this process's own thread keeps its threads
@@ -149,7 +169,7 @@ def feed(work: Sequence, prepare: Callable[[Any], Any], device: str, workers: in
     try:
         batches = iter(
             DataLoader(
-                _Prepared(work, prepare),
+                _Prepared(work[1:], prepare),
                 batch_size=None,
                 num_workers=workers,
                 pin_memory=is_cuda(device),
@@ -167,8 +187,8 @@ def feed(work: Sequence, prepare: Callable[[Any], Any], device: str, workers: in
             os.environ.pop("TOKENIZERS_PARALLELISM", None)
         else:
             os.environ["TOKENIZERS_PARALLELISM"] = previous
-    for batch in batches:
-        yield batch.unstacked() if isinstance(batch, _Stacked) else batch
+    yield _pinned(first) if is_cuda(device) else first
+    yield from map(_arrived, batches)
 
 
 THREADS_AHEAD = 2  # threads preparing batches ahead of the GPU (a fast tokenizer's own threads do the rest)
@@ -181,18 +201,12 @@ def _ahead_on_threads(work: Sequence, prepare: Callable[[Any], Any]) -> Iterator
     from collections import deque
     from concurrent.futures import ThreadPoolExecutor
 
-    def pinned(item):
-        prepared = prepare(item)
-        if isinstance(prepared, dict):
-            return {k: v.pin_memory() if hasattr(v, "pin_memory") else v for k, v in prepared.items()}
-        return prepared
-
     with ThreadPoolExecutor(THREADS_AHEAD, thread_name_prefix="feed") as pool:
         pending: deque = deque()
         items = iter(work)
         try:
             for item in items:
-                pending.append(pool.submit(pinned, item))
+                pending.append(pool.submit(lambda work_item: _pinned(prepare(work_item)), item))
                 if len(pending) > PREFETCH:
                     yield pending.popleft().result()
             while pending:
@@ -200,6 +214,15 @@ def _ahead_on_threads(work: Sequence, prepare: Callable[[Any], Any]) -> Iterator
         finally:
             for future in pending:
                 future.cancel()
+
+
+def _pinned(prepared: Any) -> Any:
+    """A prepared item with its tensors pinned (a batch, or a list or tuple of them), for a copy that does not block."""
+    if isinstance(prepared, dict):
+        return {k: v.pin_memory() if hasattr(v, "pin_memory") else v for k, v in prepared.items()}
+    if isinstance(prepared, (list, tuple)):
+        return type(prepared)(map(_pinned, prepared))
+    return prepared
 
 
 def _leave_signals_to_parent(_worker: int) -> None:

@@ -24,7 +24,7 @@ def test_workers_leave_ctrl_c_and_sigterm_to_the_parent(monkeypatch):
     whole step and ends its workers itself."""
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "true")
     flags = [f["ignored"].tolist() for f in feeding.feed([[1], [2], [3]], _signals, "cpu", workers=2)]
-    assert flags == [[True, True]] * 3
+    assert flags == [[False, False]] + [[True, True]] * 2  # the first item is the parent's own (measured there)
     assert signal.getsignal(signal.SIGTERM) != signal.SIG_IGN  # the parent's own handlers are untouched
     assert os.environ["TOKENIZERS_PARALLELISM"] == "true"  # set off only while the workers fork
 
@@ -74,6 +74,8 @@ def test_without_workers_a_gpu_is_fed_by_threads_ahead_pinned_and_in_order(monke
         taken.append(item)
     assert [t["x"].tolist() for t in taken] == work and {t["note"] for t in taken} == {"kept"}
     assert len(pinned) == len(work)
+    pinned.clear()  # an item of several batches (a dense index's chunk): every tensor of each pinned
+    assert len(list(feeding.feed([[1, 2], [3]], _planned, "cuda", workers=0))) == 2 and len(pinned) == 3 * 5
     monkeypatch.setenv(feeding.WORKERS_ENV, "0")  # no workers for a caller that did not vouch for threads:
     threads = set(feeding.feed(work, lambda batch: threading.get_ident(), "cuda"))
     assert threads == {threading.get_ident()}  # its prepare runs on the calling thread, never on two at once
@@ -104,14 +106,53 @@ def test_a_worker_hands_each_batch_over_as_one_buffer_per_shape_and_dtype():
     shape and dtype arrive as views of one buffer, and the batch equals the one prepared here, key
     order, dtypes and the values that are no tensors included."""
     work = [[n] for n in (4, 3, 2, 1)]
-    for batch, fed in zip(work, feeding.feed(work, _mixed, "cpu", workers=2), strict=True):
+    for n, (batch, fed) in enumerate(zip(work, feeding.feed(work, _mixed, "cpu", workers=2), strict=True)):
         expected = _mixed(batch)
         assert list(fed) == list(expected) and fed["note"] == expected["note"]
         for key, value in expected.items():
             if isinstance(value, torch.Tensor):
                 assert fed[key].dtype == value.dtype and torch.equal(fed[key], value), key
+        if n == 0:  # prepared in the calling process (to be measured), served as it is: nothing crossed
+            continue
         assert fed["input_ids"].untyped_storage().data_ptr() == fed["attention_mask"].untyped_storage().data_ptr()
         assert fed["labels"].untyped_storage().data_ptr() != fed["input_ids"].untyped_storage().data_ptr()
+
+
+def test_no_item_is_prepared_twice_when_workers_feed():
+    """The first item is prepared in the calling process to size what the workers keep in flight, and
+    served from there: the workers start at the second (a dense index's item is a whole chunk)."""
+    import multiprocessing
+
+    calls = multiprocessing.Manager().list()
+
+    def prepare(batch: list[int]) -> dict:
+        calls.append(batch[0])
+        return {"x": torch.tensor(batch)}
+
+    work = [[n] for n in range(6)]
+    assert [fed["x"].tolist() for fed in feeding.feed(work, prepare, "cpu", workers=2)] == work
+    assert sorted(calls) == list(range(6))
+
+
+def _planned(item: list[int]) -> list[tuple[list[int], dict]]:
+    """An item prepared as several batches, as a dense index's chunk is (positions, inputs)."""
+    return [([n, n + 10], _mixed([n])) for n in item]
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_an_item_of_several_batches_arrives_whole_each_batch_in_one_buffer(workers):
+    work = [[3, 1], [2], [4, 2, 1]]
+    fed = list(feeding.feed(work, _planned, "cpu", workers=workers))
+    assert len(fed) == len(work)
+    for k, (item, batches) in enumerate(zip(work, fed, strict=True)):
+        assert [list(positions) for positions, _ in batches] == [[n, n + 10] for n in item]
+        for (_, got), (_, expected) in zip(batches, _planned(item), strict=True):
+            assert list(got) == list(expected) and got["note"] == expected["note"]
+            assert all(torch.equal(got[k], v) for k, v in expected.items() if isinstance(v, torch.Tensor))
+            if workers and k:  # the first item is served from the calling process
+                assert (
+                    got["input_ids"].untyped_storage().data_ptr() == got["attention_mask"].untyped_storage().data_ptr()
+                )
 
 
 def test_starting_workers_leaves_the_callers_random_stream_where_it_was():
