@@ -14,7 +14,7 @@ from ifqa import feeding
 from ifqa.devices import entered
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write
-from ifqa.retrieval.batching import default_batch_size, plan
+from ifqa.retrieval.batching import default_batch_size
 from ifqa.retrieval.encoders import load_encoder
 from ifqa.retrieval.index import OFFSETS
 from ifqa.retrieval.store import PassageStore
@@ -76,9 +76,10 @@ class ChunkEncoder:
     """Encodes chunks of a collection into ``embeddings/chunk-j.npy`` (each written whole or not at all).
 
     One per process: the local loop, each Ray actor (``dense_ray``) and each ``--shard`` run use it,
-    so every path writes the same files. A chunk's batches are planned by the passages' byte lengths
-    (``batching.plan``), so a chunk holds the same vectors whichever path encoded it; tokenization
-    runs ahead across chunk boundaries (``encode_many``).
+    so every path writes the same files. A chunk is tokenized whole and its batches planned by its
+    passages' token counts (the encoder's ``passage_batches``), so a chunk holds the same vectors
+    whichever path encoded it and its batches carry little padding; the next chunk is tokenized
+    while the device encodes this one (``encode_many``).
     """
 
     def __init__(
@@ -107,11 +108,13 @@ class ChunkEncoder:
         self.encoder = load_encoder(encoder_name, query_encoder, device, max_length, precision, backend)
         self.batch_size = batch_size or default_batch_size(self.encoder.device)
 
-    def _inputs(self, positions: list[int]) -> dict:
-        passages = [self.store[p] for p in positions]
+    def _batches(self, j: int) -> list[tuple[list[int], dict]]:
+        """Chunk j's passages in batches planned by length (positions within the chunk, inputs)."""
+        start = j * self.chunk
+        passages = [self.store[p] for p in range(start, min(start + self.chunk, self.total))]
         if not self.titles:
             passages = [{**passage, "title": ""} for passage in passages]
-        return self.encoder.passage_inputs(passages)
+        return self.encoder.passage_batches(passages, self.batch_size)
 
     def encode_many(self, chunks: Sequence[int], on_batch: Callable[[int], Any] | None = None) -> Iterator[int]:
         """Encode and write each chunk in turn; yields the passages of each chunk written, and calls
@@ -124,14 +127,7 @@ class ChunkEncoder:
 
         import torch
 
-        work, owner = [], []
-        for j in chunks:
-            start = j * self.chunk
-            for batch in plan(self.store.byte_lengths(start, min(start + self.chunk, self.total)), self.batch_size):
-                work.append([start + i for i in batch])
-                owner.append(j)
-
-        outputs, first, pending = [], 0, None
+        chunks, pending = list(chunks), None
         device = self.encoder.device
         with (
             entered(device),  # the DataLoader's pinning thread, the allocator and events follow this device
@@ -141,17 +137,17 @@ class ChunkEncoder:
             ),
         ):
             workers = 0 if self.encoder.tokenizes_in_parallel else None
-            for n, features in enumerate(feeding.feed(work, self._inputs, device, workers)):
-                outputs.append(self.encoder.passage_vectors(feeding.to_device(features, device)))
-                if on_batch is not None:
-                    on_batch(len(work[n]))
-                if n + 1 < len(work) and owner[n + 1] == owner[n]:
-                    continue
+            for j, batches in zip(chunks, feeding.feed(chunks, self._batches, device, workers)):
+                outputs = []
+                for positions, features in batches:
+                    outputs.append(self.encoder.passage_vectors(feeding.to_device(features, device)))
+                    if on_batch is not None:
+                        on_batch(len(positions))
                 copied = _copy_back(torch.cat(outputs))
                 if pending is not None:
                     yield pending.result()
-                pending = writer.submit(self._write, owner[n], np.concatenate(work[first : n + 1]), *copied)
-                outputs, first = [], n + 1
+                order = j * self.chunk + np.concatenate([positions for positions, _ in batches])
+                pending = writer.submit(self._write, j, order, *copied)
             if pending is not None:
                 yield pending.result()
 

@@ -18,7 +18,7 @@ from ifqa.devices import pick_device, pick_precision, search_precision, torch_dt
 from ifqa.errors import IfqaError
 from ifqa.models import check_max_length, loading
 from ifqa.retrieval import DEFAULT_ENCODER
-from ifqa.retrieval.batching import default_batch_size, run_planned_groups
+from ifqa.retrieval.batching import default_batch_size, plan, run_planned_groups
 from ifqa.retrieval.exported import Runtime, embedding_module, load_exported
 from ifqa.retrieval.sentence_models import read_layout, sentence_model
 from ifqa.retrieval.tokens import BatchTokens
@@ -71,6 +71,12 @@ class _BatchedEncoder:
 
     def encode_queries(self, queries: Sequence[str], batch_size: int | None = None) -> np.ndarray:
         return self._run(list(queries), [len(q) for q in queries], self.query_inputs, self.query_vectors, batch_size)
+
+    def passage_batches(self, passages: Sequence[dict], batch_size: int) -> list[tuple[list[int], dict]]:
+        """The passages in batches planned by length, longest first, each as (positions in ``passages``,
+        its inputs): by characters here, by tokens where the encoder counts them first (``SentenceEncoder``)."""
+        lengths = [len(p["title"]) + len(p["text"]) for p in passages]
+        return [(batch, self.passage_inputs([passages[i] for i in batch])) for batch in plan(lengths, batch_size)]
 
 
 def _inference(model, precision: str):
@@ -150,6 +156,11 @@ class SentenceEncoder(_BatchedEncoder):
     def query_inputs(self, queries: Sequence[str]) -> dict:
         return self._inputs(list(queries))
 
+    def passage_batches(self, passages: Sequence[dict], batch_size: int) -> list[tuple[list[int], dict]]:
+        if self._fast is None:
+            return super().passage_batches(passages, batch_size)
+        return self._fast.planned([passage_text(p) for p in passages], batch_size)
+
     def _vectors(self, features: dict):
         import torch
 
@@ -186,6 +197,13 @@ class DPREncoder(_BatchedEncoder):
         self.name, self.question_name, self.max_length = context_name, question_name, max_length or 256
         config = self.context.config
         self.dim = int(config.hidden_size if config.projection_dim == 0 else config.projection_dim)
+        # (title, text) pairs by the Rust tokenizer's batch call, where it gives the tokenizer's own batches
+        probe = [("", text) for text in _probe()] + [("A title", text) for text in _probe()[:8]]
+        self._fast = BatchTokens.checked(self.tokenizer, self.max_length, self._pair_inputs, probe)
+
+    @property
+    def tokenizes_in_parallel(self) -> bool:
+        return self._fast is not None
 
     def _tokenize(self, first: list[str], second: list[str] | None = None) -> dict:
         return dict(
@@ -194,8 +212,17 @@ class DPREncoder(_BatchedEncoder):
             )
         )
 
+    def _pair_inputs(self, pairs: Sequence[tuple[str, str]]) -> dict:
+        return self._tokenize([title for title, _ in pairs], [text for _, text in pairs])
+
     def passage_inputs(self, passages: Sequence[dict]) -> dict:
-        return self._tokenize([p["title"] for p in passages], [p["text"] for p in passages])
+        pairs = [(p["title"], p["text"]) for p in passages]
+        return self._fast(pairs) if self._fast is not None else self._pair_inputs(pairs)
+
+    def passage_batches(self, passages: Sequence[dict], batch_size: int) -> list[tuple[list[int], dict]]:
+        if self._fast is None:
+            return super().passage_batches(passages, batch_size)
+        return self._fast.planned([(p["title"], p["text"]) for p in passages], batch_size)
 
     def query_inputs(self, queries: Sequence[str]) -> dict:
         return self._tokenize(list(queries))

@@ -97,12 +97,6 @@ class PassageStore:
                 )
             self[position]
 
-    def byte_lengths(self, start: int, end: int) -> np.ndarray:
-        """The lengths in bytes of passages ``start..end-1`` (their lines), from the offsets alone:
-        a free proxy for their token lengths when batches are planned."""
-        bounds = np.append(self.offsets[start:end], self.offsets[end] if end < len(self.offsets) else self._size)
-        return np.diff(bounds.astype(np.int64))
-
     def __getitem__(self, position: int) -> dict:
         start = int(self.offsets[position])
         end = int(self.offsets[position + 1]) if position + 1 < len(self.offsets) else self._size

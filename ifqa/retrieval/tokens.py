@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from ifqa.models import pair_inputs
+from ifqa.retrieval.batching import plan
 
 log = logging.getLogger(__name__)
 
@@ -82,7 +83,10 @@ class BatchTokens:
 
     def __init__(self, tokenizer, max_length: int | None, extra: dict | None = None):
         self._encode = batch_encoder(tokenizer, max_length, padded=True)
+        self._unpadded = batch_encoder(tokenizer, max_length)
         self.names, self.extra = list(tokenizer.model_input_names), extra or {}
+        self.pad = (tokenizer.pad_token_id or 0, getattr(tokenizer, "pad_token_type_id", 0))
+        self.left = getattr(tokenizer, "padding_side", "right") == "left"
 
     def __call__(self, texts: Sequence[str]) -> dict:
         import torch
@@ -96,9 +100,47 @@ class BatchTokens:
         }
         return {**batch, **self.extra}
 
+    def planned(self, texts: Sequence[str], batch_size: int) -> list[tuple[list[int], dict]]:
+        """The texts in batches of ``batch_size`` planned by their token counts, longest first (``plan``),
+        each as (positions in ``texts``, the batch ``self`` makes of them), tokenized once. Planned by
+        characters instead, 256-token batches of real passages were a quarter to a third padding
+        (``benchmarks/padding.py``): a text's characters say little of its word pieces."""
+        encodings = self._unpadded(list(texts))
+        lengths = [len(e.ids) for e in encodings]
+        return [(batch, self._padded([encodings[i] for i in batch])) for batch in plan(lengths, batch_size)]
+
+    def _padded(self, encodings: list) -> dict:
+        """Encodings padded to the longest as the tokenizer pads them (its side, pad id and type)."""
+        import torch
+
+        lengths = np.fromiter((len(e.ids) for e in encodings), np.int64, len(encodings))
+        width = int(lengths.max()) if len(lengths) else 0
+        columns = np.arange(width)
+        places = columns >= (width - lengths)[:, None] if self.left else columns < lengths[:, None]
+        fields = {"input_ids": ("ids", self.pad[0]), "token_type_ids": ("type_ids", self.pad[1])}
+        batch = {}
+        for name in self.names:
+            if name == "attention_mask":
+                batch[name] = torch.from_numpy(places.astype(np.int64))
+            elif name in fields:
+                attribute, pad = fields[name]
+                values = np.full((len(encodings), width), pad, dtype=np.int64)
+                values[places] = np.fromiter(
+                    (i for e in encodings for i in getattr(e, attribute)), np.int64, int(lengths.sum())
+                )
+                batch[name] = torch.from_numpy(values)
+        return {**batch, **self.extra}
+
     def matches(self, reference, texts: list[str]) -> bool:
-        """Whether batches made here equal ``reference(texts)`` (the library's own call), key by key."""
-        own, built = reference(texts), self(texts)
+        """Whether batches made here equal ``reference(texts)`` (the library's own call), key by key, and
+        batches planned by tokens equal this call on each batch's texts."""
+        planned = self.planned(texts, 7)
+        return self._same(reference(texts), self(texts)) and all(
+            self._same(self(texts[i] for i in part), batch) for part, batch in planned
+        )
+
+    @staticmethod
+    def _same(own: dict, built: dict) -> bool:
         if set(own) != set(built):
             return False
         return all(

@@ -13,7 +13,7 @@ import torch
 from transformers import AutoTokenizer
 
 from ifqa.retrieval.encoders import demo_texts, resolve
-from ifqa.retrieval.tokens import PairTokens, TokenCache, tokenizer_identity
+from ifqa.retrieval.tokens import BatchTokens, PairTokens, TokenCache, tokenizer_identity
 
 QUESTIONS = [
     "If the river dried up, what would the bridge cross?",
@@ -68,6 +68,41 @@ def test_pairs_from_ids_are_the_tokenizers_own_pairs(request, which, max_length)
         for key, value in built.items():
             assert np.array_equal(value.numpy(), np.asarray(own[key])), (which, max_length, question, key)
     assert pairs.matches(QUESTIONS[:2] * 2, texts[:4])
+
+
+@pytest.mark.parametrize("which", ["minilm", "roberta_like"])
+@pytest.mark.parametrize("max_length", [16, 128])
+def test_batches_planned_by_tokens_are_the_tokenizers_own_batches_longest_first(request, which, max_length):
+    """Each planned batch equals the tokenizer's own padded call on its texts (either padding side, with
+    and without token types), every text in one batch, the batches' longest rows longest first."""
+    tokenizer = request.getfixturevalue(which)
+    texts = demo_texts()[:45] + ["", "1,234 5,678 9,012 " * 20, "é" * 3, "short"]
+    made = BatchTokens(tokenizer, max_length)
+    planned = made.planned(texts, 8)
+    assert sorted(i for positions, _ in planned for i in positions) == list(range(len(texts)))
+    assert [len(positions) for positions, _ in planned] == [8] * 6 + [1]
+    for positions, batch in planned:
+        own = tokenizer([texts[i] for i in positions], truncation=True, max_length=max_length, padding=True)
+        assert set(batch) == set(own), which
+        for key, value in batch.items():
+            assert np.array_equal(value.numpy(), np.asarray(own[key])), (which, max_length, key)
+    widths = [batch["attention_mask"].sum(1).max().item() for _, batch in planned]
+    assert widths == sorted(widths, reverse=True)
+
+
+def test_batches_planned_by_tokens_carry_no_padding_where_characters_mislead(minilm):
+    """Four texts of each token count, two of words and two of numbers (each number three pieces in
+    six characters): planned by tokens every batch is four texts of one length; by characters the
+    numbers fall among shorter word texts and are padded to."""
+    texts = [text for n in (12, 30, 48, 66) for text in ["word " * n] * 2 + ["1,234 " * (n // 3)] * 2]
+    lengths = [len(ids) for ids in minilm(texts, truncation=True, max_length=128)["input_ids"]]
+    planned = [positions for positions, _ in BatchTokens(minilm, 128).planned(texts, 4)]
+    by_characters = [sorted(range(16), key=lambda i: -len(texts[i]))[start : start + 4] for start in range(0, 16, 4)]
+
+    def padding(batches) -> int:
+        return sum(len(b) * max(lengths[i] for i in b) - sum(lengths[i] for i in b) for b in batches)
+
+    assert padding(planned) == 0 < padding(by_characters)
 
 
 def test_a_tokenizers_identity_outlives_its_calls(minilm):

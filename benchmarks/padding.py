@@ -1,0 +1,121 @@
+"""How much of what a dense encoder computes is padding, with a chunk's batches planned by its passages'
+characters (what ``ifqa index dense`` did before) beside planned by their token counts (what it does now:
+``BatchTokens.planned``), and what that costs in time on this CPU, in one run.
+
+- Padding: the share of the tokens a batch computes (rows x its longest) that are padding, at 128, 256
+  and 512 tokens, in batches of 64 (the CPU's default) and 512 (a GPU's), over chunks of 4,096 passages
+  (``dense.CHUNK``). A text's characters say little of its word pieces (numbers, names and rare words
+  split into many), so batches planned by characters pad to their longest outlier.
+- Time: the default encoder (all-MiniLM-L6-v2, fp32) over ``--passages`` passages at ``--max-length``
+  tokens in batches of 64, both plans alternated ``--repeats`` times, and the largest difference
+  between their vectors.
+
+    python benchmarks/padding.py [--corpus FILE] [--passages 2048] [--max-length 256] [--repeats 3]
+
+The corpus defaults to the demo collection shipped in the package (4,151 real Wikipedia passages); the
+figures in docs/benchmarks.md are over mini-wiki (76,710 passages, ``../shared``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import Parser, machine, markdown_table  # noqa: E402
+
+from ifqa.datasets.demo import packaged_passages  # noqa: E402
+from ifqa.retrieval import DEFAULT_ENCODER  # noqa: E402
+from ifqa.retrieval.batching import plan  # noqa: E402
+from ifqa.retrieval.dense import CHUNK  # noqa: E402
+from ifqa.retrieval.encoders import SentenceEncoder, _BatchedEncoder, passage_text  # noqa: E402
+
+
+def read_passages(corpus: Path | None) -> list[dict]:
+    opened = (
+        gzip.open(packaged_passages(), "rt", encoding="utf-8") if corpus is None else open(corpus, encoding="utf-8")
+    )
+    with opened as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def padding_share(lengths, proxy, batch_size: int) -> float:
+    """Padding's share of the tokens computed, each chunk's batches planned by ``proxy``."""
+    real = padded = 0
+    for start in range(0, len(lengths), CHUNK):
+        chunk, keys = lengths[start : start + CHUNK], proxy[start : start + CHUNK]
+        for batch in plan(keys, batch_size):
+            longest = max(chunk[i] for i in batch)
+            real += sum(chunk[i] for i in batch)
+            padded += longest * len(batch)
+    return 100.0 * (1 - real / padded)
+
+
+def padding_rows(passages: list[dict], tokenizer) -> list[dict]:
+    texts = [passage_text(p) for p in passages]
+    full = [len(ids) for ids in tokenizer(texts, add_special_tokens=True)["input_ids"]]
+    characters = [len(p["title"]) + len(p["text"]) for p in passages]
+    rows = []
+    for max_length in (128, 256, 512):
+        tokens = [min(n, max_length) for n in full]
+        for batch_size in (64, 512):
+            rows.append(
+                {
+                    "tokens": max_length,
+                    "batch": batch_size,
+                    "padding, planned by characters (%)": padding_share(tokens, characters, batch_size),
+                    "padding, planned by tokens (%)": padding_share(tokens, tokens, batch_size),
+                }
+            )
+    return rows
+
+
+def timing(passages: list[dict], max_length: int, repeats: int) -> tuple[dict, float]:
+    """Seconds (median) to encode ``passages`` with each plan, alternated; the largest vector difference."""
+    import numpy as np
+
+    encoder = SentenceEncoder(DEFAULT_ENCODER, device="cpu", max_length=max_length, precision="fp32")
+    plans = {"characters": lambda: _BatchedEncoder.passage_batches(encoder, passages, 64)}
+    plans["tokens"] = lambda: encoder.passage_batches(passages, 64)
+    seconds, vectors = {name: [] for name in plans}, {}
+    for _ in range(repeats):
+        for name, batches in plans.items():
+            started = time.perf_counter()
+            made = [(positions, encoder.passage_vectors(features)) for positions, features in batches()]
+            seconds[name].append(time.perf_counter() - started)
+            out = np.empty((len(passages), encoder.dim), np.float32)
+            for positions, block in made:
+                out[positions] = block.numpy()
+            vectors[name] = out
+    difference = float(np.abs(vectors["characters"] - vectors["tokens"]).max())
+    return {name: statistics.median(values) for name, values in seconds.items()}, difference
+
+
+def main() -> None:
+    parser = Parser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--corpus", input_file=True, help="a passage file (default: the demo collection)")
+    parser.add_argument("--passages", type=int, default=2048, help="passages encoded for the timing")
+    parser.add_argument("--max-length", type=int, default=256)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+
+    passages = read_passages(args.corpus)
+    encoder = SentenceEncoder(DEFAULT_ENCODER, device="cpu")
+    print(f"machine: {machine()}; {len(passages):,} passages ({args.corpus or 'the demo collection'})\n")
+    print(markdown_table(padding_rows(passages, encoder.model.tokenizer)))
+    seconds, difference = timing(passages[: args.passages], args.max_length, args.repeats)
+    n = min(args.passages, len(passages))
+    print(
+        f"\nencoding {n:,} passages at {args.max_length} tokens, batches of 64, fp32 (median of {args.repeats}): "
+        f"planned by characters {seconds['characters']:.2f} s, by tokens {seconds['tokens']:.2f} s "
+        f"({seconds['characters'] / seconds['tokens']:.2f}x); vectors differ by at most {difference:.1e}"
+    )
+
+
+if __name__ == "__main__":
+    main()
