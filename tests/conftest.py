@@ -37,7 +37,12 @@ def _checkout_files() -> dict[str, tuple[int, int]]:
 
 def pytest_configure(config):
     """The run writes nothing into the checkout or the user's cache: one temporary ifqa cache for the
-    session (inherited by every CLI subprocess), and no hypothesis example database."""
+    session (inherited by every CLI subprocess), no hypothesis example database, and none of the
+    user's ``IFQA_*`` variables."""
+    from ifqa.environment import VARIABLES
+
+    for name in VARIABLES:  # a researcher's own settings never steer a test (IFQA_FEED_WORKERS=2 failed one)
+        os.environ.pop(name, None)
     config._ifqa_cache = Path(tempfile.mkdtemp(prefix="ifqa-test-cache-"))
     os.environ["IFQA_CACHE_DIR"] = str(config._ifqa_cache)
     config._ifqa_checkout = _checkout_files()

@@ -51,3 +51,17 @@ def test_good_values_pass_and_help_reads_none(cli, tmp_path):
     assert cli("evaluate", "--help", env={**os.environ, "IFQA_FEED_WORKERS": "abc"}).returncode == 0
     result = cli("evaluate", "--run", tmp_path / "run.jsonl", env={**os.environ, **good})
     assert result.returncode == 1 and "IFQA_" not in result.stderr and "run.jsonl" in result.stderr
+
+
+def test_the_users_own_variables_never_steer_a_test(tmp_path):
+    """Run with a researcher's ``IFQA_FEED_WORKERS=2`` (and a data folder of theirs), a test of the CPU's
+    default feed failed: the test run clears every declared variable first (tests/conftest.py)."""
+    import subprocess
+    import sys
+
+    root = PACKAGE.parent
+    test = "tests/test_feeding.py::test_without_workers_a_gpu_is_fed_by_threads_ahead_pinned_and_in_order"
+    env = {**os.environ, "IFQA_FEED_WORKERS": "2", "IFQA_DATA_DIR": str(tmp_path / "theirs")}
+    command = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider", test]
+    result = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0 and "1 passed" in result.stdout, result.stdout[-2000:]
