@@ -11,6 +11,10 @@ characters (what ``ifqa index dense`` did before) beside planned by their token 
   between their vectors.
 
     python benchmarks/padding.py [--corpus FILE] [--passages 2048] [--max-length 256] [--repeats 3]
+                                 [--questions FILE]
+
+``--questions`` (a JSON list or JSON lines of objects with a ``question``, IfQA's own files among them) adds
+the same for questions: their padding planned each way, and ``encode_queries`` timed each way at batch 64.
 
 The corpus defaults to the demo collection shipped in the package (4,151 real Wikipedia passages); the
 figures in docs/benchmarks.md are over mini-wiki (76,710 passages, ``../shared``).
@@ -96,12 +100,54 @@ def timing(passages: list[dict], max_length: int, repeats: int) -> tuple[dict, f
     return {name: statistics.median(values) for name, values in seconds.items()}, difference
 
 
+def read_questions(path: Path) -> list[str]:
+    text = path.read_text(encoding="utf-8")
+    records = (
+        json.loads(text)
+        if text.lstrip().startswith("[")
+        else [json.loads(line) for line in text.splitlines() if line.strip()]
+    )
+    return [record["question"] for record in records]
+
+
+def questions_rows(questions: list[str], encoder) -> tuple[list[dict], dict, float]:
+    """Padding of question batches planned by characters and by tokens at 64 and 512, and encode_queries
+    (batch 64, fp32) with each plan, alternated three times: (rows, median seconds, largest difference)."""
+    import numpy as np
+
+    tokens = encoder._fast.counts(questions)
+    characters = [len(q) for q in questions]
+    rows = [
+        {
+            "batch": batch_size,
+            "padding, planned by characters (%)": padding_share(tokens, characters, batch_size),
+            "padding, planned by tokens (%)": padding_share(tokens, tokens, batch_size),
+        }
+        for batch_size in (64, 512)
+    ]
+    ways = {
+        "characters": lambda: _BatchedEncoder._run(
+            encoder, questions, characters, encoder.query_inputs, encoder.query_vectors, 64
+        ),
+        "tokens": lambda: encoder.encode_queries(questions, 64),
+    }
+    seconds, vectors = {name: [] for name in ways}, {}
+    for _ in range(3):
+        for name, way in ways.items():
+            started = time.perf_counter()
+            vectors[name] = way()
+            seconds[name].append(time.perf_counter() - started)
+    difference = float(np.abs(vectors["characters"] - vectors["tokens"]).max())
+    return rows, {name: statistics.median(values) for name, values in seconds.items()}, difference
+
+
 def main() -> None:
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", input_file=True, help="a passage file (default: the demo collection)")
     parser.add_argument("--passages", type=int, default=2048, help="passages encoded for the timing")
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--questions", input_file=True, help="questions (JSON list or lines with 'question')")
     args = parser.parse_args()
 
     passages = read_passages(args.corpus)
@@ -115,6 +161,18 @@ def main() -> None:
         f"planned by characters {seconds['characters']:.2f} s, by tokens {seconds['tokens']:.2f} s "
         f"({seconds['characters'] / seconds['tokens']:.2f}x); vectors differ by at most {difference:.1e}"
     )
+    if args.questions:
+        questions = read_questions(args.questions)
+        rows, seconds, difference = questions_rows(
+            questions, SentenceEncoder(DEFAULT_ENCODER, device="cpu", precision="fp32")
+        )
+        print(f"\n{len(questions):,} questions ({args.questions}), 128 tokens at most:\n")
+        print(markdown_table(rows))
+        print(
+            f"\nencode_queries, batches of 64, fp32 (median of 3): planned by characters {seconds['characters']:.2f} s, "
+            f"by tokens {seconds['tokens']:.2f} s ({seconds['characters'] / seconds['tokens']:.2f}x); vectors differ "
+            f"by at most {difference:.1e}"
+        )
 
 
 if __name__ == "__main__":

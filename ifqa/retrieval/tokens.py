@@ -106,8 +106,12 @@ class BatchTokens:
         characters instead, 256-token batches of real passages were a quarter to a third padding
         (``benchmarks/padding.py``): a text's characters say little of its word pieces."""
         encodings = self._unpadded(list(texts))
-        lengths = [len(e.ids) for e in encodings]
+        lengths = [len(e.ids) for e in encodings]  # as ``counts``, from the encodings kept for the batches
         return [(batch, self._padded([encodings[i] for i in batch])) for batch in plan(lengths, batch_size)]
+
+    def counts(self, texts: Sequence[str]) -> list[int]:
+        """Each text's token count as a batch here would hold it (cut at the length limit, unpadded)."""
+        return [len(e.ids) for e in self._unpadded(list(texts))]
 
     def _padded(self, encodings: list) -> dict:
         """Encodings padded to the longest as the tokenizer pads them (its side, pad id and type)."""

@@ -91,3 +91,17 @@ def test_without_a_fast_path_batches_are_planned_by_characters(passages):
     _each_batch_is_the_tokenizers_own(batches, encoder.passage_inputs, passages, 8, by_tokens=False)
     first = [len(passages[i]["title"]) + len(passages[i]["text"]) for i in batches[0][0]]
     assert min(first) >= max(len(p["title"]) + len(p["text"]) for i, p in enumerate(passages) if i not in batches[0][0])
+
+
+def test_questions_are_batched_by_their_token_counts(monkeypatch):
+    """Four questions of each token count, two of words and two of numbers (three pieces in six characters
+    each): batched by token counts, each batch is one count; by characters the numbers fell among shorter
+    word questions."""
+    encoder = SentenceEncoder(DEFAULT_ENCODER, device="cpu", max_length=64, precision="fp32")
+    queries = [text for n in (6, 12, 18) for text in ["word " * n] * 2 + ["1,234 " * (n // 3)] * 2]
+    counts = dict(zip(queries, encoder._fast.counts(queries)))
+    batches, own = [], encoder.query_inputs
+    monkeypatch.setattr(encoder, "query_inputs", lambda batch: batches.append(list(batch)) or own(batch))
+    assert encoder.encode_queries(queries, batch_size=4).shape == (12, encoder.dim)
+    assert sorted(len(batch) for batch in batches) == [4, 4, 4]
+    assert all(len({counts[q] for q in batch}) == 1 for batch in batches), batches
