@@ -4,8 +4,9 @@ tokenized once per tokenizer, and cross-encoder pairs built from their tokens.
 A tokenizer's ``__call__`` spends most of its wall time in Python, turning each text's encoding into
 lists and then tensors (about 80 µs a passage, on one thread whatever the cores): it caps one process
 near 10,000 passages a second. ``BatchTokens`` asks the Rust tokenizer for the whole batch (its threads
-in parallel, the GIL released, so a thread can tokenize ahead while the GPU runs) and pads there, then
-makes the arrays in one step: the same ids, about 15 µs of Python a passage.
+in parallel, the GIL released, so a thread can tokenize ahead while the GPU runs), unpadded, then pads
+all rows in one array step: the same ids, about 15 µs of Python a passage. Tokenized unpadded, a batch
+can also be planned by its texts' token counts before it is padded (``BatchTokens.planned``).
 
 A cross-encoder reads each (question, passage) pair; tokenizing the pair costs about 300 µs of CPU
 for a 100-word passage, while a GPU scores tens of thousands of pairs a second, so a reranker that
@@ -52,10 +53,10 @@ def tokenizer_identity(tokenizer) -> str | None:
     return hashlib.sha256(f"{type(tokenizer).__name__}\0{text}".encode()).hexdigest()
 
 
-def batch_encoder(tokenizer, max_length: int | None = None, padded: bool = False):
+def batch_encoder(tokenizer, max_length: int | None = None):
     """The Rust tokenizer's batch call on a copy of ``tokenizer``'s own (which stays as it was), its
-    settings fixed once (cut at ``max_length``, padded to the longest as the tokenizer pads), so threads
-    may share it; without offsets where the library has that call."""
+    settings fixed once (cut at ``max_length``, never padded), so threads may share it; without offsets
+    where the library has that call."""
     import copy
 
     rust = copy.deepcopy(tokenizer.backend_tokenizer)
@@ -63,15 +64,7 @@ def batch_encoder(tokenizer, max_length: int | None = None, padded: bool = False
         rust.enable_truncation(max_length)
     else:
         rust.no_truncation()
-    if padded:
-        rust.enable_padding(
-            direction=getattr(tokenizer, "padding_side", "right"),
-            pad_id=tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0,
-            pad_type_id=getattr(tokenizer, "pad_token_type_id", 0),
-            pad_token=tokenizer.pad_token or "[PAD]",
-        )
-    else:
-        rust.no_padding()
+    rust.no_padding()
     return getattr(rust, "encode_batch_fast", rust.encode_batch)
 
 
@@ -82,23 +75,13 @@ class BatchTokens:
     library's own keys). ``matches`` holds it to a reference on probe texts."""
 
     def __init__(self, tokenizer, max_length: int | None, extra: dict | None = None):
-        self._encode = batch_encoder(tokenizer, max_length, padded=True)
         self._unpadded = batch_encoder(tokenizer, max_length)
         self.names, self.extra = list(tokenizer.model_input_names), extra or {}
         self.pad = (tokenizer.pad_token_id or 0, getattr(tokenizer, "pad_token_type_id", 0))
         self.left = getattr(tokenizer, "padding_side", "right") == "left"
 
     def __call__(self, texts: Sequence[str]) -> dict:
-        import torch
-
-        encodings = self._encode(list(texts))
-        fields = {"input_ids": "ids", "attention_mask": "attention_mask", "token_type_ids": "type_ids"}
-        batch = {
-            name: torch.from_numpy(np.array([getattr(e, fields[name]) for e in encodings], dtype=np.int64))
-            for name in self.names
-            if name in fields
-        }
-        return {**batch, **self.extra}
+        return self._padded(self._unpadded(list(texts)))
 
     def planned(self, texts: Sequence[str], batch_size: int) -> list[tuple[list[int], dict]]:
         """The texts in batches of ``batch_size`` planned by their token counts, longest first (``plan``),
@@ -136,15 +119,9 @@ class BatchTokens:
         return {**batch, **self.extra}
 
     def matches(self, reference, texts: list[str]) -> bool:
-        """Whether batches made here equal ``reference(texts)`` (the library's own call), key by key, and
-        batches planned by tokens equal this call on each batch's texts."""
-        planned = self.planned(texts, 7)
-        return self._same(reference(texts), self(texts)) and all(
-            self._same(self(texts[i] for i in part), batch) for part, batch in planned
-        )
-
-    @staticmethod
-    def _same(own: dict, built: dict) -> bool:
+        """Whether batches made here (planned ones too: padded alike) equal ``reference(texts)`` (the
+        library's own call), key by key."""
+        own, built = reference(texts), self(texts)
         if set(own) != set(built):
             return False
         return all(
