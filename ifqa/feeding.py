@@ -91,7 +91,7 @@ class _Stacked:
 
     def pin_memory(self, _device=None) -> _Stacked:  # the DataLoader's pinning thread calls it, on CUDA
         self.stacks = [(keys, stack.pin_memory()) for keys, stack in self.stacks]
-        self.rest = {key: v.pin_memory() if hasattr(v, "pin_memory") else v for key, v in self.rest.items()}
+        self.rest = _pinned(self.rest)
         return self
 
     def unstacked(self) -> dict:
