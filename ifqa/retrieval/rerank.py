@@ -17,13 +17,16 @@ import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
+
+from ifqa import feeding
 from ifqa.datasets.demo import load_demo
-from ifqa.devices import pick_device, pick_precision, torch_dtype
+from ifqa.devices import entered, pick_device, pick_precision, torch_dtype
 from ifqa.errors import IfqaError
 from ifqa.models import check_max_length, check_model, loading, pair_inputs
 from ifqa.paths import cache_dir
 from ifqa.registry import RERANKERS
-from ifqa.retrieval.batching import default_batch_size, run_planned_groups
+from ifqa.retrieval.batching import default_batch_size, plan
 from ifqa.retrieval.encoders import demo_texts, resolve
 from ifqa.retrieval.exported import Runtime, load_exported, score_module
 from ifqa.retrieval.reordering import Item, RerankerKind
@@ -65,8 +68,8 @@ def check_scoring_head(model: str) -> None:
 
 class CrossEncoderReranker(RerankerKind):
     """A cross-encoder scoring (question, passage) pairs. Pairs of many questions are scored together
-    in length-planned batches (``batching.run_planned_groups``: tokenized ahead by worker processes on
-    CUDA), in ``precision`` (``devices.pick_precision``: reduced on a GPU, fp32 on a CPU by default)."""
+    in length-planned batches, a group of questions at a time (``score_groups``: prepared ahead of the
+    device), in ``precision`` (``devices.pick_precision``: reduced on a GPU, fp32 on a CPU by default)."""
 
     def __init__(
         self,
@@ -157,23 +160,17 @@ class CrossEncoderReranker(RerankerKind):
                     )
         return self._pairs or None
 
-    def _token_rows(self, groups: Sequence[Sequence[Item]], pairs: PairTokens) -> list[list[tuple]]:
-        """Each group's pairs as (question, passage, question ids, passage ids, passage ids kept): every
-        distinct passage's ids from the token cache (tokenized once per tokenizer), each question's once."""
-        tokenizer = self.encoder.tokenizer
-        if self._tokens is None:
-            self._tokens = TokenCache(tokenizer, tokenizer_identity(tokenizer), cache_dir())
-        texts = list(dict.fromkeys(t for items in groups for _, texts, _ in items for t in texts))
+    def _token_rows(self, items: Sequence[Item], pairs: PairTokens) -> list[tuple]:
+        """A group's pairs as (question, passage, question ids, passage ids, passage ids kept): each distinct
+        passage's ids from the token cache (tokenized once per tokenizer), each question's once."""
+        texts = list(dict.fromkeys(t for _, texts, _ in items for t in texts))
         passage_ids = dict(zip(texts, self._tokens.ids(texts, pairs.max_length)))
-        questions = list(dict.fromkeys(q for items in groups for q, _, _ in items))
+        questions = list(dict.fromkeys(q for q, _, _ in items))
         question_ids = dict(zip(questions, self._tokens.tokenize(questions)))  # once each, kept nowhere
         return [
-            [
-                (q, t, question_ids[q], passage_ids[t], pairs.room(question_ids[q], passage_ids[t]))
-                for q, texts, _ in items
-                for t in texts
-            ]
-            for items in groups
+            (q, t, question_ids[q], passage_ids[t], pairs.room(question_ids[q], passage_ids[t]))
+            for q, texts, _ in items
+            for t in texts
         ]
 
     def _rows(self, batch: list[tuple]) -> dict:
@@ -183,25 +180,42 @@ class CrossEncoderReranker(RerankerKind):
         with self._tokenizing:  # the tokenizer's call sets its truncation: one thread at a time
             return self._inputs([(q, t) for q, t, *_ in batch])
 
-    def score_groups(self, groups: Sequence[Sequence[Item]]) -> Iterator[list[list[float]]]:
-        """``score_many`` for each group of items in turn, yielded as each finishes; one feed of
-        batches serves them all. Pairs are laid out from passages tokenized once per tokenizer (the
-        token cache) and questions tokenized once, where the tokenizer's own pairs match that layout."""
-        pairs = self._pair_tokens(groups)
-        if pairs is not None:
-            work = self._token_rows(groups, pairs)
-            lengths = [[len(q) + (kept or len(p)) for _, _, q, p, kept in group] for group in work]
-            prepare, workers = self._rows, 0  # microseconds a pair: no worker processes to feed the device
+    def _group_batches(self, items: Sequence[Item]) -> list[tuple[np.ndarray, dict]]:
+        """A group's pairs in batches planned by length, longest first: (positions in the group's pair
+        order, inputs). Laid out from ids (their token counts) where the tokenizer's pairs allow it, the
+        group's passages looked up here: where the feed prepares it, ahead of the device, not all groups'
+        before the first batch. Else tokenized pair by pair, planned by characters."""
+        if self._pairs:
+            rows: list = self._token_rows(items, self._pairs)
+            lengths = [len(q) + (kept or len(p)) for _, _, q, p, kept in rows]
+            prepare = self._rows
         else:
-            work = [[(question, text) for question, texts, _ in items for text in texts] for items in groups]
-            lengths = [[len(q) + len(t) for q, t in group] for group in work]
-            prepare, workers = self._inputs, None
-        for items, logits in zip(
-            groups,
-            run_planned_groups(work, lengths, self.batch_size, prepare, self._logits, self.device, workers),
-        ):
-            flat = iter(logits.cpu().tolist() if logits is not None else [])
-            yield [list(itertools.islice(flat, len(texts))) for _, texts, _ in items]
+            rows = [(question, text) for question, texts, _ in items for text in texts]
+            lengths = [len(q) + len(t) for q, t in rows]
+            prepare = self._inputs
+        return [(np.asarray(batch), prepare([rows[i] for i in batch])) for batch in plan(lengths, self.batch_size)]
+
+    def score_groups(self, groups: Sequence[Sequence[Item]]) -> Iterator[list[list[float]]]:
+        """``score_many`` for each group of items in turn, yielded as each finishes. Each group is one
+        item of one feed (``feeding.feed``): its passages looked up and its batches laid out while the
+        device scores the group before it, by the feed's threads on CUDA where pairs are laid out from
+        ids (microseconds a pair), else by worker processes there; in this process on a CPU."""
+        import torch
+
+        pairs = self._pair_tokens(groups)
+        if pairs is not None and self._tokens is None:  # made here, so feed workers inherit it
+            tokenizer = self.encoder.tokenizer
+            self._tokens = TokenCache(tokenizer, tokenizer_identity(tokenizer), cache_dir())
+        workers = 0 if pairs is not None else None
+        with entered(self.device), feeding.out_of_memory_hint(f"a batch of {self.batch_size}"):
+            for items, batches in zip(groups, feeding.feed(groups, self._group_batches, self.device, workers)):
+                values: list = []
+                if batches:
+                    flat = torch.cat([self._logits(feeding.to_device(inputs, self.device)) for _, inputs in batches])
+                    order = np.argsort(np.concatenate([positions for positions, _ in batches]), kind="stable")
+                    values = flat[torch.as_tensor(order, device=flat.device)].cpu().tolist()
+                flat_values = iter(values)
+                yield [list(itertools.islice(flat_values, len(texts))) for _, texts, _ in items]
 
 
 def _probe_pairs() -> list[tuple[str, str]]:

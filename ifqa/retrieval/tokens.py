@@ -22,6 +22,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import os
 import sqlite3
 import threading
 import zlib
@@ -147,7 +148,8 @@ class BatchTokens:
 class TokenCache:
     """The ids of passage texts under one tokenizer (no special tokens, at most ``KEPT``), kept in
     ``<cache>/tokens/<identity>.sqlite``; ``folder=None`` keeps them in memory only. One connection
-    serves every thread (``ifqa serve`` answers each request on a thread of its pool), one at a time.
+    serves every thread (``ifqa serve`` answers each request on a thread of its pool), one at a time;
+    a forked process (a feed's worker) opens its own.
 
     A file found damaged (or made by another tokenizer) is made again, with a note; one that cannot be
     used (a cache that cannot be written, a full disk, another process holding it past a minute) is said
@@ -158,6 +160,7 @@ class TokenCache:
         self._encode = batch_encoder(tokenizer)
         self.path = None if folder is None else Path(folder) / "tokens" / f"{identity[:24]}.sqlite"
         self._db: sqlite3.Connection | None = None
+        self._pid, self._inherited = os.getpid(), None  # the process the connection was opened in
         self._memory: dict[bytes, np.ndarray] = {}
         self._lock = threading.Lock()
 
@@ -203,7 +206,10 @@ class TokenCache:
             return action(None)
 
     def _open(self) -> sqlite3.Connection | None:
+        if self._db is not None and self._pid != os.getpid():  # a forked feed worker: a connection of its own
+            self._inherited, self._db = self._db, None  # the parent's, kept open and unused (never closed here)
         if self.path is not None and self._db is None:
+            self._pid = os.getpid()
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(self.path, timeout=60, isolation_level=None, check_same_thread=False)
             self._db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")

@@ -128,6 +128,31 @@ def test_passages_are_tokenized_once_and_read_back(minilm, tmp_path, monkeypatch
     assert [list(i) for i in second.ids(texts, 512)] == [list(i) for i in ids[:50]] and calls == []
 
 
+def test_a_forked_process_reads_and_writes_the_cache_on_a_connection_of_its_own(minilm, tmp_path):
+    """A feed's worker is forked from a process whose connection is open: it opens its own (SQLite's
+    connections must not cross a fork), adds what it tokenized, and leaves the parent's working."""
+    import multiprocessing
+
+    texts = demo_texts()[:40]
+    cache = TokenCache(minilm, tokenizer_identity(minilm), tmp_path)
+    expected = [list(i) for i in cache.ids(texts[:20], 512)]  # the parent's connection, open across the fork
+
+    def child(done) -> None:
+        done.put([list(i) for i in cache.ids(texts, 512)] == minilm(texts, add_special_tokens=False)["input_ids"])
+
+    done = multiprocessing.get_context("fork").Queue()
+    worker = multiprocessing.get_context("fork").Process(target=child, args=(done,))
+    worker.start()
+    assert done.get(timeout=60) is True
+    worker.join(60)
+    assert worker.exitcode == 0
+    assert [list(i) for i in cache.ids(texts[:20], 512)] == expected  # the parent's connection still serves
+    calls = []
+    again = TokenCache(minilm, tokenizer_identity(minilm), tmp_path)
+    again.tokenize = lambda texts: calls.append(texts) or []
+    assert len(again.ids(texts, 512)) == 40 and calls == []  # what the child tokenized is in the file
+
+
 def test_one_cache_serves_many_threads(minilm, tmp_path):
     """As ``ifqa serve --rerank`` uses it: each request on a thread of a pool, the file opened on the first."""
     texts = demo_texts()[:60]
@@ -266,16 +291,60 @@ def test_pairs_cut_on_both_sides_are_prepared_alike_on_the_feeds_threads(cross_e
     from tests.fake_cuda import FakeCuda
 
     monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
-    reranker = load_reranker(str(cross_encoder), depth=10, device="cpu", max_length=24)
+    reranker = load_reranker(str(cross_encoder), depth=10, device="cpu", max_length=24, batch_size=4)
     texts = demo_texts()[:40]
     long_question = " ".join(QUESTIONS)  # leaves no room for a passage in 24 tokens
     items = [(long_question if i % 2 else q, texts[i::8], [0.0] * 5) for i, q in enumerate(QUESTIONS * 2)]
     reranker.score_many(items[:1])  # the layout decided
-    rows = [row for group in reranker._token_rows([items], reranker._pairs) for row in group]
-    batches = [rows[i : i + 3] for i in range(0, len(rows), 3)] * 30
-    assert any(kept is None for *_, kept in rows)
-    alone = [reranker._rows(batch) for batch in batches]
+    groups = [items[i : i + 3] for i in range(0, len(items), 3)] * 10  # a feed item is a group of questions
+    assert any(kept is None for *_, kept in reranker._token_rows(items, reranker._pairs))
+    alone = [reranker._group_batches(group) for group in groups]
     FakeCuda(count=1).install(monkeypatch)
     monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: self)
-    for got, want in zip(feeding.feed(batches, reranker._rows, "cuda", workers=0), alone, strict=True):
+    fed = feeding.feed(groups, reranker._group_batches, "cuda", workers=0)
+    for got, want in zip(
+        (batch for group in fed for batch in group), (b for group in alone for b in group), strict=True
+    ):
+        assert got[0].tolist() == want[0].tolist()
+        got, want = got[1], want[1]
         assert {k: v.tolist() for k, v in got.items()} == {k: v.tolist() for k, v in want.items()}
+
+
+def test_a_groups_passages_are_looked_up_when_its_batches_are_prepared(cross_encoder, tmp_path, monkeypatch):
+    """Each group of questions is one item of the feed: its passages are looked up where its batches are
+    prepared (ahead of the device, by the feed), never every group's before the first batch is scored."""
+    from ifqa.retrieval.rerank import load_reranker
+
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
+    reranker = load_reranker(str(cross_encoder), depth=10, device="cpu", max_length=48, batch_size=4)
+    texts = demo_texts()[:30]
+    groups = [[(q, texts[i + g :: 5][:6], [0.0] * 6) for i, q in enumerate(QUESTIONS[:3])] for g in range(3)]
+    expected = [reranker.score_many(group) for group in groups]
+    events = []
+    looked_up, scored = reranker._tokens.ids, reranker._logits
+    monkeypatch.setattr(reranker._tokens, "ids", lambda *a: events.append("ids") or looked_up(*a))
+    monkeypatch.setattr(reranker, "_logits", lambda features: events.append("score") or scored(features))
+    assert list(reranker.score_groups(groups)) == expected
+    assert events == ["ids", "score", "score", "score", "score", "score"] * 3  # 18 pairs: batches of 4
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_feed_workers_score_as_this_process_does(cross_encoder, tmp_path, monkeypatch, workers):
+    """With ``IFQA_FEED_WORKERS`` on a CPU, forked workers look up and lay out the groups (tokenizing the
+    passages not yet in the cache file into it): the scores are this process's own, bit for bit."""
+    from ifqa.retrieval.rerank import load_reranker
+
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
+    texts = demo_texts()[:60]
+    groups = [[(q, texts[i + g :: 7][:8], [0.0] * 8) for i, q in enumerate(QUESTIONS)] for g in range(5)]
+    alone = load_reranker(str(cross_encoder), depth=10, device="cpu", max_length=48, batch_size=4)
+    expected = list(alone.score_groups(groups))
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "fresh"))  # the workers tokenize into a file of their own
+    monkeypatch.setenv("IFQA_FEED_WORKERS", workers)
+    fed = load_reranker(str(cross_encoder), depth=10, device="cpu", max_length=48, batch_size=4)
+    assert list(fed.score_groups(groups)) == expected
+    calls = []
+    cache = TokenCache(fed.encoder.tokenizer, tokenizer_identity(fed.encoder.tokenizer), tmp_path / "fresh")
+    cache.tokenize = lambda texts: calls.append(texts) or []
+    cache.ids([t for group in groups for _, passages, _ in group for t in passages], 512)
+    assert calls == []  # every passage the workers met is in the file
