@@ -147,7 +147,7 @@ class CrossEncoderReranker(RerankerKind):
         if probe:  # decided on the first call with pairs (a served question may have none)
             self._pairs = False
             tokenizer, max_length = self.encoder.tokenizer, self.encoder.max_seq_length
-            if max_length and tokenizer_identity(tokenizer):
+            if max_length and getattr(tokenizer, "backend_tokenizer", None) is not None:  # a fast tokenizer
                 probe.append((probe[0][0], " ".join([probe[0][1]] * 40)))  # one the passage is cut in
                 try:
                     built = PairTokens(tokenizer, max_length)

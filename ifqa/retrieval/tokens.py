@@ -134,7 +134,7 @@ class BatchTokens:
     def checked(cls, tokenizer, max_length: int | None, reference, probe: list[str]) -> BatchTokens | None:
         """A ``BatchTokens`` for ``tokenizer`` that gives ``reference``'s batches on ``probe`` (the library's
         own keys carried along), or None: a tokenizer that is not a fast one, or whose batches differ."""
-        if tokenizer_identity(tokenizer) is None or not probe:
+        if getattr(tokenizer, "backend_tokenizer", None) is None or not probe:  # not a fast tokenizer
             return None
         try:
             own = reference(probe[:2])
