@@ -1,8 +1,10 @@
-"""What a feed worker's batch costs the calling process to receive: ifqa's feed (``feeding.feed``, its
-tensors of one shape and dtype stacked into one buffer) beside torch's DataLoader handing the same
-tokenizer-shaped dict over tensor by tensor (what ifqa did before), one worker, prepare instant. Then
-what a reranker's batch costs the thread that prepares it when its passages' tokens are cached: pairs laid
-out from ids (``tokens.PairTokens.rows``) beside the tokenizer's own pair call on the same pairs.
+"""What a feed worker's batch costs the calling process to receive: ifqa's feed (``feeding.feed``, an
+item's tensors laid end to end in one buffer per dtype) beside torch's DataLoader handing the same
+tokenizer-shaped dict over tensor by tensor (what ifqa did first), one worker, prepare instant. Then items
+of ``ITEM_BATCHES`` batches, as a dense index's chunk or a reranker's group of questions is fed: beside
+them, each batch's tensors stacked into a buffer of its own (what the feed did before a whole item
+crossed as one). Then what a reranker's batch costs the thread that prepares it when its passages' tokens
+are cached: pairs laid out from ids (``tokens.PairTokens.rows``) beside the tokenizer's own pair call.
 
 torch passes each tensor through shared memory with a file descriptor of its own, a cost paid per
 tensor whatever its size: the calling process's CPU per batch is what one feed worker's batches take
@@ -57,13 +59,56 @@ def tensor_by_tensor(work, prepare):
     yield from loader
 
 
-def parent_cpu(path, work, prepare) -> float:
-    """The calling process's CPU µs per batch past the first (which includes the worker's start)."""
-    batches = iter(path(work, prepare))
-    next(batches)
+ITEM_BATCHES = 16  # batches in an item of several: a reranker's group holds 8, a dense chunk 64 at the CPU's batch
+
+
+def several(shape: tuple[int, int]):
+    """A prepare that returns an item of ``ITEM_BATCHES`` batches of ``shape`` (positions, inputs), at once."""
+    one = tokenized(shape)
+    return lambda item: [(list(range(shape[0])), one(item)) for _ in range(ITEM_BATCHES)]
+
+
+def batch_by_batch(work, prepare):
+    """The DataLoader handing an item of several batches over with each batch's tensors stacked into a
+    buffer of its own (the feed before a whole item crossed as one buffer per dtype)."""
+    import torch
+
+    def stacked(item):
+        return [(positions, torch.stack([batch[key] for key in KEYS])) for positions, batch in prepare(item)]
+
+    for item in tensor_by_tensor(work, stacked):
+        yield [(positions, dict(zip(KEYS, buffer.unbind(0)))) for positions, buffer in item]
+
+
+def parent_cpu(path, work, prepare, per_item: int = 1) -> float:
+    """The calling process's CPU µs per batch past the first item (which includes the worker's start)."""
+    items = iter(path(work, prepare))
+    next(items)
     started = time.process_time()
-    n = sum(1 for _ in batches)
-    return 1e6 * (time.process_time() - started) / n
+    n = sum(1 for _ in items)
+    return 1e6 * (time.process_time() - started) / n / per_item
+
+
+def item_rows(items: int, repeats: int) -> list[dict]:
+    """The calling process's CPU µs per batch for items of ``ITEM_BATCHES`` batches, three ways."""
+    rows, work = [], [[i] for i in range(items)]
+    fed = lambda w, p: feeding.feed(w, p, "cpu", workers=1)  # noqa: E731
+    for shape in SHAPES[:2]:
+        prepare = several(shape)
+        first, before, ours = (
+            statistics.median(parent_cpu(path, work, prepare, ITEM_BATCHES) for _ in range(repeats))
+            for path in (tensor_by_tensor, batch_by_batch, fed)
+        )
+        rows.append(
+            {
+                f"items of {ITEM_BATCHES} batches (rows x tokens x tensors)": f"{shape[0]} x {shape[1]} x {len(KEYS)}",
+                "tensor by tensor (µs/batch)": round(first),
+                "a buffer per batch (µs/batch)": round(before),
+                "ifqa's feed: a buffer per dtype (µs/batch)": round(ours),
+                "ratio to a buffer per batch": f"{before / ours:.2f}x",
+            }
+        )
+    return rows
 
 
 def pair_rows(repeats: int) -> list[dict]:
@@ -130,6 +175,8 @@ def main() -> None:
         )
     print(f"machine: {machine()}; {args.batches} batches, median of {args.repeats}\n")
     print(markdown_table(rows))
+    print()
+    print(markdown_table(item_rows(max(2, args.batches // ITEM_BATCHES), args.repeats)))
     print()
     print(markdown_table(pair_rows(args.repeats)))
 

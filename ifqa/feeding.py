@@ -7,9 +7,11 @@ is the caller's: retrieval plans batches by length (``retrieval/batching.py``), 
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ifqa.devices import is_cuda
@@ -51,52 +53,74 @@ class _Prepared:
 
 
 def _crossing(prepared: Any) -> Any:
-    """What crosses from a worker: each batch (a dict) stacked, alone or in a list or tuple of several."""
-    if isinstance(prepared, dict):
-        return _Stacked(prepared)
-    if isinstance(prepared, (list, tuple)):
-        return [_crossing(part) for part in prepared]
-    return prepared
+    """What crosses from a worker: the item packed (``_Packed``)."""
+    return _Packed(prepared)
 
 
 def _arrived(crossed: Any) -> Any:
-    """A prepared item as the worker made it (the DataLoader hands tuples over as lists)."""
-    if isinstance(crossed, _Stacked):
-        return crossed.unstacked()
-    if isinstance(crossed, list):
-        return [_arrived(part) for part in crossed]
-    return crossed
+    """A prepared item as the worker made it."""
+    return crossed.unpacked() if isinstance(crossed, _Packed) else crossed
 
 
-class _Stacked:
-    """A prepared batch as it crosses from a worker to the parent: its tensors of one dtype and shape
-    stacked into one (a tensor alone in its group crosses as it is: stacking it would only copy it), so
-    each group crosses in one shared-memory handoff. A handoff costs the parent about the same whatever
-    the tensor's size, and it is most of the parent's share of the feed (``benchmarks/feed_handoff.py``:
-    a tokenizer's three tensors stacked cost the parent 1.7-2.3x less CPU at the CPU batch of 64 x 128,
-    1.3-1.6x at a GPU's 512)."""
+class _Packed:
+    """A prepared item as it crosses from a worker to the parent: every tensor in it (a batch's, or each of
+    several batches') laid end to end in one flat buffer per dtype, the rest kept as it is, so the item
+    crosses in one shared-memory handoff per dtype. A handoff costs the parent about the same whatever the
+    tensor's size, and it is most of the parent's share of the feed (``benchmarks/feed_handoff.py``); the
+    parent gets views of the buffers, in the item's own shape (tuples and lists, dicts in their key order)."""
 
-    def __init__(self, prepared: dict):
+    def __init__(self, prepared: Any):
         import torch
 
-        groups: dict = {}
-        for key, value in prepared.items():
-            if isinstance(value, torch.Tensor):
-                groups.setdefault((value.dtype, value.shape), []).append(key)
-        shared = [keys for keys in groups.values() if len(keys) > 1]
-        stacked = {key for keys in shared for key in keys}
-        self.order = list(prepared)
-        self.rest = {key: value for key, value in prepared.items() if key not in stacked}
-        self.stacks = [(keys, torch.stack([prepared[key] for key in keys])) for keys in shared]
+        self._parts: dict = {}
+        self.layout = self._laid(prepared, torch.Tensor)
+        self.buffers = {dtype: torch.cat(parts) for dtype, (parts, _) in self._parts.items()}
+        del self._parts
 
-    def pin_memory(self, _device=None) -> _Stacked:  # the DataLoader's pinning thread calls it, on CUDA
-        self.stacks = [(keys, stack.pin_memory()) for keys, stack in self.stacks]
-        self.rest = _pinned(self.rest)
+    def _laid(self, value: Any, tensor: type) -> Any:
+        """``value`` with each tensor replaced by its place: (dtype, offset, shape)."""
+        if isinstance(value, tensor):
+            parts, size = self._parts.setdefault(value.dtype, ([], [0]))
+            parts.append(value.reshape(-1))
+            place = _Place(value.dtype, size[0], tuple(value.shape))
+            size[0] += value.numel()
+            return place
+        if isinstance(value, dict):
+            return {key: self._laid(part, tensor) for key, part in value.items()}
+        if isinstance(value, (list, tuple)):
+            return _rebuilt(value, [self._laid(part, tensor) for part in value])
+        return value
+
+    def pin_memory(self, _device=None) -> _Packed:  # the DataLoader's pinning thread calls it, on CUDA
+        self.buffers = {dtype: buffer.pin_memory() for dtype, buffer in self.buffers.items()}
         return self
 
-    def unstacked(self) -> dict:
-        found = {**self.rest, **{key: t for keys, stack in self.stacks for key, t in zip(keys, stack.unbind(0))}}
-        return {key: found[key] for key in self.order}
+    def unpacked(self, value: Any = None) -> Any:
+        value = self.layout if value is None else value
+        if isinstance(value, _Place):
+            flat = self.buffers[value.dtype]
+            return flat[value.offset : value.offset + math.prod(value.shape)].view(value.shape)
+        if isinstance(value, dict):
+            return {key: self.unpacked(part) for key, part in value.items()}
+        if isinstance(value, (list, tuple)):
+            return _rebuilt(value, [self.unpacked(part) for part in value])
+        return value
+
+
+@dataclass(frozen=True)
+class _Place:
+    """Where a packed tensor lies in its dtype's buffer."""
+
+    dtype: Any
+    offset: int
+    shape: tuple
+
+
+def _rebuilt(like: list | tuple, parts: list) -> list | tuple:
+    """``parts`` as a sequence of ``like``'s own type (a named tuple's fields by position)."""
+    if isinstance(like, list):
+        return parts
+    return type(like)(*parts) if hasattr(like, "_fields") else type(like)(parts)
 
 
 PREFETCH = 4  # batches each worker keeps ready

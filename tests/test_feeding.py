@@ -101,10 +101,22 @@ def _mixed(batch: list[int]) -> dict:
     }
 
 
-def test_a_worker_hands_each_batch_over_as_one_buffer_per_shape_and_dtype():
-    """The parent's share of a worker's batch is mostly the handoff of each tensor: tensors of one
-    shape and dtype arrive as views of one buffer, and the batch equals the one prepared here, key
-    order, dtypes and the values that are no tensors included."""
+def _storages(value) -> dict:
+    """The storages behind an item's tensors, by dtype."""
+    if isinstance(value, torch.Tensor):
+        return {value.dtype: {value.untyped_storage().data_ptr()}}
+    parts = value.values() if isinstance(value, dict) else value if isinstance(value, (list, tuple)) else []
+    found: dict = {}
+    for part in parts:
+        for dtype, pointers in _storages(part).items():
+            found.setdefault(dtype, set()).update(pointers)
+    return found
+
+
+def test_a_worker_hands_each_item_over_as_one_buffer_per_dtype():
+    """The parent's share of a worker's item is mostly the handoff of each tensor: an item's tensors of
+    one dtype arrive as views of one buffer, whatever their shapes, and the batch equals the one prepared
+    here, key order, dtypes and the values that are no tensors included."""
     work = [[n] for n in (4, 3, 2, 1)]
     for n, (batch, fed) in enumerate(zip(work, feeding.feed(work, _mixed, "cpu", workers=2), strict=True)):
         expected = _mixed(batch)
@@ -114,8 +126,10 @@ def test_a_worker_hands_each_batch_over_as_one_buffer_per_shape_and_dtype():
                 assert fed[key].dtype == value.dtype and torch.equal(fed[key], value), key
         if n == 0:  # prepared in the calling process (to be measured), served as it is: nothing crossed
             continue
-        assert fed["input_ids"].untyped_storage().data_ptr() == fed["attention_mask"].untyped_storage().data_ptr()
-        assert fed["labels"].untyped_storage().data_ptr() != fed["input_ids"].untyped_storage().data_ptr()
+        storages = _storages(fed)
+        assert set(storages) == {torch.int64, torch.float32, torch.bool}
+        assert all(len(pointers) == 1 for pointers in storages.values()), storages  # labels with input_ids
+        assert len(set().union(*storages.values())) == 3
 
 
 def test_no_item_is_prepared_twice_when_workers_feed():
@@ -149,10 +163,25 @@ def test_an_item_of_several_batches_arrives_whole_each_batch_in_one_buffer(worke
         for (_, got), (_, expected) in zip(batches, _planned(item), strict=True):
             assert list(got) == list(expected) and got["note"] == expected["note"]
             assert all(torch.equal(got[k], v) for k, v in expected.items() if isinstance(v, torch.Tensor))
-            if workers and k:  # the first item is served from the calling process
-                assert (
-                    got["input_ids"].untyped_storage().data_ptr() == got["attention_mask"].untyped_storage().data_ptr()
-                )
+        if workers and k:  # the first item is served from the calling process; the others cross whole
+            assert all(len(pointers) == 1 for pointers in _storages(batches).values())
+            assert isinstance(batches[0], tuple) and isinstance(batches[0][0], list)  # in the shape prepared
+
+
+def test_a_crossed_item_is_pinned_one_buffer_per_dtype(monkeypatch):
+    """On CUDA the DataLoader's pinning thread pins what crossed: one copy per dtype for a whole item of
+    several batches, not one per tensor; what the caller gets reads from the pinned copies."""
+    pinned = []
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self, *device: pinned.append(self.dtype) or self.clone())
+    item = _planned([3, 1, 2])
+    packed = feeding._crossing(item).pin_memory()
+    assert sorted(map(str, pinned)) == sorted(map(str, (torch.int64, torch.float32, torch.bool)))
+    got = feeding._arrived(packed)
+    assert [positions for positions, _ in got] == [positions for positions, _ in item]
+    for (_, batch), (_, expected) in zip(got, item, strict=True):
+        assert list(batch) == list(expected) and batch["note"] == expected["note"]
+        assert all(torch.equal(batch[k], v) for k, v in expected.items() if isinstance(v, torch.Tensor))
+    assert set().union(*_storages(got).values()) == set().union(*_storages(packed.buffers).values())
 
 
 def test_starting_workers_leaves_the_callers_random_stream_where_it_was():
