@@ -78,13 +78,12 @@ class _Packed:
         del self._parts
 
     def _laid(self, value: Any, tensor: type) -> Any:
-        """``value`` with each tensor replaced by its place: (dtype, offset, shape)."""
+        """``value`` with each tensor replaced by its place in its dtype's buffer (``_Place``)."""
         if isinstance(value, tensor):
             parts, size = self._parts.setdefault(value.dtype, ([], [0]))
             parts.append(value.reshape(-1))
-            place = _Place(value.dtype, size[0], tuple(value.shape))
             size[0] += value.numel()
-            return place
+            return _Place(value.dtype, size[0] - value.numel(), tuple(value.shape))
         if isinstance(value, dict):
             return {key: self._laid(part, tensor) for key, part in value.items()}
         if isinstance(value, (list, tuple)):
@@ -95,15 +94,18 @@ class _Packed:
         self.buffers = {dtype: buffer.pin_memory() for dtype, buffer in self.buffers.items()}
         return self
 
-    def unpacked(self, value: Any = None) -> Any:
-        value = self.layout if value is None else value
+    def unpacked(self) -> Any:
+        """The item, each tensor a view of its dtype's buffer."""
+        return self._unlaid(self.layout)
+
+    def _unlaid(self, value: Any) -> Any:
         if isinstance(value, _Place):
             flat = self.buffers[value.dtype]
             return flat[value.offset : value.offset + math.prod(value.shape)].view(value.shape)
         if isinstance(value, dict):
-            return {key: self.unpacked(part) for key, part in value.items()}
+            return {key: self._unlaid(part) for key, part in value.items()}
         if isinstance(value, (list, tuple)):
-            return _rebuilt(value, [self.unpacked(part) for part in value])
+            return _rebuilt(value, [self._unlaid(part) for part in value])
         return value
 
 

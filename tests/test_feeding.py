@@ -94,6 +94,7 @@ def _mixed(batch: list[int]) -> dict:
     return {
         "input_ids": torch.arange(n * 3).reshape(n, 3),
         "note": f"batch {n}",
+        "absent": None,  # a value a batch may leave empty
         "scores": torch.linspace(0, 1, n),
         "attention_mask": torch.ones(n, 3, dtype=torch.int64),
         "labels": torch.full((n, 2), -100),
@@ -120,7 +121,7 @@ def test_a_worker_hands_each_item_over_as_one_buffer_per_dtype():
     work = [[n] for n in (4, 3, 2, 1)]
     for n, (batch, fed) in enumerate(zip(work, feeding.feed(work, _mixed, "cpu", workers=2), strict=True)):
         expected = _mixed(batch)
-        assert list(fed) == list(expected) and fed["note"] == expected["note"]
+        assert list(fed) == list(expected) and fed["note"] == expected["note"] and fed["absent"] is None
         for key, value in expected.items():
             if isinstance(value, torch.Tensor):
                 assert fed[key].dtype == value.dtype and torch.equal(fed[key], value), key
