@@ -8,7 +8,7 @@ pinned and copied without blocking, with one synchronisation per call, not one p
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,36 +27,29 @@ def default_batch_size(device: str, cpu: int = 64, gpu: int = 512) -> int:
     return gpu if is_cuda(device) else cpu
 
 
-def run_planned_groups(
-    groups: Sequence[Sequence],
-    lengths: Sequence[Sequence[int]],
+def in_items_order(outputs: list, batches: Sequence[Sequence[int]]):
+    """Planned batches' outputs (each a tensor of rows, for the items at ``batches``' positions) as one
+    tensor, rows in the items' order; None for no batches."""
+    import torch
+
+    if not outputs:
+        return None
+    flat = torch.cat(outputs)
+    return flat[torch.as_tensor(np.argsort(np.concatenate(batches), kind="stable"), device=flat.device)]
+
+
+def run_planned(
+    items: Sequence,
+    lengths: Sequence[int],
     batch_size: int,
     prepare: Callable[[list], dict],
     model: Callable[[dict], Any],
     device: str,
-    workers: int | None = None,
-) -> Iterator:
-    """``model(prepare(batch))`` over length-planned batches of each group in turn, each group's rows
-    yielded in its items' order as it finishes (one tensor on ``device``, or None for no items), with one
-    feed for all of them: worker processes (``workers``, by default ``default_workers``) start once and
-    tokenize ahead across group boundaries."""
-    import torch
-
-    plans = [plan(group_lengths, batch_size) for group_lengths in lengths]
-    work = [[group[i] for i in batch] for group, batches in zip(groups, plans) for batch in batches]
-    outputs: list = []
-    pending = iter(enumerate(plans))
-    g, batches = next(pending, (None, None))
-
+):
+    """``model(prepare(batch))`` over ``items`` in length-planned batches, prepared ahead (``feeding.feed``),
+    the rows in the items' order: one tensor on ``device``, or None for no items."""
+    batches = plan(lengths, batch_size)
+    work = [[items[i] for i in batch] for batch in batches]
     with entered(device), feeding.out_of_memory_hint(f"a batch of {batch_size}"):  # pinning and caches follow device
-        fed = feeding.feed(work, prepare, device, workers)
-        while g is not None:
-            while len(outputs) < len(batches):
-                outputs.append(model(feeding.to_device(next(fed), device)))
-            if outputs:
-                flat = torch.cat(outputs)
-                yield flat[torch.as_tensor(np.argsort(np.concatenate(batches), kind="stable"), device=flat.device)]
-            else:
-                yield None
-            outputs = []
-            g, batches = next(pending, (None, None))
+        outputs = [model(feeding.to_device(inputs, device)) for inputs in feeding.feed(work, prepare, device)]
+    return in_items_order(outputs, batches)

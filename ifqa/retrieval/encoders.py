@@ -18,7 +18,7 @@ from ifqa.devices import pick_device, pick_precision, search_precision, torch_dt
 from ifqa.errors import IfqaError
 from ifqa.models import check_max_length, loading
 from ifqa.retrieval import DEFAULT_ENCODER
-from ifqa.retrieval.batching import default_batch_size, plan, run_planned_groups
+from ifqa.retrieval.batching import default_batch_size, plan, run_planned
 from ifqa.retrieval.exported import Runtime, embedding_module, load_exported
 from ifqa.retrieval.sentence_models import read_layout, sentence_model
 from ifqa.retrieval.tokens import BatchTokens
@@ -52,7 +52,7 @@ def passage_text(passage: dict) -> str:
 class _BatchedEncoder:
     """Encoding split in two halves so that a GPU never waits on Python: ``*_inputs`` tokenizes on the
     CPU (in worker processes on CUDA, ``batching.feed``) and ``*_vectors`` runs the model on the device.
-    Batches are planned by length over the whole call (``batching.run_planned_groups``)."""
+    Batches are planned by length over the whole call (``batching.run_planned``)."""
 
     device: str
     dim: int
@@ -60,7 +60,7 @@ class _BatchedEncoder:
 
     def _run(self, items: Sequence, lengths: Sequence[int], prepare, model, batch_size: int | None) -> np.ndarray:
         batch_size = batch_size or default_batch_size(self.device)
-        vectors = next(run_planned_groups([items], [lengths], batch_size, prepare, model, self.device))
+        vectors = run_planned(items, lengths, batch_size, prepare, model, self.device)
         if vectors is None:
             return np.zeros((0, self.dim), np.float32)
         return vectors.float().cpu().numpy()

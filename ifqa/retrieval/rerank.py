@@ -26,7 +26,7 @@ from ifqa.errors import IfqaError
 from ifqa.models import check_max_length, check_model, loading, pair_inputs
 from ifqa.paths import cache_dir
 from ifqa.registry import RERANKERS
-from ifqa.retrieval.batching import default_batch_size, plan
+from ifqa.retrieval.batching import default_batch_size, in_items_order, plan
 from ifqa.retrieval.encoders import demo_texts, resolve
 from ifqa.retrieval.exported import Runtime, load_exported, score_module
 from ifqa.retrieval.reordering import Item, RerankerKind
@@ -200,8 +200,6 @@ class CrossEncoderReranker(RerankerKind):
         item of one feed (``feeding.feed``): its passages looked up and its batches laid out while the
         device scores the group before it, by the feed's threads on CUDA where pairs are laid out from
         ids (microseconds a pair), else by worker processes there; in this process on a CPU."""
-        import torch
-
         pairs = self._pair_tokens(groups)
         if pairs is not None and self._tokens is None:  # made here, so feed workers inherit it
             tokenizer = self.encoder.tokenizer
@@ -209,13 +207,10 @@ class CrossEncoderReranker(RerankerKind):
         workers = 0 if pairs is not None else None
         with entered(self.device), feeding.out_of_memory_hint(f"a batch of {self.batch_size}"):
             for items, batches in zip(groups, feeding.feed(groups, self._group_batches, self.device, workers)):
-                values: list = []
-                if batches:
-                    flat = torch.cat([self._logits(feeding.to_device(inputs, self.device)) for _, inputs in batches])
-                    order = np.argsort(np.concatenate([positions for positions, _ in batches]), kind="stable")
-                    values = flat[torch.as_tensor(order, device=flat.device)].cpu().tolist()
-                flat_values = iter(values)
-                yield [list(itertools.islice(flat_values, len(texts))) for _, texts, _ in items]
+                logits = [self._logits(feeding.to_device(inputs, self.device)) for _, inputs in batches]
+                ordered = in_items_order(logits, [positions for positions, _ in batches])
+                flat = iter(ordered.cpu().tolist() if ordered is not None else [])
+                yield [list(itertools.islice(flat, len(texts))) for _, texts, _ in items]
 
 
 def _probe_pairs() -> list[tuple[str, str]]:

@@ -16,12 +16,12 @@ def _model(features: dict):
 
 
 @pytest.mark.parametrize("workers", [0, 2])
-def test_groups_come_back_each_in_its_items_order(monkeypatch, workers):
+def test_rows_come_back_in_their_items_order(monkeypatch, workers):
     monkeypatch.setattr(feeding, "default_workers", lambda device, asked=None: workers)
     groups = [[5, 1, 4], [], [9, 2, 6, 3, 8, 7], [0]]
     lengths = [[len(str(i)) * (i % 3 + 1) for i in group] for group in groups]
-    outputs = list(batching.run_planned_groups(groups, lengths, 2, _prepare, _model, "cpu"))
+    outputs = [batching.run_planned(g, n, 2, _prepare, _model, "cpu") for g, n in zip(groups, lengths)]
     assert outputs[1] is None
     assert [o.tolist() for i, o in enumerate(outputs) if i != 1] == [[2 * x for x in g] for g in groups if g]
-    alone = next(batching.run_planned_groups([groups[2]], [lengths[2]], 4, _prepare, _model, "cpu"))
+    alone = batching.run_planned(groups[2], lengths[2], 4, _prepare, _model, "cpu")
     assert alone.tolist() == [18, 4, 12, 6, 16, 14]
