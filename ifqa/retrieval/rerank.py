@@ -31,7 +31,7 @@ from ifqa.retrieval.encoders import demo_texts, resolve
 from ifqa.retrieval.exported import Runtime, load_exported, score_module
 from ifqa.retrieval.reordering import Item, RerankerKind
 from ifqa.retrieval.sentence_models import PairModel, pair_model
-from ifqa.retrieval.tokens import PairTokens, TokenCache, tokenizer_identity
+from ifqa.retrieval.tokens import PairTokens, TokenCache, fast_backend, tokenizer_identity
 
 log = logging.getLogger(__name__)
 
@@ -147,7 +147,7 @@ class CrossEncoderReranker(RerankerKind):
         if probe:  # decided on the first call with pairs (a served question may have none)
             self._pairs = False
             tokenizer, max_length = self.encoder.tokenizer, self.encoder.max_seq_length
-            if max_length and getattr(tokenizer, "backend_tokenizer", None) is not None:  # a fast tokenizer
+            if max_length and fast_backend(tokenizer) is not None:
                 probe.append((probe[0][0], " ".join([probe[0][1]] * 40)))  # one the passage is cut in
                 try:
                     built = PairTokens(tokenizer, max_length)

@@ -41,12 +41,17 @@ _BATCH = 512  # texts tokenized per call (the tokenizer's threads share a call's
 _QUERY = 900  # digests looked up per SELECT (under SQLite's limit of variables)
 
 
+def fast_backend(tokenizer):
+    """A fast tokenizer's own Rust tokenizer, or None for a slow one (tokenized by its own call)."""
+    return getattr(tokenizer, "backend_tokenizer", None)
+
+
 def tokenizer_identity(tokenizer) -> str | None:
     """A digest of everything that decides a fast tokenizer's ids (normalizer, pre-tokenizer, vocabulary,
     added tokens), or None for a tokenizer without that definition (a slow one: tokenized pair by pair).
     Its truncation and padding are left out: every call of the tokenizer resets them (a folder's saved
     128-token cut is gone after its first call), and what reads ids sets its own."""
-    rust = getattr(tokenizer, "backend_tokenizer", None)
+    rust = fast_backend(tokenizer)
     if rust is None:
         return None
     definition = {k: v for k, v in json.loads(rust.to_str()).items() if k not in ("truncation", "padding")}
@@ -134,7 +139,7 @@ class BatchTokens:
     def checked(cls, tokenizer, max_length: int | None, reference, probe: list[str]) -> BatchTokens | None:
         """A ``BatchTokens`` for ``tokenizer`` that gives ``reference``'s batches on ``probe`` (the library's
         own keys carried along), or None: a tokenizer that is not a fast one, or whose batches differ."""
-        if getattr(tokenizer, "backend_tokenizer", None) is None or not probe:  # not a fast tokenizer
+        if fast_backend(tokenizer) is None or not probe:
             return None
         try:
             own = reference(probe[:2])
