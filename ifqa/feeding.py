@@ -72,23 +72,9 @@ class _Packed:
     def __init__(self, prepared: Any):
         import torch
 
-        self._parts: dict = {}
-        self.layout = self._laid(prepared, torch.Tensor)
-        self.buffers = {dtype: torch.cat(parts) for dtype, (parts, _) in self._parts.items()}
-        del self._parts
-
-    def _laid(self, value: Any, tensor: type) -> Any:
-        """``value`` with each tensor replaced by its place in its dtype's buffer (``_Place``)."""
-        if isinstance(value, tensor):
-            parts, size = self._parts.setdefault(value.dtype, ([], [0]))
-            parts.append(value.reshape(-1))
-            size[0] += value.numel()
-            return _Place(value.dtype, size[0] - value.numel(), tuple(value.shape))
-        if isinstance(value, dict):
-            return {key: self._laid(part, tensor) for key, part in value.items()}
-        if isinstance(value, (list, tuple)):
-            return _rebuilt(value, [self._laid(part, tensor) for part in value])
-        return value
+        parts: dict = {}  # dtype: (its tensors flattened, their elements so far)
+        self.layout = _laid(prepared, parts, torch.Tensor)
+        self.buffers = {dtype: torch.cat(flat) for dtype, (flat, _) in parts.items()}
 
     def pin_memory(self, _device=None) -> _Packed:  # the DataLoader's pinning thread calls it, on CUDA
         self.buffers = {dtype: buffer.pin_memory() for dtype, buffer in self.buffers.items()}
@@ -116,6 +102,21 @@ class _Place:
     dtype: Any
     offset: int
     shape: tuple
+
+
+def _laid(value: Any, parts: dict, tensor: type) -> Any:
+    """``value`` with each tensor replaced by its place (``_Place``) in its dtype's buffer, the tensor
+    flattened into ``parts``."""
+    if isinstance(value, tensor):
+        flat, size = parts.setdefault(value.dtype, ([], [0]))
+        flat.append(value.reshape(-1))
+        size[0] += value.numel()
+        return _Place(value.dtype, size[0] - value.numel(), tuple(value.shape))
+    if isinstance(value, dict):
+        return {key: _laid(part, parts, tensor) for key, part in value.items()}
+    if isinstance(value, (list, tuple)):
+        return _rebuilt(value, [_laid(part, parts, tensor) for part in value])
+    return value
 
 
 def _rebuilt(like: list | tuple, parts: list) -> list | tuple:
@@ -247,7 +248,7 @@ def _pinned(prepared: Any) -> Any:
     if isinstance(prepared, dict):
         return {k: v.pin_memory() if hasattr(v, "pin_memory") else v for k, v in prepared.items()}
     if isinstance(prepared, (list, tuple)):
-        return type(prepared)(map(_pinned, prepared))
+        return _rebuilt(prepared, [_pinned(part) for part in prepared])
     return prepared
 
 
