@@ -5,13 +5,14 @@ An entry has ``recipe`` (its configuration dataclass: the command's options, the
 keys), ``inputs`` (``run``: a run file of training questions with their passages, as FiD and the LLM
 reader train; ``questions``: training questions whose negatives are mined from an index, as the
 retrieval models train), ``artifact`` (the folder of the training output a reader or retriever loads),
-``help``, ``train(recipe, job) -> record`` and ``summary(output, record) -> line``. Heavy modules are
-imported by ``train`` alone.
+``help`` (the first paragraph of its recipe's docstring), ``train(recipe, job) -> record`` and
+``summary(output, record) -> line``. Heavy modules are imported by ``train`` alone.
 """
 
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,13 +45,21 @@ def stopped(output, record: dict) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class RunKind:
+class _Kind:
+    recipe: type
+
+    @property
+    def help(self) -> str:
+        """The command's help: what its recipe's docstring says first (one place describes a kind)."""
+        return inspect.cleandoc(self.recipe.__doc__ or "").split("\n\n")[0].replace("\n", " ")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunKind(_Kind):
     """A reader trained on a run file's questions and passages (``runs.train_reader``: dev EM every N
     steps, ``best/`` kept); ``reader``: ``"module:attribute"`` of its ``runs.ReaderKind``, the parts that
     are its own (checks, the records kept, the model with its batches, loss, dev answers and save)."""
 
-    recipe: type
-    help: str
     reader: str
     inputs = "run"
     artifact = "best"
@@ -70,13 +79,11 @@ class RunKind:
 
 
 @dataclass(frozen=True, kw_only=True)
-class MinedKind:
+class MinedKind(_Kind):
     """A retrieval model trained on questions with negatives mined from an index (``training/jobs.py``):
     ``trainer`` runs the shared loop, or None for a model fitted in one process (the control);
     ``reranks_dev``: its dev scores include the dev run reranked by it."""
 
-    recipe: type
-    help: str
     trainer: str | None
     reranks_dev: bool = False
     inputs = "questions"
@@ -103,29 +110,8 @@ class MinedKind:
         return f"{output}/model: trained in {card['train_seconds']:.0f} s" + (f"; dev {scores}" if scores else "")
 
 
-FID = RunKind(
-    recipe=recipes.FiDRecipe,
-    help="Train a Fusion-in-Decoder reader on a run file; rerun the same command to resume.",
-    reader="ifqa.training.fid:KIND",
-)
-LLM = RunKind(
-    recipe=recipes.LLMRecipe,
-    help="Fine-tune a causal LM to answer as `ifqa read llm` prompts it; rerun the same command to resume.",
-    reader="ifqa.training.llm:KIND",
-)
-RERANKER = MinedKind(
-    recipe=recipes.RerankerRecipe,
-    help="Train a cross-encoder reranker on IfQA training questions with mined hard negatives.",
-    trainer="ifqa.training.reranker:train_reranker",
-    reranks_dev=True,
-)
-RETRIEVER = MinedKind(
-    recipe=recipes.RetrieverRecipe,
-    help="Fine-tune a bi-encoder (all of it, or its question side only) on IfQA training questions.",
-    trainer="ifqa.training.retriever:train_retriever",
-)
-CONTROL = MinedKind(
-    recipe=recipes.ControlRecipe,
-    help="Fit the question-agnostic control (a passage classifier that never sees the question).",
-    trainer=None,
-)
+FID = RunKind(recipe=recipes.FiDRecipe, reader="ifqa.training.fid:KIND")
+LLM = RunKind(recipe=recipes.LLMRecipe, reader="ifqa.training.llm:KIND")
+RERANKER = MinedKind(recipe=recipes.RerankerRecipe, trainer="ifqa.training.reranker:train_reranker", reranks_dev=True)
+RETRIEVER = MinedKind(recipe=recipes.RetrieverRecipe, trainer="ifqa.training.retriever:train_retriever")
+CONTROL = MinedKind(recipe=recipes.ControlRecipe, trainer=None)

@@ -56,6 +56,8 @@ class LoopRecipe(MiningRecipe):
 
 @dataclass(frozen=True)
 class RerankerRecipe(LoopRecipe):
+    """Train a cross-encoder reranker on IfQA training questions with mined hard negatives."""
+
     model: str = option(DEFAULT_ENCODER, "Starting checkpoint: any encoder or cross-encoder (folder or hub id).")
     questions_per_step: int = option(
         3, "Questions per optimizer step, over all ranks under torchrun/srun (each rank takes an equal share).", min=1
@@ -82,6 +84,8 @@ class RerankerRecipe(LoopRecipe):
 
 @dataclass(frozen=True)
 class RetrieverRecipe(LoopRecipe):
+    """Fine-tune a bi-encoder (all of it, or its question side only) on IfQA training questions."""
+
     model: str = option(DEFAULT_ENCODER, "Starting sentence-transformers bi-encoder (folder or hub id).")
     question_side_only: bool = option(
         False, "Train only a copy used for questions: an existing passage index stays valid."
@@ -101,6 +105,8 @@ class RetrieverRecipe(LoopRecipe):
 
 @dataclass(frozen=True)
 class ControlRecipe(MiningRecipe):
+    """Fit the question-agnostic control (a passage classifier that never sees the question)."""
+
     seed: int = option(0, "Seed for the classifier.")
     weight: float = option(0.5, "Weight of the classifier's logit added to the first-stage score.")
 
@@ -158,9 +164,11 @@ class FiDRecipe(
         eval_batch_size=8,
     )
 ):
-    """``ifqa train fid``: what a FiD training run is; saved beside its checkpoints, so a resume with other
-    settings is refused, except for those in ``HOW_NOT_WHAT``: they change speed and memory, not the result.
-    Without ``--batch-size`` each rank takes 8 questions a step on a GPU, 1 on a CPU (``training/fid.py``)."""
+    """Train a Fusion-in-Decoder reader on a run file; rerun the same command to resume.
+
+    What a FiD training run is; saved beside its checkpoints, so a resume with other settings is refused,
+    except for those in ``HOW_NOT_WHAT``: they change speed and memory, not the result. Without
+    ``--batch-size`` each rank takes 8 questions a step on a GPU, 1 on a CPU (``training/fid.py``)."""
 
     HOW_NOT_WHAT = ("compile", "no_compile", "gradient_checkpointing", "eval_batch_size", "save_every")
     #: a setting the recipe once had, as the run records of that time read now: name -> (new name, values)
@@ -189,8 +197,9 @@ CLOSED_BOOK_HELP = (
 
 @dataclass(frozen=True)
 class LLMRecipe(run_recipe("LLMRunRecipe")):
-    """``ifqa train llm``: a causal LM fine-tuned to answer as ``ifqa read llm`` prompts it. The reader's
-    settings (mode ... max_prompt_tokens) build every training prompt and go into the model card, which
+    """Fine-tune a causal LM to answer as `ifqa read llm` prompts it; rerun the same command to resume.
+
+    The reader's settings (mode ... max_prompt_tokens) build every training prompt and go into the model card, which
     the reader then reads back; changing any other field but those in ``HOW_NOT_WHAT`` is another run."""
 
     HOW_NOT_WHAT = ("eval_batch_size", "save_every", "gradient_checkpointing")

@@ -16,6 +16,8 @@ from ifqa.training.runs import Reader, ReaderKind
 
 @dataclass(frozen=True)
 class ToyRecipe(run_recipe("ToyRunRecipe", steps=8, batch_size=2, lr=0.5)):
+    """Learn the most frequent answer of a run."""
+
     HOW_NOT_WHAT = ()
     shout: bool = option(False, "Write the answer in capitals.")
 
@@ -43,11 +45,7 @@ def load(recipe, device, world, files) -> Reader:
     )
 
 
-TOY = RunKind(
-    recipe=ToyRecipe,
-    help="Learn the most frequent answer of a run.",
-    reader="tests.toys.toy_trainer:READER",
-)
+TOY = RunKind(recipe=ToyRecipe, reader="tests.toys.toy_trainer:READER")
 READER = ReaderKind(
     name="toy",
     check=lambda recipe, output: None,
