@@ -16,19 +16,6 @@ from typing import Any
 from ifqa.registry import TASKS
 
 
-@dataclass(frozen=True)
-class Task:
-    name: str
-    headline: tuple[
-        tuple[str, str], ...
-    ]  # (report key, column label): what results tables show, each with "<key>_ci95"
-    read: Callable[[str | Path], dict[str, str]]
-    summarize: Callable[[Sequence[Any], Mapping[str, str], Mapping[str, str] | None], dict[str, Any]]
-    format: Callable[[dict[str, Any]], str]
-    breakdowns: tuple[str, ...] = ()  # report keys kept in experiment results
-    table: tuple[str, str] | None = None  # (breakdown key, metric) drawn as a results.md table, one column per group
-
-
 def _lazy(target: str) -> Callable:
     """``"module:function"``, imported on the first call (scorers pull numpy and rouge-score)."""
     module, _, name = target.partition(":")
@@ -39,39 +26,52 @@ def _lazy(target: str) -> Callable:
     return call
 
 
+@dataclass(frozen=True, kw_only=True)
+class Task:
+    """A task, declared by its parts: ``headline``, the (report key, column label) pairs results tables show
+    (each with ``<key>_ci95``); ``read`` a predictions file (by default as ``ifqa read`` writes it);
+    ``summarize`` and ``format`` the report; ``breakdowns``, the report keys experiment results keep;
+    ``table``, a (breakdown key, metric) drawn as a results.md table with a column per group."""
+
+    name: str
+    headline: tuple[tuple[str, str], ...]
+    summarize: Callable[[Sequence[Any], Mapping[str, str], Mapping[str, str] | None], dict[str, Any]]
+    format: Callable[[dict[str, Any]], str]
+    read: Callable[[str | Path], dict[str, str]] = _lazy("ifqa.artifacts:read_predictions")
+    breakdowns: tuple[str, ...] = ()
+    table: tuple[str, str] | None = None
+
+
 QA = Task(
-    "qa",
-    (("em", "EM"), ("f1", "F1"), ("containment", "Containment")),
-    _lazy("ifqa.artifacts:read_predictions"),
-    _lazy("ifqa.eval.summary:summarize_predictions"),
-    _lazy("ifqa.eval.report:format_prediction_report"),
-    ("by_answer_type", "by_question_word"),
+    name="qa",
+    headline=(("em", "EM"), ("f1", "F1"), ("containment", "Containment")),
+    summarize=_lazy("ifqa.eval.summary:summarize_predictions"),
+    format=_lazy("ifqa.eval.report:format_prediction_report"),
+    breakdowns=("by_answer_type", "by_question_word"),
 )
 WIQA = Task(
-    "wiqa",
-    (("accuracy", "Accuracy"),),
-    _lazy("ifqa.eval.wiqa:read_label_predictions"),
-    _lazy("ifqa.eval.wiqa:summarize_wiqa"),
-    _lazy("ifqa.eval.wiqa:format_wiqa_report"),
-    ("by_question_type", "by_path_length"),
-    ("by_question_type", "accuracy"),
+    name="wiqa",
+    headline=(("accuracy", "Accuracy"),),
+    read=_lazy("ifqa.eval.wiqa:read_label_predictions"),
+    summarize=_lazy("ifqa.eval.wiqa:summarize_wiqa"),
+    format=_lazy("ifqa.eval.wiqa:format_wiqa_report"),
+    breakdowns=("by_question_type", "by_path_length"),
+    table=("by_question_type", "accuracy"),
 )
 CAUSALQA = Task(
-    "causalqa",
-    (("rouge_l_f1", "ROUGE-L F1"), ("em", "EM"), ("f1", "F1")),
-    _lazy("ifqa.artifacts:read_predictions"),
-    _lazy("ifqa.eval.causalqa:summarize_causalqa"),
-    _lazy("ifqa.eval.causalqa:format_causalqa_report"),
-    ("by_source", "macro"),
-    ("by_source", "rouge_l_f1"),
+    name="causalqa",
+    headline=(("rouge_l_f1", "ROUGE-L F1"), ("em", "EM"), ("f1", "F1")),
+    summarize=_lazy("ifqa.eval.causalqa:summarize_causalqa"),
+    format=_lazy("ifqa.eval.causalqa:format_causalqa_report"),
+    breakdowns=("by_source", "macro"),
+    table=("by_source", "rouge_l_f1"),
 )
 MULTIPLE_CHOICE = Task(
-    "mc",
-    (("accuracy", "Accuracy"),),
-    _lazy("ifqa.artifacts:read_predictions"),
-    _lazy("ifqa.eval.multiple_choice:summarize_choices"),
-    _lazy("ifqa.eval.multiple_choice:format_choices_report"),
-    ("by_options",),
+    name="mc",
+    headline=(("accuracy", "Accuracy"),),
+    summarize=_lazy("ifqa.eval.multiple_choice:summarize_choices"),
+    format=_lazy("ifqa.eval.multiple_choice:format_choices_report"),
+    breakdowns=("by_options",),
 )
 
 
