@@ -14,7 +14,6 @@ from __future__ import annotations
 import array
 import logging
 import re
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -23,7 +22,7 @@ import numpy as np
 from ifqa.artifacts import UniqueIds
 from ifqa.retrieval import BM25_B, BM25_K1
 from ifqa.retrieval.engines import BM25Settings, settings_of
-from ifqa.retrieval.index import OFFSETS, Positions, corpus_record, finish_manifest, finished, passage_store, staging
+from ifqa.retrieval.index import OFFSETS, Positions, StagedBuild, StagedEngine, passage_store
 from ifqa.retrieval.store import PassageStore, iter_corpus, release_pages
 from ifqa.retrieval.vocabulary import SortedVocabulary, has_sorted
 
@@ -61,57 +60,6 @@ def analyzer(params: dict = DEFAULT_PARAMS):
 def document_text(passage: dict) -> str:
     """What gets indexed for a passage: its title and its text, as DPR's Wikipedia indexes do."""
     return f"{passage['title']}\n{passage['text']}" if passage["title"] else passage["text"]
-
-
-def build(
-    corpus: str | Path,
-    folder: str | Path,
-    settings: BM25Settings = BM25Settings(),
-    *,
-    progress: bool = True,
-    force: bool = False,
-    chunk_docs: int | None = None,
-) -> dict:
-    """Index a passage file into bm25s's format, ``chunk_docs`` passages in memory at a time (default
-    ``bm25_build.DEFAULT_CHUNK_DOCS``; ``bm25_build``: the same files bm25s's own indexer writes);
-    returns the manifest."""
-    from tqdm import tqdm
-
-    from ifqa.retrieval.bm25_build import DEFAULT_CHUNK_DOCS, build_scores  # the build's own code, not a search's
-
-    started = time.time()
-    k1, b = settings.k1, settings.b
-    params = {**DEFAULT_PARAMS, "k1": k1, "b": b}
-    corpus = Path(corpus)
-    record = corpus_record(corpus)
-    done = finished(folder, "bm25s", params, record, force)
-    if done is not None:
-        return done
-    tokenizer = analyzer(params)
-    with staging(folder, force) as staged:
-        offsets = array.array("q")
-        ids = UniqueIds(corpus)
-        bar = tqdm(total=record["bytes"], unit="B", unit_scale=True, desc="bm25 index", disable=not progress)
-
-        def documents():
-            last = 0
-            for offset, passage in iter_corpus(corpus):
-                offsets.append(offset)
-                ids.add(passage["id"])
-                if len(offsets) % 10000 == 0:
-                    bar.update(offset - last)
-                    last = offset
-                yield document_text(passage)
-            bar.update(record["bytes"] - last)
-
-        build_scores(documents(), tokenizer, staged, k1, b, chunk_docs or DEFAULT_CHUNK_DOCS)
-        bar.close()
-        ids.check(lambda: (passage["id"] for _, passage in iter_corpus(corpus)))
-        tokenizer.save_vocab(str(staged))
-        tokenizer.save_stopwords(str(staged))
-        np.save(staged / OFFSETS, np.frombuffer(offsets, dtype=np.int64))
-        manifest = finish_manifest(staged, "bm25s", params, record, len(offsets), started)
-    return manifest
 
 
 class MemoryBM25:
@@ -164,13 +112,46 @@ class QueryTerms:
         return ids
 
 
-class BM25Retriever:
+class BM25Retriever(StagedEngine):
     """The bm25s engine (``ENGINES["bm25s"]``): a loaded index (memory-mapped) with its query
     analyzer and passage store."""
 
-    Settings = BM25Settings
+    engine, Settings = "bm25s", BM25Settings
 
-    build = staticmethod(build)  # the module's build is the engine's
+    @staticmethod
+    def params(settings: BM25Settings) -> dict:
+        return {**DEFAULT_PARAMS, "k1": settings.k1, "b": settings.b}
+
+    @classmethod
+    def write(cls, build: StagedBuild, settings: BM25Settings, chunk_docs: int | None = None) -> tuple[int, dict]:
+        """bm25s's files (``bm25_build``: the same ones bm25s's own indexer writes), ``chunk_docs`` passages in
+        memory at a time (default ``bm25_build.DEFAULT_CHUNK_DOCS``)."""
+        from tqdm import tqdm
+
+        from ifqa.retrieval.bm25_build import DEFAULT_CHUNK_DOCS, build_scores  # the build's own code
+
+        params, total = cls.params(settings), build.record["bytes"]
+        tokenizer, offsets, ids = analyzer(params), array.array("q"), UniqueIds(build.corpus)
+        bar = tqdm(total=total, unit="B", unit_scale=True, desc="bm25 index", disable=not build.progress)
+
+        def documents():
+            last = 0
+            for offset, passage in iter_corpus(build.corpus):
+                offsets.append(offset)
+                ids.add(passage["id"])
+                if len(offsets) % 10000 == 0:
+                    bar.update(offset - last)
+                    last = offset
+                yield document_text(passage)
+            bar.update(total - last)
+
+        build_scores(documents(), tokenizer, build.folder, settings.k1, settings.b, chunk_docs or DEFAULT_CHUNK_DOCS)
+        bar.close()
+        ids.check(lambda: (passage["id"] for _, passage in iter_corpus(build.corpus)))
+        tokenizer.save_vocab(str(build.folder))
+        tokenizer.save_stopwords(str(build.folder))
+        np.save(build.folder / OFFSETS, np.frombuffer(offsets, dtype=np.int64))
+        return len(offsets), {}
 
     def __init__(self, model, terms: QueryTerms, manifest: dict, passages: PassageStore, name: str):
         self.model, self.terms, self.manifest, self.passages, self.name = model, terms, manifest, passages, name
@@ -205,3 +186,6 @@ class BM25Retriever:
                 results[i] = [(int(d), float(s)) for d, s in zip(documents[row], scores[row]) if s > 0]
             release_pages(self.model.scores.values())
         return results
+
+
+build = BM25Retriever.build  # ``bm25.build(corpus, folder, settings, ...)``, as the engine builds

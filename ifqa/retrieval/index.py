@@ -16,8 +16,9 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -140,6 +141,49 @@ def finish_manifest(
     manifest["bytes"] = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
     write_json(folder / MANIFEST, manifest)
     return manifest
+
+
+@dataclass(frozen=True)
+class StagedBuild:
+    """What an engine writes an index from: its staging ``folder``, the collection (``corpus``, its
+    ``corpus_record``) and whether to show progress."""
+
+    folder: Path
+    corpus: Path
+    record: dict
+    progress: bool
+
+
+class StagedEngine:
+    """The build every engine that writes its folder whole in one pass shares (bm25s, Lucene): the work
+    found done when the folder holds this collection built with these params (``finished``), else the
+    engine's ``write`` into a staging folder that replaces ``folder`` only once whole, manifest last. An
+    engine gives ``engine`` (its registry name), ``Settings``, ``params(settings)`` (what its manifest records) and
+    ``write(StagedBuild, settings, **how) -> (passages, manifest extras)``."""
+
+    engine: ClassVar[str]
+    Settings: ClassVar[type]
+
+    @classmethod
+    def build(
+        cls,
+        corpus: str | Path,
+        folder: str | Path,
+        settings: Any = None,
+        *,
+        progress: bool = True,
+        force: bool = False,
+        **how: Any,
+    ) -> dict:
+        """Build ``folder`` from ``corpus`` (``how``: the engine's own options); returns its manifest."""
+        started, settings = time.time(), settings or cls.Settings()
+        params, record = cls.params(settings), corpus_record(Path(corpus))
+        done = finished(folder, cls.engine, params, record, force)
+        if done is not None:
+            return done
+        with staging(folder, force) as staged:
+            passages, extra = cls.write(StagedBuild(staged, Path(corpus), record, progress), settings, **how)
+            return finish_manifest(staged, cls.engine, params, record, passages, started, **extra)
 
 
 FINGERPRINT_PASSAGES = 16

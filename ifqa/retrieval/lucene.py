@@ -14,7 +14,6 @@ import io
 import json
 import logging
 import os
-import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -25,7 +24,7 @@ from ifqa.paths import cache_dir
 from ifqa.retrieval import BM25_B, BM25_K1
 from ifqa.retrieval.bm25 import document_text
 from ifqa.retrieval.engines import BM25Settings, settings_of
-from ifqa.retrieval.index import OFFSETS, Positions, corpus_record, finish_manifest, finished, passage_store, staging
+from ifqa.retrieval.index import OFFSETS, Positions, StagedBuild, StagedEngine, passage_store
 from ifqa.retrieval.store import iter_corpus
 
 log = logging.getLogger(__name__)
@@ -85,42 +84,6 @@ def _importing_pyserini():
             os.environ.pop("OPENAI_API_KEY", None)
 
 
-def build(
-    corpus: str | Path,
-    folder: str | Path,
-    settings: BM25Settings = BM25Settings(),
-    *,
-    progress: bool = True,
-    force: bool = False,
-    threads: int = 1,
-) -> dict:
-    """Build a Lucene index (positions and raw documents stored, as pyserini's Wikipedia indexes).
-    ``progress`` is taken as every engine's build takes it; pyserini's indexer shows no bar."""
-    started = time.time()
-    record = corpus_record(Path(corpus))
-    params = {"k1": settings.k1, "b": settings.b, "analyzer": "lucene EnglishAnalyzer (pyserini default)"}
-    done = finished(folder, "pyserini", params, record, force)
-    if done is not None:
-        return done
-    with _importing_pyserini():
-        from pyserini.index.lucene import LuceneIndexer
-
-    with staging(folder, force) as staged:
-        indexer = LuceneIndexer(str(staged / LUCENE_DIR), threads=threads)
-        offsets, batch = [], []
-        for position, (offset, passage) in enumerate(iter_corpus(corpus)):
-            offsets.append(offset)
-            batch.append({"id": str(position), "contents": document_text(passage)})
-            if len(batch) == 10000:
-                indexer.add_batch_dict(batch)
-                batch = []
-        if batch:
-            indexer.add_batch_dict(batch)
-        indexer.close()
-        np.save(staged / OFFSETS, np.asarray(offsets, dtype=np.int64))
-        return finish_manifest(staged, "pyserini", params, record, len(offsets), started, lucene=lucene_version())
-
-
 #: What a manifest without the Lucene version was built with: every ifqa before it used pyserini 1.6.
 LUCENE_BEFORE_RECORDED = "9.9.1"
 
@@ -166,12 +129,35 @@ class _PrebuiltPassages:
         return {"id": raw["id"], "title": title.strip('"'), "text": text}
 
 
-class LuceneRetriever:
+class LuceneRetriever(StagedEngine):
     """The pyserini engine (``ENGINES["pyserini"]``): Lucene's BM25 through pyserini."""
 
-    Settings = BM25Settings
+    engine, Settings = "pyserini", BM25Settings
 
-    build = staticmethod(build)
+    @staticmethod
+    def params(settings: BM25Settings) -> dict:
+        return {"k1": settings.k1, "b": settings.b, "analyzer": "lucene EnglishAnalyzer (pyserini default)"}
+
+    @staticmethod
+    def write(build: StagedBuild, settings: BM25Settings, threads: int = 1) -> tuple[int, dict]:
+        """A Lucene index, positions and raw documents stored, as pyserini's Wikipedia indexes (pyserini's
+        indexer shows no progress bar)."""
+        with _importing_pyserini():
+            from pyserini.index.lucene import LuceneIndexer
+
+        indexer = LuceneIndexer(str(build.folder / LUCENE_DIR), threads=threads)
+        offsets, batch = [], []
+        for position, (offset, passage) in enumerate(iter_corpus(build.corpus)):
+            offsets.append(offset)
+            batch.append({"id": str(position), "contents": document_text(passage)})
+            if len(batch) == 10000:
+                indexer.add_batch_dict(batch)
+                batch = []
+        if batch:
+            indexer.add_batch_dict(batch)
+        indexer.close()
+        np.save(build.folder / OFFSETS, np.asarray(offsets, dtype=np.int64))
+        return len(offsets), {"lucene": lucene_version()}
 
     def __init__(self, searcher, manifest: dict, passages, name: str):
         self.searcher, self.manifest, self.passages, self.name = searcher, manifest, passages, name
@@ -219,3 +205,6 @@ class LuceneRetriever:
         qids = [str(i) for i in range(len(queries))]
         results = self.searcher.batch_search(list(queries), qids, k=k, threads=max(1, threads))
         return [[(int(hit.docid), float(hit.score)) for hit in results.get(qid, [])] for qid in qids]
+
+
+build = LuceneRetriever.build  # ``lucene.build(corpus, folder, settings, threads=...)``, as the engine builds
