@@ -427,6 +427,26 @@ def test_a_kind_declared_without_a_part_is_refused_when_the_registry_loads_it(mo
         TRAINABLE.get("half")
 
 
+def test_every_kinds_help_is_its_recipes_first_paragraph_and_a_recipe_without_one_is_refused():
+    """A kind's command help is said once, in its recipe's docstring; a recipe with none (dataclass then writes
+    its signature there) makes the declaration fail, which the registry reports in one line."""
+    import dataclasses
+
+    from ifqa.registry import TRAINABLE
+    from ifqa.training.kinds import RunKind
+
+    for name in TRAINABLE:
+        kind = TRAINABLE.get(name)
+        assert kind.help and kind.help == " ".join(kind.recipe.__doc__.split("\n\n")[0].split()), name
+
+    @dataclasses.dataclass(frozen=True)
+    class Bare:
+        steps: int = 1
+
+    with pytest.raises(TypeError, match="Bare has no docstring"):
+        RunKind(recipe=Bare, reader="tests.toys.toy_trainer:READER")
+
+
 def test_index_specs_are_parsed_in_one_place():
     """ARCHITECTURE.md: ``registry.split_spec`` alone tells a ``SCHEME:NAME`` spec from a folder."""
     found = [

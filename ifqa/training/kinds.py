@@ -48,10 +48,15 @@ def stopped(output, record: dict) -> str:
 class _Kind:
     recipe: type
 
+    def __post_init__(self) -> None:
+        doc = self.recipe.__doc__ or ""
+        if not doc.strip() or doc.startswith(f"{self.recipe.__name__}("):  # none, or the one dataclass writes
+            raise TypeError(f"{self.recipe.__name__} has no docstring, whose first paragraph is the command's help")
+
     @property
     def help(self) -> str:
         """The command's help: what its recipe's docstring says first (one place describes a kind)."""
-        return inspect.cleandoc(self.recipe.__doc__ or "").split("\n\n")[0].replace("\n", " ")
+        return inspect.cleandoc(self.recipe.__doc__).split("\n\n")[0].replace("\n", " ")
 
 
 @dataclass(frozen=True, kw_only=True)
