@@ -113,42 +113,26 @@ def read_groups(path: str | Path) -> list[TrainingGroup]:
     return groups
 
 
-def plan_steps(
-    groups: Sequence[TrainingGroup],
-    epochs: int,
-    questions_per_step: int,
-    seed: int,
-    group_size: int,
-    hard_depth: int,
-    other_gold: int = 0,
-) -> list[list[tuple[str, list[str]]]]:
-    """Every step's (question, [gold, other gold..., mined negative...]) groups, fixed by the seed:
-    ``group_size`` passages per question, ``other_gold`` of them other questions' gold passages;
-    mined negatives, and other gold passages mined as a longer ranked list, are sampled from the first
-    ``hard_depth`` of their lists."""
-    rng = random.Random(seed)
+def planned_steps(groups: Sequence[TrainingGroup], recipe, group_size: int, other_gold: int = 0) -> list:
+    """Every step's (question, [gold, other gold..., mined negative...]) groups, fixed by the recipe's seed
+    (its epochs, questions per step and depth): ``group_size`` passages per question, ``other_gold`` of them
+    other questions' gold passages; mined negatives, and other gold passages mined as a longer ranked list,
+    are sampled from the first ``hard_depth`` of their lists. A plan of no step is one line."""
+    rng, per_step, depth = random.Random(recipe.seed), recipe.questions_per_step, recipe.hard_depth
     steps = []
-    for _ in range(epochs):
+    for _ in range(recipe.epochs):
         order = list(groups)
         rng.shuffle(order)
-        for start in range(0, len(order) - questions_per_step + 1, questions_per_step):
+        for start in range(0, len(order) - per_step + 1, per_step):
             batch = []
-            for group in order[start : start + questions_per_step]:
+            for group in order[start : start + per_step]:
                 others = group.other_gold
                 if len(others) > other_gold:  # a ranked list (mined with ``closest``): sample from its head
-                    others = rng.sample(others[: max(hard_depth, other_gold)], other_gold)
-                pool = group.negatives[:hard_depth]
+                    others = rng.sample(others[: max(depth, other_gold)], other_gold)
+                pool = group.negatives[:depth]
                 hard = rng.sample(pool, min(group_size - 1 - len(others), len(pool)))
                 batch.append((group.question, [rng.choice(group.positives)] + others + hard))
             steps.append(batch)
-    return steps
-
-
-def planned_steps(groups: Sequence[TrainingGroup], recipe, group_size: int, other_gold: int = 0) -> list:
-    """``plan_steps`` with a mined kind's recipe (epochs, questions per step, seed, depth); no step is one line."""
-    steps = plan_steps(
-        groups, recipe.epochs, recipe.questions_per_step, recipe.seed, group_size, recipe.hard_depth, other_gold
-    )
     if not steps:
-        raise IfqaError(f"{len(groups)} training groups make no step of {recipe.questions_per_step} questions")
+        raise IfqaError(f"{len(groups)} training groups make no step of {per_step} questions")
     return steps

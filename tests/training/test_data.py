@@ -1,9 +1,11 @@
 """Training groups: mined negatives and other questions' gold passages (random or closest), and the
 seeded step plan."""
 
+from types import SimpleNamespace
+
 from ifqa.artifacts import Example
 from ifqa.retrieval.hits import hits_at
-from ifqa.training.data import mine_groups, plan_steps
+from ifqa.training.data import mine_groups, planned_steps
 
 GOLD = {
     "tsunami": "A tsunami crosses the deep ocean at hundreds of metres per second, its speed set by the depth.",
@@ -56,8 +58,9 @@ def test_closest_other_gold_passages_come_first_and_never_the_question_own():
 
 def test_step_plan_samples_both_kinds_of_negative_from_the_first_hard_depth():
     groups = mine_groups(examples(), Pipeline(), depth=3, progress=False, closest=True)
-    steps = plan_steps(groups, epochs=2, questions_per_step=2, seed=1, group_size=3, hard_depth=2, other_gold=1)
-    assert len(steps) == 4 and steps == plan_steps(groups, 2, 2, 1, 3, 2, 1)
+    recipe = SimpleNamespace(epochs=2, questions_per_step=2, seed=1, hard_depth=2)
+    steps = planned_steps(groups, recipe, group_size=3, other_gold=1)
+    assert len(steps) == 4 and steps == planned_steps(groups, recipe, 3, 1)
     by_question = {g.question: g for g in groups}
     for step in steps:
         for question, passages in step:
