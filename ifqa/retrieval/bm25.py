@@ -116,7 +116,7 @@ class BM25Retriever(StagedEngine):
     """The bm25s engine (``ENGINES["bm25s"]``): a loaded index (memory-mapped) with its query
     analyzer and passage store."""
 
-    engine, Settings = "bm25s", BM25Settings
+    ENGINE, Settings = "bm25s", BM25Settings
 
     @staticmethod
     def params(settings: BM25Settings) -> dict:

@@ -158,10 +158,11 @@ class StagedEngine:
     """The build every engine that writes its folder whole in one pass shares (bm25s, Lucene): the work
     found done when the folder holds this collection built with these params (``finished``), else the
     engine's ``write`` into a staging folder that replaces ``folder`` only once whole, manifest last. An
-    engine gives ``engine`` (its registry name), ``Settings``, ``params(settings)`` (what its manifest records) and
-    ``write(StagedBuild, settings, **how) -> (passages, manifest extras)``."""
+    engine gives ``ENGINE`` (its registry name, as its manifest records it), ``Settings``,
+    ``params(settings)`` (what its manifest records) and ``write(StagedBuild, settings, **how) -> (passages,
+    manifest extras)``. (``ENGINE``, not ``engine``: a searcher's ``engine`` is the engine it wraps.)"""
 
-    engine: ClassVar[str]
+    ENGINE: ClassVar[str]
     Settings: ClassVar[type]
 
     @classmethod
@@ -178,12 +179,12 @@ class StagedEngine:
         """Build ``folder`` from ``corpus`` (``how``: the engine's own options); returns its manifest."""
         started, settings = time.time(), settings or cls.Settings()
         params, record = cls.params(settings), corpus_record(Path(corpus))
-        done = finished(folder, cls.engine, params, record, force)
+        done = finished(folder, cls.ENGINE, params, record, force)
         if done is not None:
             return done
         with staging(folder, force) as staged:
             passages, extra = cls.write(StagedBuild(staged, Path(corpus), record, progress), settings, **how)
-            return finish_manifest(staged, cls.engine, params, record, passages, started, **extra)
+            return finish_manifest(staged, cls.ENGINE, params, record, passages, started, **extra)
 
 
 FINGERPRINT_PASSAGES = 16

@@ -132,7 +132,7 @@ class _PrebuiltPassages:
 class LuceneRetriever(StagedEngine):
     """The pyserini engine (``ENGINES["pyserini"]``): Lucene's BM25 through pyserini."""
 
-    engine, Settings = "pyserini", BM25Settings
+    ENGINE, Settings = "pyserini", BM25Settings
 
     @staticmethod
     def params(settings: BM25Settings) -> dict:
