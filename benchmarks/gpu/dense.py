@@ -132,6 +132,10 @@ def dense_encoding(suite: Suite, length: int) -> dict:
         # the H200's main thread spent most of a batch in the eager model's own Python: do fewer, larger calls pay?
         large = ("--batch-size", LARGE_BATCH)
         profile += again(suite, corpus, folder, length, f"at --batch-size {LARGE_BATCH}", options=large)[1]
+    if length == LENGTHS[-1]:  # a token budget the default batch fills at full length: shorter passages, more rows
+        budget = default_batch_size(device) * length
+        how, budgeted = f"at --max-batch-tokens {budget:,}", ("--max-batch-tokens", budget)
+        profile += again(suite, corpus, folder, length, how, options=budgeted)[1]
 
     sample = passage_texts(min(n, size["sample_passages"]))
     batch, dtype = (

@@ -146,6 +146,11 @@ def index_bm25(corpus, index_dir, engine, threads, chunk_docs, max_memory, force
 @click_options(DenseSettings)
 @click.option("--shard", help="Encode only shard i of N (i/N, from 0); run once more without it to build the index.")
 @count_option("--batch-size", "Passages encoded together (default: 512 on a GPU, 64 on a CPU).")
+@count_option(
+    "--max-batch-tokens",
+    "A token budget per batch, as text-embeddings-inference's: longest first, as many passages as fit it padded "
+    "(more short ones, fewer long ones); --batch-size then caps the rows only when given.",
+)
 @click.option(
     "--precision",
     type=click.Choice(PRECISIONS),
@@ -180,7 +185,7 @@ def index_dense(corpus, index_dir, shard, runtime, quantize, chunk_size, ray_add
     if ray_address and shard:
         raise IfqaError("--ray spreads the chunks itself; leave out --shard")
     corpus = corpus_path(corpus, not no_progress)
-    manifest = dense.build(  # options: batch_size, precision, device, threads, ray_workers, max_memory, force
+    manifest = dense.build(  # options: batch_size, max_batch_tokens, precision, device, threads, ray_workers, ...
         corpus,
         index_dir,
         settings,

@@ -17,10 +17,22 @@ from ifqa import feeding
 from ifqa.devices import entered, is_cuda
 
 
-def plan(lengths: Sequence[int], batch_size: int) -> list[list[int]]:
-    """Positions in batches of ``batch_size``, longest first (ties keep their order)."""
+def plan(lengths: Sequence[int], batch_size: int | None, max_tokens: int | None = None) -> list[list[int]]:
+    """Positions in batches, longest first (ties keep their order): ``batch_size`` rows each, or with a
+    token budget as many as fit ``max_tokens`` padded (rows × the batch's longest, which is its first; at
+    least one row), at most ``batch_size`` when one is given. A budget, as text-embeddings-inference's
+    ``--max-batch-tokens``, gives short texts large batches and long ones small: fewer model calls where
+    a fixed batch is sized for the longest texts."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+    if not max_tokens:
+        return [order[start : start + batch_size] for start in range(0, len(order), batch_size)]
+    batches, start = [], 0
+    while start < len(order):
+        rows = max(1, max_tokens // max(1, lengths[order[start]]))
+        rows = min(rows, batch_size) if batch_size else rows
+        batches.append(order[start : start + rows])
+        start += rows
+    return batches
 
 
 def default_batch_size(device: str, cpu: int = 64, gpu: int = 512) -> int:

@@ -96,6 +96,7 @@ class ChunkEncoder:
         threads: int | None = None,
         precision: str = "auto",
         backend: str = "torch",
+        max_batch_tokens: int | None = None,
     ):
         if threads:
             import torch
@@ -106,7 +107,14 @@ class ChunkEncoder:
         offsets = np.load(self.folder / OFFSETS, mmap_mode="r")
         self.total, self.store = len(offsets), PassageStore(corpus, offsets)
         self.encoder = load_encoder(encoder_name, query_encoder, device, max_length, precision, backend)
-        self.batch_size = batch_size or default_batch_size(self.encoder.device)
+        if max_batch_tokens and not self.encoder.plans_by_tokens:
+            raise IfqaError(
+                f"--max-batch-tokens plans batches by token counts, which {encoder_name}'s tokenizer does not give "
+                "(not a fast tokenizer); leave it out"
+            )
+        # with a token budget, --batch-size caps a batch's rows only when given
+        self.batch_size = batch_size or (None if max_batch_tokens else default_batch_size(self.encoder.device))
+        self.max_batch_tokens = max_batch_tokens
 
     def _batches(self, j: int) -> list[tuple[list[int], dict]]:
         """Chunk j's passages in batches planned by length (positions within the chunk, inputs)."""
@@ -114,7 +122,7 @@ class ChunkEncoder:
         passages = [self.store[p] for p in range(start, min(start + self.chunk, self.total))]
         if not self.titles:
             passages = [{**passage, "title": ""} for passage in passages]
-        return self.encoder.passage_batches(passages, self.batch_size)
+        return self.encoder.passage_batches(passages, self.batch_size, self.max_batch_tokens)
 
     def encode_many(self, chunks: Sequence[int], on_batch: Callable[[int], Any] | None = None) -> Iterator[int]:
         """Encode and write each chunk in turn; yields the passages of each chunk written, and calls
@@ -133,7 +141,11 @@ class ChunkEncoder:
             entered(device),  # the DataLoader's pinning thread, the allocator and events follow this device
             ThreadPoolExecutor(1, thread_name_prefix="chunk-writer") as writer,
             feeding.out_of_memory_hint(
-                f"a batch of {self.batch_size} passages", kept=" (finished chunks are kept; the same command resumes)"
+                f"a batch of up to {self.max_batch_tokens:,} tokens"
+                if self.max_batch_tokens
+                else f"a batch of {self.batch_size} passages",
+                "--max-batch-tokens" if self.max_batch_tokens else "--batch-size",
+                kept=" (finished chunks are kept; the same command resumes)",
             ),
         ):
             workers = 0 if self.encoder.tokenizes_in_parallel else None

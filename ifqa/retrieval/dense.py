@@ -114,6 +114,7 @@ def encode(
     ray_workers: int | None = None,
     precision: str = "auto",
     backend: str = "torch",
+    max_batch_tokens: int | None = None,
 ) -> int:
     """Encode the chunks of one shard (or all) that are not on disk yet; returns how many were encoded.
 
@@ -154,6 +155,7 @@ def encode(
     kwargs = {
         **({"precision": precision} if precision != "auto" else {}),
         **({"backend": backend} if backend != "torch" else {}),
+        **({"max_batch_tokens": max_batch_tokens} if max_batch_tokens else {}),
     }
     size = lambda j: min(chunk, len(offsets) - j * chunk)  # noqa: E731 - passages of chunk j
     i, n = shard or (0, 1)
@@ -344,7 +346,7 @@ def build(
     """Encode (one shard, or everything missing; on Ray when ``ray`` names a cluster) and, without a
     shard, build the index. Whether the index will fit ``max_memory`` is checked before encoding.
     ``encoding``: ``encode``'s options (shard, batch_size, device, chunk, threads, ray, ray_workers,
-    precision, backend); ``backend`` is ``exported.Runtime``'s label (torch, onnx, openvino, onnx-int8,
+    precision, backend, max_batch_tokens: a token budget per batch, ``batching.plan``); ``backend`` is ``exported.Runtime``'s label (torch, onnx, openvino, onnx-int8,
     openvino-int8) and encodes the queries too."""
     how = ENCODING.bind(corpus, folder, settings, **encoding)  # an unknown option: a TypeError now
     how.apply_defaults()

@@ -78,9 +78,21 @@ class _BatchedEncoder:
         them first (``SentenceEncoder``; by characters IfQA's questions were a fifth padding at batch 64)."""
         return [len(q) for q in queries]
 
-    def passage_batches(self, passages: Sequence[dict], batch_size: int) -> list[tuple[list[int], dict]]:
+    @property
+    def plans_by_tokens(self) -> bool:
+        """Whether ``passage_batches`` counts tokens (a token budget needs them): not here, by characters."""
+        return False
+
+    def passage_batches(
+        self, passages: Sequence[dict], batch_size: int | None, max_tokens: int | None = None
+    ) -> list[tuple[list[int], dict]]:
         """The passages in batches planned by length, longest first, each as (positions in ``passages``,
-        its inputs): by characters here, by tokens where the encoder counts them first (``SentenceEncoder``)."""
+        its inputs): by characters here, by tokens where the encoder counts them first (``SentenceEncoder``,
+        ``DPREncoder``), which alone take a token budget (``max_tokens``, ``batching.plan``)."""
+        if max_tokens:
+            raise IfqaError(
+                "a token budget plans batches by token counts, which this encoder's tokenizer does not give"
+            )
         lengths = [len(p["title"]) + len(p["text"]) for p in passages]
         return [(batch, self.passage_inputs([passages[i] for i in batch])) for batch in plan(lengths, batch_size)]
 
@@ -162,10 +174,16 @@ class SentenceEncoder(_BatchedEncoder):
     def query_inputs(self, queries: Sequence[str]) -> dict:
         return self._inputs(list(queries))
 
-    def passage_batches(self, passages: Sequence[dict], batch_size: int) -> list[tuple[list[int], dict]]:
+    @property
+    def plans_by_tokens(self) -> bool:
+        return self._fast is not None
+
+    def passage_batches(
+        self, passages: Sequence[dict], batch_size: int | None, max_tokens: int | None = None
+    ) -> list[tuple[list[int], dict]]:
         if self._fast is None:
-            return super().passage_batches(passages, batch_size)
-        return self._fast.planned([passage_text(p) for p in passages], batch_size)
+            return super().passage_batches(passages, batch_size, max_tokens)
+        return self._fast.planned([passage_text(p) for p in passages], batch_size, max_tokens)
 
     def query_lengths(self, queries: list[str]) -> list[int]:
         return super().query_lengths(queries) if self._fast is None else self._fast.counts(queries)
@@ -228,10 +246,16 @@ class DPREncoder(_BatchedEncoder):
         pairs = [(p["title"], p["text"]) for p in passages]
         return self._fast(pairs) if self._fast is not None else self._pair_inputs(pairs)
 
-    def passage_batches(self, passages: Sequence[dict], batch_size: int) -> list[tuple[list[int], dict]]:
+    @property
+    def plans_by_tokens(self) -> bool:
+        return self._fast is not None
+
+    def passage_batches(
+        self, passages: Sequence[dict], batch_size: int | None, max_tokens: int | None = None
+    ) -> list[tuple[list[int], dict]]:
         if self._fast is None:
-            return super().passage_batches(passages, batch_size)
-        return self._fast.planned([(p["title"], p["text"]) for p in passages], batch_size)
+            return super().passage_batches(passages, batch_size, max_tokens)
+        return self._fast.planned([(p["title"], p["text"]) for p in passages], batch_size, max_tokens)
 
     def query_inputs(self, queries: Sequence[str]) -> dict:
         return self._tokenize(list(queries))

@@ -89,14 +89,18 @@ class BatchTokens:
     def __call__(self, texts: Sequence[str]) -> dict:
         return self._padded(self._unpadded(list(texts)))
 
-    def planned(self, texts: Sequence[str], batch_size: int) -> list[tuple[list[int], dict]]:
-        """The texts in batches of ``batch_size`` planned by their token counts, longest first (``plan``),
+    def planned(
+        self, texts: Sequence[str], batch_size: int | None, max_tokens: int | None = None
+    ) -> list[tuple[list[int], dict]]:
+        """The texts in batches of ``batch_size`` (or within ``max_tokens`` padded) planned by their token
+        counts, longest first (``plan``),
         each as (positions in ``texts``, the batch ``self`` makes of them), tokenized once. Planned by
         characters instead, 256-token batches of real passages were a quarter to a third padding
         (``benchmarks/padding.py``): a text's characters say little of its word pieces."""
         encodings = self._unpadded(list(texts))
         lengths = [len(e.ids) for e in encodings]  # as ``counts``, from the encodings kept for the batches
-        return [(batch, self._padded([encodings[i] for i in batch])) for batch in plan(lengths, batch_size)]
+        batches = plan(lengths, batch_size, max_tokens)
+        return [(batch, self._padded([encodings[i] for i in batch])) for batch in batches]
 
     def counts(self, texts: Sequence[str]) -> list[int]:
         """Each text's token count as a batch here would hold it (cut at the length limit, unpadded)."""

@@ -25,3 +25,25 @@ def test_rows_come_back_in_their_items_order(monkeypatch, workers):
     assert [o.tolist() for i, o in enumerate(outputs) if i != 1] == [[2 * x for x in g] for g in groups if g]
     alone = batching.run_planned(groups[2], lengths[2], 4, _prepare, _model, "cpu")
     assert alone.tolist() == [18, 4, 12, 6, 16, 14]
+
+
+@pytest.mark.parametrize("batch_size", [None, 3])
+def test_a_token_budget_fills_each_batch_with_as_many_rows_as_fit_it_padded(batch_size):
+    """Longest first, each batch as many rows as fit the budget at its longest row (its first), at least one,
+    at most ``batch_size`` when given; every position once."""
+    lengths = [10, 40, 5, 5, 20, 90, 5, 12, 5, 30]
+    batches = batching.plan(lengths, batch_size, max_tokens=40)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(lengths)))
+    order = [i for batch in batches for i in batch]
+    assert order == batching.plan(lengths, len(lengths))[0]  # the same longest-first order, cut by the budget
+    for batch in batches:
+        rows = len(batch)
+        assert rows == 1 or rows * lengths[batch[0]] <= 40, batch  # within the budget, padded
+        assert batch_size is None or rows <= batch_size
+    # full: the next row would not have fitted (or the batch is capped, or the rows ran out)
+    for batch in batches[:-1]:
+        capped = batch_size is not None and len(batch) == batch_size
+        assert capped or (len(batch) + 1) * lengths[batch[0]] > 40
+    sizes = [len(batch) for batch in batches]
+    assert sizes == ([1, 1, 1, 2, 4, 1] if batch_size is None else [1, 1, 1, 2, 3, 2])
+    assert batching.plan(lengths, 4) == batching.plan(lengths, 4, max_tokens=None)  # no budget: fixed batches

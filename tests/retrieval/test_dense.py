@@ -437,3 +437,32 @@ def test_every_way_to_build_a_dense_index_encodes_at_one_default_length(monkeypa
     monkeypatch.setattr(dense, "merge", lambda *args, **kwargs: {})
     dense.build(tmp_path / "corpus.jsonl", tmp_path / "index", shard=(0, 2))
     assert built["settings"].max_length == DENSE_MAX_LENGTH
+
+
+def test_index_dense_with_a_token_budget_writes_the_vectors_of_fixed_batches(cli, corpus, tmp_path):
+    """``--max-batch-tokens``: the same index (vectors within float32 rounding of fixed batches) from batches
+    sized by the passages' token counts; the one-line refusals of a bad budget stay the option checker's."""
+    fixed, budgeted = tmp_path / "fixed", tmp_path / "budgeted"
+    for folder, extra in ((fixed, ()), (budgeted, ("--max-batch-tokens", "100"))):
+        result = cli("index", "dense", "--corpus", corpus, "-o", folder, "--chunk-size", "5", "--no-progress", *extra)
+        assert result.returncode == 0, result.stderr
+    for j in range(2):
+        a, b = (np.load(f / "embeddings" / f"chunk-{j:07d}.npy") for f in (fixed, budgeted))
+        np.testing.assert_allclose(b, a, rtol=0, atol=64 * np.finfo(np.float32).eps * np.abs(a).max())
+    refused = cli("index", "dense", "--corpus", corpus, "-o", tmp_path / "bad", "--max-batch-tokens", "0")
+    assert (
+        refused.returncode != 0
+        and len(refused.stderr.strip().splitlines()) == 1
+        and "--max-batch-tokens" in refused.stderr
+    )
+
+
+def test_a_token_budget_with_a_tokenizer_that_counts_no_tokens_is_one_line_and_leaves_nothing(
+    corpus, tmp_path, monkeypatch
+):
+    from ifqa.retrieval.encoders import SentenceEncoder
+
+    monkeypatch.setattr(SentenceEncoder, "plans_by_tokens", property(lambda self: False))
+    with pytest.raises(IfqaError, match="--max-batch-tokens plans batches by token counts"):
+        dense.build(corpus, tmp_path / "idx", max_batch_tokens=100, progress=False)
+    assert not (tmp_path / "idx").exists()

@@ -13,6 +13,7 @@ import pytest
 import torch
 
 from ifqa.datasets.demo import packaged_passages
+from ifqa.errors import IfqaError
 from ifqa.retrieval import DEFAULT_ENCODER
 from ifqa.retrieval.encoders import DPREncoder, SentenceEncoder, resolve
 
@@ -105,3 +106,42 @@ def test_questions_are_batched_by_their_token_counts(monkeypatch):
     assert encoder.encode_queries(queries, batch_size=4).shape == (12, encoder.dim)
     assert sorted(len(batch) for batch in batches) == [4, 4, 4]
     assert all(len({counts[q] for q in batch}) == 1 for batch in batches), batches
+
+
+@pytest.mark.parametrize("kind", ["sentence", "dpr"])
+def test_a_token_budget_batches_passages_within_it_and_encodes_them_alike(kind, dpr_folder, passages):
+    """With ``max_tokens`` each batch holds as many passages, longest first, as fit the budget padded (rows ×
+    width), each batch still the tokenizer's own; the vectors are those of fixed batches, up to the float32
+    rounding a row's batch and padding make."""
+    if kind == "dpr":
+        encoder = DPREncoder(str(dpr_folder), device="cpu", max_length=64, precision="fp32")
+    else:
+        encoder = SentenceEncoder(DEFAULT_ENCODER, device="cpu", max_length=64, precision="fp32")
+    budgeted = encoder.passage_batches(passages, None, max_tokens=256)
+    fixed = encoder.passage_batches(passages, 8)
+    assert sorted(i for positions, _ in budgeted for i in positions) == list(range(len(passages)))
+    shapes = [tuple(inputs["input_ids"].shape) for _, inputs in budgeted]
+    assert all(rows == 1 or rows * width <= 256 for rows, width in shapes), shapes
+    assert len({rows for rows, _ in shapes}) > 1 and len(budgeted) != len(fixed)  # rows follow the lengths
+    for positions, inputs in budgeted:  # each batch is what the fixed plan would give for those passages
+        alone = encoder.passage_batches([passages[i] for i in positions], len(positions))[0][1]
+        assert all(torch.equal(inputs[k], alone[k]) for k in inputs if hasattr(inputs[k], "shape"))
+
+    def vectors(batches) -> np.ndarray:
+        out = np.empty((len(passages), encoder.dim), np.float32)
+        for positions, inputs in batches:
+            out[positions] = encoder.passage_vectors(inputs).numpy()
+        return out
+
+    reference = vectors(fixed)
+    np.testing.assert_allclose(
+        vectors(budgeted), reference, rtol=0, atol=64 * np.finfo(np.float32).eps * np.abs(reference).max()
+    )
+
+
+def test_a_token_budget_is_refused_where_batches_are_planned_by_characters(passages):
+    encoder = SentenceEncoder(DEFAULT_ENCODER, device="cpu", max_length=64, precision="fp32")
+    encoder._fast = None
+    assert not encoder.plans_by_tokens
+    with pytest.raises(IfqaError, match="token budget plans batches by token counts"):
+        encoder.passage_batches(passages, None, max_tokens=256)
