@@ -6,9 +6,11 @@ characters (what ``ifqa index dense`` did before) beside planned by their token 
   and 512 tokens, in batches of 64 (the CPU's default) and 512 (a GPU's), over chunks of 4,096 passages
   (``dense.CHUNK``). A text's characters say little of its word pieces (numbers, names and rare words
   split into many), so batches planned by characters pad to their longest outlier.
+- A token budget (``--max-batch-tokens``, the batch × the length limit): its padding and its model calls
+  beside the fixed batches'.
 - Time: the default encoder (all-MiniLM-L6-v2, fp32) over ``--passages`` passages at ``--max-length``
-  tokens in batches of 64, both plans alternated ``--repeats`` times, and the largest difference
-  between their vectors.
+  tokens in batches of 64 (and within a budget of 64 × the length), the plans alternated ``--repeats``
+  times, and the largest difference between their vectors.
 
     python benchmarks/padding.py [--corpus FILE] [--passages 2048] [--max-length 256] [--repeats 3]
                                  [--questions FILE]
@@ -48,16 +50,23 @@ def read_passages(corpus: Path | None) -> list[dict]:
         return [json.loads(line) for line in handle if line.strip()]
 
 
-def padding_share(lengths, proxy, batch_size: int) -> float:
+def padding_share(lengths, proxy, batch_size: int | None, max_tokens: int | None = None) -> float:
     """Padding's share of the tokens computed, each chunk's batches planned by ``proxy``."""
-    real = padded = 0
+    return plan_stats(lengths, proxy, batch_size, max_tokens)[0]
+
+
+def plan_stats(lengths, proxy, batch_size: int | None, max_tokens: int | None = None) -> tuple[float, int]:
+    """(padding's share of the tokens computed, the model calls), each chunk's batches planned by ``proxy``
+    (in batches of ``batch_size``, or within a budget of ``max_tokens``: ``batching.plan``)."""
+    real = padded = calls = 0
     for start in range(0, len(lengths), CHUNK):
         chunk, keys = lengths[start : start + CHUNK], proxy[start : start + CHUNK]
-        for batch in plan(keys, batch_size):
+        for batch in plan(keys, batch_size, max_tokens):
             longest = max(chunk[i] for i in batch)
             real += sum(chunk[i] for i in batch)
             padded += longest * len(batch)
-    return 100.0 * (1 - real / padded)
+            calls += 1
+    return 100.0 * (1 - real / padded), calls
 
 
 def padding_rows(passages: list[dict], tokenizer) -> list[dict]:
@@ -68,12 +77,17 @@ def padding_rows(passages: list[dict], tokenizer) -> list[dict]:
     for max_length in (128, 256, 512):
         tokens = [min(n, max_length) for n in full]
         for batch_size in (64, 512):
+            fixed, calls = plan_stats(tokens, tokens, batch_size)
+            budgeted, budget_calls = plan_stats(tokens, tokens, None, batch_size * max_length)
             rows.append(
                 {
                     "tokens": max_length,
                     "batch": batch_size,
                     "padding, planned by characters (%)": padding_share(tokens, characters, batch_size),
-                    "padding, planned by tokens (%)": padding_share(tokens, tokens, batch_size),
+                    "padding, planned by tokens (%)": fixed,
+                    "model calls": calls,
+                    "budget of batch × tokens: padding (%)": budgeted,
+                    "its model calls": budget_calls,
                 }
             )
     return rows
@@ -86,6 +100,7 @@ def timing(passages: list[dict], max_length: int, repeats: int) -> tuple[dict, f
     encoder = SentenceEncoder(DEFAULT_ENCODER, device="cpu", max_length=max_length, precision="fp32")
     plans = {"characters": lambda: _BatchedEncoder.passage_batches(encoder, passages, 64)}
     plans["tokens"] = lambda: encoder.passage_batches(passages, 64)
+    plans["budget"] = lambda: encoder.passage_batches(passages, None, 64 * max_length)  # --max-batch-tokens
     seconds, vectors = {name: [] for name in plans}, {}
     for _ in range(repeats):
         for name, batches in plans.items():
@@ -96,7 +111,7 @@ def timing(passages: list[dict], max_length: int, repeats: int) -> tuple[dict, f
             for positions, block in made:
                 out[positions] = block.numpy()
             vectors[name] = out
-    difference = float(np.abs(vectors["characters"] - vectors["tokens"]).max())
+    difference = max(float(np.abs(vectors["characters"] - vectors[name]).max()) for name in ("tokens", "budget"))
     return {name: statistics.median(values) for name, values in seconds.items()}, difference
 
 
@@ -159,7 +174,8 @@ def main() -> None:
     print(
         f"\nencoding {n:,} passages at {args.max_length} tokens, batches of 64, fp32 (median of {args.repeats}): "
         f"planned by characters {seconds['characters']:.2f} s, by tokens {seconds['tokens']:.2f} s "
-        f"({seconds['characters'] / seconds['tokens']:.2f}x); vectors differ by at most {difference:.1e}"
+        f"({seconds['characters'] / seconds['tokens']:.2f}x), by tokens within a budget of 64 x {args.max_length} "
+        f"tokens (--max-batch-tokens) {seconds['budget']:.2f} s; vectors differ by at most {difference:.1e}"
     )
     if args.questions:
         questions = read_questions(args.questions)
