@@ -107,7 +107,7 @@ class ChunkEncoder:
         offsets = np.load(self.folder / OFFSETS, mmap_mode="r")
         self.total, self.store = len(offsets), PassageStore(corpus, offsets)
         self.encoder = load_encoder(encoder_name, query_encoder, device, max_length, precision, backend)
-        if max_batch_tokens and not self.encoder.plans_by_tokens:
+        if max_batch_tokens and not self.encoder.tokenizes_in_parallel:
             raise IfqaError(
                 f"--max-batch-tokens plans batches by token counts, which {encoder_name}'s tokenizer does not give "
                 "(not a fast tokenizer); leave it out"

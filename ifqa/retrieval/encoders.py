@@ -56,7 +56,13 @@ class _BatchedEncoder:
 
     device: str
     dim: int
-    tokenizes_in_parallel = False  # tokenizing runs the tokenizer's own threads (then no worker processes)
+    _fast: BatchTokens | None = None  # the Rust tokenizer's batch call, where it gives the model's own batches
+
+    @property
+    def tokenizes_in_parallel(self) -> bool:
+        """Whether tokenizing runs the tokenizer's own threads (no worker processes needed to feed a GPU),
+        counting tokens before padding: batches are then planned by token counts, or within a token budget."""
+        return self._fast is not None
 
     def _run(self, items: Sequence, lengths: Sequence[int], prepare, model, batch_size: int | None) -> np.ndarray:
         batch_size = batch_size or default_batch_size(self.device)
@@ -78,17 +84,18 @@ class _BatchedEncoder:
         them first (``SentenceEncoder``; by characters IfQA's questions were a fifth padding at batch 64)."""
         return [len(q) for q in queries]
 
-    @property
-    def plans_by_tokens(self) -> bool:
-        """Whether ``passage_batches`` counts tokens (a token budget needs them): not here, by characters."""
-        return False
+    def _batch_texts(self, passages: Sequence[dict]) -> list:
+        """What the batch call tokenizes of each passage (its title and text as one text; DPR: a pair)."""
+        return [passage_text(p) for p in passages]
 
     def passage_batches(
         self, passages: Sequence[dict], batch_size: int | None, max_tokens: int | None = None
     ) -> list[tuple[list[int], dict]]:
         """The passages in batches planned by length, longest first, each as (positions in ``passages``,
-        its inputs): by characters here, by tokens where the encoder counts them first (``SentenceEncoder``,
-        ``DPREncoder``), which alone take a token budget (``max_tokens``, ``batching.plan``)."""
+        its inputs): by token counts where the batch call gives them (``tokenizes_in_parallel``), which
+        alone take a token budget (``max_tokens``, ``batching.plan``); else by characters."""
+        if self._fast is not None:
+            return self._fast.planned(self._batch_texts(passages), batch_size, max_tokens)
         if max_tokens:
             raise IfqaError(
                 "a token budget plans batches by token counts, which this encoder's tokenizer does not give"
@@ -157,11 +164,6 @@ class SentenceEncoder(_BatchedEncoder):
             texts, module = demo_texts(), embedding_module(self.model)
             self._exported = load_exported(module, self._inputs, "embedding", self.backend, texts[:64], texts[64:320])
 
-    @property
-    def tokenizes_in_parallel(self) -> bool:
-        """Whether tokenizing runs the tokenizer's own threads (no worker processes needed to feed a GPU)."""
-        return self._fast is not None
-
     def _inputs(self, texts: list[str]) -> dict:
         return self._fast(texts) if self._fast is not None else self._own_inputs(texts)
 
@@ -173,17 +175,6 @@ class SentenceEncoder(_BatchedEncoder):
 
     def query_inputs(self, queries: Sequence[str]) -> dict:
         return self._inputs(list(queries))
-
-    @property
-    def plans_by_tokens(self) -> bool:
-        return self._fast is not None
-
-    def passage_batches(
-        self, passages: Sequence[dict], batch_size: int | None, max_tokens: int | None = None
-    ) -> list[tuple[list[int], dict]]:
-        if self._fast is None:
-            return super().passage_batches(passages, batch_size, max_tokens)
-        return self._fast.planned([passage_text(p) for p in passages], batch_size, max_tokens)
 
     def query_lengths(self, queries: list[str]) -> list[int]:
         return super().query_lengths(queries) if self._fast is None else self._fast.counts(queries)
@@ -228,10 +219,6 @@ class DPREncoder(_BatchedEncoder):
         probe = [("", text) for text in _probe()] + [("A title", text) for text in _probe()[:8]]
         self._fast = BatchTokens.checked(self.tokenizer, self.max_length, self._pair_inputs, probe)
 
-    @property
-    def tokenizes_in_parallel(self) -> bool:
-        return self._fast is not None
-
     def _tokenize(self, first: list[str], second: list[str] | None = None) -> dict:
         return dict(
             self.tokenizer(
@@ -246,16 +233,8 @@ class DPREncoder(_BatchedEncoder):
         pairs = [(p["title"], p["text"]) for p in passages]
         return self._fast(pairs) if self._fast is not None else self._pair_inputs(pairs)
 
-    @property
-    def plans_by_tokens(self) -> bool:
-        return self._fast is not None
-
-    def passage_batches(
-        self, passages: Sequence[dict], batch_size: int | None, max_tokens: int | None = None
-    ) -> list[tuple[list[int], dict]]:
-        if self._fast is None:
-            return super().passage_batches(passages, batch_size, max_tokens)
-        return self._fast.planned([(p["title"], p["text"]) for p in passages], batch_size, max_tokens)
+    def _batch_texts(self, passages: Sequence[dict]) -> list:
+        return [(p["title"], p["text"]) for p in passages]
 
     def query_inputs(self, queries: Sequence[str]) -> dict:
         return self._tokenize(list(queries))

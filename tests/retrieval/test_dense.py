@@ -462,7 +462,7 @@ def test_a_token_budget_with_a_tokenizer_that_counts_no_tokens_is_one_line_and_l
 ):
     from ifqa.retrieval.encoders import SentenceEncoder
 
-    monkeypatch.setattr(SentenceEncoder, "plans_by_tokens", property(lambda self: False))
+    monkeypatch.setattr(SentenceEncoder, "tokenizes_in_parallel", property(lambda self: False))
     with pytest.raises(IfqaError, match="--max-batch-tokens plans batches by token counts"):
         dense.build(corpus, tmp_path / "idx", max_batch_tokens=100, progress=False)
     assert not (tmp_path / "idx").exists()

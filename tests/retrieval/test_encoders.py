@@ -142,6 +142,6 @@ def test_a_token_budget_batches_passages_within_it_and_encodes_them_alike(kind, 
 def test_a_token_budget_is_refused_where_batches_are_planned_by_characters(passages):
     encoder = SentenceEncoder(DEFAULT_ENCODER, device="cpu", max_length=64, precision="fp32")
     encoder._fast = None
-    assert not encoder.plans_by_tokens
+    assert not encoder.tokenizes_in_parallel
     with pytest.raises(IfqaError, match="token budget plans batches by token counts"):
         encoder.passage_batches(passages, None, max_tokens=256)
