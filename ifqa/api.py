@@ -217,7 +217,7 @@ class Pipeline(RetrievalPipeline):
 class Reranker:
     """A cross-encoder (or the question-agnostic control) that reorders hits, as ``ifqa rerank``;
     ``runtime`` and ``precision`` as ``--rerank-runtime`` and ``--rerank-precision`` take them
-    (``backend``, the runtime's former name, still works)."""
+    (``backend``, the runtime's former name, still works); ``max_batch_tokens`` as ``ifqa rerank`` takes it."""
 
     @checked(
         model=arg.path_like,
@@ -228,6 +228,7 @@ class Reranker:
         max_length=arg.optional(arg.count),
         precision=arg.text,
         backend=arg.optional(arg.text),
+        max_batch_tokens=arg.optional(arg.count),
     )
     def __init__(
         self,
@@ -239,6 +240,7 @@ class Reranker:
         max_length: int | None = None,
         precision: str = "auto",
         backend: str | None = None,
+        max_batch_tokens: int | None = None,
     ):
         from ifqa.retrieval.rerank import load_reranker  # loaded on first use: `import ifqa` stays light
 
@@ -248,7 +250,7 @@ class Reranker:
             warnings.warn("Reranker(backend=) is now Reranker(runtime=)", DeprecationWarning, stacklevel=2)
             runtime = backend
         how = {"batch_size": batch_size, "device": device, "max_length": max_length, "precision": precision}
-        self.model = load_reranker(str(model), depth, backend=runtime, **how)
+        self.model = load_reranker(str(model), depth, backend=runtime, max_batch_tokens=max_batch_tokens, **how)
 
     @property
     def depth(self) -> int:

@@ -37,6 +37,11 @@ from ifqa.retrieval.rerank_run import read_rerankable, rerank_run
 @output_option("The reranked run (+ manifest).")
 @recorded_question_options
 @count_option("--batch-size", "Pairs scored together (default: 512 on a GPU, 64 on a CPU).")
+@count_option(
+    "--max-batch-tokens",
+    "A token budget per batch, as text-embeddings-inference's: longest pairs first, as many as fit it padded; "
+    "--batch-size then caps the rows only when given.",
+)
 @click.option("--max-length", type=click.IntRange(min=16), help="Tokens per pair (default: the model's).")
 @click.option("--device", help="cpu, cuda ... (default: GPU when present).")
 @click.option(
@@ -55,7 +60,7 @@ def rerank(run_option, run_argument, runtime, quantize, as_json, no_progress, **
     records = read_rerankable(run, options["depth"])  # parsed once: a bad run fails before the model loads
     source = question_source(*(options.pop(key) for key in ("setting", "split", "questions", "data_dir")))
     question_set = questions_for(run, source, records)
-    # options: model, depth, batch_size, max_length, device, precision
+    # options: model, depth, batch_size, max_batch_tokens, max_length, device, precision
     reranker = Reranker(runtime=runtime_label(runtime, quantize), **options)
     written = rerank_run(run, reranker.model, output, question_set, not no_progress, records)
     result = summarize_run(written)  # flagged for these questions as it was written: not flagged again

@@ -31,7 +31,7 @@ from ifqa.retrieval.encoders import demo_texts, resolve
 from ifqa.retrieval.exported import Runtime, load_exported, score_module
 from ifqa.retrieval.reordering import Item, RerankerKind
 from ifqa.retrieval.sentence_models import PairModel, pair_model
-from ifqa.retrieval.tokens import PairTokens, TokenCache, fast_backend, tokenizer_identity
+from ifqa.retrieval.tokens import KEPT, PairTokens, TokenCache, fast_backend, tokenizer_identity
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +80,7 @@ class CrossEncoderReranker(RerankerKind):
         max_length: int | None = None,
         precision: str = "auto",
         backend: str = "torch",
+        max_batch_tokens: int | None = None,
     ):
         self.backend = Runtime.parse(backend)
         self.backend.check(device)
@@ -90,7 +91,9 @@ class CrossEncoderReranker(RerankerKind):
         check_max_length(max_length, self.encoder.model.config, model)
         self.encoder.model.eval()
         self.name, self.depth = model, depth
-        self.batch_size = batch_size or default_batch_size(self.device)
+        # with a token budget (``batching.plan``), batch_size caps a batch's rows only when given
+        self.max_batch_tokens = max_batch_tokens
+        self.batch_size = batch_size or (None if max_batch_tokens else default_batch_size(self.device))
         # weights cast (faster than autocast for inference, as the encoders do): reduced precision on a GPU
         # by default, fp32 on every CPU unless asked, so a CPU's scores are the same whatever its instructions
         if self.backend.exported and precision not in ("auto", "fp32"):
@@ -103,6 +106,11 @@ class CrossEncoderReranker(RerankerKind):
         if self.backend.exported:
             pairs, module = _probe_pairs(), score_module(self.encoder.model)
             self._exported = load_exported(module, self._inputs, "score", self.backend, pairs[:64], pairs[64:256])
+
+    @property
+    def batch_rows(self) -> int:
+        """The rows a batch holds at the least: ``batch_size``, or what the token budget fits at the length limit."""
+        return self.batch_size or max(1, self.max_batch_tokens // (self.encoder.max_seq_length or KEPT))
 
     @classmethod
     def claims(cls, model: str) -> bool:
@@ -193,7 +201,8 @@ class CrossEncoderReranker(RerankerKind):
             rows = [(question, text) for question, texts, _ in items for text in texts]
             lengths = [len(q) + len(t) for q, t in rows]
             prepare = self._inputs
-        return [(np.asarray(batch), prepare([rows[i] for i in batch])) for batch in plan(lengths, self.batch_size)]
+        batches = plan(lengths, self.batch_size, self.max_batch_tokens)
+        return [(np.asarray(batch), prepare([rows[i] for i in batch])) for batch in batches]
 
     def score_groups(self, groups: Sequence[Sequence[Item]]) -> Iterator[list[list[float]]]:
         """``score_many`` for each group of items in turn, yielded as each finishes. Each group is one
@@ -201,11 +210,18 @@ class CrossEncoderReranker(RerankerKind):
         device scores the group before it, by the feed's threads on CUDA where pairs are laid out from
         ids (microseconds a pair), else by worker processes there; in this process on a CPU."""
         pairs = self._pair_tokens(groups)
+        if self.max_batch_tokens and self._pairs is False:  # pairs tokenized one by one: no counts to budget
+            raise IfqaError(
+                f"--max-batch-tokens plans batches by token counts, which {self.name}'s tokenizer does not give "
+                "(its pairs are tokenized pair by pair); leave it out"
+            )
         if pairs is not None and self._tokens is None:  # made here, so feed workers inherit it
             tokenizer = self.encoder.tokenizer
             self._tokens = TokenCache(tokenizer, tokenizer_identity(tokenizer), cache_dir())
         workers = 0 if pairs is not None else None
-        with entered(self.device), feeding.out_of_memory_hint(f"a batch of {self.batch_size}"):
+        what = f"a batch of up to {self.max_batch_tokens:,} tokens" if self.max_batch_tokens else None
+        option = "--max-batch-tokens" if self.max_batch_tokens else "--batch-size"
+        with entered(self.device), feeding.out_of_memory_hint(what or f"a batch of {self.batch_size}", option):
             for items, batches in zip(groups, feeding.feed(groups, self._group_batches, self.device, workers)):
                 logits = [self._logits(feeding.to_device(inputs, self.device)) for _, inputs in batches]
                 ordered = in_items_order(logits, [positions for positions, _ in batches])
@@ -231,6 +247,6 @@ def _probe_pairs() -> list[tuple[str, str]]:
 def load_reranker(model: str, depth: int = 100, **options) -> RerankerKind:
     """The reranker ``model`` is, by the first kind in ``RERANKERS`` that claims it (the
     question-agnostic control for a folder holding one, else a cross-encoder), given ``options``
-    (``CrossEncoderReranker``'s: batch_size, device, max_length, precision, backend)."""
+    (``CrossEncoderReranker``'s: batch_size, device, max_length, precision, backend, max_batch_tokens)."""
     kind = next(kind for kind in map(RERANKERS.get, RERANKERS) if kind.claims(model))
     return kind.load(model, depth, **options)

@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)
 
 def questions_per_group(reranker) -> int:
     """Questions scored together: enough pairs to fill several batches, so lengths bucket well."""
-    return max(1, 8 * getattr(reranker, "batch_size", 1) // reranker.depth)
+    return max(1, 8 * getattr(reranker, "batch_rows", 1) // reranker.depth)
 
 
 def read_rerankable(run_path: str | Path, depth: int) -> list:

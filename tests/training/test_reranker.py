@@ -398,3 +398,38 @@ def test_a_state_saved_before_the_step_log_resumes_with_every_steps_loss(tmp_pat
     assert second.returncode == 0, second.stderr
     steps = [json.loads(line)["step"] for line in (out / "train_log.jsonl").read_text().splitlines()]
     assert steps == list(range(1, 7))
+
+
+def test_a_token_budget_batches_pairs_within_it_and_scores_them_alike(tmp_path, trained, cli, monkeypatch):
+    """``--max-batch-tokens``: each batch of pairs fits the budget padded (rows × width), longest first; the run
+    written equals fixed batches' within 1e-5 (fp32, CPU); where pairs are tokenized one by one (no token counts
+    to budget) it is one line before any pair is scored."""
+    from ifqa.retrieval.rerank import CrossEncoderReranker, load_reranker
+
+    run = tmp_path / "run.jsonl"
+    assert cli("retrieve", "--k", "10", "-o", run, "--no-progress").returncode == 0
+    outputs = {}
+    for name, extra in (("fixed", ()), ("budget", ("--max-batch-tokens", "600"))):
+        outputs[name] = tmp_path / f"{name}.jsonl"
+        args = ("rerank", "--run", run, "--model", trained / "model", "--depth", "10", "-o", outputs[name])
+        result = cli(*args, "--no-progress", "--setting", "demo", "--split", "dev", *extra)
+        assert result.returncode == 0, result.stderr
+    fixed, budgeted = (
+        {(r["qid"], c["id"]): c["score"] for r in read_run(outputs[n]) for c in r["ctxs"]} for n in ("fixed", "budget")
+    )
+    assert fixed.keys() == budgeted.keys() and max(abs(budgeted[k] - fixed[k]) for k in fixed) <= 1e-5
+
+    shapes = []
+    logits = CrossEncoderReranker._logits
+    monkeypatch.setattr(
+        CrossEncoderReranker, "_logits", lambda self, f: shapes.append(f["input_ids"].shape) or logits(self, f)
+    )
+    reranker = load_reranker(str(trained / "model"), depth=10, device="cpu", max_batch_tokens=600)
+    records = read_run(run)
+    reranker.score_many([(r["question"], [c["text"] for c in r["ctxs"]], []) for r in records])
+    assert sum(rows for rows, _ in shapes) == 10 * len(records)
+    assert all(rows == 1 or rows * width <= 600 for rows, width in shapes) and len({r for r, _ in shapes}) > 1, shapes
+
+    reranker._pairs = False  # as for a tokenizer whose pairs are not built from ids
+    with pytest.raises(IfqaError, match="--max-batch-tokens plans batches by token counts"):
+        reranker.score_many([(records[0]["question"], [c["text"] for c in records[0]["ctxs"]], [])])
