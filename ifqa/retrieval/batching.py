@@ -39,6 +39,20 @@ def default_batch_size(device: str, cpu: int = 64, gpu: int = 512) -> int:
     return gpu if is_cuda(device) else cpu
 
 
+def batch_rows(batch_size: int | None, max_tokens: int | None, device: str) -> int | None:
+    """The rows a batch may hold (``plan``'s ``batch_size``): the one given, else the device's default; with a
+    token budget, which sizes the batches itself, only the one given (None: no cap)."""
+    return batch_size or (None if max_tokens else default_batch_size(device))
+
+
+def batch_memory_hint(batch_size: int | None, max_tokens: int | None, unit: str = "", kept: str = ""):
+    """``feeding.out_of_memory_hint`` naming what sizes a batch and the option that lowers it: the token
+    budget (``--max-batch-tokens``), else its rows (``--batch-size``)."""
+    if max_tokens:
+        return feeding.out_of_memory_hint(f"a batch of up to {max_tokens:,} tokens", "--max-batch-tokens", kept)
+    return feeding.out_of_memory_hint(f"a batch of {batch_size}{unit}", "--batch-size", kept)
+
+
 def in_items_order(outputs: list, batches: Sequence[Sequence[int]]):
     """Planned batches' outputs (each a tensor of rows, for the items at ``batches``' positions) as one
     tensor, rows in the items' order; None for no batches."""
@@ -62,6 +76,6 @@ def run_planned(
     the rows in the items' order: one tensor on ``device``, or None for no items."""
     batches = plan(lengths, batch_size)
     work = [[items[i] for i in batch] for batch in batches]
-    with entered(device), feeding.out_of_memory_hint(f"a batch of {batch_size}"):  # pinning and caches follow device
+    with entered(device), batch_memory_hint(batch_size, None):  # pinning and caches follow device
         outputs = [model(feeding.to_device(inputs, device)) for inputs in feeding.feed(work, prepare, device)]
     return in_items_order(outputs, batches)

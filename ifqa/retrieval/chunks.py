@@ -14,7 +14,7 @@ from ifqa import feeding
 from ifqa.devices import entered
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_write
-from ifqa.retrieval.batching import default_batch_size
+from ifqa.retrieval.batching import batch_memory_hint, batch_rows
 from ifqa.retrieval.encoders import load_encoder
 from ifqa.retrieval.index import OFFSETS
 from ifqa.retrieval.store import PassageStore
@@ -112,8 +112,7 @@ class ChunkEncoder:
                 f"--max-batch-tokens plans batches by token counts, which {encoder_name}'s tokenizer does not give "
                 "(not a fast tokenizer); leave it out"
             )
-        # with a token budget, --batch-size caps a batch's rows only when given
-        self.batch_size = batch_size or (None if max_batch_tokens else default_batch_size(self.encoder.device))
+        self.batch_size = batch_rows(batch_size, max_batch_tokens, self.encoder.device)
         self.max_batch_tokens = max_batch_tokens
 
     def _batches(self, j: int) -> list[tuple[list[int], dict]]:
@@ -140,11 +139,10 @@ class ChunkEncoder:
         with (
             entered(device),  # the DataLoader's pinning thread, the allocator and events follow this device
             ThreadPoolExecutor(1, thread_name_prefix="chunk-writer") as writer,
-            feeding.out_of_memory_hint(
-                f"a batch of up to {self.max_batch_tokens:,} tokens"
-                if self.max_batch_tokens
-                else f"a batch of {self.batch_size} passages",
-                "--max-batch-tokens" if self.max_batch_tokens else "--batch-size",
+            batch_memory_hint(
+                self.batch_size,
+                self.max_batch_tokens,
+                " passages",
                 kept=" (finished chunks are kept; the same command resumes)",
             ),
         ):

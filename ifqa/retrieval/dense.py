@@ -346,8 +346,8 @@ def build(
     """Encode (one shard, or everything missing; on Ray when ``ray`` names a cluster) and, without a
     shard, build the index. Whether the index will fit ``max_memory`` is checked before encoding.
     ``encoding``: ``encode``'s options (shard, batch_size, device, chunk, threads, ray, ray_workers,
-    precision, backend, max_batch_tokens: a token budget per batch, ``batching.plan``); ``backend`` is ``exported.Runtime``'s label (torch, onnx, openvino, onnx-int8,
-    openvino-int8) and encodes the queries too."""
+    precision, backend, max_batch_tokens: a token budget per batch, ``batching.plan``); ``backend`` is
+    ``exported.Runtime``'s label (torch, onnx, openvino, onnx-int8, openvino-int8) and encodes the queries too."""
     how = ENCODING.bind(corpus, folder, settings, **encoding)  # an unknown option: a TypeError now
     how.apply_defaults()
     shard, device, precision, backend = (how.arguments[k] for k in ("shard", "device", "precision", "backend"))

@@ -26,7 +26,7 @@ from ifqa.errors import IfqaError
 from ifqa.models import check_max_length, check_model, loading, pair_inputs
 from ifqa.paths import cache_dir
 from ifqa.registry import RERANKERS
-from ifqa.retrieval.batching import default_batch_size, in_items_order, plan
+from ifqa.retrieval.batching import batch_memory_hint, batch_rows, in_items_order, plan
 from ifqa.retrieval.encoders import demo_texts, resolve
 from ifqa.retrieval.exported import Runtime, load_exported, score_module
 from ifqa.retrieval.reordering import Item, RerankerKind
@@ -91,9 +91,8 @@ class CrossEncoderReranker(RerankerKind):
         check_max_length(max_length, self.encoder.model.config, model)
         self.encoder.model.eval()
         self.name, self.depth = model, depth
-        # with a token budget (``batching.plan``), batch_size caps a batch's rows only when given
+        self.batch_size = batch_rows(batch_size, max_batch_tokens, self.device)
         self.max_batch_tokens = max_batch_tokens
-        self.batch_size = batch_size or (None if max_batch_tokens else default_batch_size(self.device))
         # weights cast (faster than autocast for inference, as the encoders do): reduced precision on a GPU
         # by default, fp32 on every CPU unless asked, so a CPU's scores are the same whatever its instructions
         if self.backend.exported and precision not in ("auto", "fp32"):
@@ -219,9 +218,7 @@ class CrossEncoderReranker(RerankerKind):
             tokenizer = self.encoder.tokenizer
             self._tokens = TokenCache(tokenizer, tokenizer_identity(tokenizer), cache_dir())
         workers = 0 if pairs is not None else None
-        what = f"a batch of up to {self.max_batch_tokens:,} tokens" if self.max_batch_tokens else None
-        option = "--max-batch-tokens" if self.max_batch_tokens else "--batch-size"
-        with entered(self.device), feeding.out_of_memory_hint(what or f"a batch of {self.batch_size}", option):
+        with entered(self.device), batch_memory_hint(self.batch_size, self.max_batch_tokens):
             for items, batches in zip(groups, feeding.feed(groups, self._group_batches, self.device, workers)):
                 logits = [self._logits(feeding.to_device(inputs, self.device)) for _, inputs in batches]
                 ordered = in_items_order(logits, [positions for positions, _ in batches])

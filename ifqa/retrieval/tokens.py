@@ -93,10 +93,9 @@ class BatchTokens:
         self, texts: Sequence[str], batch_size: int | None, max_tokens: int | None = None
     ) -> list[tuple[list[int], dict]]:
         """The texts in batches of ``batch_size`` (or within ``max_tokens`` padded) planned by their token
-        counts, longest first (``plan``),
-        each as (positions in ``texts``, the batch ``self`` makes of them), tokenized once. Planned by
-        characters instead, 256-token batches of real passages were a quarter to a third padding
-        (``benchmarks/padding.py``): a text's characters say little of its word pieces."""
+        counts, longest first (``plan``), each as (positions in ``texts``, the batch ``self`` makes of them),
+        tokenized once. Planned by characters instead, 256-token batches of real passages were a quarter to a
+        third padding (``benchmarks/padding.py``): a text's characters say little of its word pieces."""
         encodings = self._unpadded(list(texts))
         lengths = [len(e.ids) for e in encodings]  # as ``counts``, from the encodings kept for the batches
         batches = plan(lengths, batch_size, max_tokens)

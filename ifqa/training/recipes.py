@@ -199,8 +199,8 @@ CLOSED_BOOK_HELP = (
 class LLMRecipe(run_recipe("LLMRunRecipe")):
     """Fine-tune a causal LM to answer as `ifqa read llm` prompts it; rerun the same command to resume.
 
-    The reader's settings (mode ... max_prompt_tokens) build every training prompt and go into the model card, which
-    the reader then reads back; changing any other field but those in ``HOW_NOT_WHAT`` is another run."""
+    The reader's settings (mode ... max_prompt_tokens) build every training prompt and go into the model card,
+    which the reader then reads back; changing any other field but those in ``HOW_NOT_WHAT`` is another run."""
 
     HOW_NOT_WHAT = ("eval_batch_size", "save_every", "gradient_checkpointing")
     #: the fields that are the reader's settings: the prompt the model is trained on, recorded in its card

@@ -47,3 +47,21 @@ def test_a_token_budget_fills_each_batch_with_as_many_rows_as_fit_it_padded(batc
     sizes = [len(batch) for batch in batches]
     assert sizes == ([1, 1, 1, 2, 4, 1] if batch_size is None else [1, 1, 1, 2, 3, 2])
     assert batching.plan(lengths, 4) == batching.plan(lengths, 4, max_tokens=None)  # no budget: fixed batches
+
+
+@pytest.mark.parametrize(
+    ("batch_size", "max_tokens", "named"),
+    [
+        (64, None, "a batch of 64 passages; lower --batch-size"),
+        (None, 16384, "up to 16,384 tokens; lower --max-batch-tokens"),
+    ],
+)
+def test_out_of_memory_names_what_sizes_the_batch(batch_size, max_tokens, named):
+    """Every batched command's one line: the token budget when one sizes the batches, else the rows."""
+    from ifqa.errors import IfqaError
+
+    with pytest.raises(IfqaError, match=named):
+        with batching.batch_memory_hint(batch_size, max_tokens, " passages"):
+            raise torch.OutOfMemoryError("CUDA out of memory")
+    assert batching.batch_rows(None, max_tokens, "cpu") == (None if max_tokens else 64)
+    assert batching.batch_rows(8, max_tokens, "cpu") == 8
