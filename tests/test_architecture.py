@@ -486,9 +486,10 @@ def test_every_reader_entry_declares_the_reader_interface_and_is_never_probed():
 
 def test_a_device_is_picked_in_one_room_and_moves_the_model_in_another():
     """The walk of ``--device`` through ``ifqa train fid`` (benchmarks/device_walk.py), past the option checks
-    every value passes: the command, ``devices.py`` (where it is picked, a launched rank's too), the kind's
-    module and the loop (where the model moves to it). A new hand-off (a second place that resolves a
-    device, a recipe that reads one) adds a room and fails here."""
+    every value passes: the command, ``devices.py`` (where it is picked, a launched rank's too) and the loop
+    (where the run's precision and compiling are decided and the model moves to it); the kind's module sees
+    none of it. A new hand-off (a second place that resolves a device, a recipe that reads one) adds a room
+    and fails here."""
     import subprocess
     import sys
 
@@ -497,4 +498,4 @@ def test_a_device_is_picked_in_one_room_and_moves_the_model_in_another():
     assert result.returncode == 0, result.stderr[-2000:]
     rooms = next(line for line in result.stdout.splitlines() if line.startswith("rooms: "))
     crossed = {room for room in rooms.removeprefix("rooms: ").split(", ") if not room.endswith("(generic)")}
-    assert crossed == {"cli/train.py", "devices.py", "training/fid.py", "training/loop.py"}, result.stdout
+    assert crossed == {"cli/train.py", "devices.py", "training/loop.py"}, result.stdout

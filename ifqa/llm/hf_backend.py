@@ -131,9 +131,8 @@ class HFBackend(Backend):
         for start in range(0, len(prompts), self.batch_size):
             batch = [self.format_prompt(p, params) for p in prompts[start : start + self.batch_size]]
             opened = [self.prefill(text) for text in batch]
-            encoded = self.tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=not self.chat).to(
-                self.device
-            )
+            encoded = self.tokenizer(batch, return_tensors="pt", padding=True, add_special_tokens=not self.chat)
+            encoded = encoded.to(self.model.device)  # where the model is: a training loop may have moved it
             width = encoded["input_ids"].shape[1]
             processors = LogitsProcessorList()
             if params.thinking_budget is not None:

@@ -1,5 +1,5 @@
 """FiD as a reader trained on a run file (``runs.py``: the run record, dev EM, ``best/`` and ``last/``, the
-shared loop): its model (compiled on CUDA), its batches, its loss and its dev predictions."""
+shared loop): its model, its batches, its loss and its dev predictions; the loop places and compiles it."""
 
 from __future__ import annotations
 
@@ -7,15 +7,13 @@ import json
 import logging
 import random
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
 from transformers import AutoTokenizer
 
-from ifqa import devices
 from ifqa.cards import FID_CONFIG
-from ifqa.devices import Device, numerics, pick_precision
 from ifqa.distributed import World
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_dir, settled
@@ -24,24 +22,9 @@ from ifqa.readers.fid.model import enable_checkpointing, load_model
 from ifqa.readers.fid.predict import predict
 from ifqa.training.loop import RESULT, STATE, TRAINER, batch_order
 from ifqa.training.recipes import FiDRecipe
-from ifqa.training.runs import Reader, ReaderKind, RunFiles, rank_rows, token_mean, trainer
+from ifqa.training.runs import Launch, Reader, ReaderKind, RunFiles, rank_rows, token_mean, trainer
 
 log = logging.getLogger(__name__)
-
-
-def _use_compile(recipe: FiDRecipe, device: Device | str) -> bool:
-    """``--compile`` where it can run (else one line, before any work); by default on CUDA when it can."""
-    device = Device.of(device)
-    if recipe.compile and recipe.no_compile:
-        raise IfqaError("--compile and --no-compile contradict each other; give one")
-    if recipe.no_compile or not (recipe.compile or device.is_cuda):
-        return False
-    reason = devices.compile_unavailable(device)  # looked up at call time: a test stands in for it
-    if reason and recipe.compile:
-        raise IfqaError(f"--compile: {reason} (leave it out to train eagerly)")
-    if reason:
-        log.info("training eagerly: torch.compile cannot run here (%s)", reason)
-    return reason is None
 
 
 @dataclass(frozen=True)
@@ -79,14 +62,12 @@ def check(recipe: FiDRecipe, output: Path) -> None:
         )
 
 
-def load(recipe: FiDRecipe, device: Device, world: World, files: RunFiles) -> Reader:
-    """The T5 to train (its gradients recomputed when asked, compiled on CUDA), its batches and loss; the
-    loop moves it to the device."""
-    compiled = _use_compile(recipe, device)
-    fid = FiDSettings(recipe.n_context, recipe.text_maxlength, recipe.answer_maxlength)
+def load(recipe: FiDRecipe, launch: Launch, files: RunFiles) -> Reader:
+    """The T5 to train (its gradients recomputed when asked), its batches and loss; the loop moves it to the
+    device and compiles it when ``launch`` says so."""
+    fid, world = FiDSettings(recipe.n_context, recipe.text_maxlength, recipe.answer_maxlength), launch.world
     model = load_model(recipe.model)
     tokenizer = AutoTokenizer.from_pretrained(str(recipe.model))
-    precision = pick_precision(recipe.precision, device, "train")
     if recipe.gradient_checkpointing:  # in a form that compiles to one graph
         enable_checkpointing(model)
 
@@ -96,7 +77,7 @@ def load(recipe: FiDRecipe, device: Device, world: World, files: RunFiles) -> Re
         return value if tokens is None else token_mean(value * (labels != -100).sum(), labels, tokens, world.size)
 
     def answers(records: Sequence[dict]) -> list[str]:
-        found = predict(model, tokenizer, records, fid, recipe.eval_batch_size, bf16=precision == "bf16")
+        found = predict(model, tokenizer, records, fid, recipe.eval_batch_size, bf16=launch.precision == "bf16")
         model.train()
         return found
 
@@ -107,21 +88,13 @@ def load(recipe: FiDRecipe, device: Device, world: World, files: RunFiles) -> Re
             tokenizer.save_pretrained(tmp)
             (tmp / FID_CONFIG).write_text(json.dumps(asdict(fid), indent=2))
 
-    launch = {  # how this run was trained: the world, its batches and what decided the last digits
-        "world_size": world.size,
-        "global_batch": recipe.batch_size,
-        "batch_per_rank": recipe.batch_size // world.size,
-        "numerics": numerics(device, precision),
-    }
     return Reader(
         model=model,
         parameters=list(model.parameters()),
-        batch=_Batches(files.train, Collator(tokenizer, fid), recipe, compiled, world),
+        batch=_Batches(files.train, Collator(tokenizer, fid), recipe, launch.compiled, world),
         loss=loss,
         predict=answers,
         save=save,
-        compile=compiled,
-        record={"launch": launch},
         memory=(
             f"a batch of {recipe.batch_size} questions x {recipe.n_context} passages",
             "memory: the same command with --gradient-checkpointing resumes from the last whole step "
@@ -130,18 +103,10 @@ def load(recipe: FiDRecipe, device: Device, world: World, files: RunFiles) -> Re
     )
 
 
-def on(recipe: FiDRecipe, device: Device, ranks: int) -> FiDRecipe:
-    """The recipe with its device-dependent default filled in (what the run records): without
-    ``--batch-size`` each of the ``ranks`` takes 8 questions a step on a GPU, 1 on a CPU, so more GPUs
-    train faster; a given ``--batch-size`` is the global batch whatever the world."""
-    per_rank = 8 if device.is_cuda else 1
-    return recipe if recipe.batch_size else replace(recipe, batch_size=per_rank * ranks)
-
-
 KIND = ReaderKind(
     name="fid",
     check=check,
-    on=on,
+    batch_per_rank=(8, 1),  # a GPU is filled at 8 questions (the speed goal is measured there); 1 on a CPU
     micro_batch=lambda recipe: recipe.batch_size,
     load=load,
 )

@@ -23,7 +23,6 @@ import torch
 
 from ifqa.artifacts import Example, recorded_questions
 from ifqa.cards import write_card
-from ifqa.devices import Device
 from ifqa.distributed import World
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_dir
@@ -37,24 +36,25 @@ from ifqa.readers.llm.config import LLMReaderConfig
 from ifqa.readers.llm.reader import LLMReader
 from ifqa.training.loop import batch_order
 from ifqa.training.recipes import LLMRecipe
-from ifqa.training.runs import Reader, ReaderKind, RunFiles, rank_rows, run_steps, token_mean, trainer
+from ifqa.training.runs import Launch, Reader, ReaderKind, RunFiles, rank_rows, run_steps, token_mean, trainer
 from ifqa.version import __version__
 
 log = logging.getLogger(__name__)
 
 
-def reader_config(recipe: LLMRecipe, device: str, batch_size: int | None = None) -> LLMReaderConfig:
-    """The reader the model is trained for: the hf backend in float32 (training's master weights), no
-    response cache (the weights change under it), the recipe's prompt settings (a model ifqa train llm made
-    is trained on with the recipe's, never its card's: ``follow_card`` off)."""
+def reader_config(recipe: LLMRecipe) -> LLMReaderConfig:
+    """The reader the model is trained for: the hf backend in float32 (training's master weights) loading it
+    on the CPU (the loop moves it onto the device; the backend reads where its model is), no response cache
+    (the weights change under it), the recipe's prompt settings (a model ifqa train llm made is trained on
+    with the recipe's, never its card's: ``follow_card`` off)."""
     settings = {name: getattr(recipe, name) for name in LLMRecipe.READER}
     return LLMReaderConfig(
         model=recipe.model,
         backend="hf",
-        device=device,
+        device="cpu",
         dtype="float32",
         no_cache=True,
-        batch_size=batch_size or recipe.eval_batch_size,
+        batch_size=recipe.eval_batch_size,
         follow_card=False,
         **settings,
     )
@@ -241,10 +241,10 @@ def _check_model(recipe: LLMRecipe) -> None:
         raise IfqaError(f"--batch-size {recipe.batch_size} is not a multiple of --accumulation {recipe.accumulation}")
 
 
-def load(recipe: LLMRecipe, device: Device, world: World, files: RunFiles) -> Reader:
+def load(recipe: LLMRecipe, launch: Launch, files: RunFiles) -> Reader:
     """The causal LM to train, read by the hf backend as the reader reads it (LoRA adapters on it when
     asked), its training prompts tokenized, its dev answers read by the reader itself."""
-    config = reader_config(recipe, device)
+    config, world = reader_config(recipe), launch.world
     session = ModelSession.open(config)
     backend = session.backend
     model = backend.model

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ifqa import distributed, feeding
+from ifqa import devices, distributed, feeding
 from ifqa.devices import Device, gpu_index, numerics, pick_device, pick_precision
 from ifqa.distributed import World
 from ifqa.errors import IfqaError, check_step, restoring
@@ -159,6 +159,23 @@ def start(seed: int, device: str | None) -> tuple[World, Device]:
     if device.is_cuda:
         torch.cuda.set_device(gpu_index(device))
     return world, device
+
+
+def compiles(recipe, device: Device) -> bool:
+    """Whether the loop compiles a recipe's model: ``--compile`` where it can run (else one line, before any
+    work), by default on CUDA when it can, never under ``--no-compile`` or for a recipe without the options."""
+    if not hasattr(recipe, "no_compile"):
+        return False
+    if recipe.compile and recipe.no_compile:
+        raise IfqaError("--compile and --no-compile contradict each other; give one")
+    if recipe.no_compile or not (recipe.compile or device.is_cuda):
+        return False
+    reason = devices.compile_unavailable(device)  # looked up at call time: a test stands in for it
+    if reason and recipe.compile:
+        raise IfqaError(f"--compile: {reason} (leave it out to train eagerly)")
+    if reason:
+        log.info("training eagerly: torch.compile cannot run here (%s)", reason)
+    return reason is None
 
 
 def adamw(parameters, lr: float, weight_decay: float, device: Device):

@@ -1,6 +1,7 @@
 """A reader trained on a run file's questions and passages (FiD, the LLM reader), from what every such kind
 shares: its run recorded beside its checkpoints and checked on resuming, the launched world and this rank's
-device, the loop's settings from the recipe (``recipes.run_recipe``), dev EM on a schedule with the best model
+device (which stays here and in the loop: a kind sees its precision and whether it is compiled, never the
+device), the loop's settings from the recipe (``recipes.run_recipe``), dev EM on a schedule with the best model
 in ``best/`` and the final one in ``last/``. A kind brings a ``Reader``: its model loaded, its batches, its
 loss, its dev predictions and its save; nothing else differs between kinds."""
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from ifqa import distributed
 from ifqa.artifacts import read_run, recorded_questions
-from ifqa.devices import Device
+from ifqa.devices import numerics, pick_precision
 from ifqa.distributed import World
 from ifqa.errors import IfqaError
 from ifqa.eval.answers import best_over_answers, exact_match, normalize_answer
@@ -31,6 +32,7 @@ from ifqa.training.loop import (
     Invocation,
     LoopSettings,
     Trainee,
+    compiles,
     run_loop,
     start,
 )
@@ -52,8 +54,17 @@ class Reader:
     predict: Callable[[Sequence[dict]], list[str]]
     save: Callable[..., None]
     memory: tuple[str, str]
-    compile: bool = False
-    record: dict = dataclasses.field(default_factory=dict)  # what the run record adds (how it was launched)
+
+
+@dataclass(frozen=True)
+class Launch:
+    """How this rank trains, as a kind's ``load`` sees it: its world, its precision (``devices.pick_precision``'s
+    ``train``: bf16 autocast or fp32) and whether the loop compiles the model. The model is loaded on the CPU
+    and the loop moves it onto the device."""
+
+    world: World
+    precision: str
+    compiled: bool = False
 
 
 @dataclass(frozen=True)
@@ -70,17 +81,25 @@ class RunFiles:
 @dataclass(frozen=True, kw_only=True)
 class ReaderKind:
     """A reader trainable on a run file, declared by its parts (``kinds.py``). ``name``: what its run
-    record names it; ``check(recipe, output)``: refusals before anything is read; ``on(recipe, device,
-    ranks)``: the recipe with its device-dependent defaults filled in; ``keep(train, recipe, train_run)``:
-    refusals of the training records its batches could not use (after ``held_apart``); ``micro_batch(recipe)``: questions a
-    rank-shared micro-batch holds; ``load(recipe, device, world, files)``: its ``Reader`` (``files``: ``RunFiles``)."""
+    record names it; ``check(recipe, output)``: refusals before anything is read; ``keep(train, recipe,
+    train_run)``: refusals of the training records its batches could not use (after ``held_apart``);
+    ``micro_batch(recipe)``: questions a rank-shared micro-batch holds; ``load(recipe, launch, files)``: its
+    ``Reader`` (``Launch``, ``RunFiles``); ``batch_per_rank``: (on a GPU, on a CPU) the questions each rank
+    takes a step when its recipe's ``--batch-size`` is left out (None: the recipe's default stands)."""
 
     name: str
     check: Callable
     micro_batch: Callable
     load: Callable
     keep: Callable = lambda train, recipe, train_run: train
-    on: Callable = lambda recipe, device, ranks: recipe
+    batch_per_rank: tuple[int, int] | None = None
+
+    def batched(self, recipe, gpu: bool, ranks: int):
+        """The recipe with its ``batch_per_rank`` for ``ranks`` ranks (GPUs when ``gpu``), unless it gives
+        ``--batch-size``: more ranks train faster, and a given batch is the global one."""
+        if not self.batch_per_rank or recipe.batch_size:
+            return recipe
+        return dataclasses.replace(recipe, batch_size=self.batch_per_rank[0 if gpu else 1] * ranks)
 
 
 #: the splits a model is selected or scored on, never trained on
@@ -219,18 +238,25 @@ def train_reader(kind: ReaderKind, recipe, train_run, dev_run, output, run) -> d
     kind.check(recipe, output)
     resuming = resumes(output, kind, recipe)
     world, device = start(recipe.seed, run.device)
-    recipe = kind.on(recipe, device, world.size)
+    recipe = kind.batched(recipe, device.is_cuda, world.size)
     world.share(range(kind.micro_batch(recipe)))  # a batch the ranks cannot share: one line, now
+    launch = Launch(world, pick_precision(recipe.precision, device, "train"), compiles(recipe, device))
     train_records, dev_records = read_run(train_run), read_run(dev_run) if dev_run else []
     train_records = kind.keep(held_apart(train_records, dev_records, train_run, dev_run), recipe, train_run)
     steps = run_steps(recipe, len(train_records))
     if world.active:  # the group forms before anything is written: a peer that never comes leaves nothing
         distributed.start(device)
     files = RunFiles(train_run, dev_run, train_records, dev_records, output)
-    reader = kind.load(recipe, Device.of(device), world, files)
+    reader = kind.load(recipe, launch, files)
     if not resuming and world.main:  # written once the model loads: a model that cannot leaves nothing
         output.mkdir(parents=True, exist_ok=True)
-        write_json(output / RUN_CONFIG, {**identity(kind, recipe), **reader.record})
+        launched = {  # how this run was trained: the world, its batches and what decided the last digits
+            "world_size": world.size,
+            "global_batch": recipe.batch_size,
+            "batch_per_rank": recipe.batch_size // world.size,
+            "numerics": numerics(device, launch.precision),
+        }
+        write_json(output / RUN_CONFIG, {**identity(kind, recipe), "launch": launched})
     dev = DevEM(reader, dev_records, recipe, steps, world, output)
 
     def save(folder: Path) -> None:
@@ -249,7 +275,7 @@ def train_reader(kind: ReaderKind, recipe, train_run, dev_run, output, run) -> d
         memory=reader.memory,
     )
     warmup = recipe.warmup_steps if recipe.warmup_steps is not None else max(1, steps // 20)  # 5% by default
-    settings = LoopSettings.of(recipe, steps, warmup_steps=warmup, compile=reader.compile)
+    settings = LoopSettings.of(recipe, steps, warmup_steps=warmup, compile=launch.compiled)
     return run_loop(trainee, output, settings, device, run.progress, run.stop_after, world)
 
 

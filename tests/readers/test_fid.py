@@ -337,7 +337,7 @@ def test_a_compile_that_cannot_work_is_found_by_compiling_before_any_work(t5_dir
 
     from ifqa import devices
     from ifqa.errors import IfqaError
-    from ifqa.training.fid import _use_compile
+    from ifqa.training.loop import compiles
 
     monkeypatch.setattr(inductor_config.cpp, "cxx", ("no-such-compiler-here",))
     monkeypatch.setattr(inductor_config, "fx_graph_cache", False)  # nothing compiled earlier is reused
@@ -352,7 +352,7 @@ def test_a_compile_that_cannot_work_is_found_by_compiling_before_any_work(t5_dir
             fid_train.train(toy_run, None, tmp_path / "c", asked, "cpu", progress=False)
         assert not (tmp_path / "c").exists()
         monkeypatch.setattr(devices, "compile_unavailable", lambda device: reason)
-        assert _use_compile(FiDRecipe(model=str(t5_dir), steps=1), "cuda") is False  # the default: eager
+        assert compiles(FiDRecipe(model=str(t5_dir), steps=1), Device("cuda")) is False  # the default: eager
     finally:
         devices._compile_probe.cache_clear()
         torch._dynamo.reset()
@@ -445,11 +445,11 @@ def test_the_batch_size_defaults_by_device_and_the_run_records_it(t5_without_dro
     --batch-size each rank takes that many (8 GPUs: 64 a step, not 8 GPUs of one question each), a
     given --batch-size stays the global batch. What the run trained with is recorded, so a resume
     compares like with like and a run says how it was trained."""
-    gpu, cpu = Device("cuda"), Device("cpu")
-    assert fid_train.on(FiDRecipe(), gpu, 1).batch_size == 8 and fid_train.on(FiDRecipe(), cpu, 1).batch_size == 1
-    assert fid_train.on(FiDRecipe(), gpu, 8).batch_size == 64 and fid_train.on(FiDRecipe(), cpu, 2).batch_size == 2
+    kind = fid_train.KIND
+    assert kind.batched(FiDRecipe(), True, 1).batch_size == 8 and kind.batched(FiDRecipe(), False, 1).batch_size == 1
+    assert kind.batched(FiDRecipe(), True, 8).batch_size == 64 and kind.batched(FiDRecipe(), False, 2).batch_size == 2
     given = FiDRecipe(batch_size=3)
-    assert fid_train.on(given, gpu, 1).batch_size == 3 == fid_train.on(given, gpu, 8).batch_size
+    assert kind.batched(given, True, 1).batch_size == 3 == kind.batched(given, True, 8).batch_size
     config = FiDRecipe(model=str(t5_without_dropout), steps=1, warmup_steps=0, n_context=2, text_maxlength=32)
     fid_train.train(toy_run, None, tmp_path / "fid", config, "cpu", progress=False)
     recorded = json.loads((tmp_path / "fid" / "train_config.json").read_text())

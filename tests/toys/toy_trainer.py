@@ -22,7 +22,7 @@ class ToyRecipe(run_recipe("ToyRunRecipe", steps=8, batch_size=2, lr=0.5)):
     shout: bool = option(False, "Write the answer in capitals.")
 
 
-def load(recipe, device, world, files) -> Reader:
+def load(recipe, launch, files) -> Reader:
     counts = collections.Counter(r["answers"][0] for r in files.train)
     answers = sorted(counts)
     targets = torch.tensor([answers.index(r["answers"][0]) for r in files.train])

@@ -59,7 +59,7 @@ def reader_for(model, **settings):
     from ifqa.llm.session import ModelSession
     from ifqa.readers.llm.reader import LLMReader
 
-    config = llm_train.reader_config(recipe(model, **settings), "cpu")
+    config = llm_train.reader_config(recipe(model, **settings))
     return LLMReader(ModelSession.open(config), config, [], set())
 
 
