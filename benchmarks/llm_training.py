@@ -39,7 +39,7 @@ def examples(run: str, passages: int):
     from ifqa.training.recipes import LLMRecipe
 
     recipe = LLMRecipe(passages=passages)
-    config = llm.reader_config(recipe, "cpu")
+    config = llm.reader_config(recipe)
     session = ModelSession.open(config)
     session.backend.model.hf_quantizer = None  # dequantized GGUF weights: plain ones, as ifqa train llm takes them
     session.backend.model.is_quantized = False
