@@ -8,9 +8,11 @@ characters (what ``ifqa index dense`` did before) beside planned by their token 
   split into many), so batches planned by characters pad to their longest outlier.
 - A token budget (``--max-batch-tokens``, the batch × the length limit): its padding and its model calls
   beside the fixed batches'.
+- At a GPU's batch of 512, the padding left by chunk size (``--chunk-size``: a chunk is what its batches are
+  planned over) beside the whole collection planned at once: what unpadded attention could still save.
 - Time: the default encoder (all-MiniLM-L6-v2, fp32) over ``--passages`` passages at ``--max-length``
   tokens in batches of 64 (and within a budget of 64 × the length), the plans alternated ``--repeats``
-  times, and the largest difference between their vectors.
+  times, and the largest difference between their vectors (``--passages 0``: not timed).
 
     python benchmarks/padding.py [--corpus FILE] [--passages 2048] [--max-length 256] [--repeats 3]
                                  [--questions FILE]
@@ -55,12 +57,14 @@ def padding_share(lengths, proxy, batch_size: int | None, max_tokens: int | None
     return plan_stats(lengths, proxy, batch_size, max_tokens)[0]
 
 
-def plan_stats(lengths, proxy, batch_size: int | None, max_tokens: int | None = None) -> tuple[float, int]:
-    """(padding's share of the tokens computed, the model calls), each chunk's batches planned by ``proxy``
-    (in batches of ``batch_size``, or within a budget of ``max_tokens``: ``batching.plan``)."""
+def plan_stats(
+    lengths, proxy, batch_size: int | None, max_tokens: int | None = None, size: int = CHUNK
+) -> tuple[float, int]:
+    """(padding's share of the tokens computed, the model calls), each chunk of ``size`` passages planned by
+    ``proxy`` (in batches of ``batch_size``, or within a budget of ``max_tokens``: ``batching.plan``)."""
     real = padded = calls = 0
-    for start in range(0, len(lengths), CHUNK):
-        chunk, keys = lengths[start : start + CHUNK], proxy[start : start + CHUNK]
+    for start in range(0, len(lengths), size):
+        chunk, keys = lengths[start : start + size], proxy[start : start + size]
         for batch in plan(keys, batch_size, max_tokens):
             longest = max(chunk[i] for i in batch)
             real += sum(chunk[i] for i in batch)
@@ -90,6 +94,21 @@ def padding_rows(passages: list[dict], tokenizer) -> list[dict]:
                     "its model calls": budget_calls,
                 }
             )
+    return rows
+
+
+def chunk_rows(passages: list[dict], tokenizer, batch_size: int = 512) -> list[dict]:
+    """Padding at ``batch_size`` by chunk size, planned by tokens, beside the whole collection planned at once."""
+    full = [len(ids) for ids in tokenizer([passage_text(p) for p in passages], add_special_tokens=True)["input_ids"]]
+    sizes = [size for size in (CHUNK, 4 * CHUNK, 8 * CHUNK, 16 * CHUNK) if size < len(full)] + [len(full)]
+    rows = []
+    for max_length in (128, 256, 512):
+        tokens = [min(n, max_length) for n in full]
+        row = {"tokens": max_length, "batch": batch_size}
+        for size in sizes:
+            name = "whole collection" if size == len(full) else f"chunks of {size:,}"
+            row[f"{name} (%)"] = plan_stats(tokens, tokens, batch_size, size=size)[0]
+        rows.append(row)
     return rows
 
 
@@ -162,7 +181,7 @@ def questions_rows(questions: list[str], encoder) -> tuple[list[dict], dict, flo
 def main() -> None:
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", input_file=True, help="a passage file (default: the demo collection)")
-    parser.add_argument("--passages", type=int, default=2048, help="passages encoded for the timing")
+    parser.add_argument("--passages", type=int, default=2048, at_least=0, help="passages timed (0: no timing)")
     parser.add_argument("--max-length", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--questions", input_file=True, help="questions (JSON list or lines with 'question')")
@@ -172,6 +191,15 @@ def main() -> None:
     encoder = SentenceEncoder(DEFAULT_ENCODER, device="cpu")
     print(f"machine: {machine()}; {len(passages):,} passages ({args.corpus or 'the demo collection'})\n")
     print(markdown_table(padding_rows(passages, encoder.model.tokenizer)))
+    print("\npadding at a GPU's batch of 512 by chunk size (--chunk-size), planned by tokens:\n")
+    print(markdown_table(chunk_rows(passages, encoder.model.tokenizer)))
+    if args.passages:
+        report_timing(passages, args)
+    if args.questions:
+        report_questions(args.questions)
+
+
+def report_timing(passages: list[dict], args) -> None:
     seconds, difference = timing(passages[: args.passages], args.max_length, args.repeats)
     n = min(args.passages, len(passages))
     print(
@@ -180,18 +208,19 @@ def main() -> None:
         f"({seconds['characters'] / seconds['tokens']:.2f}x), by tokens within a budget of 64 x {args.max_length} "
         f"tokens (--max-batch-tokens) {seconds['budget']:.2f} s; vectors differ by at most {difference:.1e}"
     )
-    if args.questions:
-        questions = read_questions(args.questions)
-        rows, seconds, difference = questions_rows(
-            questions, SentenceEncoder(DEFAULT_ENCODER, device="cpu", precision="fp32")
-        )
-        print(f"\n{len(questions):,} questions ({args.questions}), 128 tokens at most:\n")
-        print(markdown_table(rows))
-        print(
-            f"\nencode_queries, batches of 64, fp32 (median of 3): planned by characters {seconds['characters']:.2f} s, "
-            f"by tokens {seconds['tokens']:.2f} s ({seconds['characters'] / seconds['tokens']:.2f}x); vectors differ "
-            f"by at most {difference:.1e}"
-        )
+
+
+def report_questions(path) -> None:
+    questions = read_questions(path)
+    encoder = SentenceEncoder(DEFAULT_ENCODER, device="cpu", precision="fp32")
+    rows, seconds, difference = questions_rows(questions, encoder)
+    print(f"\n{len(questions):,} questions ({path}), 128 tokens at most:\n")
+    print(markdown_table(rows))
+    print(
+        f"\nencode_queries, batches of 64, fp32 (median of 3): planned by characters {seconds['characters']:.2f} s, "
+        f"by tokens {seconds['tokens']:.2f} s ({seconds['characters'] / seconds['tokens']:.2f}x); vectors differ "
+        f"by at most {difference:.1e}"
+    )
 
 
 if __name__ == "__main__":

@@ -159,7 +159,11 @@ def index_bm25(corpus, index_dir, engine, threads, chunk_docs, max_memory, force
     help="Model precision: auto is fp16 on a GPU (within 1e-3 cosine of fp32) and fp32 on a CPU.",
 )
 @runtime_options("Encoding")
-@count_option("--chunk-size", "Passages per embedding file (the unit of resuming).", default=4096)
+@count_option(
+    "--chunk-size",
+    "Passages per embedding file: the unit of resuming, and what batches are planned over by length "
+    "(default: 64 batches and at least 4,096: 4,096 on a CPU, 32,768 on a GPU; a resumed build keeps its own).",
+)
 @click.option("--device", help="cpu, cuda, cuda:1 ... (default: GPU when present)")
 @count_option("--threads", "CPU threads per encoding process (default: torch's).")
 @click.option(

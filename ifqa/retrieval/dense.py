@@ -27,6 +27,7 @@ from ifqa.devices import cpu_threads, pick_device, pick_precision
 from ifqa.errors import IfqaError, restoring
 from ifqa.io import atomic_write, publish_dir, settled, staging_prefix, umask_modes, write_json
 from ifqa.models import check_model
+from ifqa.retrieval.batching import default_batch_size
 from ifqa.retrieval.bm25_build import count_passages
 from ifqa.retrieval.chunks import ChunkEncoder, check_chunks, chunk_path, chunks_to_encode
 from ifqa.retrieval.dense_ray import encode_on_ray
@@ -39,7 +40,11 @@ from ifqa.retrieval.store import iter_corpus
 log = logging.getLogger(__name__)
 
 FAISS_FILE = "index.faiss"
+#: passages per embedding file on a CPU by default (minutes of work there, so a resume loses little)
 CHUNK = 4096
+#: batches a default chunk holds at least: a chunk is what its batches are planned over, and a GPU's batch of
+#: 512 in chunks of 4,096 left a tenth of a 256-token batch padding (32,768: 1.9%; benchmarks/padding.py)
+PLANNED_BATCHES = 64
 HNSW_M = 32
 SAMPLE = 100_000  # vectors the merge samples to train IVF-PQ
 
@@ -65,6 +70,19 @@ def _offsets(corpus: Path, folder: Path) -> np.ndarray:
     with atomic_write(path, "wb") as handle:
         np.save(handle, offsets)
     return offsets
+
+
+def default_chunk(folder: Path, device: str | None, batch_size: int | None) -> int:
+    """Passages per chunk when ``--chunk-size`` is not given: the unfinished build's own (a resume, on any
+    device, keeps it), else ``PLANNED_BATCHES`` of the device's batches and at least ``CHUNK``: 4,096 on a
+    CPU, 32,768 at a GPU's default batch of 512."""
+    try:
+        recorded = json.loads((folder / "embeddings" / "settings.json").read_text()).get("chunk")
+    except (OSError, ValueError, AttributeError):  # none, or damaged: _check_settings says so in one line
+        recorded = None
+    if isinstance(recorded, int) and recorded > 0:
+        return recorded
+    return max(CHUNK, PLANNED_BATCHES * (batch_size or default_batch_size(pick_device(device))))
 
 
 def _check_settings(folder: Path, settings: dict, precision: str) -> None:
@@ -108,7 +126,7 @@ def encode(
     batch_size: int | None = None,
     device: str | None = None,
     progress: bool = True,
-    chunk: int = CHUNK,
+    chunk: int | None = None,
     threads: int | None = None,
     ray: str | None = None,
     ray_workers: int | None = None,
@@ -133,6 +151,7 @@ def encode(
         )
     if titles and read_card(encoder_name).get("kind") == "retriever":
         raise IfqaError(f"{encoder_name} was trained on passages without titles; encode with --no-titles")
+    chunk = chunk or default_chunk(folder, None if ray else device, batch_size)
     (folder / "embeddings").mkdir(parents=True, exist_ok=True)
     record = corpus_record(corpus)
     if not ray:  # the precision the chunks are encoded in, recorded so that questions are encoded alike
@@ -351,7 +370,9 @@ def build(
     how = ENCODING.bind(corpus, folder, settings, **encoding)  # an unknown option: a TypeError now
     how.apply_defaults()
     shard, device, precision, backend = (how.arguments[k] for k in ("shard", "device", "precision", "backend"))
-    chunk, encoder_name, index_type = how.arguments["chunk"], settings.encoder, settings.index_type
+    encoder_name, index_type = settings.encoder, settings.index_type
+    ray, batch_size = how.arguments["ray"], how.arguments["batch_size"]
+    chunk = how.arguments["chunk"] or default_chunk(settled(folder), None if ray else device, batch_size)
     Runtime.parse(backend).check(device)
     if precision != "auto" or device:  # a device or precision this machine lacks: one line before any work
         pick_precision(precision, pick_device(device))

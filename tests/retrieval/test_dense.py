@@ -42,6 +42,24 @@ def test_shards_resume_and_merge_match_a_single_build(corpus, tmp_path):
         assert np.allclose(a, b, atol=1e-5)
 
 
+def test_a_chunk_holds_64_batches_of_its_device_and_a_resumed_build_keeps_its_own(corpus, tmp_path):
+    """A chunk is what its batches are planned over: 4,096 passages on a CPU (64 batches of 64), 32,768 at a
+    GPU's batch of 512 (a tenth of a 256-token batch was padding in chunks of 4,096); a build resumed without
+    --chunk-size, on any device, keeps the chunk it recorded, where a new default would refuse it."""
+    from tests.fake_cuda import FakeCuda
+
+    nowhere = tmp_path / "new"
+    assert dense.default_chunk(nowhere, "cpu", None) == dense.CHUNK == 4096
+    assert dense.default_chunk(nowhere, "cpu", 1024) == 65536 and dense.default_chunk(nowhere, "cpu", 8) == 4096
+    with pytest.MonkeyPatch.context() as patch:
+        FakeCuda(count=1).install(patch)
+        assert dense.default_chunk(nowhere, "cuda", None) == 32768
+    dense.build(corpus, tmp_path / "idx", shard=(0, 2), chunk=3, progress=False, device="cpu")
+    assert dense.default_chunk(tmp_path / "idx", "cpu", None) == 3
+    manifest = dense.build(corpus, tmp_path / "idx", progress=False, device="cpu")  # shard 1's chunks, then merged
+    assert manifest["passages"] == 8 and len(list((tmp_path / "idx" / "embeddings").glob("chunk-*.npy"))) == 3
+
+
 def test_other_encoder_settings_are_refused_unless_forced(corpus, tmp_path):
     dense.build(corpus, tmp_path / "idx", shard=(0, 2), chunk=3, progress=False)
     with pytest.raises(IfqaError, match="another encoder or collection; use another -o folder, or --force"):
