@@ -1,6 +1,6 @@
 """Dense retrieval: encode passages in resumable, shardable chunks, then index them with FAISS.
 
-Embeddings go to ``<index>/embeddings/chunk-<j>.npy`` (CHUNK passages each, float32, memory-mapped
+Embeddings go to ``<index>/embeddings/chunk-<j>.npy`` (``default_chunk`` passages each, float32, memory-mapped
 when merged). ``--shard i/N`` encodes the i-th of N equal runs of chunks, so N machines share the
 work; an interrupted encoding skips the chunks already on disk. A final run without ``--shard``
 encodes whatever is missing and builds the FAISS index (flat, HNSW or IVF-PQ); the manifest is
