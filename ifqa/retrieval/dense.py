@@ -371,8 +371,13 @@ def build(
     how.apply_defaults()
     shard, device, precision, backend = (how.arguments[k] for k in ("shard", "device", "precision", "backend"))
     encoder_name, index_type = settings.encoder, settings.index_type
+    # --force over an existing folder builds beside it (a fixed name, so an interrupted rebuild resumes) and
+    # replaces it only once the new index is complete: a refused corpus or an interrupted build never costs
+    # the index that was there
+    target = settled(folder)
+    building = target.parent / f".{target.name}.replacement" if force and target.exists() else target
     ray, batch_size = how.arguments["ray"], how.arguments["batch_size"]
-    chunk = how.arguments["chunk"] or default_chunk(settled(folder), None if ray else device, batch_size)
+    chunk = how.arguments["chunk"] or default_chunk(building, None if ray else device, batch_size)
     Runtime.parse(backend).check(device)
     if precision != "auto" or device:  # a device or precision this machine lacks: one line before any work
         pick_precision(precision, pick_device(device))
@@ -385,19 +390,13 @@ def build(
         done = finished(folder, "faiss", expected, corpus_record(Path(corpus)), force)
         if done is not None:
             return done
-    target = settled(folder)
-
-    # --force over an existing folder builds beside it (a fixed name, so an interrupted rebuild resumes) and
-    # replaces it only once the new index is complete: a refused corpus or an interrupted build never costs
-    # the index that was there
-    building = target.parent / f".{target.name}.replacement" if force and target.exists() else target
     if force and shard is not None and building != target:
         raise IfqaError("--force with --shard: shards add chunks to one folder; remove it yourself first", target)
     if building != target and (building / MANIFEST).exists():  # built, then killed before the swap: merged again
         (building / MANIFEST).unlink()
     started, created = time.time(), not building.exists()
     try:
-        encode(corpus, building, settings, progress=progress, **encoding)
+        encode(corpus, building, settings, progress=progress, **{**encoding, "chunk": chunk})
     except IfqaError:  # refused before a chunk was written: leave nothing behind
         if created and not any((building / "embeddings").glob("chunk-*.npy")):
             shutil.rmtree(building, ignore_errors=True)
