@@ -376,11 +376,11 @@ def build(
     # the index that was there
     target = settled(folder)
     building = target.parent / f".{target.name}.replacement" if force and target.exists() else target
-    ray, batch_size = how.arguments["ray"], how.arguments["batch_size"]
-    chunk = how.arguments["chunk"] or default_chunk(building, None if ray else device, batch_size)
     Runtime.parse(backend).check(device)
     if precision != "auto" or device:  # a device or precision this machine lacks: one line before any work
         pick_precision(precision, pick_device(device))
+    ray, batch_size = how.arguments["ray"], how.arguments["batch_size"]
+    chunk = how.arguments["chunk"] or default_chunk(building, None if ray else device, batch_size)
     budget = memory.limit(max_memory)  # a bad --max-memory is an error even for a --shard run
     if shard is None and (dim := embedding_size(encoder_name)):
         check_memory(index_type, count_passages(Path(corpus)), dim, budget, about=True, chunk=chunk)
