@@ -72,12 +72,17 @@ def _offsets(corpus: Path, folder: Path) -> np.ndarray:
     return offsets
 
 
+def settings_path(folder: Path) -> Path:
+    """Where a build records the settings its chunks were encoded with (read to resume and to merge)."""
+    return folder / "embeddings" / "settings.json"
+
+
 def default_chunk(folder: Path, device: str | None, batch_size: int | None) -> int:
     """Passages per chunk when ``--chunk-size`` is not given: the unfinished build's own (a resume, on any
     device, keeps it), else ``PLANNED_BATCHES`` of the device's batches and at least ``CHUNK``: 4,096 on a
     CPU, 32,768 at a GPU's default batch of 512."""
     try:
-        recorded = json.loads((folder / "embeddings" / "settings.json").read_text()).get("chunk")
+        recorded = json.loads(settings_path(folder).read_text()).get("chunk")
     except (OSError, ValueError, AttributeError):  # none, or damaged: _check_settings says so in one line
         recorded = None
     if isinstance(recorded, int) and recorded > 0:
@@ -93,7 +98,7 @@ def _check_settings(folder: Path, settings: dict, precision: str) -> None:
     ``precision`` is recorded beside them (``auto`` on Ray, whose actors choose theirs). Chunks of
     another precision may be resumed (their vectors agree within rounding), but the record then
     falls back to fp32, the one precision every encoder's questions are safe in."""
-    path = folder / "embeddings" / "settings.json"
+    path = settings_path(folder)
     if path.exists():
         with restoring(path, "use another -o folder, or --force to discard the unfinished build"):
             previous = json.loads(path.read_text())
@@ -301,7 +306,7 @@ def merge(
     started = started or time.time()
     folder = Path(index_dir)
     offsets = np.load(folder / OFFSETS, mmap_mode="r")
-    settings = json.loads((folder / "embeddings" / "settings.json").read_text())  # what encoded the chunks
+    settings = json.loads(settings_path(folder).read_text())  # what encoded the chunks
     chunk = int(settings["chunk"])
     chunks = math.ceil(len(offsets) / chunk)
     missing = [j for j in range(chunks) if not chunk_path(folder, j).exists()]
