@@ -73,9 +73,12 @@ def plan_stats(
     return 100.0 * (1 - real / padded), calls
 
 
-def padding_rows(passages: list[dict], tokenizer) -> list[dict]:
-    texts = [passage_text(p) for p in passages]
-    full = [len(ids) for ids in tokenizer(texts, add_special_tokens=True)["input_ids"]]
+def token_counts(passages: list[dict], tokenizer) -> list[int]:
+    """Each passage's token count as the encoder reads it, uncut (the tables cut it at each length limit)."""
+    return [len(ids) for ids in tokenizer([passage_text(p) for p in passages], add_special_tokens=True)["input_ids"]]
+
+
+def padding_rows(passages: list[dict], full: list[int]) -> list[dict]:
     characters = [len(p["title"]) + len(p["text"]) for p in passages]
     rows = []
     for max_length in (128, 256, 512):
@@ -97,9 +100,8 @@ def padding_rows(passages: list[dict], tokenizer) -> list[dict]:
     return rows
 
 
-def chunk_rows(passages: list[dict], tokenizer, batch_size: int = 512) -> list[dict]:
+def chunk_rows(full: list[int], batch_size: int = 512) -> list[dict]:
     """Padding at ``batch_size`` by chunk size, planned by tokens, beside the whole collection planned at once."""
-    full = [len(ids) for ids in tokenizer([passage_text(p) for p in passages], add_special_tokens=True)["input_ids"]]
     sizes = [size for size in (CHUNK, 4 * CHUNK, 8 * CHUNK, 16 * CHUNK) if size < len(full)] + [len(full)]
     rows = []
     for max_length in (128, 256, 512):
@@ -190,9 +192,10 @@ def main() -> None:
     passages = read_passages(args.corpus)
     encoder = SentenceEncoder(DEFAULT_ENCODER, device="cpu")
     print(f"machine: {machine()}; {len(passages):,} passages ({args.corpus or 'the demo collection'})\n")
-    print(markdown_table(padding_rows(passages, encoder.model.tokenizer)))
+    full = token_counts(passages, encoder.model.tokenizer)  # tokenized once for both tables
+    print(markdown_table(padding_rows(passages, full)))
     print("\npadding at a GPU's batch of 512 by chunk size (--chunk-size), planned by tokens:\n")
-    print(markdown_table(chunk_rows(passages, encoder.model.tokenizer)))
+    print(markdown_table(chunk_rows(full)))
     if args.passages:
         report_timing(passages, args)
     if args.questions:
