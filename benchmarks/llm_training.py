@@ -60,7 +60,7 @@ def side(name: str, run: str, steps: int, batch: int, precision: str, passages: 
     if name == "ifqa":
         from ifqa.distributed import World
         from ifqa.training import llm
-        from ifqa.training.loop import LoopSettings, Trainee, run_loop
+        from ifqa.training.loop import Evaluation, LoopSettings, Trainee, run_loop
         from ifqa.training.recipes import LLMRecipe
 
         recipe = LLMRecipe(batch_size=batch, seed=0)
@@ -68,18 +68,19 @@ def side(name: str, run: str, steps: int, batch: int, precision: str, passages: 
         settings = LoopSettings(steps + 1, 1e-5, precision=precision, save_every=None, warmup_steps=1)
         marks = []
 
-        def after(step: int, entry: dict) -> bool:
-            marks.append(time.perf_counter())
-            return False
+        class Marks(Evaluation):
+            def after_step(self, step: int, entry: dict) -> bool:
+                marks.append(time.perf_counter())
+                return False
 
         order = [[*range(g * batch, (g + 1) * batch)] for g in range(steps + 1)]  # the same order as the Trainer's
         trainee = Trainee(
-            model,
-            [p for p in model.parameters() if p.requires_grad],
-            range(steps + 1),
-            llm.answer_loss,
-            lambda g: batches.collate([chosen[i] for i in order[g]]),
-            after_step=after,
+            model=model,
+            parameters=[p for p in model.parameters() if p.requires_grad],
+            batches=range(steps + 1),
+            loss=llm.answer_loss,
+            prepare=lambda g: batches.collate([chosen[i] for i in order[g]]),
+            evaluation=Marks(),
         )
         with tempfile.TemporaryDirectory() as folder:
             run_loop(trainee, Path(folder), settings, "cpu", progress=False)

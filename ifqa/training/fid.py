@@ -81,7 +81,7 @@ def load(recipe: FiDRecipe, launch: Launch, files: RunFiles) -> Reader:
         model.train()
         return found
 
-    def save(target: Path, **facts) -> None:
+    def checkpoint(target: Path, **facts) -> None:
         """A checkpoint folder written aside and swapped in (``io.atomic_dir``)."""
         with atomic_dir(target) as tmp:
             model.save_pretrained(tmp)
@@ -91,10 +91,10 @@ def load(recipe: FiDRecipe, launch: Launch, files: RunFiles) -> Reader:
     return Reader(
         model=model,
         parameters=list(model.parameters()),
-        batch=_Batches(files.train, Collator(tokenizer, fid), recipe, launch.compiled, world),
+        prepare=_Batches(files.train, Collator(tokenizer, fid), recipe, launch.compiled, world),
         loss=loss,
         predict=answers,
-        save=save,
+        checkpoint=checkpoint,
         memory=(
             f"a batch of {recipe.batch_size} questions x {recipe.n_context} passages",
             "memory: the same command with --gradient-checkpointing resumes from the last whole step "

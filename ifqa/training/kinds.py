@@ -1,13 +1,8 @@
 """What ifqa can train, one entry each (``registry.TRAINABLE``): ``ifqa train NAME`` and an experiment's
-``train`` stage are made from an entry, so a new kind is one module and one registry line.
-
-An entry has ``recipe`` (its configuration dataclass: the command's options, the stage's ``recipe``
-keys), ``inputs`` (``run``: a run file of training questions with their passages, as FiD and the LLM
-reader train; ``questions``: training questions whose negatives are mined from an index, as the
-retrieval models train), ``artifact`` (the folder of the training output a reader or retriever loads),
-``help`` (the first paragraph of its recipe's docstring), ``train(recipe, job) -> record`` and
-``summary(output, record) -> line``. Heavy modules are imported by ``train`` alone.
-"""
+``train`` stage are made from an entry, so a new kind is one module and one registry line. An entry has its
+``recipe`` (the command's options), ``inputs`` (``run``: a run file's questions and passages; ``questions``:
+negatives mined from an index), ``artifact`` (the output folder a reader or retriever loads), ``help``,
+``train(recipe, job)`` and ``summary(output, record)``. Heavy modules are imported by ``train`` alone."""
 
 from __future__ import annotations
 
@@ -61,9 +56,8 @@ class _Kind:
 
 @dataclass(frozen=True, kw_only=True)
 class RunKind(_Kind):
-    """A reader trained on a run file's questions and passages (``runs.train_reader``: dev EM every N
-    steps, ``best/`` kept); ``reader``: ``"module:attribute"`` of its ``runs.ReaderKind``, the parts that
-    are its own (checks, the records kept, the model with its batches, loss, dev answers and save)."""
+    """A reader trained on a run file (``runs.train_reader``); ``reader``: ``"module:attribute"`` of its
+    ``runs.ReaderKind``, the parts that are its own."""
 
     reader: str
     inputs = "run"
@@ -85,9 +79,8 @@ class RunKind(_Kind):
 
 @dataclass(frozen=True, kw_only=True)
 class MinedKind(_Kind):
-    """A retrieval model trained on questions with negatives mined from an index (``training/jobs.py``):
-    ``trainer`` runs the shared loop, or None for a model fitted in one process (the control);
-    ``reranks_dev``: its dev scores include the dev run reranked by it."""
+    """A retrieval model trained on questions with negatives mined from an index (``jobs.py``): ``trainer``
+    runs the loop (None: fitted in one process, the control); ``reranks_dev``: dev scores its reranked dev run."""
 
     trainer: str | None
     reranks_dev: bool = False

@@ -1,13 +1,8 @@
-"""``ifqa train llm``: a causal LM fine-tuned to answer as ``ifqa read llm`` prompts it, as a reader trained
-on a run file (``runs.py``: the run record, dev EM, ``best/`` and ``last/``, the shared loop).
-
-The model is loaded by the hf backend (a folder, a hub id, a GGUF file dequantized) and every training
-prompt is built by the reader itself (``LLMReader.prompt_for``, then the backend's chat template), so the
-prompt trained on is the prompt read with. The loss falls on the answer tokens alone, and the LM head
-runs only over them: rows are padded on the left, so every row's answer ends at the last position and
-``logits_to_keep`` covers them all. Dev EM is scored by the reader's own ``read_batch``, with ``best/``
-and ``last/`` kept, each a transformers folder with its ``ifqa_card.json``.
-"""
+"""``ifqa train llm``: a causal LM fine-tuned to answer as ``ifqa read llm`` prompts it (``runs.py``: a reader
+trained on a run file). The hf backend loads the model and the reader builds every training prompt, so the
+prompt trained on is the prompt read with; dev EM is the reader's own ``read_batch``. The loss falls on the
+answer tokens alone and the LM head runs only over them: rows are padded on the left, so every answer ends at
+the last position and ``logits_to_keep`` covers them all."""
 
 from __future__ import annotations
 
@@ -43,10 +38,8 @@ log = logging.getLogger(__name__)
 
 
 def reader_config(recipe: LLMRecipe) -> LLMReaderConfig:
-    """The reader the model is trained for: the hf backend in float32 (training's master weights) loading it
-    on the CPU (the loop moves it onto the device; the backend reads where its model is), no response cache
-    (the weights change under it), the recipe's prompt settings (a model ifqa train llm made is trained on
-    with the recipe's, never its card's: ``follow_card`` off)."""
+    """The reader the model is trained for: the hf backend in float32 on the CPU (the loop moves the model), no
+    response cache (the weights change under it), the recipe's prompt settings, never a trained model's card's."""
     settings = {name: getattr(recipe, name) for name in LLMRecipe.READER}
     return LLMReaderConfig(
         model=recipe.model,
@@ -126,9 +119,8 @@ def tokenized_examples(
 
 
 class _Batches:
-    """Micro-batch ``g``'s tensors, a pure function of the seed: rows padded on the left (the answers end
-    together, so ``keep`` last positions hold every answer's logits), positions counted from each row's
-    first token as generation counts them."""
+    """Micro-batch ``g``'s tensors, a pure function of the seed: rows padded on the left (the last ``keep``
+    positions hold every answer), positions counted from each row's first token as generation counts them."""
 
     def __init__(self, examples: list, recipe: LLMRecipe, pad: int, world: World):
         self.examples, self.recipe, self.pad, self.world = examples, recipe, pad, world
@@ -184,10 +176,9 @@ def _with_lora(model, recipe: LLMRecipe):
 
 
 def _save(backend, recipe: LLMRecipe, made: dict, gguf_base: Path | None, target: Path, **facts) -> None:
-    """A trained folder written aside and swapped in (``io.atomic_dir``) with its card (``made`` and the
-    ``facts`` of this save): on a GGUF base, a LoRA run's adapter as llama.cpp reads it (``adapter.gguf``:
-    ``--backend hf`` merges the same file); otherwise the model (LoRA merged unless ``--no-merge``) and its
-    tokenizer."""
+    """A trained folder written whole (``io.atomic_dir``) with its card (``made`` and this save's ``facts``): on a
+    GGUF base a LoRA run's ``adapter.gguf`` (read by llama.cpp and hf), else the model (LoRA merged unless
+    ``--no-merge``) and its tokenizer."""
     model = backend.model
     with atomic_dir(target) as tmp:
         card = {**made, **facts}
@@ -242,8 +233,7 @@ def _check_model(recipe: LLMRecipe) -> None:
 
 
 def load(recipe: LLMRecipe, launch: Launch, files: RunFiles) -> Reader:
-    """The causal LM to train, read by the hf backend as the reader reads it (LoRA adapters on it when
-    asked), its training prompts tokenized, its dev answers read by the reader itself."""
+    """The causal LM to train as the reader reads it (with LoRA adapters when asked), its prompts tokenized."""
     config, world = reader_config(recipe), launch.world
     session = ModelSession.open(config)
     backend = session.backend
@@ -261,10 +251,10 @@ def load(recipe: LLMRecipe, launch: Launch, files: RunFiles) -> Reader:
     return Reader(
         model=backend.model,
         parameters=[p for p in backend.model.parameters() if p.requires_grad],
-        batch=_Batches(examples, recipe, backend.tokenizer.pad_token_id, world),
+        prepare=_Batches(examples, recipe, backend.tokenizer.pad_token_id, world),
         loss=lambda inputs, forward: answer_loss(inputs, forward, world.size),
         predict=lambda records: _answers(reader, records, recipe.eval_batch_size),
-        save=functools.partial(_save, backend, recipe, card(recipe, files, reader), gguf_base),
+        checkpoint=functools.partial(_save, backend, recipe, card(recipe, files, reader), gguf_base),
         memory=(
             f"a batch of {recipe.batch_size // recipe.accumulation} prompts of up to {recipe.max_prompt_tokens} tokens",
             "memory: the same command with --gradient-checkpointing resumes from the last whole step (saved), or "
@@ -274,8 +264,7 @@ def load(recipe: LLMRecipe, launch: Launch, files: RunFiles) -> Reader:
 
 
 def card(recipe: LLMRecipe, files: RunFiles, reader: LLMReader) -> dict:
-    """What a trained folder's card says of it: the base model and its bytes, the data, the reader settings
-    its prompts were built with, the recipe."""
+    """A trained folder's card: the base model and its bytes, the data, the reader settings, the recipe."""
     return {
         "ifqa": __version__,
         "kind": CARD_KIND,

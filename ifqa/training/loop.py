@@ -1,15 +1,10 @@
-"""The one training loop every model ifqa trains runs on (FiD, the LLM reader, the reranker, the retriever):
-a seeded plan of micro-batches, gradient accumulation, bf16 autocast on a device that has it natively
-(fp32 on a CPU unless asked: the same losses on every CPU), warm-up then linear decay, fused AdamW on
-CUDA, an optional ``torch.compile``, batches prepared ahead by worker processes on CUDA, resumable state
-saved atomically every N steps and after the step a Ctrl-C, SIGTERM or a GPU out of memory arrived in,
-several ranks under torchrun/srun, and progress with the running loss.
-
-The plan is a pure function of the seed and the state holds the random generators, so a resumed run
-continues exactly as an uninterrupted one would. What differs between models is a ``Trainee``, declared
-by keyword: its data, its step (the loss), its evaluation and its save. The loop runs in named phases
-(``_Run``): restore, wrap (ranks, compile), step, save, stop, finish.
-"""
+"""The one training loop of every model ifqa trains: seeded micro-batches with accumulation, bf16 autocast
+where native (fp32 on a CPU unless asked: the same losses on every CPU), warm-up then linear decay, AdamW
+(fused on CUDA), optional ``torch.compile``, batches prepared ahead on CUDA, several ranks under
+torchrun/srun, and a resumable state saved atomically every N steps and on Ctrl-C, SIGTERM or a GPU out of
+memory. The plan is a pure function of the seed and the state holds the generators, so a resumed run is an
+uninterrupted one. A model brings a ``Trainee`` (its data, loss, evaluation, save); the loop runs in named
+phases (``_Run``): restore, wrap, step, save, stop, finish."""
 
 from __future__ import annotations
 
@@ -70,9 +65,8 @@ class LoopSettings:
 
 
 class Evaluation:
-    """What a trainee measures as it trains (a reader's dev EM): ``after_step`` may add to the step's log
-    entry and returns whether to save the state now; ``state``/``restore`` carry what it keeps across a
-    resume. This one measures nothing."""
+    """What a trainee measures as it trains (a reader's dev EM; this one: nothing). ``after_step`` may add to
+    the step's log entry and says whether to save the state now; ``state``/``restore`` carry it across a resume."""
 
     def after_step(self, step: int, entry: dict) -> bool:
         return False
@@ -84,25 +78,18 @@ class Evaluation:
         pass
 
 
-def as_planned(plan):
-    """A plan that is already the micro-batch's inputs."""
-    return plan
-
-
 @dataclass(kw_only=True)
 class Trainee:
-    """What one kind of model brings to the loop, by name. Data: ``batches[g]`` plans micro-batch g (of
-    ``steps x accumulation``), ``prepare`` makes a plan this rank's inputs (ahead, by worker processes on
-    CUDA), ``shares``: the option naming a global batch the ranks share (checked on the first plan). Step:
-    ``loss(inputs on the device, forward)``, ``forward`` the model (in DistributedDataParallel under
-    several ranks, compiled when asked). Evaluation: an ``Evaluation``. Save: ``save(output)`` writes the
-    finished model. ``memory``: what a GPU out of memory names (what a batch holds, what to lower)."""
+    """What a model brings to the loop. ``batches[g]`` plans micro-batch g, ``prepare`` makes a plan this
+    rank's inputs (ahead, on CUDA), ``shares`` names the option of a global batch the ranks share;
+    ``loss(inputs, forward)`` with ``forward`` the model as run (DDP, compiled); ``save(output)`` writes the
+    finished model; ``memory``: what a GPU out of memory names (what a batch holds, what to lower)."""
 
     model: Any
     parameters: list
     batches: Sequence
     loss: Callable[[Any, Callable], Any]
-    prepare: Callable[[Any], Any] = as_planned
+    prepare: Callable[[Any], Any] = lambda plan: plan  # a plan that is already its inputs
     shares: str | None = None
     evaluation: Evaluation = Evaluation()
     save: Callable[[Path], None] | None = None
@@ -178,13 +165,6 @@ def compiles(recipe, device: Device) -> bool:
     return reason is None
 
 
-def adamw(parameters, lr: float, weight_decay: float, device: Device):
-    """The optimizer of every training run: AdamW, one fused kernel for all parameters on CUDA."""
-    import torch
-
-    return torch.optim.AdamW(parameters, lr=lr, weight_decay=weight_decay, fused=device.is_cuda)
-
-
 def train_recipe(recipe, trainee: Trainee, output: Path, device: Device, run: Invocation, world: World) -> dict:
     """``run_loop`` with a recipe's learning rate, precision, seed and save interval; the output folder is
     made on the main rank."""
@@ -226,11 +206,6 @@ def _finished(output: Path, settings: LoopSettings, world: World) -> dict | None
     return recorded
 
 
-def _log_of(losses) -> list:
-    """The step log of a state saved before it had one (each step's loss alone, as ``losses``)."""
-    return [{"step": n, "loss": loss} for n, loss in enumerate(losses, 1)] if isinstance(losses, list) else losses
-
-
 class _Progress:
     """The run's record: each step's loss (the ranks' mean), a running average every 50 steps."""
 
@@ -258,7 +233,9 @@ class _Run:
 
         self.trainee, self.output, self.settings, self.device, self.world = trainee, output, settings, device, world
         self.model = trainee.model.to(device).train()  # before the optimizer: its state follows the parameters
-        self.optimizer = adamw(trainee.parameters, settings.lr, settings.weight_decay, device)
+        self.optimizer = torch.optim.AdamW(
+            trainee.parameters, lr=settings.lr, weight_decay=settings.weight_decay, fused=device.is_cuda
+        )
         warmup, steps = settings.warmup_length(), settings.steps
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
@@ -280,7 +257,9 @@ class _Run:
             self.scheduler.load_state_dict(saved["scheduler"])
             record.step, record.running = saved["step"], saved.get("running_loss")
             record.history = json.loads(saved["history"])
-            record.log = json.loads(saved["log"]) if "log" in saved else _log_of(json.loads(saved.get("losses", "[]")))
+            record.log = json.loads(saved["log"] if "log" in saved else saved.get("losses", "[]"))
+            if "log" not in saved and isinstance(record.log, list):  # a state from before the log: losses alone
+                record.log = [{"step": n, "loss": loss} for n, loss in enumerate(record.log, 1)]
             if not isinstance(record.history, list) or not isinstance(record.log, list):
                 raise TypeError("its history or log are not lists")
             self.trainee.evaluation.restore(saved.get("extra") or {})
@@ -292,13 +271,10 @@ class _Run:
         compiled when asked."""
         import torch
 
+        parallel = self.model
         if self.world.active:
             distributed.start(self.device)
-        parallel = (
-            distributed.wrap(self.model, self.device, self.trainee.unused_parameters)
-            if self.world.active
-            else self.model
-        )
+            parallel = distributed.wrap(self.model, self.device, self.trainee.unused_parameters)
         return parallel, torch.compile(parallel) if self.settings.compile else parallel
 
     def save(self) -> None:

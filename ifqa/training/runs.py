@@ -1,9 +1,7 @@
 """A reader trained on a run file's questions and passages (FiD, the LLM reader), from what every such kind
-shares: its run recorded beside its checkpoints and checked on resuming, the launched world and this rank's
-device (which stays here and in the loop: a kind sees its precision and whether it is compiled, never the
-device), the loop's settings from the recipe (``recipes.run_recipe``), dev EM on a schedule with the best model
-in ``best/`` and the final one in ``last/``. A kind brings a ``Reader``: its model loaded, its batches, its
-loss, its dev predictions and its save; nothing else differs between kinds."""
+shares: its run recorded beside its checkpoints and checked on resuming, the loop's settings from its recipe
+(``recipes.run_recipe``), dev EM on a schedule, the best model in ``best/`` and the final one in ``last/``.
+A kind brings a ``Reader`` (its model, batches, loss, dev answers, checkpoint) and never sees the device."""
 
 from __future__ import annotations
 
@@ -14,7 +12,6 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from ifqa import distributed
 from ifqa.artifacts import read_run, recorded_questions
@@ -41,26 +38,21 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(kw_only=True)
-class Reader:
-    """What a kind brings, its model loaded for this run. ``batch(g)`` is micro-batch g's inputs (a pure
-    function of the seed); ``loss(inputs, forward)`` its loss; ``predict(records)`` answers dev records
-    on this rank (in eval mode, training mode after); ``save(folder, **facts)`` writes a checkpoint folder
-    whole (``facts``: the step and dev EM it was saved at)."""
+class Reader(Trainee):
+    """A kind's trainee, its model loaded for this run: ``prepare(g)`` is micro-batch g's inputs (a pure
+    function of the seed); ``predict(records)`` answers dev records on this rank (in eval mode, training mode
+    after); ``checkpoint(folder, **facts)`` writes a folder whole (``facts``: the step and dev EM of it).
+    ``train_reader`` gives it its micro-batches, dev EM and final save."""
 
-    model: Any
-    parameters: list
-    batch: Callable[[int], Any]
-    loss: Callable[[Any, Callable], Any]
+    batches: Sequence = ()
     predict: Callable[[Sequence[dict]], list[str]]
-    save: Callable[..., None]
-    memory: tuple[str, str]
+    checkpoint: Callable[..., None]
 
 
 @dataclass(frozen=True)
 class Launch:
-    """How this rank trains, as a kind's ``load`` sees it: its world, its precision (``devices.pick_precision``'s
-    ``train``: bf16 autocast or fp32) and whether the loop compiles the model. The model is loaded on the CPU
-    and the loop moves it onto the device."""
+    """How this rank trains, as a kind's ``load`` sees it (the model loaded on the CPU, the loop moves it):
+    its world, its precision (bf16 autocast or fp32) and whether the loop compiles the model."""
 
     world: World
     precision: str
@@ -80,12 +72,11 @@ class RunFiles:
 
 @dataclass(frozen=True, kw_only=True)
 class ReaderKind:
-    """A reader trainable on a run file, declared by its parts (``kinds.py``). ``name``: what its run
-    record names it; ``check(recipe, output)``: refusals before anything is read; ``keep(train, recipe,
-    train_run)``: refusals of the training records its batches could not use (after ``held_apart``);
-    ``micro_batch(recipe)``: questions a rank-shared micro-batch holds; ``load(recipe, launch, files)``: its
-    ``Reader`` (``Launch``, ``RunFiles``); ``batch_per_rank``: (on a GPU, on a CPU) the questions each rank
-    takes a step when its recipe's ``--batch-size`` is left out (None: the recipe's default stands)."""
+    """A reader trainable on a run file, by its parts. ``name``: what its run record names it; ``check(recipe,
+    output)``: refusals before anything is read; ``keep(train, recipe, train_run)``: refusals of records its
+    batches cannot use; ``micro_batch(recipe)``: questions a rank-shared micro-batch holds; ``load(recipe,
+    launch, files)``: its ``Reader``; ``batch_per_rank``: (GPU, CPU) questions per rank and step without
+    ``--batch-size``."""
 
     name: str
     check: Callable
@@ -95,8 +86,7 @@ class ReaderKind:
     batch_per_rank: tuple[int, int] | None = None
 
     def batched(self, recipe, gpu: bool, ranks: int):
-        """The recipe with its ``batch_per_rank`` for ``ranks`` ranks (GPUs when ``gpu``), unless it gives
-        ``--batch-size``: more ranks train faster, and a given batch is the global one."""
+        """The recipe with ``batch_per_rank`` for ``ranks`` ranks, unless it gives ``--batch-size`` (global)."""
         if not self.batch_per_rank or recipe.batch_size:
             return recipe
         return dataclasses.replace(recipe, batch_size=self.batch_per_rank[0 if gpu else 1] * ranks)
@@ -218,7 +208,7 @@ class DevEM(Evaluation):
             self.best_em = entry["dev_em"]
             with distributed.one_writer(self.world) as writes:
                 if writes:
-                    self.reader.save(self.output / "best", step=step, dev_em=entry["dev_em"])
+                    self.reader.checkpoint(self.output / "best", step=step, dev_em=entry["dev_em"])
         return True
 
     def state(self) -> dict:
@@ -260,20 +250,11 @@ def train_reader(kind: ReaderKind, recipe, train_run, dev_run, output, run) -> d
     dev = DevEM(reader, dev_records, recipe, steps, world, output)
 
     def save(folder: Path) -> None:
-        reader.save(folder / "last", step=steps, dev_em=dev.last_em)
+        reader.checkpoint(folder / "last", step=steps, dev_em=dev.last_em)
         if not dev.records:
-            reader.save(folder / "best", step=steps, dev_em=None)
+            reader.checkpoint(folder / "best", step=steps, dev_em=None)
 
-    trainee = Trainee(
-        model=reader.model,
-        parameters=reader.parameters,
-        batches=range(steps * recipe.accumulation),
-        prepare=reader.batch,
-        loss=reader.loss,
-        evaluation=dev,
-        save=save,
-        memory=reader.memory,
-    )
+    trainee = dataclasses.replace(reader, batches=range(steps * recipe.accumulation), evaluation=dev, save=save)
     warmup = recipe.warmup_steps if recipe.warmup_steps is not None else max(1, steps // 20)  # 5% by default
     settings = LoopSettings.of(recipe, steps, warmup_steps=warmup, compile=launch.compiled)
     return run_loop(trainee, output, settings, device, run.progress, run.stop_after, world)

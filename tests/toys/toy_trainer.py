@@ -28,7 +28,7 @@ def load(recipe, launch, files) -> Reader:
     targets = torch.tensor([answers.index(r["answers"][0]) for r in files.train])
     model = torch.nn.Linear(1, len(answers))
 
-    def save(folder, **facts):
+    def checkpoint(folder, **facts):
         best = answers[int(model(torch.ones(1)).argmax())]
         with atomic_dir(folder) as tmp:
             (tmp / "answer.txt").write_text(best.upper() if recipe.shout else best)
@@ -37,11 +37,10 @@ def load(recipe, launch, files) -> Reader:
     return Reader(
         model=model,
         parameters=list(model.parameters()),
-        batch=lambda g: targets[g % len(targets) :][: recipe.batch_size],
+        prepare=lambda g: targets[g % len(targets) :][: recipe.batch_size],
         loss=lambda rows, forward: torch.nn.functional.cross_entropy(forward(torch.ones(len(rows), 1)), rows),
         predict=lambda records: [answers[int(model(torch.ones(1)).argmax())]] * len(records),
-        save=save,
-        memory=("a toy step", "nothing"),
+        checkpoint=checkpoint,
     )
 
 
