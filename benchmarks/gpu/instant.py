@@ -29,6 +29,7 @@ def install() -> None:
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     install()
-    from ifqa.cli import main
+    from ifqa.cli import run
 
-    main(sys.argv[1:])
+    sys.argv[0] = "ifqa"
+    run()  # as the `ifqa` program runs, so also as it ends: without tearing its modules down one by one

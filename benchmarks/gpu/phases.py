@@ -105,6 +105,7 @@ def install(out: Path) -> None:
 if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     install(Path(sys.argv[1]))
-    from ifqa.cli import main
+    from ifqa.cli import run
 
-    main(sys.argv[2:])
+    sys.argv = ["ifqa", *sys.argv[2:]]
+    run()  # as the `ifqa` program runs, so also as it ends: without tearing its modules down one by one
