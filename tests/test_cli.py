@@ -439,3 +439,31 @@ def test_an_error_after_an_unfinished_bar_starts_a_line_of_its_own(capsys):
         "ifqa: error: again",
         "",
     ]
+
+
+@pytest.mark.parametrize("name", ["fid", "llm"])
+def test_no_bf16_is_read_as_precision_fp32_and_refused_beside_another_precision(name, cli, tmp_path, monkeypatch):
+    """`--no-bf16` (train fid's spelling before `--precision`, every train command's option) trains as
+    `--precision fp32`, with a warning, for each command trained on a run file; beside `--precision bf16`
+    it is one line and nothing is trained."""
+    from ifqa.training.kinds import RunKind
+
+    trained = []
+
+    def capture(self, recipe, job):
+        trained.append(recipe.precision)
+        return {"finished": False, "step": 0, "steps": 1}
+
+    monkeypatch.setattr(RunKind, "train", capture)
+    run = tmp_path / "run.jsonl"
+    run.write_text("")
+    common = ["train", name, "--run", run, "-o", tmp_path / "out"]
+    old = cli(*common, "--no-bf16")
+    assert old.returncode == 0 and trained == ["fp32"], old.stderr
+    assert "--no-bf16 is now --precision fp32" in old.stderr
+    assert cli(*common, "--no-bf16", "--precision", "fp32").returncode == 0 and trained == ["fp32", "fp32"]
+    refused = cli(*common, "--no-bf16", "--precision", "bf16")
+    assert refused.returncode == 1 and trained == ["fp32", "fp32"]
+    assert refused.stderr.strip().splitlines() == [
+        "ifqa: error: --no-bf16 (now --precision fp32) contradicts --precision bf16"
+    ], refused.stderr
