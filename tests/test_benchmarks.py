@@ -248,6 +248,8 @@ def test_gpu_suite_measures_every_path_at_smoke_sizes(tmp_path):
     goals = table.split("Measurements:")[0]
     assert goals.count("not judged (smoke sizes)") == 14, goals  # 4 goals for each of 3 commands, FiD's, DPR's
     assert "parts, s from the process's start: " in table and "transformers imported" in table
+    ends = re.findall(r"(\d+\.\d) s \(\d+% of the run[^|]*?, end (\d+\.\d)\)", table)
+    assert ends and all(float(wall) - float(end) < 0.8 for wall, end in ends), ends  # it ends as `ifqa` ends
     assert "sentence_transformers imported" not in table  # the commands run models without the library
     assert "reference (library defaults)" in table and "reference (same precision and batch)" in table
     assert "start-up" in table and "reranked gold R@10" in table and "host CPU" in table
