@@ -236,10 +236,11 @@ def predict_references(suite: Suite, pairs: list[tuple[str, str]], dtype, batch:
 
 def reranker_training(suite: Suite) -> dict:
     """Seconds for `ifqa train reranker`'s default step shape (30 pairs x 192 tokens), projected to its 800 steps."""
+    from ifqa.registry import TRAINABLE
     from ifqa.training.data import TrainingGroup
+    from ifqa.training.jobs import train_on_loop
     from ifqa.training.loop import Invocation
     from ifqa.training.recipes import RerankerRecipe
-    from ifqa.training.reranker import train_reranker
 
     passages = demo_passages()
     groups = [
@@ -255,7 +256,7 @@ def reranker_training(suite: Suite) -> dict:
     recipe = RerankerRecipe(model=str(suite.folders["bert"]), epochs=1)
     started = time.time()
     how = Invocation(suite.device, progress=False, stop_after=suite.size["train_steps"])
-    result = train_reranker(groups, suite.work.new("reranker-train"), recipe, how)
+    result = train_on_loop(TRAINABLE.get("reranker"), groups, suite.work.new("reranker-train"), recipe, how)
     seconds = time.time() - started
     per_step = seconds / max(1, result["step"])
     release(suite.device)

@@ -25,7 +25,7 @@ from ifqa.retrieval.encoders import resolve
 from ifqa.retrieval.specs import index_manifest
 from ifqa.training.control import train_control
 from ifqa.training.data import PER_STEP, check_has_gold, mine_groups, read_groups, write_groups
-from ifqa.training.loop import Invocation, saved_state
+from ifqa.training.loop import Invocation, LoopSettings, run_loop, saved_state, start
 from ifqa.training.recipes import MiningRecipe
 from ifqa.training.runs import EVALUATION_SPLITS
 from ifqa.version import __version__
@@ -127,7 +127,7 @@ def train_job(
         card = {**made, "classifier": info, "train_seconds": round(time.time() - started, 1)}
         write_card(output / "model", card)
         return {"finished": True, **card}
-    result = kind.load_trainer()(groups, output, recipe, run)
+    result = train_on_loop(kind, groups, output, recipe, run)
     if not launched().main:  # the other ranks trained their share; rank 0 writes the card and scores dev
         return {**{key: result[key] for key in ("finished", "step", "steps")}, "rank": launched().rank}
     if not result["finished"]:
@@ -143,7 +143,7 @@ def train_job(
         "device": result["device"],
         "numerics": result["numerics"],
         "loss": result["history"][-3:],
-        "extra": result.get("extra", {}),
+        "extra": recipe.card_extra(),
     }
     model_dir = output / "model"
     write_card(model_dir, {**card, "complete": False})
@@ -153,6 +153,17 @@ def train_job(
     complete = {**read_card(model_dir), "complete": True}
     write_card(model_dir, complete)  # the run's last record: a rerun of a complete run is refused
     return {"finished": True, **complete}
+
+
+def train_on_loop(kind, groups, output: Path, recipe, run: Invocation = Invocation()) -> dict:
+    """Train (or resume) a mined kind's declared trainee into ``output`` on the loop: torch seeded before the
+    kind makes its model (a new scoring head draws from the seed), then this rank's device picked."""
+    world, device = start(recipe.seed, run.device)
+    trainee = kind.load_trainer()(groups, recipe, world, device)
+    if world.main:
+        output.mkdir(parents=True, exist_ok=True)
+    settings = LoopSettings.of(recipe, len(trainee.batches))
+    return run_loop(trainee, output, settings, device, run.progress, run.stop_after, world)
 
 
 def completed_run(output: Path, kind: str, recipe, questions) -> dict | None:

@@ -80,7 +80,7 @@ class RunKind(_Kind):
 @dataclass(frozen=True, kw_only=True)
 class MinedKind(_Kind):
     """A retrieval model trained on questions with negatives mined from an index (``jobs.py``): ``trainer``
-    runs the loop (None: fitted in one process, the control); ``reranks_dev``: dev scores its reranked dev run."""
+    declares its trainee (None: fitted in one process, the control); ``reranks_dev``: dev scores its reranked dev run."""
 
     trainer: str | None
     reranks_dev: bool = False
@@ -88,7 +88,7 @@ class MinedKind(_Kind):
     artifact = "model"
 
     def load_trainer(self):
-        """The loop's trainer of this kind (its module imports torch): ``(groups, output, recipe, run)``."""
+        """This kind's trainee (its module imports torch): ``(groups, recipe, world, device) -> loop.Trainee``."""
         return _target(self.trainer)
 
     def train(self, recipe, job: TrainJob) -> dict:
@@ -110,6 +110,6 @@ class MinedKind(_Kind):
 
 FID = RunKind(recipe=recipes.FiDRecipe, reader="ifqa.training.fid:KIND")
 LLM = RunKind(recipe=recipes.LLMRecipe, reader="ifqa.training.llm:KIND")
-RERANKER = MinedKind(recipe=recipes.RerankerRecipe, trainer="ifqa.training.reranker:train_reranker", reranks_dev=True)
-RETRIEVER = MinedKind(recipe=recipes.RetrieverRecipe, trainer="ifqa.training.retriever:train_retriever")
+RERANKER = MinedKind(recipe=recipes.RerankerRecipe, trainer="ifqa.training.reranker:trainee", reranks_dev=True)
+RETRIEVER = MinedKind(recipe=recipes.RetrieverRecipe, trainer="ifqa.training.retriever:trainee")
 CONTROL = MinedKind(recipe=recipes.ControlRecipe, trainer=None)

@@ -81,8 +81,7 @@ class Evaluation:
 @dataclass(kw_only=True)
 class Trainee:
     """What a model brings to the loop. ``batches[g]`` plans micro-batch g, ``prepare`` makes a plan this
-    rank's inputs (ahead, on CUDA), ``shares`` names the option of a global batch the ranks share;
-    ``loss(inputs, forward)`` with ``forward`` the model as run (DDP, compiled); ``save(output)`` writes the
+    rank's inputs (ahead, on CUDA); ``loss(inputs, forward)`` with ``forward`` the model as run (DDP, compiled); ``save(output)`` writes the
     finished model; ``memory``: what a GPU out of memory names (what a batch holds, what to lower)."""
 
     model: Any
@@ -90,7 +89,6 @@ class Trainee:
     batches: Sequence
     loss: Callable[[Any, Callable], Any]
     prepare: Callable[[Any], Any] = lambda plan: plan  # a plan that is already its inputs
-    shares: str | None = None
     evaluation: Evaluation = Evaluation()
     save: Callable[[Path], None] | None = None
     unused_parameters: bool = False
@@ -163,17 +161,6 @@ def compiles(recipe, device: Device) -> bool:
     if reason:
         log.info("training eagerly: torch.compile cannot run here (%s)", reason)
     return reason is None
-
-
-def train_recipe(recipe, trainee: Trainee, output: Path, device: Device, run: Invocation, world: World) -> dict:
-    """``run_loop`` with a recipe's learning rate, precision, seed and save interval; the output folder is
-    made on the main rank."""
-    settings = LoopSettings.of(recipe, len(trainee.batches))
-    if trainee.shares and trainee.batches:  # a global batch the ranks cannot share equally: one line, now
-        world.share(trainee.batches[0], trainee.shares)
-    if world.main:
-        output.mkdir(parents=True, exist_ok=True)
-    return run_loop(trainee, output, settings, device, run.progress, run.stop_after, world)
 
 
 def _rng_state(device: Device) -> dict:

@@ -42,7 +42,7 @@ class MiningRecipe:
 
 @dataclass(frozen=True)
 class LoopRecipe(MiningRecipe):
-    """What the training loop reads of a learned model's recipe (``loop.train_recipe``)."""
+    """What the training loop reads of a mined kind's recipe (``loop.LoopSettings.of``)."""
 
     epochs: int = option(1, "Passes over the training questions.", min=1)
     precision: str = option(  # devices.pick_precision's ``train`` work
@@ -52,6 +52,10 @@ class LoopRecipe(MiningRecipe):
 
     def check(self) -> None:
         """Values that cannot make a step together, refused before mining."""
+
+    def card_extra(self) -> dict:
+        """What the model's card tells whoever loads it, beyond the recipe."""
+        return {}
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,13 @@ class RetrieverRecipe(LoopRecipe):
     max_length: int = option(192, "Tokens per passage (questions are short).", min=16)
     temperature: float = option(0.05, "Softmax temperature of the in-batch contrastive loss.", min=1e-6)
     seed: int = option(0, "Seed for data order and negative sampling.")
+
+    def card_extra(self) -> dict:
+        """Which passage encoder goes with the trained one (``encoders.py`` reads it)."""
+        return {
+            "question_side_only": self.question_side_only,
+            "passage_encoder": self.model if self.question_side_only else "the trained model",
+        }
 
 
 @dataclass(frozen=True)

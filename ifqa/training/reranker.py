@@ -10,32 +10,29 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from dataclasses import asdict
 from pathlib import Path
 
+from ifqa.devices import Device
+from ifqa.distributed import World
 from ifqa.errors import IfqaError
 from ifqa.io import atomic_dir
 from ifqa.models import library_model, pair_inputs
 from ifqa.retrieval.encoders import resolve
 from ifqa.training.data import PER_STEP, TrainingGroup, planned_steps
-from ifqa.training.loop import Invocation, Trainee, start, train_recipe
+from ifqa.training.loop import Trainee
 from ifqa.training.recipes import RerankerRecipe
 
 log = logging.getLogger(__name__)
 
 
-def train_reranker(
-    groups: Sequence[TrainingGroup], output: str | Path, recipe: RerankerRecipe, run: Invocation = Invocation()
-) -> dict:
-    """Train (or resume) into ``output``; the finished model is ``output/model`` (a CrossEncoder folder)."""
+def trainee(groups: Sequence[TrainingGroup], recipe: RerankerRecipe, world: World, device: Device) -> Trainee:
+    """The cross-encoder, its steps and loss; its finished model is ``output/model`` (a CrossEncoder folder)."""
     import torch
     from sentence_transformers import CrossEncoder
 
-    output = Path(output)
     groups = [g for g in groups if g.positives and len(g.negatives) + len(g.other_gold) >= 1]
     if not groups:
         raise IfqaError("no training group has both a gold passage and a negative")
-    world, device = start(recipe.seed, run.device)
     encoder = library_model(
         CrossEncoder,
         recipe.model,
@@ -70,17 +67,12 @@ def train_reranker(
         with atomic_dir(folder / "model") as tmp:
             encoder.save(str(tmp))
 
-    trainee = Trainee(
+    return Trainee(
         model=model,
         parameters=list(model.parameters()),
         batches=steps,
         prepare=prepare,
-        shares=PER_STEP,
         loss=loss_of,
         save=save_model,
         memory=(f"a step of {recipe.questions_per_step} questions", PER_STEP),
     )
-    result = train_recipe(recipe, trainee, output, device, run, world)
-    result["recipe"] = asdict(recipe)
-    result["groups"] = len(groups)
-    return result

@@ -16,25 +16,25 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ifqa import distributed
+from ifqa.devices import Device
+from ifqa.distributed import World
 from ifqa.io import atomic_dir
 from ifqa.models import library_model
 from ifqa.retrieval.encoders import resolve
 from ifqa.training.data import PER_STEP, TrainingGroup, planned_steps
-from ifqa.training.loop import Invocation, Trainee, start, train_recipe
+from ifqa.training.loop import Trainee
 from ifqa.training.recipes import RetrieverRecipe
 
 log = logging.getLogger(__name__)
 
 
-def train_retriever(
-    groups: Sequence[TrainingGroup], output: str | Path, recipe: RetrieverRecipe, run: Invocation = Invocation()
-) -> dict:
+def trainee(groups: Sequence[TrainingGroup], recipe: RetrieverRecipe, world: World, device: Device) -> Trainee:
+    """The bi-encoder (its question side alone, ``question_side_only``: a frozen copy encodes passages), its steps
+    and in-batch contrastive loss; its finished model is ``output/model``."""
     import torch
     import torch.nn.functional as F
     from sentence_transformers import SentenceTransformer
 
-    output = Path(output)
-    world, device = start(recipe.seed, run.device)
     model = library_model(SentenceTransformer, recipe.model, "sentence-transformers model", resolve(recipe.model))
     model.max_seq_length = recipe.max_length
     passage_model = copy.deepcopy(model).to(device).eval() if recipe.question_side_only else model
@@ -70,20 +70,13 @@ def train_retriever(
             model.save(str(tmp))
 
     trainable = [p for p in model.parameters() if p.requires_grad]
-    trainee = Trainee(
+    return Trainee(
         model=model,
         parameters=trainable,
         batches=steps,
         prepare=lambda step: world.share(step, PER_STEP),
-        shares=PER_STEP,
         loss=loss_of,
         save=save_model,
         unused_parameters=True,  # the pooler
         memory=(f"a step of {recipe.questions_per_step} questions", PER_STEP),
     )
-    result = train_recipe(recipe, trainee, output, device, run, world)
-    result["extra"] = {
-        "question_side_only": recipe.question_side_only,
-        "passage_encoder": recipe.model if recipe.question_side_only else "the trained model",
-    }
-    return result
