@@ -31,8 +31,10 @@ def _ifqa_calls(script: Path):
         if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ifqa"):
             module = importlib.import_module(node.module)
             for alias in node.names:
-                found = getattr(module, alias.name, None)
-                names[alias.asname or alias.name] = found or importlib.import_module(f"{node.module}.{alias.name}")
+                found = hasattr(module, alias.name)  # else a submodule the import loads
+                names[alias.asname or alias.name] = (
+                    getattr(module, alias.name) if found else importlib.import_module(f"{node.module}.{alias.name}")
+                )
     for node in ast.walk(tree):
         func = node.func if isinstance(node, ast.Call) else None
         if isinstance(func, ast.Name):
