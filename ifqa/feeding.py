@@ -1,7 +1,8 @@
 """Batches prepared ahead of a GPU: the CPU side of running a model on one, shared by inference and
 training. ``feed`` prepares each item of a plan ahead, by worker processes or by threads (for a
 preparation that releases the GIL), pinned for a copy that does not block; ``to_device`` copies a
-prepared batch; ``out_of_memory_hint`` turns a GPU out of memory into one line. What a batch holds
+prepared batch; ``copy_back`` brings outputs back without blocking; ``out_of_memory_hint`` turns a GPU
+out of memory into one line. What a batch holds
 is the caller's: retrieval plans batches by length (``retrieval/batching.py``), training by step."""
 
 from __future__ import annotations
@@ -266,6 +267,28 @@ def to_device(features: dict, device: str) -> dict:
     return {
         key: value.to(device, non_blocking=True) if hasattr(value, "to") else value for key, value in features.items()
     }
+
+
+def copy_back(vectors) -> tuple:
+    """fp32 vectors on the host, copied without blocking from a GPU (with the event that says when the
+    copy is done), or at once from a CPU.
+
+    The copy is queued on the stream of the vectors' own device, and the event recorded on that same
+    stream: an event recorded without a stream lands on the *current* device's stream, which on any
+    GPU but the current one is idle, so it would complete at once and a reader would read the buffer
+    before the copy lands (zeros or the previous batch's values: finite, so no check would catch them)."""
+    import torch
+
+    vectors = vectors.float()
+    if vectors.device.type != "cuda":
+        return vectors.cpu(), None
+    stream = torch.cuda.current_stream(vectors.device)
+    with torch.cuda.stream(stream):
+        host = torch.empty(vectors.shape, dtype=torch.float32, pin_memory=True)
+        host.copy_(vectors, non_blocking=True)
+    done = torch.cuda.Event()
+    done.record(stream)
+    return host, done
 
 
 @contextlib.contextmanager

@@ -1,5 +1,6 @@
 """Batches prepared ahead of a model (``ifqa.feeding``): by worker processes or by threads, pinned, in
-order, within the shared memory, leaving signals to the parent."""
+order, within the shared memory, leaving signals to the parent; outputs copied back from the GPU
+they are on."""
 
 import os
 import signal
@@ -9,6 +10,7 @@ import pytest
 import torch
 
 from ifqa import feeding
+from tests.fake_cuda import FakeCuda, on_gpu
 
 
 def _signals(batch: list[int]) -> dict:
@@ -58,8 +60,6 @@ def test_what_workers_keep_in_flight_fits_the_shared_memory(monkeypatch):
 def test_without_workers_a_gpu_is_fed_by_threads_ahead_pinned_and_in_order(monkeypatch):
     """No worker processes on CUDA (a tokenizer whose batch call runs its own threads): batches are
     prepared ahead on threads, a bounded number at a time, pinned, and come back in order."""
-    from tests.fake_cuda import FakeCuda
-
     FakeCuda(count=1).install(monkeypatch)
     pinned, prepared, taken = [], [], []
     monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: pinned.append(1) or self)
@@ -194,3 +194,16 @@ def test_starting_workers_leaves_the_callers_random_stream_where_it_was():
     torch.manual_seed(1)
     assert len(list(feeding.feed([[1], [2], [3]], _sized, "cpu", workers=2))) == 3
     assert torch.equal(torch.rand(4), expected)
+
+
+@pytest.mark.parametrize("gpu", [0, 1, 3])
+def test_outputs_from_any_gpu_are_waited_for_on_that_gpus_stream(monkeypatch, gpu):
+    """An event recorded without a stream lands on the current device's (GPU 0's, when nothing set
+    it): on any other GPU it completes at once and a reader (the chunk writer, the reranker) would
+    read the buffer early."""
+    cuda = FakeCuda(count=4).install(monkeypatch)
+    vectors = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    host, done = feeding.copy_back(on_gpu(vectors, gpu))
+    assert cuda.events == [done.stream] and done.stream.device == gpu
+    assert cuda.pinned == 1 and cuda.current == 0  # the copy's device was entered, then left
+    assert torch.equal(host.as_subclass(torch.Tensor), vectors)

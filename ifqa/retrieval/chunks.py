@@ -153,7 +153,7 @@ class ChunkEncoder:
                     outputs.append(self.encoder.passage_vectors(feeding.to_device(features, device)))
                     if on_batch is not None:
                         on_batch(len(positions))
-                copied = _copy_back(torch.cat(outputs))
+                copied = feeding.copy_back(torch.cat(outputs))
                 if pending is not None:
                     yield pending.result()
                 order = j * self.chunk + np.concatenate([positions for positions, _ in batches])
@@ -188,25 +188,3 @@ class ChunkEncoder:
     def encode(self, chunks: int | Sequence[int]) -> int:
         """Encode chunk j (or several chunks, tokenized ahead across them); the passages written."""
         return sum(self.encode_many([chunks] if isinstance(chunks, int) else chunks))
-
-
-def _copy_back(vectors) -> tuple:
-    """fp32 vectors on the host, copied without blocking from a GPU (with the event that says when the
-    copy is done), or at once from a CPU.
-
-    The copy is queued on the stream of the vectors' own device, and the event recorded on that same
-    stream: an event recorded without a stream lands on the *current* device's stream, which on any
-    GPU but the current one is idle, so it would complete at once and the writer would read the buffer
-    before the copy lands (zeros or the previous chunk: finite, so no check would catch them)."""
-    import torch
-
-    vectors = vectors.float()
-    if vectors.device.type != "cuda":
-        return vectors.cpu(), None
-    stream = torch.cuda.current_stream(vectors.device)
-    with torch.cuda.stream(stream):
-        host = torch.empty(vectors.shape, dtype=torch.float32, pin_memory=True)
-        host.copy_(vectors, non_blocking=True)
-    done = torch.cuda.Event()
-    done.record(stream)
-    return host, done

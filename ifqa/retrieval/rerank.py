@@ -207,7 +207,11 @@ class CrossEncoderReranker(RerankerKind):
         """``score_many`` for each group of items in turn, yielded as each finishes. Each group is one
         item of one feed (``feeding.feed``): its passages looked up and its batches laid out while the
         device scores the group before it, by the feed's threads on CUDA where pairs are laid out from
-        ids (microseconds a pair), else by worker processes there; in this process on a CPU."""
+        ids (microseconds a pair), else by worker processes there; in this process on a CPU.
+
+        A group's scores are yielded once the next group is queued on the device: the caller's work on
+        them (ordering, writing) runs while the device scores the next, where waiting for each group's
+        copy before queuing the next left a GPU idle for all of it."""
         pairs = self._pair_tokens(groups)
         if self.max_batch_tokens and self._pairs is False:  # pairs tokenized one by one: no counts to budget
             raise IfqaError(
@@ -219,11 +223,25 @@ class CrossEncoderReranker(RerankerKind):
             self._tokens = TokenCache(tokenizer, tokenizer_identity(tokenizer), cache_dir())
         workers = 0 if pairs is not None else None
         with entered(self.device), batch_memory_hint(self.batch_size, self.max_batch_tokens):
+            launched = None  # the group before: its scores on their way back
             for items, batches in zip(groups, feeding.feed(groups, self._group_batches, self.device, workers)):
                 logits = [self._logits(feeding.to_device(inputs, self.device)) for _, inputs in batches]
                 ordered = in_items_order(logits, [positions for positions, _ in batches])
-                flat = iter(ordered.cpu().tolist() if ordered is not None else [])
-                yield [list(itertools.islice(flat, len(texts))) for _, texts, _ in items]
+                copied = feeding.copy_back(ordered) if ordered is not None else None  # queued behind its batches
+                if launched is not None:
+                    yield _scores(*launched)
+                launched = items, copied
+            if launched is not None:
+                yield _scores(*launched)
+
+
+def _scores(items: Sequence[Item], copied: tuple | None) -> list[list[float]]:
+    """Each item's scores from a group's logits copied back (``feeding.copy_back``), once the copy is done."""
+    host, done = copied or (None, None)
+    if done is not None:
+        done.synchronize()
+    flat = iter(host.tolist() if host is not None else [])
+    return [list(itertools.islice(flat, len(texts))) for _, texts, _ in items]
 
 
 def _probe_pairs() -> list[tuple[str, str]]:

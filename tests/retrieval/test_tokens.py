@@ -12,6 +12,7 @@ import pytest
 import torch
 from transformers import AutoTokenizer
 
+from ifqa import feeding
 from ifqa.retrieval.encoders import demo_texts, resolve
 from ifqa.retrieval.tokens import BatchTokens, PairTokens, TokenCache, tokenizer_identity
 
@@ -286,7 +287,6 @@ def test_pairs_cut_on_both_sides_are_prepared_alike_on_the_feeds_threads(cross_e
     """A batch holding a question too long for --max-length is tokenized by the tokenizer itself, whose
     call changes its truncation setting: prepared ahead on the GPU feed's threads, every batch is the
     one prepared alone (two threads sharing the tokenizer once cut each other's pairs, or failed)."""
-    from ifqa import feeding
     from ifqa.retrieval.rerank import load_reranker
     from tests.fake_cuda import FakeCuda
 
@@ -326,6 +326,29 @@ def test_a_groups_passages_are_looked_up_when_its_batches_are_prepared(cross_enc
     monkeypatch.setattr(reranker, "_logits", lambda features: events.append("score") or scored(features))
     assert list(reranker.score_groups(groups)) == expected
     assert events == ["ids", "score", "score", "score", "score", "score"] * 3  # 18 pairs: batches of 4
+
+
+def test_a_groups_scores_come_back_once_the_next_group_is_queued(cross_encoder, tmp_path, monkeypatch):
+    """The caller orders and writes a group's scores while the device scores the next: each group's scores
+    are copied back as queued, and handed over (the copy waited for) only after the next group's batches."""
+    from ifqa.retrieval.rerank import load_reranker
+
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
+    reranker = load_reranker(str(cross_encoder), depth=10, device="cpu", max_length=48, batch_size=4)
+    texts = demo_texts()[:30]
+    groups = [[(q, texts[i + g :: 5][:6], [0.0] * 6) for i, q in enumerate(QUESTIONS[:3])] for g in range(3)]
+    expected = [reranker.score_many(group) for group in groups]
+    events = []
+    scored, copied = reranker._logits, feeding.copy_back
+    monkeypatch.setattr(reranker, "_logits", lambda features: events.append("score") or scored(features))
+    monkeypatch.setattr(feeding, "copy_back", lambda logits: events.append("copy") or copied(logits))
+    got = []
+    for scores in reranker.score_groups(groups):
+        events.append("handed over")
+        got.append(scores)
+    assert got == expected
+    group = ["score"] * 5 + ["copy"]  # 18 pairs: batches of 4
+    assert events == group + (group + ["handed over"]) * 2 + ["handed over"]
 
 
 @pytest.mark.parametrize("workers", ["1", "2"])
