@@ -164,7 +164,7 @@ def expect_host_goals(goals: Goals) -> None:
     goals.expect("host-rerank", "host: `ifqa rerank` CPU per pair, every process summed", f"≤ {host['rerank']:g} µs")
     for key, what in (("dense", "`ifqa index dense`"), ("rerank", "`ifqa rerank`")):
         goals.expect(
-            f"host-workers-{key}", f"host: {what}, two feed workers ÷ one, past start-up", f"≥ {host['workers']:g}x"
+            f"host-workers-{key}", f"host: {what}, two feed workers ÷ one, steady rate", f"≥ {host['workers']:g}x"
         )
 
 
