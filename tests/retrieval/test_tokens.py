@@ -310,9 +310,11 @@ def test_pairs_cut_on_both_sides_are_prepared_alike_on_the_feeds_threads(cross_e
         assert {k: v.tolist() for k, v in got.items()} == {k: v.tolist() for k, v in want.items()}
 
 
-def test_a_groups_passages_are_looked_up_when_its_batches_are_prepared(cross_encoder, tmp_path, monkeypatch):
+def test_a_group_is_looked_up_as_prepared_and_handed_over_once_the_next_is_queued(cross_encoder, tmp_path, monkeypatch):
     """Each group of questions is one item of the feed: its passages are looked up where its batches are
-    prepared (ahead of the device, by the feed), never every group's before the first batch is scored."""
+    prepared (ahead of the device, by the feed), never every group's before the first batch is scored. Its
+    scores are copied back as queued and handed over (the copy waited for) only after the next group's
+    batches: the caller orders and writes them while the device scores the next group."""
     from ifqa.retrieval.rerank import load_reranker
 
     monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
@@ -321,25 +323,8 @@ def test_a_groups_passages_are_looked_up_when_its_batches_are_prepared(cross_enc
     groups = [[(q, texts[i + g :: 5][:6], [0.0] * 6) for i, q in enumerate(QUESTIONS[:3])] for g in range(3)]
     expected = [reranker.score_many(group) for group in groups]
     events = []
-    looked_up, scored = reranker._tokens.ids, reranker._logits
+    looked_up, scored, copied = reranker._tokens.ids, reranker._logits, feeding.copy_back
     monkeypatch.setattr(reranker._tokens, "ids", lambda *a: events.append("ids") or looked_up(*a))
-    monkeypatch.setattr(reranker, "_logits", lambda features: events.append("score") or scored(features))
-    assert list(reranker.score_groups(groups)) == expected
-    assert events == ["ids", "score", "score", "score", "score", "score"] * 3  # 18 pairs: batches of 4
-
-
-def test_a_groups_scores_come_back_once_the_next_group_is_queued(cross_encoder, tmp_path, monkeypatch):
-    """The caller orders and writes a group's scores while the device scores the next: each group's scores
-    are copied back as queued, and handed over (the copy waited for) only after the next group's batches."""
-    from ifqa.retrieval.rerank import load_reranker
-
-    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
-    reranker = load_reranker(str(cross_encoder), depth=10, device="cpu", max_length=48, batch_size=4)
-    texts = demo_texts()[:30]
-    groups = [[(q, texts[i + g :: 5][:6], [0.0] * 6) for i, q in enumerate(QUESTIONS[:3])] for g in range(3)]
-    expected = [reranker.score_many(group) for group in groups]
-    events = []
-    scored, copied = reranker._logits, feeding.copy_back
     monkeypatch.setattr(reranker, "_logits", lambda features: events.append("score") or scored(features))
     monkeypatch.setattr(feeding, "copy_back", lambda logits: events.append("copy") or copied(logits))
     got = []
@@ -347,7 +332,7 @@ def test_a_groups_scores_come_back_once_the_next_group_is_queued(cross_encoder, 
         events.append("handed over")
         got.append(scores)
     assert got == expected
-    group = ["score"] * 5 + ["copy"]  # 18 pairs: batches of 4
+    group = ["ids"] + ["score"] * 5 + ["copy"]  # 18 pairs: batches of 4
     assert events == group + (group + ["handed over"]) * 2 + ["handed over"]
 
 
