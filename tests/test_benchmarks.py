@@ -253,6 +253,7 @@ def test_gpu_suite_measures_every_path_at_smoke_sizes(tmp_path):
     ends = re.findall(r"(\d+\.\d) s \(\d+% of the run[^|]*?, end (\d+\.\d)\)", table)
     assert ends and all(float(wall) - float(end) < 0.8 for wall, end in ends), ends  # it ends as `ifqa` ends
     assert "sentence_transformers imported" not in table  # the commands run models without the library
+    assert re.search(r"4D \(taken as given\): [\d,]+ and [\d,]+ psg/s", table), table  # both mask forms ran
     assert "reference (library defaults)" in table and "reference (same precision and batch)" in table
     assert "start-up" in table and "reranked gold R@10" in table and "host CPU" in table
     assert "eager" in table and "compile unavailable: smoke sizes on a CPU" in table  # the eager-rate row
