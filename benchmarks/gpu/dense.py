@@ -13,6 +13,7 @@ from gpu.suite import (
     LENGTHS,
     Suite,
     command,
+    device_batches,
     judge_command,
     library_default,
     main_thread_profile,
@@ -142,7 +143,9 @@ def dense_encoding(suite: Suite, length: int) -> dict:
         default_batch_size(device),
         {"fp16": torch.float16, "bf16": torch.bfloat16}.get(precision, torch.float32),
     )
-    default_batch, default, same, ceiling, masks = encode_references(suite, sample, length, dtype, batch)
+    default_batch, default, same, ceiling, masks = encode_references(
+        suite, sample, length, dtype, batch, forms=length == LENGTHS[0]
+    )
     release(device)
     share = startup / seconds
     judge_command(
@@ -173,16 +176,14 @@ def dense_encoding(suite: Suite, length: int) -> dict:
         note=f"command {seconds:.1f} s: encoding done at {encoded:.1f} s, then the flat index and exit "
         f"{seconds - encoded:.1f} s; {steady_text(n - n_small, seconds, startup, 'psg')}; references and "
         f"ceiling on {len(sample):,} passages: encode at its defaults fp32 batch {default_batch}, then "
-        f"{precision_name(dtype)} batch {batch}; the bare transformer alone, its mask 2D (checked for padding "
-        "before each forward, where the host waits on the device) and 4D (taken as given): "
-        f"{masks if isinstance(masks, str) else '{:,.0f} and {:,.0f} psg/s'.format(*masks)}{profile}",
+        f"{precision_name(dtype)} batch {batch}{mask_text(masks)}{profile}",
     )
 
 
-def encode_references(suite: Suite, sample: list[str], length: int, dtype, batch: int) -> tuple:
+def encode_references(suite: Suite, sample: list[str], length: int, dtype, batch: int, forms: bool = False) -> tuple:
     """sentence-transformers' ``encode`` at its defaults (fp32, its batch), then in ``dtype`` at
     ``batch``, then the model alone in ``dtype`` at ``batch``: (default batch, the three rates, the
-    bare transformer's two rates by how its mask is given: ``mask_forms``)."""
+    bare transformer's two rates by how its mask is given, ``mask_forms``, with ``forms``; else None)."""
     from sentence_transformers import SentenceTransformer
 
     device = suite.device
@@ -204,37 +205,51 @@ def encode_references(suite: Suite, sample: list[str], length: int, dtype, batch
     ceiling = model_alone(
         lambda features: model(features)["sentence_embedding"], model.tokenizer, sample, None, batch, length, device
     )
+    masks = None
     try:  # an extra: a library that reads the mask otherwise must not cost the row
-        masks = mask_forms(model[0].auto_model, model.tokenizer, sample, batch, length, device)
+        masks = mask_forms(model[0].auto_model, model.tokenizer, sample, batch, length, device) if forms else None
     except Exception as exc:  # noqa: BLE001 - said in the row instead
         masks = f"not measured ({type(exc).__name__}: {str(exc)[:80]})"
     return library_default(model.encode), default, same, ceiling, masks
 
 
+def mask_text(masks: tuple | str | None) -> str:
+    """The row's words for ``mask_forms``' two rates (or why they are missing)."""
+    if masks is None:
+        return ""
+    rates = masks if isinstance(masks, str) else "{:,.0f} and {:,.0f} psg/s".format(*masks)
+    return (
+        "; the bare transformer alone, its mask 2D (checked for padding before each forward, where the host "
+        f"waits on the device) and 4D (taken as given): {rates}"
+    )
+
+
 def mask_forms(transformer, tokenizer, sample: list[str], batch: int, length: int, device: str) -> tuple:
-    """The bare transformer alone, its attention mask given two ways: 2D, which transformers checks for
-    padding before each forward (``padding_mask.all()`` read by Python: the host waits there for the device,
-    so it never queues more than one batch ahead) and skips where there is none (SDPA's flash kernel then
-    runs); and the 4D boolean form it takes as given (no wait, never skipped). Which rate is higher says
-    whether ifqa should pass the 4D form (docs/benchmarks.md)."""
+    """The bare transformer alone on the same batches, its attention mask given two ways: 2D, which
+    transformers checks for padding before each forward (``padding_mask.all()`` read by Python: the host
+    waits there for the device, so it never queues more than one batch ahead) and skips where there is none
+    (SDPA's flash kernel then runs); and the 4D boolean form it takes as given (no wait, never skipped).
+    Which rate is higher says whether ifqa should pass the 4D form (docs/benchmarks.md)."""
+    import torch
 
     def four_d(features: dict) -> dict:
         mask = features["attention_mask"].bool()
         rows, width = mask.shape
         return {**features, "attention_mask": mask[:, None, None, :].expand(rows, 1, width, width)}
 
-    return tuple(
-        model_alone(
-            lambda f, form=form: transformer(**form(f)).last_hidden_state,
-            tokenizer,
-            sample,
-            None,
-            batch,
-            length,
-            device,
-        )  # fmt: skip
-        for form in (lambda f: f, four_d)
-    )
+    batches = device_batches(tokenizer, sample, None, batch, length, device)
+    rates = []
+    with torch.inference_mode():
+        for form in (lambda features: features, four_d):
+            rates.append(
+                warmed_rate(
+                    device,
+                    len(sample),
+                    lambda form=form: transformer(**form(batches[0])),
+                    lambda form=form: [transformer(**form(features)) for features in batches],
+                )
+            )
+    return tuple(rates)
 
 
 def dpr_encoding(suite: Suite) -> dict:

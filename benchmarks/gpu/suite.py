@@ -356,6 +356,17 @@ def model_alone(
     clock starts."""
     import torch
 
+    batches = device_batches(tokenizer, first, second, batch, max_length, device)
+    with torch.inference_mode():
+        return warmed_rate(
+            device, len(first), lambda: call(batches[0]), lambda: [call(features) for features in batches]
+        )
+
+
+def device_batches(
+    tokenizer, first: list[str], second: list[str] | None, batch: int, max_length: int, device: str
+) -> list[dict]:
+    """``first`` (with ``second``: pairs) tokenized in batches sorted by token count, each on ``device``."""
     counted = tokenizer(first, second, truncation=True, max_length=max_length)["input_ids"]
     order = sorted(range(len(first)), key=lambda i: -len(counted[i]))
     batches = []
@@ -370,10 +381,7 @@ def model_alone(
             return_tensors="pt",
         )
         batches.append({k: v.to(device) for k, v in features.items()})
-    with torch.inference_mode():
-        return warmed_rate(
-            device, len(first), lambda: call(batches[0]), lambda: [call(features) for features in batches]
-        )
+    return batches
 
 
 def library_default(function, name: str = "batch_size"):
