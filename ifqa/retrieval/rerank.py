@@ -26,7 +26,7 @@ from ifqa.errors import IfqaError
 from ifqa.models import check_max_length, check_model, loading, pair_inputs
 from ifqa.paths import cache_dir
 from ifqa.registry import RERANKERS
-from ifqa.retrieval.batching import batch_memory_hint, batch_rows, in_items_order, plan
+from ifqa.retrieval.batching import batch_memory_hint, batch_rows, plan
 from ifqa.retrieval.encoders import demo_texts, resolve
 from ifqa.retrieval.exported import Runtime, load_exported, score_module
 from ifqa.retrieval.reordering import Item, RerankerKind
@@ -212,6 +212,8 @@ class CrossEncoderReranker(RerankerKind):
         A group's scores are yielded once the next group is queued on the device: the caller's work on
         them (ordering, writing) runs while the device scores the next, where waiting for each group's
         copy before queuing the next left a GPU idle for all of it."""
+        import torch
+
         pairs = self._pair_tokens(groups)
         if self.max_batch_tokens and self._pairs is False:  # pairs tokenized one by one: no counts to budget
             raise IfqaError(
@@ -226,21 +228,25 @@ class CrossEncoderReranker(RerankerKind):
             launched = None  # the group before: its scores on their way back
             for items, batches in zip(groups, feeding.feed(groups, self._group_batches, self.device, workers)):
                 logits = [self._logits(feeding.to_device(inputs, self.device)) for _, inputs in batches]
-                ordered = in_items_order(logits, [positions for positions, _ in batches])
-                copied = feeding.copy_back(ordered) if ordered is not None else None  # queued behind its batches
+                # copied back as the batches give them, queued behind them, and put in order on the host: an
+                # order sent to the device (the planned positions) would wait there for the group to finish
+                copied = feeding.copy_back(torch.cat(logits)) if logits else None
                 if launched is not None:
                     yield _scores(*launched)
-                launched = items, copied
+                launched = items, copied, [positions for positions, _ in batches]
             if launched is not None:
                 yield _scores(*launched)
 
 
-def _scores(items: Sequence[Item], copied: tuple | None) -> list[list[float]]:
-    """Each item's scores from a group's logits copied back (``feeding.copy_back``), once the copy is done."""
-    host, done = copied or (None, None)
-    if done is not None:
-        done.synchronize()
-    flat = iter(host.tolist() if host is not None else [])
+def _scores(items: Sequence[Item], copied: tuple | None, positions: list[np.ndarray]) -> list[list[float]]:
+    """Each item's scores from a group's logits copied back in batch order (``feeding.copy_back``), once the
+    copy is done, put back in the items' order (``positions``: each batch's rows' places in the group)."""
+    flat = iter([])
+    if copied is not None:
+        host, done = copied
+        if done is not None:
+            done.synchronize()
+        flat = iter(host.numpy()[np.argsort(np.concatenate(positions), kind="stable")].tolist())
     return [list(itertools.islice(flat, len(texts))) for _, texts, _ in items]
 
 
