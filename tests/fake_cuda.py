@@ -13,6 +13,7 @@ ifqa/ and fails on a call it does not cover. Moving a tensor to ``cuda`` still f
 from __future__ import annotations
 
 import contextlib
+import functools
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
@@ -148,11 +149,16 @@ class FakeCuda:
 
 
 def on_gpu(tensor: torch.Tensor, index: int) -> torch.Tensor:
-    """``tensor`` (on the CPU) reporting ``cuda:index`` as its device, as do tensors made from it."""
+    """``tensor`` (on the CPU) reporting ``cuda:index`` as its device, as do tensors made from it (one
+    class per GPU, so that tensors on the same one can be joined: ``torch.cat``)."""
+    return tensor.as_subclass(_on_gpu_class(index))
 
+
+@functools.cache
+def _on_gpu_class(index: int) -> type:
     class OnGpu(torch.Tensor):
         @property
         def device(self):
             return torch.device("cuda", index)
 
-    return tensor.as_subclass(OnGpu)
+    return OnGpu

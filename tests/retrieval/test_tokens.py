@@ -336,6 +336,30 @@ def test_a_group_is_looked_up_as_prepared_and_handed_over_once_the_next_is_queue
     assert events == group + (group + ["handed over"]) * 2 + ["handed over"]
 
 
+def test_on_a_gpu_only_a_groups_inputs_go_to_the_device_and_its_scores_come_back_by_its_event(
+    cross_encoder, tmp_path, monkeypatch
+):
+    """On a GPU (the strict fake: its logits report cuda:0, and anything else sent there fails as torch fails
+    without CUDA) a group's scores come back by one pinned copy and its event, and are put in order on the
+    host: an order sent to the device would be a blocking copy, waiting there for the whole group."""
+    from ifqa.retrieval.rerank import load_reranker
+    from tests.fake_cuda import FakeCuda, on_gpu
+
+    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
+    reranker = load_reranker(str(cross_encoder), depth=10, device="cpu", max_length=48, batch_size=4)
+    texts = demo_texts()[:30]
+    groups = [[(q, texts[i + g :: 5][:6], [0.0] * 6) for i, q in enumerate(QUESTIONS[:3])] for g in range(3)]
+    expected = [reranker.score_many(group) for group in groups]
+    cuda = FakeCuda(count=1).install(monkeypatch)
+    monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: self)
+    monkeypatch.setattr(feeding, "to_device", lambda features, device: features)  # the model itself runs here
+    scored = reranker._logits
+    monkeypatch.setattr(reranker, "_logits", lambda features: on_gpu(scored(features), 0))
+    reranker.device = "cuda"
+    assert list(reranker.score_groups(groups)) == expected
+    assert len(cuda.events) == len(groups) and cuda.pinned == len(groups)
+
+
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_feed_workers_score_as_this_process_does(cross_encoder, tmp_path, monkeypatch, workers):
     """With ``IFQA_FEED_WORKERS`` on a CPU, forked workers look up and lay out the groups (tokenizing the
