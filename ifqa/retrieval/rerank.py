@@ -26,7 +26,7 @@ from ifqa.errors import IfqaError
 from ifqa.models import check_max_length, check_model, loading, pair_inputs
 from ifqa.paths import cache_dir
 from ifqa.registry import RERANKERS
-from ifqa.retrieval.batching import batch_memory_hint, batch_rows, plan
+from ifqa.retrieval.batching import batch_memory_hint, batch_rows, in_items_order, plan
 from ifqa.retrieval.encoders import demo_texts, resolve
 from ifqa.retrieval.exported import Runtime, load_exported, score_module
 from ifqa.retrieval.reordering import Item, RerankerKind
@@ -246,7 +246,7 @@ def _scores(items: Sequence[Item], copied: tuple | None, positions: list[np.ndar
         host, done = copied
         if done is not None:
             done.synchronize()
-        flat = iter(host.numpy()[np.argsort(np.concatenate(positions), kind="stable")].tolist())
+        flat = iter(in_items_order([host], positions).tolist())  # on the host: the order never goes to the device
     return [list(itertools.islice(flat, len(texts))) for _, texts, _ in items]
 
 
