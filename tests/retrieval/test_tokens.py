@@ -310,11 +310,9 @@ def test_pairs_cut_on_both_sides_are_prepared_alike_on_the_feeds_threads(cross_e
         assert {k: v.tolist() for k, v in got.items()} == {k: v.tolist() for k, v in want.items()}
 
 
-def test_a_group_is_looked_up_as_prepared_and_handed_over_once_the_next_is_queued(cross_encoder, tmp_path, monkeypatch):
-    """Each group of questions is one item of the feed: its passages are looked up where its batches are
-    prepared (ahead of the device, by the feed), never every group's before the first batch is scored. Its
-    scores are copied back as queued and handed over (the copy waited for) only after the next group's
-    batches: the caller orders and writes them while the device scores the next group."""
+def _three_groups(cross_encoder, tmp_path, monkeypatch) -> tuple:
+    """A reranker on the CPU (batches of 4), three groups of three questions and six passages each, and each
+    group's scores from ``score_many``: what ``score_groups`` must give group by group."""
     from ifqa.retrieval.rerank import load_reranker
 
     monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
@@ -322,6 +320,15 @@ def test_a_group_is_looked_up_as_prepared_and_handed_over_once_the_next_is_queue
     texts = demo_texts()[:30]
     groups = [[(q, texts[i + g :: 5][:6], [0.0] * 6) for i, q in enumerate(QUESTIONS[:3])] for g in range(3)]
     expected = [reranker.score_many(group) for group in groups]
+    return reranker, groups, expected
+
+
+def test_a_group_is_looked_up_as_prepared_and_handed_over_once_the_next_is_queued(cross_encoder, tmp_path, monkeypatch):
+    """Each group of questions is one item of the feed: its passages are looked up where its batches are
+    prepared (ahead of the device, by the feed), never every group's before the first batch is scored. Its
+    scores are copied back as queued and handed over (the copy waited for) only after the next group's
+    batches: the caller orders and writes them while the device scores the next group."""
+    reranker, groups, expected = _three_groups(cross_encoder, tmp_path, monkeypatch)
     events = []
     looked_up, scored, copied = reranker._tokens.ids, reranker._logits, feeding.copy_back
     monkeypatch.setattr(reranker._tokens, "ids", lambda *a: events.append("ids") or looked_up(*a))
@@ -342,14 +349,9 @@ def test_on_a_gpu_only_a_groups_inputs_go_to_the_device_and_its_scores_come_back
     """On a GPU (the strict fake: its logits report cuda:0, and anything else sent there fails as torch fails
     without CUDA) a group's scores come back by one pinned copy and its event, and are put in order on the
     host: an order sent to the device would be a blocking copy, waiting there for the whole group."""
-    from ifqa.retrieval.rerank import load_reranker
     from tests.fake_cuda import FakeCuda, on_gpu
 
-    monkeypatch.setenv("IFQA_CACHE_DIR", str(tmp_path / "cache"))
-    reranker = load_reranker(str(cross_encoder), depth=10, device="cpu", max_length=48, batch_size=4)
-    texts = demo_texts()[:30]
-    groups = [[(q, texts[i + g :: 5][:6], [0.0] * 6) for i, q in enumerate(QUESTIONS[:3])] for g in range(3)]
-    expected = [reranker.score_many(group) for group in groups]
+    reranker, groups, expected = _three_groups(cross_encoder, tmp_path, monkeypatch)
     cuda = FakeCuda(count=1).install(monkeypatch)
     monkeypatch.setattr(torch.Tensor, "pin_memory", lambda self: self)
     monkeypatch.setattr(feeding, "to_device", lambda features, device: features)  # the model itself runs here
