@@ -260,7 +260,7 @@ def test_gpu_suite_measures_every_path_at_smoke_sizes(tmp_path):
     profiled = r"again under py-spy [\d,.]+ psg/s, main thread \(\d+ s sampled\): [^|]* in [^|]+\(\w+\.py\) \d+%"
     assert re.search(profiled, table), table  # where the command's main thread was, in ifqa's own functions
     assert re.search(r"again at --batch-size 2048 [\d,.]+ psg/s", table), table  # fewer, larger model calls
-    assert re.search(r"again at --max-batch-tokens 16,384 [\d,.]+ psg/s", table), table  # CPU batch 64 x 256
+    assert re.search(r"again at --max-batch-tokens 4,096 [\d,.]+ psg/s", table), table  # CPU batch 16 x 256
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dense-128-profile.txt", "suite.md", "work"]
 
 

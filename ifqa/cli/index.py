@@ -145,7 +145,7 @@ def index_bm25(corpus, index_dir, engine, threads, chunk_docs, max_memory, force
 )
 @click_options(DenseSettings)
 @click.option("--shard", help="Encode only shard i of N (i/N, from 0); run once more without it to build the index.")
-@count_option("--batch-size", "Passages encoded together (default: 512 on a GPU, 64 on a CPU).")
+@count_option("--batch-size", "Passages encoded together (default: 512 on a GPU, 16 on a CPU).")
 @count_option(
     "--max-batch-tokens",
     "A token budget per batch, as text-embeddings-inference's: longest first, as many passages as fit it padded "

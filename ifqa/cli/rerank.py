@@ -36,7 +36,7 @@ from ifqa.retrieval.rerank_run import read_rerankable, rerank_run
 @count_option("--depth", "Passages re-scored per question.", default=100)
 @output_option("The reranked run (+ manifest).")
 @recorded_question_options
-@count_option("--batch-size", "Pairs scored together (default: 512 on a GPU, 64 on a CPU).")
+@count_option("--batch-size", "Pairs scored together (default: 512 on a GPU, 16 on a CPU).")
 @count_option(
     "--max-batch-tokens",
     "A token budget per batch, as text-embeddings-inference's: longest pairs first, as many as fit it padded; "

@@ -35,7 +35,14 @@ def plan(lengths: Sequence[int], batch_size: int | None, max_tokens: int | None 
     return batches
 
 
-def default_batch_size(device: str, cpu: int = 64, gpu: int = 512) -> int:
+#: a CPU's rows per batch of passages or (question, passage) pairs, 100-250 tokens each: a larger batch's
+#: activations outgrow the caches (on Zen 4, 64 rows ran at 0.74-0.85x the rate of 16; benchmarks/cpu_batch.py)
+CPU_ROWS = 16
+#: a CPU's rows per batch of questions, a fifth as long: 64 rows hold about the tokens 16 passages do
+CPU_QUESTION_ROWS = 64
+
+
+def default_batch_size(device: str, cpu: int = CPU_ROWS, gpu: int = 512) -> int:
     return gpu if is_cuda(device) else cpu
 
 

@@ -18,7 +18,7 @@ from ifqa.devices import pick_device, pick_precision, search_precision, torch_dt
 from ifqa.errors import IfqaError
 from ifqa.models import check_max_length, loading
 from ifqa.retrieval import DEFAULT_ENCODER
-from ifqa.retrieval.batching import default_batch_size, plan, run_planned
+from ifqa.retrieval.batching import CPU_QUESTION_ROWS, default_batch_size, plan, run_planned
 from ifqa.retrieval.exported import Runtime, embedding_module, load_exported
 from ifqa.retrieval.sentence_models import read_layout, sentence_model
 from ifqa.retrieval.tokens import BatchTokens
@@ -64,8 +64,7 @@ class _BatchedEncoder:
         counting tokens before padding: batches are then planned by token counts, or within a token budget."""
         return self._fast is not None
 
-    def _run(self, items: Sequence, lengths: Sequence[int], prepare, model, batch_size: int | None) -> np.ndarray:
-        batch_size = batch_size or default_batch_size(self.device)
+    def _run(self, items: Sequence, lengths: Sequence[int], prepare, model, batch_size: int) -> np.ndarray:
         vectors = run_planned(items, lengths, batch_size, prepare, model, self.device)
         if vectors is None:
             return np.zeros((0, self.dim), np.float32)
@@ -73,10 +72,11 @@ class _BatchedEncoder:
 
     def encode_passages(self, passages: Sequence[dict], batch_size: int | None = None) -> np.ndarray:
         lengths = [len(p["title"]) + len(p["text"]) for p in passages]
+        batch_size = batch_size or default_batch_size(self.device)
         return self._run(passages, lengths, self.passage_inputs, self.passage_vectors, batch_size)
 
     def encode_queries(self, queries: Sequence[str], batch_size: int | None = None) -> np.ndarray:
-        queries = list(queries)
+        queries, batch_size = list(queries), batch_size or default_batch_size(self.device, cpu=CPU_QUESTION_ROWS)
         return self._run(queries, self.query_lengths(queries), self.query_inputs, self.query_vectors, batch_size)
 
     def query_lengths(self, queries: list[str]) -> list[int]:

@@ -63,5 +63,5 @@ def test_out_of_memory_names_what_sizes_the_batch(batch_size, max_tokens, named)
     with pytest.raises(IfqaError, match=named):
         with batching.batch_memory_hint(batch_size, max_tokens, " passages"):
             raise torch.OutOfMemoryError("CUDA out of memory")
-    assert batching.batch_rows(None, max_tokens, "cpu") == (None if max_tokens else 64)
+    assert batching.batch_rows(None, max_tokens, "cpu") == (None if max_tokens else 16)
     assert batching.batch_rows(8, max_tokens, "cpu") == 8

@@ -43,7 +43,7 @@ def test_shards_resume_and_merge_match_a_single_build(corpus, tmp_path):
 
 
 def test_a_chunk_holds_64_batches_of_its_device_and_a_resumed_build_keeps_its_own(corpus, tmp_path):
-    """A chunk is what its batches are planned over: 4,096 passages on a CPU (64 batches of 64), 32,768 at a
+    """A chunk is what its batches are planned over: 4,096 passages on a CPU (256 batches of 16), 32,768 at a
     GPU's batch of 512 (a tenth of a 256-token batch was padding in chunks of 4,096); a build resumed without
     --chunk-size, on any device, keeps the chunk it recorded, where a new default would refuse it."""
     from tests.fake_cuda import FakeCuda

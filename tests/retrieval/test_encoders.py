@@ -108,6 +108,24 @@ def test_questions_are_batched_by_their_token_counts(monkeypatch):
     assert all(len({counts[q] for q in batch}) == 1 for batch in batches), batches
 
 
+def test_on_a_cpu_passages_go_16_to_a_batch_and_questions_64(passages, monkeypatch):
+    """A CPU's default rows (benchmarks/cpu_batch.py): 16 passages, whose activations at 64 outgrew the caches,
+    and 64 questions, a fifth as long; a batch size given is kept."""
+    encoder = SentenceEncoder(DEFAULT_ENCODER, device="cpu", max_length=64, precision="fp32")
+    batches = []
+    for name in ("passage_inputs", "query_inputs"):
+        own = getattr(encoder, name)
+        monkeypatch.setattr(encoder, name, lambda batch, own=own: batches.append(len(batch)) or own(batch))
+    encoder.encode_passages(passages)
+    assert batches == [16, 16, len(passages) - 32]
+    batches.clear()
+    encoder.encode_queries([p["text"][:80] for p in passages] * 2)
+    assert batches == [64, 2 * len(passages) - 64]
+    batches.clear()
+    encoder.encode_passages(passages, batch_size=64)
+    assert batches == [len(passages)]
+
+
 @pytest.mark.parametrize("kind", ["sentence", "dpr"])
 def test_a_token_budget_batches_passages_within_it_and_encodes_them_alike(kind, dpr_folder, passages):
     """With ``max_tokens`` each batch holds as many passages, longest first, as fit the budget padded (rows ×
