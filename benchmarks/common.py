@@ -76,6 +76,46 @@ def markdown_table(rows: list[dict], digits: int = 1, skip: tuple[str, ...] = ()
     return "\n".join(lines)
 
 
+#: the one question the start-up and batch benchmarks rerank their passages for
+QUESTION = {"question": "If the river dried up, what would the bridge cross?", "answers": ["a valley"]}
+
+
+def minilm_models(work: Path) -> tuple[str, str]:
+    """The packaged all-MiniLM-L6-v2 (the default encoder), and a cross-encoder of its shape saved by the
+    library in ``work`` (what ``ifqa train reranker`` writes: its speed is its shape's)."""
+    from sentence_transformers import CrossEncoder
+
+    from ifqa.retrieval.encoders import resolve
+
+    encoder = resolve("sentence-transformers/all-MiniLM-L6-v2")
+    cross = work / "cross-encoder"
+    if not cross.exists():
+        CrossEncoder(encoder, num_labels=1, max_length=256).save(str(cross))
+    return encoder, str(cross)
+
+
+def one_question_run(work: Path, passages: list[dict]) -> tuple[Path, Path, Path]:
+    """``passages`` (title and text) as a collection, a run of ``QUESTION`` over all of them and its question
+    file, in ``work``: what ``ifqa index dense`` and ``ifqa rerank`` read in these benchmarks."""
+    corpus, run, questions = work / "passages.jsonl", work / "run.jsonl", work / "questions.jsonl"
+    kept = [{"id": str(i), "title": p.get("title", ""), "text": p["text"]} for i, p in enumerate(passages)]
+    corpus.write_text("".join(json.dumps(p) + "\n" for p in kept))
+    questions.write_text(json.dumps({"idx": "1", **QUESTION}) + "\n")
+    run.write_text(json.dumps({"qid": "1", **QUESTION, "ctxs": [{**p, "score": 1.0} for p in kept]}) + "\n")
+    return corpus, run, questions
+
+
+def read_questions(path: Path) -> list[str]:
+    """The questions of a JSON list or JSON lines of objects with a ``question`` (IfQA's own files among them)."""
+    text = Path(path).read_text(encoding="utf-8")
+    records = (
+        json.loads(text)
+        if text.lstrip().startswith("[")
+        else [json.loads(line) for line in text.splitlines() if line.strip()]
+    )
+    return [record["question"] for record in records]
+
+
 def ifqa(*args: str) -> list[str]:
     return [sys.executable, "-m", "ifqa.cli", *map(str, args)]
 

@@ -36,7 +36,15 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import Parser, machine, markdown_table, whole_number  # noqa: E402
+from common import (  # noqa: E402
+    Parser,
+    machine,
+    markdown_table,
+    minilm_models,
+    one_question_run,
+    read_questions,
+    whole_number,
+)
 
 from ifqa.datasets.demo import packaged_passages  # noqa: E402
 
@@ -44,19 +52,15 @@ BEFORE = 64  # batching.default_batch_size's CPU rows until this benchmark
 SPEC = {"onnx": "onnxruntime", "openvino": "openvino"}  # each runtime's package
 
 
-def workloads(passages: list[dict], questions: list[str], cross: str, sizes: list[int]):
+def workloads(passages: list[dict], questions: list[str], encoder: str, cross: str, sizes: list[int]):
     """name -> a function of the batch size running one pass over its inputs (models loaded once)."""
-    from ifqa.retrieval.encoders import SentenceEncoder, resolve
+    from ifqa.retrieval.encoders import SentenceEncoder
     from ifqa.retrieval.rerank import CrossEncoderReranker
 
-    encoder = resolve("sentence-transformers/all-MiniLM-L6-v2")
     at_128 = SentenceEncoder(encoder, device="cpu", max_length=128)
     at_256 = SentenceEncoder(encoder, device="cpu", max_length=256)
-    pairs = [
-        (questions[i % len(questions)], [p["text"] for p in passages[i : i + 16]]) for i in range(0, len(passages), 16)
-    ]
-    groups = [(q, texts, [0.0] * len(texts)) for q, texts in pairs]
-
+    texts = [[p["text"] for p in passages[i : i + 16]] for i in range(0, len(passages), 16)]  # 16 a question
+    groups = [(questions[n % len(questions)], group, [0.0] * len(group)) for n, group in enumerate(texts)]
     rerankers = {size: CrossEncoderReranker(cross, device="cpu", batch_size=size) for size in sizes}
 
     return {
@@ -67,14 +71,13 @@ def workloads(passages: list[dict], questions: list[str], cross: str, sizes: lis
     }
 
 
-def read_questions(path: str | None) -> list[str]:
+def demo_or_read(path: str | None) -> list[str]:
+    """``--questions``' questions, else the demo's."""
     if path is None:
         from ifqa.datasets.demo import load_demo
 
         return [example.question for example in load_demo()]
-    text = Path(path).read_text(encoding="utf-8")
-    records = json.loads(text) if text.lstrip().startswith("[") else [json.loads(line) for line in text.splitlines()]
-    return [record["question"] for record in records]
+    return read_questions(path)
 
 
 def sizes_list(text: str) -> list[int]:
@@ -84,10 +87,11 @@ def sizes_list(text: str) -> list[int]:
 
 def runtimes_list(text: str) -> list[str]:
     """``--runtimes``: torch and the exported runtimes, comma-separated (those not installed are left out)."""
-    unknown = [name for name in text.split(",") if name != "torch" and name not in SPEC]
+    names = text.split(",")
+    unknown = [name for name in names if name != "torch" and name not in SPEC]
     if unknown:
         raise argparse.ArgumentTypeError(f"{unknown[0]!r} is not one of torch, {', '.join(SPEC)}")
-    return [name for name in text.split(",") if name == "torch" or importlib.util.find_spec(SPEC[name])]
+    return [name for name in names if name == "torch" or importlib.util.find_spec(SPEC[name])]
 
 
 def alternated(timings: dict[str, Callable[[], list[str]]], repeats: int) -> dict[str, float]:
@@ -105,12 +109,7 @@ def alternated(timings: dict[str, Callable[[], list[str]]], repeats: int) -> dic
 
 def commands(passages: list[dict], cross: str, runtimes: list[str], work: Path, repeats: int) -> list[dict]:
     """The whole commands at their default batch and at 64 rows (every output written to a new path)."""
-    corpus, run, questions = work / "passages.jsonl", work / "run.jsonl", work / "questions.jsonl"
-    corpus.write_text("".join(json.dumps({"id": str(i), **p}) + "\n" for i, p in enumerate(passages)))
-    question = {"question": "If the river dried up, what would the bridge cross?", "answers": ["a valley"]}
-    questions.write_text(json.dumps({"idx": "1", **question}) + "\n")
-    ctxs = [{"id": str(i), **p, "score": 1.0} for i, p in enumerate(passages)]
-    run.write_text(json.dumps({"qid": "1", **question, "ctxs": ctxs}) + "\n")
+    corpus, run, questions = one_question_run(work, passages)
     made = iter(range(10**6))
     shapes = {
         "ifqa index dense": lambda: ["index", "dense", "--corpus", str(corpus), "-o", str(work / f"ix{next(made)}")]
@@ -149,30 +148,24 @@ def main() -> None:
     parser.add_argument("--command-passages", type=int, default=600, at_least=0)
     parser.add_argument("--runtimes", type=runtimes_list, default="torch,onnx,openvino")
     args = parser.parse_args()
-    from sentence_transformers import CrossEncoder
-
-    from ifqa.retrieval.encoders import resolve
-
-    sizes = args.sizes
     with gzip.open(packaged_passages(), "rt", encoding="utf-8") as handle:
         passages = [json.loads(line) for _, line in zip(range(max(args.passages, args.command_passages)), handle)]
-    questions = read_questions(args.questions)
+    questions = demo_or_read(args.questions)
     print(f"machine: {machine()}\n")
     with tempfile.TemporaryDirectory() as tmp:
-        cross = str(Path(tmp) / "cross-encoder")
-        CrossEncoder(resolve("sentence-transformers/all-MiniLM-L6-v2"), num_labels=1, max_length=256).save(cross)
+        encoder, cross = minilm_models(Path(tmp))
         rows = []
-        for name, run in workloads(passages[: args.passages], questions, cross, sizes).items():
-            run(sizes[0])  # warmed: the first call pays for kernels and caches
-            seconds = {size: [] for size in sizes}
+        for name, run in workloads(passages[: args.passages], questions, encoder, cross, args.sizes).items():
+            run(args.sizes[0])  # warmed: the first call pays for kernels and caches
+            seconds = {size: [] for size in args.sizes}
             for _ in range(args.repeats):
-                for size in sizes:
+                for size in args.sizes:
                     started = time.perf_counter()
                     run(size)
                     seconds[size].append(time.perf_counter() - started)
-            median = {size: statistics.median(seconds[size]) for size in sizes}
+            median = {size: statistics.median(seconds[size]) for size in args.sizes}
             base = median.get(BEFORE)
-            for size in sizes:
+            for size in args.sizes:
                 rows.append(
                     {
                         "inputs": name,
@@ -181,7 +174,7 @@ def main() -> None:
                         f"rate ÷ {BEFORE} rows'": base / median[size] if base else float("nan"),
                     }
                 )
-            print(markdown_table(rows[-len(sizes) :], digits=2), flush=True)
+            print(markdown_table(rows[-len(args.sizes) :], digits=2), flush=True)
             print()
         if args.command_passages:
             whole = commands(passages[: args.command_passages], cross, args.runtimes, Path(tmp), args.repeats)

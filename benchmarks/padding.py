@@ -35,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import Parser, machine, markdown_table  # noqa: E402
+from common import Parser, machine, markdown_table, read_questions  # noqa: E402
 
 from ifqa.datasets.demo import packaged_passages  # noqa: E402
 from ifqa.retrieval import DEFAULT_ENCODER  # noqa: E402
@@ -137,16 +137,6 @@ def timing(passages: list[dict], max_length: int, repeats: int) -> tuple[dict, f
             vectors[name] = out
     difference = max(float(np.abs(vectors["characters"] - vectors[name]).max()) for name in ("tokens", "budget"))
     return {name: statistics.median(values) for name, values in seconds.items()}, difference
-
-
-def read_questions(path: Path) -> list[str]:
-    text = path.read_text(encoding="utf-8")
-    records = (
-        json.loads(text)
-        if text.lstrip().startswith("[")
-        else [json.loads(line) for line in text.splitlines() if line.strip()]
-    )
-    return [record["question"] for record in records]
 
 
 def questions_rows(questions: list[str], encoder) -> tuple[list[dict], dict, float]:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import Parser, machine  # noqa: E402
+from common import QUESTION, Parser, machine, minilm_models, one_question_run  # noqa: E402
 
 from ifqa.retrieval.encoders import demo_texts  # noqa: E402
 
@@ -114,27 +114,13 @@ def command_seconds(args: list[str]) -> float:
     return time.perf_counter() - started
 
 
-def models(work: Path) -> tuple[str, str]:
-    """The packaged all-MiniLM-L6-v2 (the default encoder), and a cross-encoder of its shape saved by the
-    library (what ``ifqa train reranker`` writes)."""
-    from sentence_transformers import CrossEncoder
-
-    from ifqa.retrieval.encoders import resolve
-
-    encoder = resolve("sentence-transformers/all-MiniLM-L6-v2")
-    cross = work / "cross-encoder"
-    if not cross.exists():
-        CrossEncoder(encoder, num_labels=1, max_length=256).save(str(cross))
-    return encoder, str(cross)
-
-
 def main() -> None:
     parser = Parser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
-        encoder, cross = models(work)
+        encoder, cross = minilm_models(work)
         print(f"machine: {machine()}\n")
         print("seconds from the interpreter's start to each part's end (median of fresh interpreters)\n")
         print(
@@ -150,15 +136,7 @@ def main() -> None:
                 modeling.append(median["transformers' modeling"])
                 cells = " | ".join(f"{median[k]:.2f}" for k in median)
                 print(f"| {kind} | {path} | {cells} |")
-        passages = demo_texts()[:100]
-        corpus, run, questions = work / "passages.jsonl", work / "run.jsonl", work / "questions.jsonl"
-        corpus.write_text(
-            "".join(json.dumps({"id": str(i), "title": "", "text": t}) + "\n" for i, t in enumerate(passages))
-        )
-        question = {"question": "If the river dried up, what would the bridge cross?", "answers": ["a valley"]}
-        questions.write_text(json.dumps({"idx": "1", **question}) + "\n")
-        ctxs = [{"id": str(i), "title": "", "text": t, "score": 1.0} for i, t in enumerate(passages)]
-        run.write_text(json.dumps({"qid": "1", **question, "ctxs": ctxs}) + "\n")
+        corpus, run, questions = one_question_run(work, [{"text": text} for text in demo_texts()[:100]])
         options = ["--device", "cpu", "--no-progress"]
         commands = {
             "ifqa index dense (100 passages)": [
@@ -202,7 +180,7 @@ def main() -> None:
                 seconds.append(command_seconds(command))
             value = statistics.median(seconds)
             alone = statistics.median(
-                model_alone(*kinds[name], question["question"], corpus) for _ in range(args.repeats)
+                model_alone(*kinds[name], QUESTION["question"], corpus) for _ in range(args.repeats)
             )
             rest = value - alone
             print(
