@@ -160,11 +160,15 @@ def test_marked_python_examples_run(tmp_path):
 
 #: Examples marked ``needs`` that run here with a stand-in for what they need: the line as the page
 #: writes it, and what the test puts in place of the placeholders (``{url}``: a fake OpenAI-compatible
-#: endpoint; ``{reranker}``: a tiny reranker trained by the fixture; ``passages.jsonl``: 100 of the
-#: demo's passages, the demo size for a command that takes minutes on the whole collection).
+#: endpoint; ``{reranker}``: a tiny reranker trained by the fixture; ``{encoder}``: a tiny encoder, whose
+#: int8 export takes seconds where the real model's takes half a minute (the heavy tier exports that one:
+#: tests/retrieval/test_exported.py); ``passages.jsonl``: 100 of the demo's passages, the demo size for a
+#: command that takes minutes on the whole collection).
 STAND_INS = {
     ("retrieval.md", "ifqa index bm25 --corpus passages.jsonl -o indexes/demo-bm25"): {},
-    ("README.md", "ifqa index dense --corpus passages.jsonl -o indexes/dense --runtime auto --quantize int8"): {},
+    ("README.md", "ifqa index dense --corpus passages.jsonl -o indexes/dense --runtime auto --quantize int8"): {
+        "--quantize int8": "--quantize int8 --encoder {encoder}"
+    },
     ("README.md", "ifqa read llm --mode cot --demos 4 --model MODEL --base-url URL --run runs/demo-clean.jsonl"): {
         "MODEL": "m",
         "URL": "{url}",
@@ -313,7 +317,7 @@ def _hub_stand_ins(tmp_path) -> dict:
 
 
 @pytest.mark.slow
-def test_marked_examples_run_in_order(tmp_path, reranker):
+def test_marked_examples_run_in_order(tmp_path, reranker, tiny_model):
     """The examples that run here, in the pages' order, then the needs-marked ones with their
     stand-ins (they read what the earlier ones wrote: runs/demo-clean.jsonl)."""
     from ifqa.datasets.demo import corpus_path, load_demo
@@ -335,6 +339,7 @@ def test_marked_examples_run_in_order(tmp_path, reranker):
     with FakeOpenAI(answers) as server:
         for page, lang, body in stand_in_blocks():
             body = body.replace("{url}", server.url).replace("{reranker}", str(reranker))
+            body = body.replace("{encoder}", str(tiny_model))
             body = body.replace("{flashrag}", str(hub["flashrag"])).replace("{passages}", str(hub["passages"]))
             if lang == "python":
                 _run_python(page, body, tmp_path, env)
