@@ -61,13 +61,12 @@ class Launch:
 
 @dataclass(frozen=True)
 class RunFiles:
-    """The run files a reader trains on and is scored on, their records as kept, and its output folder."""
+    """The run files a reader trains on and is scored on, and their records as kept."""
 
     train_run: str | Path
     dev_run: str | Path | None
     train: list[dict]
     dev: list[dict]
-    output: Path
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -236,7 +235,7 @@ def train_reader(kind: ReaderKind, recipe, train_run, dev_run, output, run) -> d
     steps = run_steps(recipe, len(train_records))
     if world.active:  # the group forms before anything is written: a peer that never comes leaves nothing
         distributed.start(device)
-    files = RunFiles(train_run, dev_run, train_records, dev_records, output)
+    files = RunFiles(train_run, dev_run, train_records, dev_records)
     reader = kind.load(recipe, launch, files)
     if not resuming and world.main:  # written once the model loads: a model that cannot leaves nothing
         output.mkdir(parents=True, exist_ok=True)
