@@ -30,6 +30,8 @@ from pathlib import Path
 tree, t5, run, out = map(Path, sys.argv[1:5])
 sys.path.insert(0, str(tree))
 import torch
+import transformers.modeling_utils  # imported before the walk: a profiled import is seconds slower, and holds no device
+from transformers import T5ForConditionalGeneration  # noqa: F401 - the model's module, the same
 import ifqa
 from ifqa.cli import main
 package = str(Path(ifqa.__file__).resolve().parent) + "/"
@@ -48,6 +50,7 @@ def profile(frame, event, arg):
         if caller.startswith(package) and any(holds_device(v) for v in given):
             stops.append([caller.removeprefix(package), "the model's .to"])
             done.append(True)
+            sys.setprofile(None)  # the walk ends here: the step trains unprofiled
         return
     if code.co_filename.startswith(package):
         names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
