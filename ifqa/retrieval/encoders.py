@@ -76,7 +76,8 @@ class _BatchedEncoder:
         return self._run(passages, lengths, self.passage_inputs, self.passage_vectors, batch_size)
 
     def encode_queries(self, queries: Sequence[str], batch_size: int | None = None) -> np.ndarray:
-        queries, batch_size = list(queries), batch_size or default_batch_size(self.device, cpu=CPU_QUESTION_ROWS)
+        queries = list(queries)
+        batch_size = batch_size or default_batch_size(self.device, cpu=CPU_QUESTION_ROWS)
         return self._run(queries, self.query_lengths(queries), self.query_inputs, self.query_vectors, batch_size)
 
     def query_lengths(self, queries: list[str]) -> list[int]:
