@@ -24,6 +24,11 @@ from ifqa.errors import IfqaError
 
 T = TypeVar("T")
 
+#: The internal field (a tuple of names) in which ``from_options`` records the options that were given, for
+#: a config whose defaults may be filled from elsewhere (a trained reader's card): given at its default is
+#: still given, and ``to_args`` writes it.
+GIVEN = "given"
+
 
 def option(default: Any, help: str, **meta: Any) -> Any:
     """A dataclass field that is also a command-line option: ``help`` and the metadata above (a list
@@ -103,13 +108,15 @@ def from_options(cls: type[T], options: Mapping[str, Any], where: str | None = N
     unknown = set(options) - set(fields)
     if unknown:
         raise IfqaError(f"unknown key(s) {', '.join(sorted(unknown))}; known: {', '.join(fields)}", where)
-    values = {}
+    values, given = {}, []
     for name, value in options.items():
         field, kind = fields[name], _kind(cls, name)
         label = flag(field) if where is None else name
         if value is None or (value == "" and field_default(field) is None):  # "${UNSET}" in YAML reads as ""
             values[name] = field_default(field)
             continue
+        if value != ():  # a repeated option click reports as not repeated is not given
+            given.append(name)
         if kind is list:  # repeated options (a tuple, empty when none given), one string to parse, or YAML's list
             if isinstance(value, tuple):
                 value = list(value) if value else field_default(field)
@@ -141,6 +148,8 @@ def from_options(cls: type[T], options: Mapping[str, Any], where: str | None = N
         if choices is not None and value not in choices:
             raise IfqaError(f"{label} must be one of {', '.join(choices)}, got {value!r}", where)
         values[name] = value
+    if GIVEN in {f.name for f in dataclasses.fields(cls)}:  # a config that tells given options from defaults
+        values[GIVEN] = tuple(sorted(given))
     try:
         return cls(**values)
     except IfqaError as exc:  # the config's own checks (values that depend on each other), located too
@@ -173,17 +182,19 @@ def _renamed_keys(fields: dict[str, dataclasses.Field], options: Mapping[str, An
 
 
 def changed(config: Any) -> list[tuple[dataclasses.Field, Any]]:
-    """``config``'s fields away from their defaults, with their values, in declaration order."""
-    fields = option_fields(type(config))
-    return [(f, getattr(config, f.name)) for f in fields if getattr(config, f.name) != field_default(f)]
+    """``config``'s fields away from their defaults, or given at them (``GIVEN``), in declaration order."""
+    fields, given = option_fields(type(config)), getattr(config, GIVEN, ())
+    return [
+        (f, getattr(config, f.name)) for f in fields if f.name in given or getattr(config, f.name) != field_default(f)
+    ]
 
 
 def to_args(config: Any) -> list[str]:
     """The command-line arguments that rebuild ``config`` (fields at their default are left out)."""
     args: list[str] = []
     for field, value in changed(config):
-        if isinstance(value, bool):  # a boolean's flag turns its default over
-            args.append(flag(field))
+        if isinstance(value, bool):  # a boolean's flag turns its default over (given at it: nothing to write)
+            args += [flag(field)] if value != field_default(field) else []
         elif isinstance(value, list):
             if field.metadata.get("multiple"):
                 args += [part for item in value for part in (flag(field), shlex.quote(str(item)))]

@@ -4,6 +4,7 @@ before any model answers."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from pathlib import Path
@@ -396,6 +397,43 @@ def test_a_trained_readers_card_is_followed_once(tmp_path, caplog):
     assert [r.getMessage() for r in caplog.records if "was trained with" in r.getMessage()] == [
         f"--demos 3: {folder} was trained with 0"
     ]
+
+
+def test_an_option_given_at_its_default_is_never_replaced_by_the_card(tmp_path, caplog):
+    """Every reader setting a card holds, given at the reader's default (``--passages 5``, ``--mode qa``), is
+    read as given, as one given otherwise is: ``from_options`` (which builds every command's, YAML row's and
+    API call's config) records it, settling keeps it with the card's warning, and the command written back
+    says it. Only the options left out take the card's values."""
+    from ifqa.configs import field_default, from_options, to_args
+    from ifqa.llm.trained import READER_SETTINGS
+    from ifqa.readers.llm.config import LLMReaderConfig
+    from ifqa.registry import READERS
+
+    fields = {f.name: f for f in dataclasses.fields(LLMReaderConfig)}
+    defaults = {name: field_default(fields[name]) for name in READER_SETTINGS}
+    givable = sorted(name for name, value in defaults.items() if value is not None)  # None: left out, never given
+    assert {"mode", "passages", "demos", "selection", "seed"} <= set(givable)
+    card = {**READER, "selection": "similar", "seed": 7}  # every givable setting away from the reader's default
+    folder = trained_folder(
+        tmp_path / "reader", SMOLLM2, base_digest(str(SMOLLM2)), random_pairs(SMOLLM2_LAYERS, 1, 0.01)
+    )
+    card_file = folder / "ifqa_card.json"
+    card_file.write_text(json.dumps({**json.loads(card_file.read_text()), "reader": card}))
+    entry = READERS.get("llm")
+    for name in givable:
+        assert card[name] != defaults[name], name
+        caplog.clear()
+        with caplog.at_level("WARNING"):
+            settled = entry.settled(from_options(LLMReaderConfig, {"model": str(folder), name: defaults[name]}))
+        assert getattr(settled, name) == defaults[name], name
+        assert f"{fields[name].metadata.get('flag') or '--' + name.replace('_', '-')} {defaults[name]}" in " ".join(
+            to_args(settled)
+        ), name
+        assert [r.getMessage() for r in caplog.records if "was trained with" in r.getMessage()], name
+        others = {other: getattr(settled, other) for other in READER_SETTINGS if other != name}
+        assert others == {other: card[other] for other in others}, name
+    left_out = entry.settled(from_options(LLMReaderConfig, {"model": str(folder), "passages": None}))
+    assert {name: getattr(left_out, name) for name in READER_SETTINGS} == card
 
 
 def test_a_bases_facts_are_read_once_per_file(tmp_path, monkeypatch):

@@ -76,6 +76,25 @@ def test_every_llm_field_is_tested_and_round_trips_through_the_command():
         assert _parse(reader_command("llm", single, QuestionSource(), None))[0] == single, name
 
 
+def test_every_field_given_at_its_default_is_written_back_as_given():
+    """An option given at its default (which a trained reader's card would otherwise fill) is in the command
+    shown, and that command builds it given again; a flag given at its default writes nothing (its flag
+    would turn it over)."""
+    from ifqa.configs import field_default
+    from ifqa.datasets import QuestionSource
+    from ifqa.readers import reader_command
+
+    for field in option_fields(LLMReaderConfig):
+        default = field_default(field)
+        if default is None or default == []:  # left unset: nothing to give
+            continue
+        config = from_options(LLMReaderConfig, {field.name: default})
+        assert config.given == (field.name,), field.name
+        rebuilt = _parse(reader_command("llm", config, QuestionSource(), None))[0]
+        assert rebuilt == config, field.name
+        assert rebuilt.given == (() if isinstance(default, bool) else (field.name,)), field.name
+
+
 def test_fid_round_trip():
     from ifqa.datasets import QuestionSource
     from ifqa.readers import reader_command

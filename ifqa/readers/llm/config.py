@@ -57,6 +57,8 @@ class LLMReaderConfig(ModelAccess):
     #: read a model ``ifqa train llm`` made with the settings its card holds (``readers/llm/trained.py``);
     #: off where a caller asks for another prompt on purpose (the premise analysis's closed-book twins)
     follow_card: bool = field(default=True, metadata={"internal": True})
+    #: the options given, at their default or not (``configs.from_options`` records them): a card fills the others
+    given: tuple[str, ...] = field(default=(), compare=False, metadata={"internal": True})
 
     @property
     def effective_temperature(self) -> float:

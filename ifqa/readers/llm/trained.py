@@ -21,9 +21,10 @@ def trained_card(model: str | None) -> dict | None:
 
 
 def as_trained(config: LLMReaderConfig) -> LLMReaderConfig:
-    """``config`` with the trained model's reader settings where it leaves an option at its default; an
-    option given otherwise is kept, with a warning that the model never saw prompts made so. The result
-    no longer follows the card (it has been followed), so settling a config again changes and says nothing."""
+    """``config`` with the trained model's reader settings where an option was not given (``config.given``)
+    and is at its default; an option given, even at its default, is kept, with a warning where the model never
+    saw prompts made so. The result no longer follows the card (it has been followed), so settling a config
+    again changes and says nothing."""
     card = trained_card(config.model) if config.follow_card else None
     if card is None:
         return config
@@ -32,7 +33,7 @@ def as_trained(config: LLMReaderConfig) -> LLMReaderConfig:
         if field.name not in READER_SETTINGS:  # the prompt it was trained on; the backend is the reader's choice
             continue
         value, wanted = getattr(config, field.name), trained[field.name]
-        if value == field_default(field):
+        if field.name not in config.given and value == field_default(field):
             changes[field.name] = wanted
         elif value != wanted:
             log.warning("%s %s: %s was trained with %s", flag(field), value, config.model, wanted)
