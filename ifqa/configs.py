@@ -190,7 +190,7 @@ def changed(config: Any) -> list[tuple[dataclasses.Field, Any]]:
 
 
 def to_args(config: Any) -> list[str]:
-    """The command-line arguments that rebuild ``config`` (fields at their default are left out)."""
+    """The command-line arguments that rebuild ``config`` (fields at their default are left out, unless given)."""
     args: list[str] = []
     for field, value in changed(config):
         if isinstance(value, bool):  # a boolean's flag turns its default over (given at it: nothing to write)

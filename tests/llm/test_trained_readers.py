@@ -404,7 +404,7 @@ def test_an_option_given_at_its_default_is_never_replaced_by_the_card(tmp_path, 
     read as given, as one given otherwise is: ``from_options`` (which builds every command's, YAML row's and
     API call's config) records it, settling keeps it with the card's warning, and the command written back
     says it. Only the options left out take the card's values."""
-    from ifqa.configs import field_default, from_options, to_args
+    from ifqa.configs import field_default, flag, from_options, to_args
     from ifqa.llm.trained import READER_SETTINGS
     from ifqa.readers.llm.config import LLMReaderConfig
     from ifqa.registry import READERS
@@ -426,9 +426,7 @@ def test_an_option_given_at_its_default_is_never_replaced_by_the_card(tmp_path, 
         with caplog.at_level("WARNING"):
             settled = entry.settled(from_options(LLMReaderConfig, {"model": str(folder), name: defaults[name]}))
         assert getattr(settled, name) == defaults[name], name
-        assert f"{fields[name].metadata.get('flag') or '--' + name.replace('_', '-')} {defaults[name]}" in " ".join(
-            to_args(settled)
-        ), name
+        assert f"{flag(fields[name])} {defaults[name]}" in " ".join(to_args(settled)), name
         assert [r.getMessage() for r in caplog.records if "was trained with" in r.getMessage()], name
         others = {other: getattr(settled, other) for other in READER_SETTINGS if other != name}
         assert others == {other: card[other] for other in others}, name
