@@ -324,6 +324,69 @@ class _Run:
             self.save()
             log.warning("%s: stopped at step %d of %d, state saved", self.output, self.record.step, self.settings.steps)
 
+    def train(self, bf16: bool, progress: bool, stop_after: int | None) -> None:
+        """The steps of this invocation, the state saved when due and when stopped."""
+        from tqdm import tqdm
+
+        parallel, forward = self.wrap()  # held here alone: let go before the process group is left (finally)
+        settings, record, world, trainee = self.settings, self.record, self.world, self.trainee
+        end = settings.steps if stop_after is None else min(settings.steps, record.step + stop_after)
+        per_step, self.started = settings.accumulation, time.time()
+        work = range(record.step * per_step, end * per_step)
+        fed = feeding.feed(work, lambda g: trainee.prepare(trainee.batches[g]), self.device)
+        bar = tqdm(
+            total=settings.steps, initial=record.step, desc="train", unit="step", disable=not progress or not world.main
+        )
+        try:
+            with (
+                distributed.collective_errors(world),
+                held_interrupts() as check_interrupts,
+                feeding.out_of_memory_hint(*trainee.memory),
+            ):
+                while record.step < end:
+                    entry, save_now, stop = self.step(fed, parallel, forward, bf16, check_interrupts)
+                    bar.set_postfix(loss=f"{record.running:.3f}", **{k: v for k, v in entry.items() if k == "dev_em"})
+                    bar.update(1)
+                    periodic = settings.save_every and record.step % settings.save_every == 0
+                    if record.step < settings.steps and (periodic or save_now or record.step == end):
+                        with distributed.one_writer(world):  # the others wait on the store, not a collective
+                            self.save()
+                    if not world.active or stop:  # ranks stop after the step they agreed on, never one alone
+                        check_interrupts(stop)
+        except distributed.CollectiveFailure:  # a rank died: this one may be mid-step, so it saves nothing
+            raise
+        except (KeyboardInterrupt, IfqaError):  # interrupted, or out of memory within a step: keep the whole steps
+            self.saved_on_stop()
+            raise
+        finally:
+            bar.close()
+            parallel = forward = None  # DistributedDataParallel lets go of the process group before the group is left
+            distributed.stop()
+
+    def finish(self, precision: str) -> dict:
+        """The record of this invocation; a finished run's model saved, its log and result written."""
+        record, output, world = self.record, self.output, self.world
+        result = {
+            "step": record.step,
+            "steps": self.settings.steps,
+            "history": record.history,
+            "log": record.log,
+            "finished": record.step >= self.settings.steps,
+            "device": str(self.device),
+            **self.trainee.evaluation.state(),
+        }
+        if not result["finished"]:
+            return result
+        result.update(bf16=precision == "bf16", numerics=numerics(self.device, precision))
+        if self.trainee.save is not None and world.main:
+            self.trainee.save(output)  # replaces a model an earlier, killed run saved from the same final state
+            with atomic_write(output / "train_log.jsonl") as handle:
+                handle.write("".join(json.dumps(entry) + "\n" for entry in record.log))
+            write_json(output / RESULT, result)  # the model is saved: from here a rerun does not train again
+        if world.main:
+            shutil.rmtree(output / STATE, ignore_errors=True)
+        return result
+
 
 def run_loop(
     trainee: Trainee,
@@ -342,70 +405,5 @@ def run_loop(
     run = _Run(trainee, output, settings, device, world)
     run.restore()
     precision = pick_precision(settings.precision, device, "train")
-    _train(run, precision == "bf16", progress, stop_after)
-    return _finish(trainee, run.record, output, settings, device, precision, world)
-
-
-def _train(run: _Run, bf16: bool, progress: bool, stop_after: int | None) -> None:
-    """The steps of this invocation, the state saved when due and when stopped."""
-    from tqdm import tqdm
-
-    parallel, forward = run.wrap()  # held here alone: let go before the process group is left (finally)
-    settings, record, world, trainee = run.settings, run.record, run.world, run.trainee
-    end = settings.steps if stop_after is None else min(settings.steps, record.step + stop_after)
-    per_step = settings.accumulation
-    run.started = time.time()
-    work = range(record.step * per_step, end * per_step)
-    fed = feeding.feed(work, lambda g: trainee.prepare(trainee.batches[g]), run.device)
-    bar = tqdm(
-        total=settings.steps, initial=record.step, desc="train", unit="step", disable=not progress or not world.main
-    )
-    try:
-        with (
-            distributed.collective_errors(world),
-            held_interrupts() as check_interrupts,
-            feeding.out_of_memory_hint(*trainee.memory),
-        ):
-            while record.step < end:
-                entry, save_now, stop = run.step(fed, parallel, forward, bf16, check_interrupts)
-                bar.set_postfix(loss=f"{record.running:.3f}", **{k: v for k, v in entry.items() if k == "dev_em"})
-                bar.update(1)
-                periodic = settings.save_every and record.step % settings.save_every == 0
-                if record.step < settings.steps and (periodic or save_now or record.step == end):
-                    with distributed.one_writer(world):  # the others wait on the store, not a collective
-                        run.save()
-                if not world.active or stop:  # ranks stop after the step they agreed on, never one alone
-                    check_interrupts(stop)
-    except distributed.CollectiveFailure:  # a rank died: this one may be mid-step, so it saves nothing
-        raise
-    except (KeyboardInterrupt, IfqaError):  # interrupted, or out of memory within a step: keep the whole steps
-        run.saved_on_stop()
-        raise
-    finally:
-        bar.close()
-        parallel = forward = None  # DistributedDataParallel lets go of the process group before the group is left
-        distributed.stop()
-
-
-def _finish(trainee, record: _Progress, output: Path, settings, device: Device, precision: str, world: World) -> dict:
-    """The record of this invocation; a finished run's model saved, its log and result written."""
-    result = {
-        "step": record.step,
-        "steps": settings.steps,
-        "history": record.history,
-        "log": record.log,
-        "finished": record.step >= settings.steps,
-        "device": str(device),
-        **trainee.evaluation.state(),
-    }
-    if not result["finished"]:
-        return result
-    result.update(bf16=precision == "bf16", numerics=numerics(device, precision))
-    if trainee.save is not None and world.main:
-        trainee.save(output)  # replaces a model an earlier, killed run saved from the same final state
-        with atomic_write(output / "train_log.jsonl") as handle:
-            handle.write("".join(json.dumps(entry) + "\n" for entry in record.log))
-        write_json(output / RESULT, result)  # the model is saved: from here a rerun does not train again
-    if world.main:
-        shutil.rmtree(output / STATE, ignore_errors=True)
-    return result
+    run.train(precision == "bf16", progress, stop_after)
+    return run.finish(precision)

@@ -122,45 +122,40 @@ class ControlRecipe(MiningRecipe):
     weight: float = option(0.5, "Weight of the classifier's logit added to the first-stage score.")
 
 
-#: The loop settings of a reader trained on a run file, declared once: name -> (type, default, help, bounds).
-#: A kind's recipe takes them with its own defaults (``run_recipe``).
-RUN_FIELDS = {
-    "epochs": (int, 1, "Passes over the training questions (when --steps is not given).", dict(min=1)),
-    "steps": (int | None, None, "Optimizer steps in all (default: --epochs passes).", dict(min=1)),
-    "batch_size": (int | None, 8, "Questions per optimizer step, over all ranks.", dict(min=1)),
-    "accumulation": (int, 1, "Micro-batches per step (each of --batch-size / --accumulation questions).", dict(min=1)),
-    "lr": (float, 1e-4, "Peak learning rate (AdamW, linear warm-up then decay).", dict(min=0.0)),
-    "warmup_steps": (int | None, None, "Steps of warm-up (default: 5% of the steps).", dict(min=0)),
-    "weight_decay": (float, 0.0, "AdamW weight decay.", dict(min=0.0)),
-    "max_grad_norm": (float, 1.0, "Gradients are clipped to this norm.", dict(min=1e-6)),
-    "eval_every": (int, 100, "Dev EM every N steps (with --dev-run); best/ keeps the best.", dict(min=1)),
-    "dev_questions": (
-        int | None,
-        None,
-        "Score dev EM on the dev run's first N questions while training (default: all).",
-        dict(min=1),
-    ),
-    "eval_batch_size": (int, 16, "Questions per generation batch when scoring dev.", dict(min=1)),
-    "save_every": (int | None, None, "Also save the resumable state every N steps.", dict(min=1)),
-    "seed": (int, 0, "Seed for data order, demonstrations and initialization.", {}),
-    "precision": (str, "auto", PRECISION_HELP, dict(choices=("auto", "fp32", "bf16"))),
-    "gradient_checkpointing": (bool, False, "Recompute activations to save memory.", {}),
-}
+@dataclass(frozen=True)
+class RunRecipe:
+    """The loop settings of a reader trained on a run file, declared once; a kind's recipe subclasses
+    ``run_recipe``'s base, which holds them with the kind's own defaults."""
+
+    #: a setting a kind's recipe once had, as its run records of that time read now: name -> (new name, values)
+    RENAMED = {}
+
+    epochs: int = option(1, "Passes over the training questions (when --steps is not given).", min=1)
+    steps: int | None = option(None, "Optimizer steps in all (default: --epochs passes).", min=1)
+    batch_size: int | None = option(8, "Questions per optimizer step, over all ranks.", min=1)
+    accumulation: int = option(1, "Micro-batches per step (each of --batch-size / --accumulation questions).", min=1)
+    lr: float = option(1e-4, "Peak learning rate (AdamW, linear warm-up then decay).", min=0.0)
+    warmup_steps: int | None = option(None, "Steps of warm-up (default: 5% of the steps).", min=0)
+    weight_decay: float = option(0.0, "AdamW weight decay.", min=0.0)
+    max_grad_norm: float = option(1.0, "Gradients are clipped to this norm.", min=1e-6)
+    eval_every: int = option(100, "Dev EM every N steps (with --dev-run); best/ keeps the best.", min=1)
+    dev_questions: int | None = option(
+        None, "Score dev EM on the dev run's first N questions while training (default: all).", min=1
+    )
+    eval_batch_size: int = option(16, "Questions per generation batch when scoring dev.", min=1)
+    save_every: int | None = option(None, "Also save the resumable state every N steps.", min=1)
+    seed: int = option(0, "Seed for data order, demonstrations and initialization.")
+    precision: str = option("auto", PRECISION_HELP, choices=("auto", "fp32", "bf16"))
+    gradient_checkpointing: bool = option(False, "Recompute activations to save memory.")
 
 
-def run_recipe(name: str, helps: dict[str, str] | None = None, **defaults) -> type:
-    """A base recipe holding ``RUN_FIELDS`` with a kind's own ``defaults`` (``helps``: a field's help where
-    the kind's meaning of it is its own; bounds as declared); a kind's recipe subclasses it with the
-    fields of its model."""
-    helps = helps or {}
-    unknown = (set(defaults) | set(helps)) - set(RUN_FIELDS)
-    if unknown:
-        raise TypeError(f"not run recipe fields: {', '.join(sorted(unknown))}")
-    fields = []
-    for field, (kind, default, help, bounds) in RUN_FIELDS.items():
-        fields.append((field, kind, option(defaults.get(field, default), helps.get(field, help), **bounds)))
-    #: RENAMED: a setting a kind's recipe once had, as its run records of that time read now (none here)
-    return dataclasses.make_dataclass(name, fields, frozen=True, namespace={"RENAMED": {}})
+def run_recipe(name: str, **defaults) -> type:
+    """``RunRecipe`` with a kind's own ``defaults`` (help and bounds as declared), for its recipe to subclass."""
+    declared = {f.name: f for f in dataclasses.fields(RunRecipe)}
+    if set(defaults) - set(declared):
+        raise TypeError(f"not run recipe fields: {', '.join(sorted(set(defaults) - set(declared)))}")
+    fields = [(k, declared[k].type, option(v, **declared[k].metadata)) for k, v in defaults.items()]
+    return dataclasses.make_dataclass(name, fields, bases=(RunRecipe,), frozen=True)
 
 
 @dataclass(frozen=True)
@@ -182,7 +177,6 @@ class FiDRecipe(
     ``--batch-size`` each rank takes 8 questions a step on a GPU, 1 on a CPU (``training/fid.py``)."""
 
     HOW_NOT_WHAT = ("compile", "no_compile", "gradient_checkpointing", "eval_batch_size", "save_every")
-    #: a setting the recipe once had, as the run records of that time read now: name -> (new name, values)
     RENAMED = {
         "fp32": ("precision", {True: "fp32", False: "auto"}),
         "bf16": ("precision", {True: "auto", False: "fp32"}),

@@ -181,11 +181,6 @@ def run_steps(recipe, questions: int) -> int:
     return recipe.steps or max(1, math.ceil(recipe.epochs * questions / recipe.batch_size))
 
 
-def dev_em(predictions: Sequence[str], records: Sequence[dict]) -> float:
-    right = sum(best_over_answers(exact_match, p, r["answers"]) for p, r in zip(predictions, records))
-    return 100.0 * right / max(1, len(records))
-
-
 class DevEM(Evaluation):
     """Dev EM every ``eval_every`` steps and at the last, each rank predicting its share of whole batches;
     a better EM saves ``best/`` (then the state is saved too, so ``best/`` and the best EM agree on resuming:
@@ -201,8 +196,9 @@ class DevEM(Evaluation):
             return False
         share = self.world.blocks(len(self.records), self.recipe.eval_batch_size)
         mine = self.reader.predict(self.records[share.start : share.stop])
-        em = dev_em(distributed.gather_objects(mine, self.world), self.records)
-        entry["dev_em"] = self.last_em = round(em, 2)
+        predictions = distributed.gather_objects(mine, self.world)
+        right = sum(best_over_answers(exact_match, p, r["answers"]) for p, r in zip(predictions, self.records))
+        entry["dev_em"] = self.last_em = round(100.0 * right / len(self.records), 2)
         if entry["dev_em"] > self.best_em:
             self.best_em = entry["dev_em"]
             with distributed.one_writer(self.world) as writes:
@@ -220,7 +216,7 @@ class DevEM(Evaluation):
         self.best_em = float(best)
 
 
-def train_reader(kind: ReaderKind, recipe, train_run, dev_run, output, run) -> dict:
+def train_reader(kind: ReaderKind, recipe, train_run, dev_run, output, run: Invocation) -> dict:
     """Train ``kind``'s reader on a run file; a rerun resumes from ``output``'s state. Returns the training
     record (``step``, ``log``, ``best_em``)."""
     output = settled(Path(output))
