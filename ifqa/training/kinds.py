@@ -1,8 +1,6 @@
 """What ifqa can train, one entry each (``registry.TRAINABLE``): ``ifqa train NAME`` and an experiment's
-``train`` stage are made from an entry, so a new kind is one module and one registry line. An entry has its
-``recipe`` (the command's options), ``inputs`` (``run``: a run file's questions and passages; ``questions``:
-negatives mined from an index), ``artifact`` (the output folder a reader or retriever loads), ``help``,
-``train(recipe, job)`` and ``summary(output, record)``. Heavy modules are imported by ``train`` alone."""
+``train`` stage are made from an entry, so a new kind is one module and one registry line. Heavy modules are
+imported by an entry's ``train`` alone."""
 
 from __future__ import annotations
 
@@ -41,6 +39,9 @@ def stopped(output, record: dict) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class _Kind:
+    """An entry: its ``recipe`` (the command's options), what it trains from (``inputs``: ``run`` or ``questions``),
+    the output folder a reader or retriever loads (``artifact``), ``train(recipe, job)`` and ``summary``."""
+
     recipe: type
 
     def __post_init__(self) -> None:

@@ -118,18 +118,19 @@ def tokenized_examples(
     return built
 
 
+@dataclasses.dataclass(frozen=True)
 class _Batches:
     """Micro-batch ``g``'s tensors, a pure function of the seed: rows padded on the left (the last ``keep``
     positions hold every answer), positions counted from each row's first token as generation counts them."""
 
-    def __init__(self, examples: list, recipe: LLMRecipe, pad: int, world: World):
-        self.examples, self.recipe, self.pad, self.world = examples, recipe, pad, world
-        self.micro = recipe.batch_size // recipe.accumulation
+    examples: list
+    recipe: LLMRecipe
+    pad: int
+    world: World
 
     def __call__(self, g: int) -> dict:
-        inputs = self.collate(
-            [self.examples[i] for i in batch_order(len(self.examples), self.micro, self.recipe.seed, g)]
-        )
+        micro = self.recipe.batch_size // self.recipe.accumulation
+        inputs = self.collate([self.examples[i] for i in batch_order(len(self.examples), micro, self.recipe.seed, g)])
         rows, tokens = rank_rows(self.world, inputs["labels"])
         return {**{k: v[rows] if torch.is_tensor(v) else v for k, v in inputs.items()}, **tokens}
 
@@ -265,18 +266,14 @@ def load(recipe: LLMRecipe, launch: Launch, files: RunFiles) -> Reader:
 
 def card(recipe: LLMRecipe, files: RunFiles, reader: LLMReader) -> dict:
     """A trained folder's card: the base model and its bytes, the data, the reader settings, the recipe."""
+    local = is_local_file_model(recipe.model)
+    scored = min(len(files.dev), recipe.dev_questions or len(files.dev))
     return {
         "ifqa": __version__,
         "kind": CARD_KIND,
         "base_model": base_name(recipe.model),
-        "base_digest": base_digest(recipe.model)
-        if is_local_file_model(recipe.model)
-        else model_content(recipe.model).get("content"),
-        "training_data": {
-            "run": str(files.train_run),
-            "questions": recorded_questions(files.train_run),
-            "trained_on": len(files.train),
-        },
+        "base_digest": base_digest(recipe.model) if local else model_content(recipe.model).get("content"),
+        "training_data": {**_data(files.train_run), "trained_on": len(files.train)},
         "reader": {
             **{name: getattr(recipe, name) for name in LLMRecipe.READER},
             "backend": "hf",
@@ -286,14 +283,12 @@ def card(recipe: LLMRecipe, files: RunFiles, reader: LLMReader) -> dict:
         "recipe": dataclasses.asdict(recipe),
         "steps": run_steps(recipe, len(files.train)),
         "lora": None if recipe.lora_rank is None else {"rank": recipe.lora_rank, "merged": not recipe.no_merge},
-        "dev": {
-            "run": str(files.dev_run),
-            "questions": recorded_questions(files.dev_run),
-            "scored": min(len(files.dev), recipe.dev_questions or len(files.dev)),
-        }
-        if files.dev_run
-        else None,
+        "dev": {**_data(files.dev_run), "scored": scored} if files.dev_run else None,
     }
+
+
+def _data(run) -> dict:
+    return {"run": str(run), "questions": recorded_questions(run)}
 
 
 def _answers(reader: LLMReader, records: list[dict], size: int) -> list[str]:
