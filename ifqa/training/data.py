@@ -49,24 +49,16 @@ def check_has_gold(examples: Sequence[Example], where: str) -> None:
         )
 
 
-def mine_groups(
-    examples: Sequence[Example],
-    pipeline,
-    depth: int = 30,
-    other_gold: int = 1,
-    seed: int = 0,
-    progress: bool = True,
-    closest: bool = False,
-) -> list[TrainingGroup]:
-    """For each question, up to ``depth`` retrieved non-gold passages (in the retriever's order) and
-    ``other_gold`` random gold passages of other questions, or with ``closest`` the ``depth`` nearest
-    the question, best first (sampling from both lists happens at training time)."""
+def mine_groups(examples: Sequence[Example], pipeline, recipe, progress: bool = True) -> list[TrainingGroup]:
+    """For each question, up to ``hard_depth`` retrieved non-gold passages (in the retriever's order) and the
+    recipe's ``other_gold`` random gold passages of other questions, or with ``other_gold_from`` closest the
+    ``hard_depth`` nearest the question, best first (sampling from both lists happens at training time)."""
     from tqdm import tqdm
 
     check_has_gold(examples, "training data")
-    rng = random.Random(seed)
+    rng, depth = random.Random(recipe.seed), recipe.hard_depth
     pool = sorted({text for e in examples for text in e.context if text.strip()})
-    nearest = MemoryBM25(pool) if closest else None
+    nearest = MemoryBM25(pool) if recipe.other_gold_from == "closest" else None
     groups: list[TrainingGroup] = []
     size = 64
     with tqdm(total=len(examples), desc="mine negatives", unit="q", disable=not progress) as bar:
@@ -88,7 +80,7 @@ def mine_groups(
                     ][:depth]
                 else:
                     others = []
-                    while len(others) < other_gold and len(pool) > len(example.context):
+                    while len(others) < recipe.other_gold and len(pool) > len(example.context):
                         text = rng.choice(pool)
                         if not matcher.matches(text) and text not in others:
                             others.append(text)

@@ -70,15 +70,7 @@ def _groups(recipe, questions, output: Path, corpus: str | None, progress: bool)
     pipeline = Pipeline(indexes=[recipe.index], k=recipe.hard_depth, query_mode=recipe.query_mode, corpus=corpus)
 
     main = launched().main  # every rank mines the same groups (seeded); rank 0 alone writes them
-    groups = mine_groups(
-        questions.examples,
-        pipeline,
-        recipe.hard_depth,
-        recipe.other_gold,
-        recipe.seed,
-        progress and main,
-        closest=recipe.other_gold_from == "closest",
-    )
+    groups = mine_groups(questions.examples, pipeline, recipe, progress and main)
     if main:
         write_groups(groups, path)
         write_json(meta, identity)

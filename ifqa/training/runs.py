@@ -120,9 +120,11 @@ def held_apart(train: list[dict], dev: list[dict], train_run, dev_run) -> list[d
     return kept
 
 
-def identity(kind: ReaderKind, recipe) -> dict:
-    """What a run is: its kind and every recipe field but those that change only speed and memory."""
-    return {"kind": kind.name, **{k: v for k, v in dataclasses.asdict(recipe).items() if k not in recipe.HOW_NOT_WHAT}}
+def identity(kind: ReaderKind, recipe, fields: dict | None = None) -> dict:
+    """What a run is: its kind and every recipe field (``fields``: as a record holds them) but those that
+    change only speed and memory."""
+    fields = dataclasses.asdict(recipe) if fields is None else fields
+    return {"kind": kind.name, **{k: v for k, v in fields.items() if k not in recipe.HOW_NOT_WHAT}}
 
 
 def _recorded(saved: dict, recipe) -> dict:
@@ -145,11 +147,9 @@ def resumes(output: Path, kind: ReaderKind, recipe) -> bool:
             saved = json.loads(recorded.read_text(encoding="utf-8"))
         except ValueError:
             raise IfqaError(f"{RUN_CONFIG} is not readable JSON; train into a new --output", output) from None
-        mine = identity(kind, recipe)
         if saved.get("kind", "fid") != kind.name:  # FiD's records of earlier versions name no kind
             raise IfqaError("holds another kind of training run; train into a new --output", output)
-        theirs = {k: v for k, v in _recorded(saved, recipe).items() if k not in recipe.HOW_NOT_WHAT}
-        if {**theirs, "kind": kind.name} != mine:
+        if identity(kind, recipe, _recorded(saved, recipe)) != identity(kind, recipe):
             raise IfqaError(
                 "holds a run with other settings; use the same options, or train into a new --output", output
             )

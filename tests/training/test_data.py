@@ -37,18 +37,23 @@ class Pipeline:
         return [hits_at(ranked, COLLECTION.__getitem__) for _ in questions]
 
 
+def mining(**settings) -> SimpleNamespace:
+    """A mined kind's recipe, as far as mining reads it."""
+    return SimpleNamespace(**{"hard_depth": 3, "other_gold": 1, "seed": 0, "other_gold_from": "random", **settings})
+
+
 def examples():
     return [Example(key, QUESTIONS[key], ["x"], [GOLD[key]]) for key in GOLD]
 
 
 def test_random_other_gold_passages_are_never_the_question_own():
     for seed in range(5):
-        for group in mine_groups(examples(), Pipeline(), depth=3, other_gold=2, seed=seed, progress=False):
+        for group in mine_groups(examples(), Pipeline(), mining(other_gold=2, seed=seed), progress=False):
             assert len(group.other_gold) == 2 and GOLD[group.qid] not in group.other_gold
 
 
 def test_closest_other_gold_passages_come_first_and_never_the_question_own():
-    groups = {g.qid: g for g in mine_groups(examples(), Pipeline(), depth=3, progress=False, closest=True)}
+    groups = {g.qid: g for g in mine_groups(examples(), Pipeline(), mining(other_gold_from="closest"), progress=False)}
     tsunami = groups["tsunami"]
     assert tsunami.other_gold[0] == GOLD["sprinter"]  # shares "metres per second"; bread and opera do not
     assert GOLD["tsunami"] not in tsunami.other_gold and len(tsunami.other_gold) == 3
@@ -57,7 +62,7 @@ def test_closest_other_gold_passages_come_first_and_never_the_question_own():
 
 
 def test_step_plan_samples_both_kinds_of_negative_from_the_first_hard_depth():
-    groups = mine_groups(examples(), Pipeline(), depth=3, progress=False, closest=True)
+    groups = mine_groups(examples(), Pipeline(), mining(other_gold_from="closest"), progress=False)
     recipe = SimpleNamespace(epochs=2, questions_per_step=2, seed=1, hard_depth=2)
     steps = planned_steps(groups, recipe, group_size=3, other_gold=1)
     assert len(steps) == 4 and steps == planned_steps(groups, recipe, 3, 1)
