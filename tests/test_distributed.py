@@ -118,7 +118,7 @@ def test_launch_settings_that_cannot_work_are_one_line_before_any_work(no_launch
     from ifqa.training.recipes import RerankerRecipe
 
     with pytest.raises(IfqaError, match="--questions-per-step 3 is a global batch: 2 ranks need a multiple of 2"):
-        check_before_mining(TRAINABLE.get("reranker"), RerankerRecipe(questions_per_step=3), 100, "cpu")
+        check_before_mining(TRAINABLE.get("reranker"), RerankerRecipe(questions_per_step=3), 100, tmp_path, "cpu")
 
 
 LAUNCH_SHAPES = {

@@ -33,9 +33,9 @@ from ifqa.version import __version__
 log = logging.getLogger(__name__)
 
 
-def check_before_mining(kind, recipe, questions: int, device: str | None) -> None:
+def check_before_mining(kind, recipe, questions: int, output: Path, device: str | None) -> None:
     """What would stop training after minutes of mining, checked first: the device, the starting
-    model, and recipe values that cannot make a step."""
+    model, recipe values that cannot make a step and a damaged resume state."""
     world = distributed.launched()
     picked = pick_device(device, world)  # a device this machine, or this launch, cannot give: one line now
     if kind.trainer is None:  # fitted in this process, by no training loop
@@ -44,7 +44,7 @@ def check_before_mining(kind, recipe, questions: int, device: str | None) -> Non
         return
 
     check_model(resolve(recipe.model), "; --model takes an encoder or cross-encoder")
-
+    saved_state(output)
     pick_precision(recipe.precision, picked, "train")
     recipe.check()
     world.share(range(recipe.questions_per_step), PER_STEP)  # a global batch the ranks cannot share: one line
@@ -77,19 +77,12 @@ def _groups(recipe, questions, output: Path, corpus: str | None, progress: bool)
     return groups, identity
 
 
-def train_job(
-    name: str,
-    recipe,
-    source,
-    output: Path,
-    corpus: str | None = None,
-    dev_run: str | None = None,
-    run: Invocation = Invocation(),
-) -> dict:
-    """Train the mined kind ``name`` (a ``training.kinds.MinedKind``: reranker, retriever, control) into ``output/model``;
-    returns its card (plus progress fields).
-    A folder whose model was trained, to the end, by this same command (kind, recipe, training questions
-    and collection) is the work done: its card is returned as it is (``already``)."""
+def train_job(recipe, job) -> dict:
+    """Train the mined kind a ``kinds.TrainJob`` names (a ``kinds.MinedKind``: reranker, retriever, control) into
+    ``job.output/model``; returns its card (plus progress fields). A folder whose model was trained, to the end,
+    by this same command (kind, recipe, training questions and collection) is the work done: its card is
+    returned as it is (``already``)."""
+    name, source, output, run = job.kind, job.source, job.output, job.run
     split = None if source.file else source.resolved()[1]
     if split in EVALUATION_SPLITS:  # selection is done on dev, and test is held out
         raise IfqaError(f"refusing to train on the {split} split; train on 'train' and keep {split} for evaluation")
@@ -99,13 +92,10 @@ def train_job(
     if done is not None:
         return {"finished": True, "already": True, **done}
     check_has_gold(questions.examples, questions.name)
-    check_before_mining(kind, recipe, len(questions), run.device)
-
-    if kind.trainer is not None:  # a damaged resume state is refused before mining writes its groups
-        saved_state(output)
+    check_before_mining(kind, recipe, len(questions), output, run.device)
     if launched().main:
         output.mkdir(parents=True, exist_ok=True)
-    groups, mined = _groups(recipe, questions, output, corpus, run.progress)
+    groups, mined = _groups(recipe, questions, output, job.corpus, run.progress)
     started = time.time()
     made = {  # what every card says made its model
         "ifqa": __version__,
@@ -139,8 +129,8 @@ def train_job(
     }
     model_dir = output / "model"
     write_card(model_dir, {**card, "complete": False})
-    if dev_run:
-        score_dev_run(kind.reranks_dev, model_dir, dev_run, source.data_dir, run.device, run.progress)
+    if job.dev_run:
+        score_dev_run(kind.reranks_dev, model_dir, job.dev_run, source.data_dir, run)
 
     complete = {**read_card(model_dir), "complete": True}
     write_card(model_dir, complete)  # the run's last record: a rerun of a complete run is refused
@@ -152,8 +142,6 @@ def train_on_loop(kind, groups, output: Path, recipe, run: Invocation = Invocati
     kind makes its model (a new scoring head draws from the seed), then this rank's device picked."""
     world, device = start(recipe.seed, run.device)
     trainee = kind.load_trainer()(groups, recipe, world, device)
-    if world.main:
-        output.mkdir(parents=True, exist_ok=True)
     settings = LoopSettings.of(recipe, len(trainee.batches))
     return run_loop(trainee, output, settings, device, run.progress, run.stop_after, world)
 
@@ -189,9 +177,7 @@ def _collection(recipe) -> dict | None:
     return index_manifest(recipe.index).get("corpus") if recipe.index else None
 
 
-def score_dev_run(
-    reranks: bool, model_dir: Path, dev_run: str, data_dir: str | None, device: str | None, progress: bool
-) -> None:
+def score_dev_run(reranks: bool, model_dir: Path, dev_run: str, data_dir: str | None, run: Invocation) -> None:
     """Rerank a dev run with the new reranker and record gold recall before and after in the card."""
     recorded = recorded_questions(dev_run)
     if not recorded:
@@ -205,6 +191,6 @@ def score_dev_run(
         return
 
     target = model_dir.parent / "dev-reranked.jsonl"
-    Reranker(model_dir, device=device).rerank_run(dev_run, target, questions, progress)
+    Reranker(model_dir, device=run.device).rerank_run(dev_run, target, questions, run.progress)
     after = summarize_run(read_run(target), questions.examples)["recall"]["gold"]
     add_dev_scores(model_dir, "reranked", questions.describe(), after)

@@ -95,7 +95,7 @@ class MinedKind(_Kind):
     def train(self, recipe, job: TrainJob) -> dict:
         from ifqa.training.jobs import train_job  # mining and training, for a job of this kind alone
 
-        return train_job(job.kind, recipe, job.source, job.output, job.corpus, job.dev_run, job.run)
+        return train_job(recipe, job)
 
     def summary(self, output, card: dict) -> str:
         if not card.get("finished"):

@@ -54,9 +54,6 @@ class LoopSettings:
     max_grad_norm: float = 1.0
     compile: bool = False
 
-    def warmup_length(self) -> int:
-        return max(1, self.warmup_steps if self.warmup_steps is not None else int(self.warmup * self.steps))
-
     @classmethod
     def of(cls, recipe, steps: int, **given) -> LoopSettings:
         """The settings a recipe declares (its fields of these names), ``given`` over them."""
@@ -223,7 +220,8 @@ class _Run:
         self.optimizer = torch.optim.AdamW(
             trainee.parameters, lr=settings.lr, weight_decay=settings.weight_decay, fused=device.is_cuda
         )
-        warmup, steps = settings.warmup_length(), settings.steps
+        steps, given = settings.steps, settings.warmup_steps
+        warmup = max(1, given if given is not None else int(settings.warmup * steps))
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
         )
