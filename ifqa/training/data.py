@@ -52,10 +52,10 @@ def check_has_gold(examples: Sequence[Example], where: str) -> None:
 def mine_groups(examples: Sequence[Example], pipeline, recipe, progress: bool = True) -> list[TrainingGroup]:
     """For each question, up to ``hard_depth`` retrieved non-gold passages (in the retriever's order) and the
     recipe's ``other_gold`` random gold passages of other questions, or with ``other_gold_from`` closest the
-    ``hard_depth`` nearest the question, best first (sampling from both lists happens at training time)."""
+    ``hard_depth`` nearest the question, best first (sampling from both lists happens at training time). Every
+    question has a gold passage (``check_has_gold``: the job checks it before anything is mined)."""
     from tqdm import tqdm
 
-    check_has_gold(examples, "training data")
     rng, depth = random.Random(recipe.seed), recipe.hard_depth
     pool = sorted({text for e in examples for text in e.context if text.strip()})
     nearest = MemoryBM25(pool) if recipe.other_gold_from == "closest" else None

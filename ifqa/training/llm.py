@@ -197,16 +197,15 @@ def _save(backend, recipe: LLMRecipe, made: dict, gguf_base: Path | None, target
 
 def lora_pairs(model) -> dict:
     """A peft model's LoRA factors by the transformers name of the layer they adapt: (A, B) as arrays."""
-    pairs = {}
-    for name, module in model.named_modules():
-        factors = getattr(module, "lora_A", None)
-        if factors is not None and "default" in factors:
-            a, b = factors["default"].weight, module.lora_B["default"].weight
-            pairs[name.removeprefix("base_model.model.")] = (
-                a.detach().float().cpu().numpy(),
-                b.detach().float().cpu().numpy(),
-            )
-    return pairs
+
+    def array(factors):
+        return factors["default"].weight.detach().float().cpu().numpy()
+
+    return {
+        name.removeprefix("base_model.model."): (array(module.lora_A), array(module.lora_B))
+        for name, module in model.named_modules()
+        if "default" in (getattr(module, "lora_A", None) or {})
+    }
 
 
 def _check_model(recipe: LLMRecipe) -> None:

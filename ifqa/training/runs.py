@@ -234,7 +234,6 @@ def train_reader(kind: ReaderKind, recipe, train_run, dev_run, output, run: Invo
     files = RunFiles(train_run, dev_run, train_records, dev_records)
     reader = kind.load(recipe, launch, files)
     if not resuming and world.main:  # written once the model loads: a model that cannot leaves nothing
-        output.mkdir(parents=True, exist_ok=True)
         launched = {  # how this run was trained: the world, its batches and what decided the last digits
             "world_size": world.size,
             "global_batch": recipe.batch_size,
