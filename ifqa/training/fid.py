@@ -22,7 +22,7 @@ from ifqa.readers.fid.model import enable_checkpointing, load_model
 from ifqa.readers.fid.predict import predict
 from ifqa.training.loop import RESULT, STATE, TRAINER, batch_order
 from ifqa.training.recipes import FiDRecipe
-from ifqa.training.runs import Launch, Reader, ReaderKind, RunFiles, rank_rows, token_mean, trainer
+from ifqa.training.runs import Launch, Reader, ReaderKind, RunFiles, rank_rows, token_mean
 
 log = logging.getLogger(__name__)
 
@@ -112,4 +112,4 @@ KIND = ReaderKind(
 )
 
 
-train = trainer(KIND)
+train = KIND.train

@@ -31,7 +31,7 @@ from ifqa.readers.llm.config import LLMReaderConfig
 from ifqa.readers.llm.reader import LLMReader
 from ifqa.training.loop import batch_order
 from ifqa.training.recipes import LLMRecipe
-from ifqa.training.runs import Launch, Reader, ReaderKind, RunFiles, rank_rows, run_steps, token_mean, trainer
+from ifqa.training.runs import Launch, Reader, ReaderKind, RunFiles, rank_rows, run_steps, token_mean
 from ifqa.version import __version__
 
 log = logging.getLogger(__name__)
@@ -314,4 +314,4 @@ KIND = ReaderKind(
 )
 
 
-train = trainer(KIND)
+train = KIND.train

@@ -90,6 +90,10 @@ class ReaderKind:
             return recipe
         return dataclasses.replace(recipe, batch_size=self.batch_per_rank[0 if gpu else 1] * ranks)
 
+    def train(self, train_run, dev_run, output, recipe, device=None, progress=True, stop_after=None) -> dict:
+        """``train_reader`` for this kind, as its module offers it (``fid.train``, ``llm.train``)."""
+        return train_reader(self, recipe, train_run, dev_run, output, Invocation(device, progress, stop_after))
+
 
 #: the splits a model is selected or scored on, never trained on
 EVALUATION_SPLITS = ("dev", "test", "validation")
@@ -252,13 +256,3 @@ def train_reader(kind: ReaderKind, recipe, train_run, dev_run, output, run: Invo
     warmup = recipe.warmup_steps if recipe.warmup_steps is not None else max(1, steps // 20)  # 5% by default
     settings = LoopSettings.of(recipe, steps, warmup_steps=warmup, compile=launch.compiled)
     return run_loop(trainee, output, settings, device, run.progress, run.stop_after, world)
-
-
-def trainer(kind: ReaderKind) -> Callable[..., dict]:
-    """A kind's ``train(train_run, dev_run, output, recipe, device=None, progress=True, stop_after=None)``:
-    ``train_reader`` with that invocation."""
-
-    def train(train_run, dev_run, output, recipe, device: str | None = None, progress=True, stop_after=None) -> dict:
-        return train_reader(kind, recipe, train_run, dev_run, output, Invocation(device, progress, stop_after))
-
-    return train
