@@ -124,8 +124,8 @@ class ControlRecipe(MiningRecipe):
 
 @dataclass(frozen=True)
 class RunRecipe:
-    """The loop settings of a reader trained on a run file, declared once; a kind's recipe subclasses
-    ``run_recipe``'s base, which holds them with the kind's own defaults."""
+    """The loop settings of a reader trained on a run file, declared once: a kind's recipe subclasses
+    ``run_recipe(name, **defaults)``, this class with the kind's own defaults."""
 
     #: a setting a kind's recipe once had, as its run records of that time read now: name -> (new name, values)
     RENAMED = {}
