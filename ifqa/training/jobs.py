@@ -93,8 +93,6 @@ def train_job(recipe, job) -> dict:
         return {"finished": True, "already": True, **done}
     check_has_gold(questions.examples, questions.name)
     check_before_mining(kind, recipe, len(questions), output, run.device)
-    if launched().main:
-        output.mkdir(parents=True, exist_ok=True)
     groups, mined = _groups(recipe, questions, output, job.corpus, run.progress)
     started = time.time()
     made = {  # what every card says made its model
