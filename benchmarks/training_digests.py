@@ -25,7 +25,7 @@ TRAIN = r"""
 import hashlib, json, sys
 from pathlib import Path
 tree, work = Path(sys.argv[1]), Path(sys.argv[2])
-sys.path.insert(0, str(tree))
+sys.path.insert(0, str(tree))  # ahead of the working directory, which -c puts before PYTHONPATH
 from safetensors.torch import load_file
 from ifqa.registry import TRAINABLE
 from ifqa.training import fid, llm
