@@ -21,7 +21,18 @@ def _signals(batch: list[int]) -> dict:
     }
 
 
-def test_workers_leave_ctrl_c_and_sigterm_to_the_parent(monkeypatch):
+@pytest.fixture
+def default_signals():
+    """The parent's handlers as a shell with job control leaves them (a job started with `&` without it
+    inherits SIGINT ignored), put back after."""
+    defaults = ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL))
+    saved = {signum: signal.signal(signum, handler) for signum, handler in defaults}
+    yield
+    for signum, handler in saved.items():
+        signal.signal(signum, handler)
+
+
+def test_workers_leave_ctrl_c_and_sigterm_to_the_parent(monkeypatch, default_signals):
     """A signal sent to the whole process group must not kill a worker mid-batch: the parent stops at a
     whole step and ends its workers itself."""
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "true")
