@@ -11,6 +11,7 @@ import torch
 
 from ifqa import feeding
 from tests.fake_cuda import FakeCuda, on_gpu
+from tests.signals import DEFAULTS, signal_handlers
 
 
 def _signals(batch: list[int]) -> dict:
@@ -21,24 +22,14 @@ def _signals(batch: list[int]) -> dict:
     }
 
 
-@pytest.fixture
-def default_signals():
-    """The parent's handlers as a shell with job control leaves them (a job started with `&` without it
-    inherits SIGINT ignored), put back after."""
-    defaults = ((signal.SIGINT, signal.default_int_handler), (signal.SIGTERM, signal.SIG_DFL))
-    saved = {signum: signal.signal(signum, handler) for signum, handler in defaults}
-    yield
-    for signum, handler in saved.items():
-        signal.signal(signum, handler)
-
-
-def test_workers_leave_ctrl_c_and_sigterm_to_the_parent(monkeypatch, default_signals):
+def test_workers_leave_ctrl_c_and_sigterm_to_the_parent(monkeypatch):
     """A signal sent to the whole process group must not kill a worker mid-batch: the parent stops at a
     whole step and ends its workers itself."""
     monkeypatch.setenv("TOKENIZERS_PARALLELISM", "true")
-    flags = [f["ignored"].tolist() for f in feeding.feed([[1], [2], [3]], _signals, "cpu", workers=2)]
-    assert flags == [[False, False]] + [[True, True]] * 2  # the first item is the parent's own (measured there)
-    assert signal.getsignal(signal.SIGTERM) != signal.SIG_IGN  # the parent's own handlers are untouched
+    with signal_handlers(DEFAULTS):  # the parent's, as a shell with job control leaves them
+        flags = [f["ignored"].tolist() for f in feeding.feed([[1], [2], [3]], _signals, "cpu", workers=2)]
+        assert flags == [[False, False]] + [[True, True]] * 2  # the first item is the parent's own (measured there)
+        assert signal.getsignal(signal.SIGTERM) != signal.SIG_IGN  # the parent's own handlers are untouched
     assert os.environ["TOKENIZERS_PARALLELISM"] == "true"  # set off only while the workers fork
 
 

@@ -4,6 +4,7 @@ import signal
 import pytest
 
 from ifqa.interrupts import Terminated, held_interrupts, raise_lost, sigterm_as_interrupt
+from tests.signals import DEFAULTS, signal_handlers
 
 
 def test_sigterm_raises_terminated_only_inside_the_block():
@@ -17,12 +18,8 @@ def test_sigterm_raises_terminated_only_inside_the_block():
 
 @pytest.mark.parametrize("signum, raised", [(signal.SIGTERM, Terminated), (signal.SIGINT, KeyboardInterrupt)])
 def test_held_interrupts_wait_for_the_check(signum, raised, caplog):
-    # Ctrl-C's default handler, which a test run in the background lacks (started with SIGINT ignored)
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
+    with signal_handlers(DEFAULTS):  # Ctrl-C's default handler, which a test run in the background lacks
         _held_until_checked(signum, raised, caplog)
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 def _held_until_checked(signum, raised, caplog):
@@ -41,14 +38,11 @@ def _held_until_checked(signum, raised, caplog):
 
 
 def test_an_ignored_ctrl_c_stays_ignored():
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as in a background job of a script
-    try:
+    with signal_handlers({signal.SIGINT: signal.SIG_IGN}):  # as in a background job of a script
         with held_interrupts() as check:
             os.kill(os.getpid(), signal.SIGINT)
             check()  # nothing held
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-    finally:
-        signal.signal(signal.SIGINT, previous)
 
 
 @pytest.mark.parametrize("signum, raised", [(signal.SIGTERM, Terminated), (signal.SIGINT, KeyboardInterrupt)])
@@ -61,8 +55,7 @@ def test_an_interrupt_lost_where_python_ignores_exceptions_is_raised_after_all(s
     class Thing:
         pass
 
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
+    with signal_handlers(DEFAULTS):
         with sigterm_as_interrupt():
             thing = Thing()
             watcher = weakref.ref(thing, lambda _: [os.kill(os.getpid(), signum), *(i for i in range(1000))])
@@ -74,5 +67,3 @@ def test_an_interrupt_lost_where_python_ignores_exceptions_is_raised_after_all(s
                 raise_lost()
         with sigterm_as_interrupt():
             raise_lost()  # a new command starts with none
-    finally:
-        signal.signal(signal.SIGINT, previous)
