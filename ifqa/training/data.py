@@ -9,7 +9,6 @@ Random ones are off topic and rejected on topic alone; close ones make the style
 
 from __future__ import annotations
 
-import json
 import logging
 import random
 from collections.abc import Sequence
@@ -19,7 +18,7 @@ from pathlib import Path
 from ifqa.artifacts import Example
 from ifqa.errors import IfqaError
 from ifqa.eval.passages import GoldMatcher
-from ifqa.io import write_jsonl
+from ifqa.io import read_jsonl, write_jsonl
 from ifqa.retrieval.bm25 import MemoryBM25
 
 log = logging.getLogger(__name__)
@@ -50,10 +49,9 @@ def check_has_gold(examples: Sequence[Example], where: str) -> None:
 
 
 def mine_groups(examples: Sequence[Example], pipeline, recipe, progress: bool = True) -> list[TrainingGroup]:
-    """For each question, up to ``hard_depth`` retrieved non-gold passages (in the retriever's order) and the
-    recipe's ``other_gold`` random gold passages of other questions, or with ``other_gold_from`` closest the
-    ``hard_depth`` nearest the question, best first (sampling from both lists happens at training time). Every
-    question has a gold passage (``check_has_gold``: the job checks it before anything is mined)."""
+    """For each question, up to ``hard_depth`` retrieved non-gold passages (in the retriever's order) and
+    ``other_gold`` random gold passages of other questions, or (``closest``) the ``hard_depth`` nearest, best first;
+    training samples from both lists. Every question has a gold passage (``check_has_gold``)."""
     from tqdm import tqdm
 
     rng, depth = random.Random(recipe.seed), recipe.hard_depth
@@ -96,20 +94,18 @@ def write_groups(groups: Sequence[TrainingGroup], path: str | Path) -> None:
 
 def read_groups(path: str | Path) -> list[TrainingGroup]:
     groups = []
-    with open(path, encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            try:
-                groups.append(TrainingGroup(**json.loads(line)))
-            except (ValueError, TypeError) as exc:
-                raise IfqaError(f"not a training group ({exc})", path, number) from None
+    for number, record in read_jsonl(path):
+        try:
+            groups.append(TrainingGroup(**record))
+        except TypeError as exc:
+            raise IfqaError(f"not a training group ({exc})", path, number) from None
     return groups
 
 
 def planned_steps(groups: Sequence[TrainingGroup], recipe, group_size: int, other_gold: int = 0) -> list:
-    """Every step's (question, [gold, other gold..., mined negative...]) groups, fixed by the recipe's seed
-    (its epochs, questions per step and depth): ``group_size`` passages per question, ``other_gold`` of them
-    other questions' gold passages; mined negatives, and other gold passages mined as a longer ranked list,
-    are sampled from the first ``hard_depth`` of their lists. A plan of no step is one line."""
+    """Every step's (question, [gold, other gold..., mined negative...]) groups, fixed by the recipe's seed:
+    ``group_size`` passages per question, ``other_gold`` of them other questions' gold, each list sampled from its
+    first ``hard_depth``. A plan of no step is one line."""
     rng, per_step, depth = random.Random(recipe.seed), recipe.questions_per_step, recipe.hard_depth
     steps = []
     for _ in range(recipe.epochs):

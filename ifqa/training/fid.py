@@ -1,5 +1,4 @@
-"""FiD as a reader trained on a run file (``runs.py``: the run record, dev EM, ``best/`` and ``last/``, the
-shared loop): its model, its batches, its loss and its dev predictions; the loop places and compiles it."""
+"""FiD as a reader trained on a run file (``runs.py``): its model, batches, loss and dev predictions."""
 
 from __future__ import annotations
 
@@ -29,9 +28,8 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class _Batches:
-    """The tensors of micro-step ``g`` (inputs, labels), a pure function of the seed: worker processes
-    prepare them ahead of the GPU (``feeding.feed``) and a resumed run sees the same data. With a compiled
-    model labels are padded to ``answer_maxlength`` (loss unchanged: padded positions are ignored and the
+    """The tensors of micro-step ``g``, a pure function of the seed (a resumed run sees the same data). With a
+    compiled model labels are padded to ``answer_maxlength`` (loss unchanged: padded positions are ignored and the
     decoder is causal), so every step has one shape and nothing recompiles."""
 
     records: Sequence[dict]
@@ -63,8 +61,7 @@ def check(recipe: FiDRecipe, output: Path) -> None:
 
 
 def load(recipe: FiDRecipe, launch: Launch, files: RunFiles) -> Reader:
-    """The T5 to train (its gradients recomputed when asked), its batches and loss; the loop moves it to the
-    device and compiles it when ``launch`` says so."""
+    """The T5 to train (activations recomputed when asked), its batches and loss."""
     fid, world = FiDSettings(recipe.n_context, recipe.text_maxlength, recipe.answer_maxlength), launch.world
     model = load_model(recipe.model)
     tokenizer = AutoTokenizer.from_pretrained(str(recipe.model))

@@ -34,8 +34,8 @@ log = logging.getLogger(__name__)
 
 
 def check_before_mining(kind, recipe, questions: int, output: Path, device: str | None) -> None:
-    """What would stop training after minutes of mining, checked first: the device, the starting
-    model, recipe values that cannot make a step and a damaged resume state."""
+    """What would stop training after minutes of mining, checked first: the device, the starting model, recipe
+    values that cannot make a step, a damaged resume state."""
     world = distributed.launched()
     picked = pick_device(device, world)  # a device this machine, or this launch, cannot give: one line now
     if kind.trainer is None:  # fitted in this process, by no training loop
@@ -78,10 +78,8 @@ def _groups(recipe, questions, output: Path, corpus: str | None, progress: bool)
 
 
 def train_job(recipe, job) -> dict:
-    """Train the mined kind a ``kinds.TrainJob`` names (a ``kinds.MinedKind``: reranker, retriever, control) into
-    ``job.output/model``; returns its card (plus progress fields). A folder whose model was trained, to the end,
-    by this same command (kind, recipe, training questions and collection) is the work done: its card is
-    returned as it is (``already``)."""
+    """Train the mined kind a ``kinds.TrainJob`` names into ``job.output/model``; returns its card (plus progress
+    fields), or, where this same command already trained it to the end, its card as it is (``already``)."""
     name, source, output, run = job.kind, job.source, job.output, job.run
     split = None if source.file else source.resolved()[1]
     if split in EVALUATION_SPLITS:  # selection is done on dev, and test is held out
@@ -136,8 +134,8 @@ def train_job(recipe, job) -> dict:
 
 
 def train_on_loop(kind, groups, output: Path, recipe, run: Invocation = Invocation()) -> dict:
-    """Train (or resume) a mined kind's declared trainee into ``output`` on the loop: torch seeded before the
-    kind makes its model (a new scoring head draws from the seed), then this rank's device picked."""
+    """Train (or resume) a mined kind's trainee on the loop, torch seeded before the kind makes its model (a new
+    scoring head draws from the seed)."""
     world, device = start(recipe.seed, run.device)
     trainee = kind.load_trainer()(groups, recipe, world, device)
     settings = LoopSettings.of(recipe, len(trainee.batches))
@@ -145,11 +143,9 @@ def train_on_loop(kind, groups, output: Path, recipe, run: Invocation = Invocati
 
 
 def completed_run(output: Path, kind: str, recipe, questions) -> dict | None:
-    """The card of a complete run in ``output`` (its card's last write says so) made by this command:
-    the same kind, recipe, training questions and collection (a rerun of a run killed in its last
-    second cannot tell itself from a failure, and is not one). A complete run of anything else is
-    refused; anything less, a run killed while it trained, saved its model, wrote its card or scored
-    dev, is resumed by the same command. Cards written before completion was recorded count as complete."""
+    """The card of a complete run in ``output`` (its card's last write says so) of this command: the same kind,
+    recipe, training questions and collection. A complete run of anything else is refused; a run killed before
+    its last write is resumed. Cards written before completion was recorded count as complete."""
     model = settled(output / "model")
     card = read_card(model) if model.is_dir() else {}
     if not card or not card.get("complete", True):

@@ -15,8 +15,8 @@ from ifqa.training.loop import Invocation
 
 @dataclass(frozen=True)
 class TrainJob:
-    """One training job of the kind named ``kind``: ``train_run``/``dev_run`` for run kinds, ``source`` (a
-    ``QuestionSource``), ``corpus`` and ``dev_run`` for mined kinds; ``run`` how it is invoked."""
+    """One training job: ``train_run``/``dev_run`` for run kinds, ``source`` (a ``QuestionSource``), ``corpus`` and
+    ``dev_run`` for mined kinds."""
 
     kind: str
     output: Path
@@ -39,8 +39,8 @@ def stopped(output, record: dict) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class _Kind:
-    """An entry: its ``recipe`` (the command's options), what it trains from (``inputs``: ``run`` or ``questions``),
-    the output folder a reader or retriever loads (``artifact``), ``train(recipe, job)`` and ``summary``."""
+    """An entry: its ``recipe`` (the command's options), what it trains from (``inputs``), the output folder a
+    reader or retriever loads (``artifact``), ``train(recipe, job)`` and ``summary``."""
 
     recipe: type
 
@@ -57,8 +57,7 @@ class _Kind:
 
 @dataclass(frozen=True, kw_only=True)
 class RunKind(_Kind):
-    """A reader trained on a run file (``runs.train_reader``); ``reader``: ``"module:attribute"`` of its
-    ``runs.ReaderKind``, the parts that are its own."""
+    """A reader trained on a run file; ``reader``: ``"module:attribute"`` of its ``runs.ReaderKind``."""
 
     reader: str
     inputs = "run"
@@ -80,8 +79,8 @@ class RunKind(_Kind):
 
 @dataclass(frozen=True, kw_only=True)
 class MinedKind(_Kind):
-    """A retrieval model trained on questions with negatives mined from an index (``jobs.py``): ``trainer``
-    declares its trainee (None: fitted in one process, the control); ``reranks_dev``: dev scores its reranked dev run."""
+    """A retrieval model trained on questions with negatives mined from an index (``jobs.py``): ``trainer`` makes
+    its trainee (None: fitted in one process, the control); ``reranks_dev``: dev scores its reranked dev run."""
 
     trainer: str | None
     reranks_dev: bool = False

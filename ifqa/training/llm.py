@@ -1,8 +1,6 @@
-"""``ifqa train llm``: a causal LM fine-tuned to answer as ``ifqa read llm`` prompts it (``runs.py``: a reader
-trained on a run file). The hf backend loads the model and the reader builds every training prompt, so the
-prompt trained on is the prompt read with; dev EM is the reader's own ``read_batch``. The loss falls on the
-answer tokens alone and the LM head runs only over them: rows are padded on the left, so every answer ends at
-the last position and ``logits_to_keep`` covers them all."""
+"""``ifqa train llm``: a causal LM fine-tuned to answer as ``ifqa read llm`` prompts it (a ``runs.py`` reader). The
+reader builds every training prompt, so the prompt trained on is the prompt read with; dev EM is its ``read_batch``.
+Rows are padded on the left, so every answer ends at the last position and the LM head runs over answers alone."""
 
 from __future__ import annotations
 
@@ -38,24 +36,15 @@ log = logging.getLogger(__name__)
 
 
 def reader_config(recipe: LLMRecipe) -> LLMReaderConfig:
-    """The reader the model is trained for: the hf backend in float32 on the CPU (the loop moves the model), no
-    response cache (the weights change under it), the recipe's prompt settings, never a trained model's card's."""
+    """The reader trained for: hf in float32 on the CPU (the loop moves the model), no response cache (the weights
+    change under it), the recipe's prompt settings, never a trained model's card's."""
     settings = {name: getattr(recipe, name) for name in LLMRecipe.READER}
-    return LLMReaderConfig(
-        model=recipe.model,
-        backend="hf",
-        device="cpu",
-        dtype="float32",
-        no_cache=True,
-        batch_size=recipe.eval_batch_size,
-        follow_card=False,
-        **settings,
-    )
+    fixed = {"backend": "hf", "device": "cpu", "dtype": "float32", "no_cache": True, "follow_card": False}
+    return LLMReaderConfig(model=recipe.model, batch_size=recipe.eval_batch_size, **fixed, **settings)
 
 
 def base_name(model: str) -> str:
-    """How a card names its base model: a ``demo:`` name as it is, a file or folder by its absolute path
-    (the trained folder is read from anywhere)."""
+    """How a card names its base model: a ``demo:`` name or hub id as given, a path made absolute."""
     path = Path(model).expanduser()
     return model if model.startswith(PREFIX) or not path.exists() else str(path.resolve())
 
@@ -75,9 +64,8 @@ def _check_runs(train: list[dict], recipe: LLMRecipe, train_run) -> list[dict]:
 
 
 def _target(tokenizer, chat: bool, prompt: str, prompt_ids: list[int], answer: str) -> list[int]:
-    """The answer's tokens as the model must write them after ``prompt_ids``: with a chat template, what the
-    template puts in the assistant's turn (``prompt`` the user's) up to its end-of-turn token; plainly, the
-    answer and EOS."""
+    """The answer's tokens after ``prompt_ids``: with a chat template, the assistant's turn up to its end-of-turn
+    token (``prompt`` the user's); plainly, the answer and EOS."""
     eos = tokenizer.eos_token_id
     if chat:
         whole = tokenizer.apply_chat_template(
@@ -92,17 +80,15 @@ def _target(tokenizer, chat: bool, prompt: str, prompt_ids: list[int], answer: s
 
 
 def closed_book(qid: str, share: float, seed: int) -> bool:
-    """Whether training question ``qid`` is one of the ``share`` trained without passages (seeded, so the
-    same questions in every epoch and on every resume)."""
+    """Whether ``qid`` is among the ``share`` trained without passages (seeded: the same in every epoch)."""
     return share > 0 and random.Random(f"{seed}:closed-book:{qid}").random() < share
 
 
 def tokenized_examples(
     reader: LLMReader, records: list[dict], seed: int, closed_book_share: float = 0.0
 ) -> list[tuple[list[int], list[int]]]:
-    """(prompt tokens, answer tokens) per training question: the prompt as the reader sends it (its
-    passages left out for the ``closed_book_share``), the answer one of its references (the first, as
-    demonstrations show it)."""
+    """(prompt tokens, answer tokens) per training question: the prompt as the reader sends it (no passages for
+    the ``closed_book_share``), the first reference answer (as demonstrations show it)."""
     backend, tokenizer = reader.session.backend, reader.session.backend.tokenizer
     params = reader.session.access.params(1, 0.0, (), seed)
     contexts = {
@@ -121,7 +107,7 @@ def tokenized_examples(
 @dataclasses.dataclass(frozen=True)
 class _Batches:
     """Micro-batch ``g``'s tensors, a pure function of the seed: rows padded on the left (the last ``keep``
-    positions hold every answer), positions counted from each row's first token as generation counts them."""
+    positions hold every answer), positions counted from each row's first token, as generation counts them."""
 
     examples: list
     recipe: LLMRecipe
@@ -177,9 +163,8 @@ def _with_lora(model, recipe: LLMRecipe):
 
 
 def _save(backend, recipe: LLMRecipe, made: dict, gguf_base: Path | None, target: Path, **facts) -> None:
-    """A trained folder written whole (``io.atomic_dir``) with its card (``made`` and this save's ``facts``): on a
-    GGUF base a LoRA run's ``adapter.gguf`` (read by llama.cpp and hf), else the model (LoRA merged unless
-    ``--no-merge``) and its tokenizer."""
+    """A trained folder written whole with its card (``made``, this save's ``facts``): on a GGUF base a LoRA run's
+    ``adapter.gguf`` (read by llama.cpp and hf), else the model (LoRA merged unless ``--no-merge``), tokenizer."""
     model = backend.model
     with atomic_dir(target) as tmp:
         card = {**made, **facts}
@@ -233,7 +218,7 @@ def _check_model(recipe: LLMRecipe) -> None:
 
 
 def load(recipe: LLMRecipe, launch: Launch, files: RunFiles) -> Reader:
-    """The causal LM to train as the reader reads it (with LoRA adapters when asked), its prompts tokenized."""
+    """The causal LM as the reader reads it (LoRA adapters when asked), its prompts tokenized."""
     config, world = reader_config(recipe), launch.world
     session = ModelSession.open(config)
     backend = session.backend
@@ -291,7 +276,7 @@ def _data(run) -> dict:
 
 
 def _answers(reader: LLMReader, records: list[dict], size: int) -> list[str]:
-    """The reader's own answers to dev records (``read_batch``, in batches of ``size``), the model in eval mode."""
+    """The reader's own answers to dev records, in batches of ``size``, the model in eval mode."""
     model, examples = reader.session.backend.model, _examples(records)
     contexts = {str(r["qid"]): r.get("ctxs") or [] for r in records}
     model.eval()

@@ -1,10 +1,8 @@
-"""The one training loop of every model ifqa trains: seeded micro-batches with accumulation, bf16 autocast
-where native (fp32 on a CPU unless asked: the same losses on every CPU), warm-up then linear decay, AdamW
-(fused on CUDA), optional ``torch.compile``, batches prepared ahead on CUDA, several ranks under
-torchrun/srun, and a resumable state saved atomically every N steps and on Ctrl-C, SIGTERM or a GPU out of
-memory. The plan is a pure function of the seed and the state holds the generators, so a resumed run is an
-uninterrupted one. A model brings a ``Trainee`` (its data, loss, evaluation, save); the loop runs in named
-phases (``_Run``): restore, wrap, step, save, stop, finish."""
+"""The one training loop of every model ifqa trains: seeded micro-batches with accumulation, bf16 autocast where
+native (fp32 on a CPU unless asked: the same losses on every CPU), warm-up then linear decay, AdamW, optional
+``torch.compile``, batches prepared ahead on CUDA, ranks under torchrun/srun. The plan is a pure function of the
+seed and the state, saved atomically every N steps and on Ctrl-C, SIGTERM or a GPU out of memory, holds the
+generators, so a resumed run is an uninterrupted one. A model brings a ``Trainee``; ``_Run`` runs it in phases."""
 
 from __future__ import annotations
 
@@ -31,8 +29,7 @@ from ifqa.models import load_weights
 log = logging.getLogger(__name__)
 
 STATE = "state"
-#: What a finished run recorded, written once its model is saved: its presence means training is done,
-#: so a run killed after it (while the card is written or dev is scored) finishes without training again.
+#: What a finished run recorded, once its model is saved: a run killed after it finishes without training again.
 RESULT = "train_result.json"
 #: The trainer's half of a saved state (the model's is ``model.pt``).
 TRAINER = "trainer.pt"
@@ -62,8 +59,8 @@ class LoopSettings:
 
 
 class Evaluation:
-    """What a trainee measures as it trains (a reader's dev EM; this one: nothing). ``after_step`` may add to
-    the step's log entry and says whether to save the state now; ``state``/``restore`` carry it across a resume."""
+    """What a trainee measures as it trains (a reader's dev EM; this one: nothing), carried across a resume.
+    ``after_step`` may add to the step's log entry and says whether to save the state now."""
 
     def after_step(self, step: int, entry: dict) -> bool:
         return False
@@ -77,9 +74,9 @@ class Evaluation:
 
 @dataclass(kw_only=True)
 class Trainee:
-    """What a model brings to the loop. ``batches[g]`` plans micro-batch g, ``prepare`` makes a plan this
-    rank's inputs (ahead, on CUDA); ``loss(inputs, forward)`` with ``forward`` the model as run (DDP, compiled); ``save(output)`` writes the
-    finished model; ``memory``: what a GPU out of memory names (what a batch holds, what to lower)."""
+    """What a model brings to the loop. ``batches[g]`` plans micro-batch g, ``prepare`` makes it this rank's
+    inputs (ahead, on CUDA); ``forward`` is the model as run (DDP, compiled); ``memory``: what a GPU out of memory
+    names (what a batch holds, what to lower)."""
 
     model: Any
     parameters: list
@@ -103,9 +100,8 @@ def batch_order(n: int, batch_size: int, seed: int, step: int) -> list[int]:
 
 
 def saved_state(output: Path, steps: int | None = None) -> tuple[dict, dict] | None:
-    """The resumable state in ``output`` (the trainer's half, the model's weights), or None: read whole, every
-    key there, at a whole step (of ``steps`` when known). The mined kinds read it before any work (mining
-    takes minutes and writes its groups); the model's shapes are checked when it is restored."""
+    """The resumable state in ``output`` (the trainer's half, the model's weights), or None, checked whole (the
+    mined kinds check it before minutes of mining); the model's shapes are checked when it is restored."""
     state_dir = settled(Path(output) / STATE)
     if not (state_dir / TRAINER).exists() and not (state_dir / "model.pt").exists():
         return None
@@ -122,8 +118,8 @@ def saved_state(output: Path, steps: int | None = None) -> tuple[dict, dict] | N
 
 @dataclass(frozen=True)
 class Invocation:
-    """How one invocation of a training command runs: its device (None: a GPU when present), a progress
-    bar, and ``stop_after`` steps (state saved) for time-limited jobs; the run's rerun resumes."""
+    """How one invocation runs: its device (None: a GPU when present), a progress bar, and ``stop_after`` steps
+    for time-limited jobs (the state saved; a rerun resumes)."""
 
     device: str | None = None
     progress: bool = True
@@ -131,8 +127,7 @@ class Invocation:
 
 
 def start(seed: int, device: str | None) -> tuple[World, Device]:
-    """Seed torch, join the launched world (torchrun/srun, or one process) and pick this rank's device,
-    made the current CUDA device (what torch puts on "the current device" follows it)."""
+    """Seed torch, join the launched world and pick this rank's device, made the current CUDA device."""
     import torch
 
     torch.manual_seed(seed)
@@ -145,7 +140,7 @@ def start(seed: int, device: str | None) -> tuple[World, Device]:
 
 def compiles(recipe, device: Device) -> bool:
     """Whether the loop compiles a recipe's model: ``--compile`` where it can run (else one line, before any
-    work), by default on CUDA when it can, never under ``--no-compile`` or for a recipe without the options."""
+    work), by default on CUDA when it can, never under ``--no-compile``."""
     if not hasattr(recipe, "no_compile"):
         return False
     if recipe.compile and recipe.no_compile:
@@ -209,8 +204,7 @@ class _Progress:
 
 
 class _Run:
-    """One invocation of the loop, in phases: the optimizer and schedule made, a saved state restored,
-    the model wrapped for ranks and compiling, each step taken, the state saved, a stop kept whole."""
+    """One invocation of the loop, in phases: restore, wrap, step, save, stop, finish."""
 
     def __init__(self, trainee: Trainee, output: Path, settings: LoopSettings, device: Device, world: World):
         import torch
@@ -252,8 +246,7 @@ class _Run:
         log.info("resuming %s at step %d of %d", self.output, record.step, self.settings.steps)
 
     def wrap(self):
-        """(the model for the ranks, the forward to call): DistributedDataParallel under a launcher,
-        compiled when asked."""
+        """(the model for the ranks: DDP under a launcher, the forward to call: compiled when asked)."""
         import torch
 
         parallel = self.model
@@ -313,8 +306,7 @@ class _Run:
         return entry, self.trainee.evaluation.after_step(self.record.step, entry), stop
 
     def saved_on_stop(self) -> None:
-        """Interrupted or out of memory within a step: the whole steps kept (the step cut short comes again
-        on resuming, with its dropout masks)."""
+        """Interrupted or out of memory: the whole steps kept (the step cut short comes again, same dropout)."""
         self.optimizer.zero_grad(set_to_none=True)
         if self.record.step > 0:
             if self.in_step:

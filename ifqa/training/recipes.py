@@ -1,9 +1,6 @@
-"""What ifqa trains, as configuration dataclasses (no heavy imports: the command line builds every
-``ifqa train`` command's options from them): the retrieval models' recipes (mined kinds) and the readers'
-(run kinds: FiD, the LLM reader), whose loop settings are declared once (``run_recipe``).
-
-The defaults are the recipes reported in docs/results.md; they were chosen on IfQA dev only.
-"""
+"""Every ``ifqa train`` command's options, as dataclasses (no heavy imports): the mined kinds' recipes and the
+readers', whose loop settings are declared once (``run_recipe``). The defaults are the recipes reported in
+docs/results.md, chosen on IfQA dev only."""
 
 from __future__ import annotations
 
@@ -124,8 +121,7 @@ class ControlRecipe(MiningRecipe):
 
 @dataclass(frozen=True)
 class RunRecipe:
-    """The loop settings of a reader trained on a run file, declared once: a kind's recipe subclasses
-    ``run_recipe(name, **defaults)``, this class with the kind's own defaults."""
+    """The loop settings of a reader trained on a run file, declared once (``run_recipe``: a kind's defaults)."""
 
     #: a setting a kind's recipe once had, as its run records of that time read now: name -> (new name, values)
     RENAMED = {}

@@ -1,7 +1,6 @@
 """A reader trained on a run file's questions and passages (FiD, the LLM reader), from what every such kind
-shares: its run recorded beside its checkpoints and checked on resuming, the loop's settings from its recipe
-(``recipes.run_recipe``), dev EM on a schedule, the best model in ``best/`` and the final one in ``last/``.
-A kind brings a ``Reader`` (its model, batches, loss, dev answers, checkpoint) and never sees the device."""
+shares: its run recorded beside its checkpoints and checked on resuming, dev EM on a schedule, the best model in
+``best/`` and the final one in ``last/``. A kind brings a ``Reader`` and never sees the device."""
 
 from __future__ import annotations
 
@@ -39,10 +38,9 @@ log = logging.getLogger(__name__)
 
 @dataclass(kw_only=True)
 class Reader(Trainee):
-    """A kind's trainee, its model loaded for this run: ``prepare(g)`` is micro-batch g's inputs (a pure
-    function of the seed); ``predict(records)`` answers dev records on this rank (in eval mode, training mode
-    after); ``checkpoint(folder, **facts)`` writes a folder whole (``facts``: the step and dev EM of it).
-    ``train_reader`` gives it its micro-batches, dev EM and final save."""
+    """A kind's trainee, its model loaded: ``prepare(g)`` is micro-batch g's inputs; ``predict(records)`` answers
+    dev records (training mode after); ``checkpoint(folder, **facts)`` writes a folder whole, its step and dev EM
+    among the facts. ``train_reader`` gives it its micro-batches, dev EM and final save."""
 
     batches: Sequence = ()
     predict: Callable[[Sequence[dict]], list[str]]
@@ -51,8 +49,7 @@ class Reader(Trainee):
 
 @dataclass(frozen=True)
 class Launch:
-    """How this rank trains, as a kind's ``load`` sees it (the model loaded on the CPU, the loop moves it):
-    its world, its precision (bf16 autocast or fp32) and whether the loop compiles the model."""
+    """How this rank trains, as a kind's ``load`` sees it (it loads the model on the CPU; the loop moves it)."""
 
     world: World
     precision: str
@@ -71,11 +68,10 @@ class RunFiles:
 
 @dataclass(frozen=True, kw_only=True)
 class ReaderKind:
-    """A reader trainable on a run file, by its parts. ``name``: what its run record names it; ``check(recipe,
-    output)``: refusals before anything is read; ``keep(train, recipe, train_run)``: refusals of records its
-    batches cannot use; ``micro_batch(recipe)``: questions a rank-shared micro-batch holds; ``load(recipe,
-    launch, files)``: its ``Reader``; ``batch_per_rank``: (GPU, CPU) questions per rank and step without
-    ``--batch-size``."""
+    """A reader trainable on a run file, by its parts: ``check(recipe, output)`` refuses before anything is read,
+    ``keep(train, recipe, train_run)`` refuses records its batches cannot use, ``micro_batch(recipe)`` is what the
+    ranks share, ``load(recipe, launch, files)`` its ``Reader``; ``batch_per_rank``: (GPU, CPU) questions per rank
+    and step without ``--batch-size``."""
 
     name: str
     check: Callable
@@ -97,15 +93,13 @@ class ReaderKind:
 
 #: the splits a model is selected or scored on, never trained on
 EVALUATION_SPLITS = ("dev", "test", "validation")
-#: the share of training questions that may also be dev questions (IfQA's own train and dev share 9 of
-#: 2,400 question texts: those are left out of training); more is a dev run of the training questions
+#: the share of training questions that may also be dev questions (IfQA's train and dev share 9 of 2,400, left out)
 OVERLAP_REFUSED = 0.05
 
 
 def held_apart(train: list[dict], dev: list[dict], train_run, dev_run) -> list[dict]:
-    """The training records every kind may train on, whatever it reads of them: a run of an evaluation split
-    is refused, questions that are also ``--dev-run`` questions are left out (dev EM picks ``best/``), and a
-    train run that is largely the dev run is refused, all before a model loads."""
+    """The training records any kind may train on, before a model loads: a run of an evaluation split, or one
+    largely the dev run, is refused; the dev run's questions are left out (dev EM picks ``best/``)."""
     if not train:
         raise IfqaError("no training questions", train_run)
     recorded = (recorded_questions(train_run) or {}).get("name", "")
@@ -125,15 +119,14 @@ def held_apart(train: list[dict], dev: list[dict], train_run, dev_run) -> list[d
 
 
 def identity(kind: ReaderKind, recipe, fields: dict | None = None) -> dict:
-    """What a run is: its kind and every recipe field (``fields``: as a record holds them) but those that
-    change only speed and memory."""
+    """What a run is: its kind and its recipe's fields (``fields``: a record's) but speed and memory's."""
     fields = dataclasses.asdict(recipe) if fields is None else fields
     return {"kind": kind.name, **{k: v for k, v in fields.items() if k not in recipe.HOW_NOT_WHAT}}
 
 
 def _recorded(saved: dict, recipe) -> dict:
-    """A run record of an earlier ifqa as this one reads it: settings renamed since (FiD's fp32) under their
-    new names, settings added since at their defaults, and how the run was launched left out."""
+    """A run record of an earlier ifqa as this one reads it: renamed settings (FiD's fp32) under their new names,
+    later ones at their defaults, how it was launched left out."""
     saved = {k: v for k, v in saved.items() if k != "launch"}  # how it was launched: it may move between worlds
     for old, (new, values) in type(recipe).RENAMED.items():
         if old in saved:
@@ -143,8 +136,7 @@ def _recorded(saved: dict, recipe) -> dict:
 
 
 def resumes(output: Path, kind: ReaderKind, recipe) -> bool:
-    """Whether ``output`` holds this run to resume: its record is this run's (one that is another run is
-    refused in one line)."""
+    """Whether ``output`` holds this run to resume (another run there is refused in one line)."""
     recorded = output / RUN_CONFIG
     if recorded.is_file():
         try:
@@ -164,8 +156,8 @@ def resumes(output: Path, kind: ReaderKind, recipe) -> bool:
 
 
 def rank_rows(world: World, labels) -> tuple[slice, dict]:
-    """This rank's rows of a global batch whose answer tokens ``labels`` marks (-100: none), and what its
-    inputs carry for ``token_mean``: the whole batch's token count (none on one rank, which takes every row)."""
+    """This rank's rows of a global batch whose answer tokens ``labels`` marks (-100: none), and the whole batch's
+    token count for ``token_mean`` (none on one rank, which takes every row)."""
     if not world.active:
         return slice(None), {}
     rows = world.share(range(len(labels)))
@@ -186,9 +178,8 @@ def run_steps(recipe, questions: int) -> int:
 
 
 class DevEM(Evaluation):
-    """Dev EM every ``eval_every`` steps and at the last, each rank predicting its share of whole batches;
-    a better EM saves ``best/`` (then the state is saved too, so ``best/`` and the best EM agree on resuming:
-    the best EM is carried in the loop's state)."""
+    """Dev EM every ``eval_every`` steps and at the last, each rank predicting its share; a better EM saves
+    ``best/`` and then the state, whose best EM then agrees with ``best/`` on resuming."""
 
     def __init__(self, reader: Reader, records: list[dict], recipe, steps: int, world: World, output: Path):
         self.reader, self.recipe, self.steps, self.world, self.output = reader, recipe, steps, world, output
@@ -221,8 +212,7 @@ class DevEM(Evaluation):
 
 
 def train_reader(kind: ReaderKind, recipe, train_run, dev_run, output, run: Invocation) -> dict:
-    """Train ``kind``'s reader on a run file; a rerun resumes from ``output``'s state. Returns the training
-    record (``step``, ``log``, ``best_em``)."""
+    """Train ``kind``'s reader on a run file (a rerun resumes); returns the record (``step``, ``log``, ``best_em``)."""
     output = settled(Path(output))
     kind.check(recipe, output)
     resuming = resumes(output, kind, recipe)

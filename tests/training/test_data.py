@@ -1,11 +1,15 @@
 """Training groups: mined negatives and other questions' gold passages (random or closest), and the
 seeded step plan."""
 
+import re
 from types import SimpleNamespace
 
+import pytest
+
 from ifqa.artifacts import Example
+from ifqa.errors import IfqaError
 from ifqa.retrieval.hits import hits_at
-from ifqa.training.data import mine_groups, planned_steps
+from ifqa.training.data import mine_groups, planned_steps, read_groups, write_groups
 
 GOLD = {
     "tsunami": "A tsunami crosses the deep ocean at hundreds of metres per second, its speed set by the depth.",
@@ -72,3 +76,15 @@ def test_step_plan_samples_both_kinds_of_negative_from_the_first_hard_depth():
             group = by_question[question]
             assert passages[0] in group.positives and len(passages) == 3
             assert passages[1] in group.other_gold[:2] and passages[2] in group.negatives[:2]
+
+
+def test_mined_groups_read_back_as_written_and_a_damaged_line_is_named(tmp_path):
+    groups = mine_groups(examples(), Pipeline(), mining(), progress=False)
+    path = tmp_path / "groups.jsonl"
+    write_groups(groups, path)
+    assert read_groups(path) == groups
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for damaged, problem in (("{not json", "invalid JSON"), ('{"qid": "q"}', "not a training group"), ("[1]", "not a")):
+        path.write_text("\n".join([lines[0], damaged, *lines[1:]]) + "\n", encoding="utf-8")
+        with pytest.raises(IfqaError, match=rf"^{re.escape(str(path))}:2: {problem}"):
+            read_groups(path)
