@@ -1,7 +1,7 @@
 """The one training loop of every model ifqa trains: seeded micro-batches with accumulation, bf16 autocast where
 native (fp32 on a CPU unless asked: the same losses on every CPU), warm-up then linear decay, AdamW, optional
 ``torch.compile``, batches prepared ahead on CUDA, ranks under torchrun/srun. The plan is a pure function of the
-seed and the state, saved atomically every N steps and on Ctrl-C, SIGTERM or a GPU out of memory, holds the
+seed, and the state (saved atomically every N steps and on Ctrl-C, SIGTERM or a GPU out of memory) holds the
 generators, so a resumed run is an uninterrupted one. A model brings a ``Trainee``; ``_Run`` runs it in phases."""
 
 from __future__ import annotations
@@ -75,8 +75,9 @@ class Evaluation:
 @dataclass(kw_only=True)
 class Trainee:
     """What a model brings to the loop. ``batches[g]`` plans micro-batch g, ``prepare`` makes it this rank's
-    inputs (ahead, on CUDA); ``forward`` is the model as run (DDP, compiled); ``memory``: what a GPU out of memory
-    names (what a batch holds, what to lower)."""
+    inputs (ahead, on CUDA); ``loss(inputs, forward)`` with ``forward`` the model as run (DDP, compiled);
+    ``save(output)`` writes the finished model; ``memory``: what a GPU out of memory names (what a batch holds,
+    what to lower)."""
 
     model: Any
     parameters: list
@@ -140,7 +141,7 @@ def start(seed: int, device: str | None) -> tuple[World, Device]:
 
 def compiles(recipe, device: Device) -> bool:
     """Whether the loop compiles a recipe's model: ``--compile`` where it can run (else one line, before any
-    work), by default on CUDA when it can, never under ``--no-compile``."""
+    work), by default on CUDA when it can, never under ``--no-compile`` or for a recipe without the options."""
     if not hasattr(recipe, "no_compile"):
         return False
     if recipe.compile and recipe.no_compile:

@@ -119,7 +119,8 @@ def held_apart(train: list[dict], dev: list[dict], train_run, dev_run) -> list[d
 
 
 def identity(kind: ReaderKind, recipe, fields: dict | None = None) -> dict:
-    """What a run is: its kind and its recipe's fields (``fields``: a record's) but speed and memory's."""
+    """What a run is: its kind and every recipe field (``fields``: as a record holds them) but those that
+    change only speed and memory."""
     fields = dataclasses.asdict(recipe) if fields is None else fields
     return {"kind": kind.name, **{k: v for k, v in fields.items() if k not in recipe.HOW_NOT_WHAT}}
 

@@ -84,7 +84,11 @@ def test_mined_groups_read_back_as_written_and_a_damaged_line_is_named(tmp_path)
     write_groups(groups, path)
     assert read_groups(path) == groups
     lines = path.read_text(encoding="utf-8").splitlines()
-    for damaged, problem in (("{not json", "invalid JSON"), ('{"qid": "q"}', "not a training group"), ("[1]", "not a")):
+    for damaged, problem in (
+        ("{not json", "invalid JSON"),
+        ('{"qid": "q"}', "not a training group"),
+        ("[1]", "not a training group"),
+    ):
         path.write_text("\n".join([lines[0], damaged, *lines[1:]]) + "\n", encoding="utf-8")
         with pytest.raises(IfqaError, match=rf"^{re.escape(str(path))}:2: {problem}"):
             read_groups(path)
